@@ -1,0 +1,108 @@
+# faultline: build, test, run, measure.
+#
+#   make            build build/bin/faultline, build/bin/psrt, build/bin/fl-tests
+#   make check      run every test (unit and integration, real namespaces)
+#   make run        the main job: install deps, build, run the reproducer suite
+#   make bench      print BENCH lines (ratios against a baseline in the same run)
+#   make fuzz       build and run the fuzz targets (FUZZ_SECONDS=600)
+#   make install    install binaries under PREFIX (default /usr/local)
+#
+# Each source folder becomes one static archive; binaries link the archives
+# they need.  Fault points (libfiu) are compiled in unless FIU=0.
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+FIU      ?= 1
+O        := build
+PKGS     := yaml-0.1 sqlite3 libmnl libnftables
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wvla \
+            -D_GNU_SOURCE -fno-strict-aliasing -MMD -MP -I. \
+            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ifeq ($(FIU),1)
+CFLAGS   += -DFIU_ENABLE=1
+endif
+LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy -lfiu -lpthread -ldl -lm
+
+src_of    = $(filter-out $(2),$(wildcard $(1)/*.c))
+obj_of    = $(patsubst %.c,$(O)/obj/%.o,$(1))
+
+CKPT_SRC    := $(call src_of,runtime/ckpt)
+PSRT_SRC    := $(call src_of,runtime/psrt,runtime/psrt/main.c)
+NETEM_SRC   := $(call src_of,netem)
+HARNESS_SRC := $(call src_of,harness,harness/main.c)
+REPORTS_SRC := $(call src_of,reports)
+TEST_SRC    := $(wildcard harness/tests/*.c runtime/tests/*.c netem/tests/*.c reports/tests/*.c)
+
+LIB_CKPT    := $(O)/lib/libckpt.a
+LIB_PSRT    := $(O)/lib/libpsrt.a
+LIB_NETEM   := $(O)/lib/libnetem.a
+LIB_HARNESS := $(O)/lib/libharness.a
+LIB_REPORTS := $(O)/lib/libreports.a
+
+# Link order: users before what they use.
+FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
+PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
+
+BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests
+
+.PHONY: all deps check run bench fuzz install clean
+all: $(BINS)
+
+# Installs missing Debian packages (a no-op when all are present).
+deps:
+	@bash ci/install-deps
+
+$(O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+define archive
+$(1): $(call obj_of,$(2))
+	@mkdir -p $$(dir $$@)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(eval $(call archive,$(LIB_CKPT),$(CKPT_SRC)))
+$(eval $(call archive,$(LIB_PSRT),$(PSRT_SRC)))
+$(eval $(call archive,$(LIB_NETEM),$(NETEM_SRC)))
+$(eval $(call archive,$(LIB_HARNESS),$(HARNESS_SRC)))
+$(eval $(call archive,$(LIB_REPORTS),$(REPORTS_SRC)))
+
+$(O)/bin/faultline: $(O)/obj/harness/main.o $(FL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/main.o $(FL_LIBS) $(LDLIBS)
+
+$(O)/bin/psrt: $(O)/obj/runtime/psrt/main.o $(PSRT_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(O)/obj/runtime/psrt/main.o $(PSRT_LIBS) $(LDLIBS)
+
+$(O)/bin/fl-tests: $(call obj_of,$(TEST_SRC)) $(FL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(call obj_of,$(TEST_SRC)) $(FL_LIBS) $(LDLIBS) -lcunit
+
+# Every test: CUnit registry, each test in a forked child with a timeout.
+# TESTS=pattern runs the tests whose "suite/name" contains the pattern.
+check: deps
+	@$(MAKE) --no-print-directory all
+	$(O)/bin/fl-tests $(TESTS)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@bash ci/run-main
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@bash bench/run
+
+fuzz:
+	@bash ci/fuzz $(FUZZ_SECONDS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf $(O)
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,10 @@
+/*
+ * main.c: the faultline command line (placeholder until the CLI lands).
+ */
+#include <stdio.h>
+
+int main(void)
+{
+    fprintf(stderr, "faultline: not built yet\n");
+    return 2;
+}

@@ -1,0 +1,118 @@
+/*
+ * fl_test.h: how faultline's tests are written.
+ *
+ * Every test in the tree is registered (by a constructor, so no central list
+ * needs editing) into one CUnit registry run by build/bin/fl-tests.  Each test
+ * runs in a forked child, in its own process group, with a timeout; its
+ * assertions are reported back to the parent, which records them in CUnit.
+ * Assertions print both sides of a failed comparison.  A test that cannot run
+ * here calls FL_SKIP("why") and is counted as skipped, not passed.
+ *
+ *   FL_TEST(ckpt, bundle_write_matches_tensorflow) { ... }
+ *   FL_TEST_T(hosts, up_down_many_hosts, 120) { ... }   // 120 s timeout
+ *
+ * Names follow area_action_condition.  Only FL_* assertions work inside a
+ * test (CUnit's CU_ASSERT would record into the child's copy of the registry).
+ */
+#ifndef FL_TEST_H
+#define FL_TEST_H
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef void (*fl_test_fn)(void);
+
+void fl_test_register(const char *suite, const char *name, fl_test_fn fn, int timeout_s);
+void fl_test_fail(const char *file, int line, bool fatal, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void fl_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* A fresh empty directory for this test, removed after it (even on failure). */
+const char *fl_test_dir(void);
+/* Top of the source tree (the folder holding Makefile), found from the binary. */
+const char *fl_test_root(void);
+/* ../shared beside the checkout (or $FL_SHARED), or NULL when it is absent. */
+const char *fl_test_shared(void);
+/* Path of a built program: fl_test_bin("faultline") -> <root>/build/bin/faultline */
+const char *fl_test_bin(const char *name);
+/* Skips the test unless running as root. */
+void fl_test_need_root(void);
+/* Runs a shell command; returns its exit status (or 128+signal). Output goes to
+ * *out (malloc'd, NUL-terminated) if out is not NULL, else to the test log. */
+int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define FL_TEST_T(suite, name, timeout_s)                                      \
+    static void suite##_##name(void);                                          \
+    __attribute__((constructor)) static void suite##_##name##_reg(void)        \
+    {                                                                          \
+        fl_test_register(#suite, #name, suite##_##name, (timeout_s));          \
+    }                                                                          \
+    static void suite##_##name(void)
+#define FL_TEST(suite, name) FL_TEST_T(suite, name, 60)
+
+#define FL_SKIP(...) fl_test_skip(__VA_ARGS__)
+
+#define FL_CHECK_(fatal, cond, ...)                                            \
+    do {                                                                       \
+        if (!(cond))                                                           \
+            fl_test_fail(__FILE__, __LINE__, (fatal), __VA_ARGS__);            \
+    } while (0)
+
+#define FL_ASSERT(cond)  FL_CHECK_(false, cond, "%s", #cond)
+#define FL_REQUIRE(cond) FL_CHECK_(true, cond, "%s", #cond)
+#define FL_ASSERT_MSG(cond, ...)  FL_CHECK_(false, cond, __VA_ARGS__)
+#define FL_REQUIRE_MSG(cond, ...) FL_CHECK_(true, cond, __VA_ARGS__)
+
+#define FL_CMP_INT_(fatal, a, op, b)                                           \
+    do {                                                                       \
+        long long fl_a_ = (long long)(a), fl_b_ = (long long)(b);              \
+        if (!(fl_a_ op fl_b_))                                                 \
+            fl_test_fail(__FILE__, __LINE__, (fatal),                          \
+                         "%s " #op " %s: left %lld, right %lld", #a, #b,       \
+                         fl_a_, fl_b_);                                        \
+    } while (0)
+#define FL_ASSERT_EQ(a, b)  FL_CMP_INT_(false, a, ==, b)
+#define FL_ASSERT_NE(a, b)  FL_CMP_INT_(false, a, !=, b)
+#define FL_ASSERT_LT(a, b)  FL_CMP_INT_(false, a, <, b)
+#define FL_ASSERT_LE(a, b)  FL_CMP_INT_(false, a, <=, b)
+#define FL_ASSERT_GT(a, b)  FL_CMP_INT_(false, a, >, b)
+#define FL_ASSERT_GE(a, b)  FL_CMP_INT_(false, a, >=, b)
+#define FL_REQUIRE_EQ(a, b) FL_CMP_INT_(true, a, ==, b)
+#define FL_REQUIRE_GE(a, b) FL_CMP_INT_(true, a, >=, b)
+
+#define FL_CMP_STR_(fatal, a, b)                                               \
+    do {                                                                       \
+        const char *fl_a_ = (a), *fl_b_ = (b);                                 \
+        if (!fl_a_ || !fl_b_ || strcmp(fl_a_, fl_b_) != 0)                     \
+            fl_test_fail(__FILE__, __LINE__, (fatal),                          \
+                         "%s == %s: left \"%s\", right \"%s\"", #a, #b,        \
+                         fl_a_ ? fl_a_ : "(null)", fl_b_ ? fl_b_ : "(null)");  \
+    } while (0)
+#define FL_ASSERT_STREQ(a, b)  FL_CMP_STR_(false, a, b)
+#define FL_REQUIRE_STREQ(a, b) FL_CMP_STR_(true, a, b)
+
+/* Substring containment: FL_ASSERT_CONTAINS(haystack, needle). */
+#define FL_ASSERT_CONTAINS(h, n)                                               \
+    do {                                                                       \
+        const char *fl_h_ = (h), *fl_n_ = (n);                                 \
+        if (!fl_h_ || !fl_n_ || !strstr(fl_h_, fl_n_))                         \
+            fl_test_fail(__FILE__, __LINE__, false,                            \
+                         "%s contains %s: \"%s\" does not contain \"%s\"", #h, \
+                         #n, fl_h_ ? fl_h_ : "(null)", fl_n_ ? fl_n_ : "(null)"); \
+    } while (0)
+
+#define FL_ASSERT_MEMEQ(a, b, n)                                               \
+    do {                                                                       \
+        const unsigned char *fl_a_ = (const void *)(a), *fl_b_ = (const void *)(b); \
+        size_t fl_n_ = (n), fl_i_;                                             \
+        for (fl_i_ = 0; fl_i_ < fl_n_ && fl_a_[fl_i_] == fl_b_[fl_i_]; fl_i_++) \
+            ;                                                                  \
+        if (fl_i_ < fl_n_)                                                     \
+            fl_test_fail(__FILE__, __LINE__, false,                            \
+                         "%s == %s (%zu bytes): differ at byte %zu: 0x%02x vs 0x%02x", \
+                         #a, #b, fl_n_, fl_i_, fl_a_[fl_i_], fl_b_[fl_i_]);    \
+    } while (0)
+
+#endif

@@ -1,0 +1,395 @@
+/*
+ * runner.c: the test runner behind `make check` (build/bin/fl-tests).
+ *
+ * Tests register themselves (fl_test.h) into a table; main() builds one CUnit
+ * registry from it, one CUnit suite per area, and runs it with CUnit's basic
+ * interface.  Each CUnit test function is a trampoline that forks: the child
+ * runs the real test in its own process group with a fresh temporary
+ * directory and reports failures and skips over a pipe as records; the parent
+ * waits with a timeout (killing the whole group when it expires), turns each
+ * failure record into a CUnit assertion failure, and removes the temporary
+ * directory.  A crash or timeout is a failure naming the signal or the limit.
+ *
+ * Usage: fl-tests [-l] [PATTERN...]   (-l lists tests; a pattern keeps the
+ * tests whose "suite/name" contains it).  The output ends with CUnit's run
+ * summary and a line "N passed, N failed, N skipped".
+ */
+#include "harness/tests/fl_test.h"
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct test {
+    const char *suite, *name;
+    fl_test_fn fn;
+    int timeout_s;
+};
+
+static struct test *tests;
+static size_t ntests, cap;
+static const struct test *current;
+static int report_fd = -1;      /* child: where records go */
+static char tmpdir[PATH_MAX];
+static int nskipped;
+
+void fl_test_register(const char *suite, const char *name, fl_test_fn fn, int timeout_s)
+{
+    if (ntests == cap) {
+        cap = cap ? cap * 2 : 64;
+        tests = realloc(tests, cap * sizeof *tests);
+        if (!tests)
+            abort();
+    }
+    tests[ntests++] = (struct test){suite, name, fn, timeout_s};
+}
+
+/* Record: one byte kind ('F' failure, 'X' fatal failure, 'S' skip), then a
+ * line "file\tline\tmessage\n". */
+static void send_record(char kind, const char *file, int line, const char *msg)
+{
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%c%s\t%d\t", kind, file, line);
+    for (const char *p = msg; *p && n < (int)sizeof buf - 2; p++)
+        buf[n++] = (*p == '\n' || *p == '\t') ? ' ' : *p;
+    buf[n++] = '\n';
+    if (write(report_fd, buf, n) < 0)
+        _exit(99);
+}
+
+void fl_test_fail(const char *file, int line, bool fatal, const char *fmt, ...)
+{
+    char msg[3000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "    %s:%d: FAILED: %s\n", file, line, msg);
+    send_record('F', file, line, msg);
+    if (fatal)
+        _exit(1);
+}
+
+void fl_test_skip(const char *fmt, ...)
+{
+    char msg[1000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    send_record('S', "", 0, msg);
+    _exit(0);
+}
+
+const char *fl_test_dir(void) { return tmpdir; }
+
+const char *fl_test_root(void)
+{
+    static char root[PATH_MAX];
+    if (root[0])
+        return root;
+    const char *env = getenv("FL_ROOT");
+    if (env && *env) {
+        snprintf(root, sizeof root, "%s", env);
+        return root;
+    }
+    ssize_t n = readlink("/proc/self/exe", root, sizeof root - 1);
+    if (n <= 0)
+        abort();
+    root[n] = 0;
+    /* <root>/build/bin/fl-tests -> <root> */
+    for (int i = 0; i < 3; i++) {
+        char *s = strrchr(root, '/');
+        if (s)
+            *s = 0;
+    }
+    return root;
+}
+
+const char *fl_test_shared(void)
+{
+    static char shared[PATH_MAX];
+    const char *env = getenv("FL_SHARED");
+    if (env && *env)
+        snprintf(shared, sizeof shared, "%s", env);
+    else
+        snprintf(shared, sizeof shared, "%s/../shared", fl_test_root());
+    struct stat st;
+    return stat(shared, &st) == 0 && S_ISDIR(st.st_mode) ? shared : NULL;
+}
+
+const char *fl_test_bin(const char *name)
+{
+    static char path[4][PATH_MAX];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, PATH_MAX, "%s/build/bin/%s", fl_test_root(), name);
+    return p;
+}
+
+void fl_test_need_root(void)
+{
+    if (geteuid() != 0)
+        FL_SKIP("needs root (namespaces, mounts)");
+}
+
+int fl_test_sh(char **out, const char *fmt, ...)
+{
+    char *cmd;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&cmd, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    int st;
+    if (out) {
+        FILE *f = popen(cmd, "r");
+        if (!f)
+            abort();
+        size_t len = 0, cap_ = 4096;
+        char *buf = malloc(cap_);
+        size_t n;
+        while ((n = fread(buf + len, 1, cap_ - len - 1, f)) > 0) {
+            len += n;
+            if (cap_ - len < 2) {
+                cap_ *= 2;
+                buf = realloc(buf, cap_);
+            }
+        }
+        buf[len] = 0;
+        *out = buf;
+        st = pclose(f);
+    } else {
+        st = system(cmd);
+    }
+    free(cmd);
+    if (st < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const struct test *find_current(void)
+{
+    CU_pTest t = CU_get_current_test();
+    CU_pSuite s = CU_get_current_suite();
+    for (size_t i = 0; t && s && i < ntests; i++)
+        if (!strcmp(tests[i].suite, s->pName) && !strcmp(tests[i].name, t->pName))
+            return &tests[i];
+    return NULL;
+}
+
+/* Parent side: turn the child's records into CUnit results. */
+static void handle_records(char *buf, bool *skipped)
+{
+    char *save = NULL;
+    for (char *rec = strtok_r(buf, "\n", &save); rec; rec = strtok_r(NULL, "\n", &save)) {
+        char kind = rec[0];
+        char *file = rec + 1, *tab1 = strchr(file, '\t');
+        if (!tab1)
+            continue;
+        *tab1 = 0;
+        char *tab2 = strchr(tab1 + 1, '\t');
+        if (!tab2)
+            continue;
+        *tab2 = 0;
+        int line = atoi(tab1 + 1);
+        const char *msg = tab2 + 1;
+        if (kind == 'S') {
+            printf("SKIP %s/%s: %s ... ", current->suite, current->name, msg);
+            *skipped = true;
+        } else {
+            /* CUnit keeps the pointers: give it copies that outlive us. */
+            CU_assertImplementation(CU_FALSE, line, strdup(msg), strdup(file), "", CU_FALSE);
+        }
+    }
+}
+
+static void trampoline(void)
+{
+    const struct test *t = current = find_current();
+    if (!t)
+        return;
+    snprintf(tmpdir, sizeof tmpdir, "%s/fl-test-%s-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", t->name);
+    if (!mkdtemp(tmpdir)) {
+        CU_assertImplementation(CU_FALSE, 0, "mkdtemp failed", "runner.c", "", CU_FALSE);
+        return;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        abort();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        close(p[0]);
+        report_fd = p[1];
+        signal(SIGPIPE, SIG_DFL);
+        t->fn();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    close(p[1]);
+    size_t len = 0, cap_ = 4096;
+    char *buf = malloc(cap_);
+    double deadline = now_s() + t->timeout_s;
+    bool timed_out = false;
+    for (;;) {
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+        int r = poll(&pfd, 1, left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            timed_out = true;
+            break;
+        }
+        if (cap_ - len < 1024)
+            buf = realloc(buf, cap_ *= 2);
+        ssize_t n = read(p[0], buf + len, cap_ - len - 1);
+        if (n <= 0)
+            break;
+        len += n;
+    }
+    buf[len] = 0;
+    close(p[0]);
+    if (timed_out)
+        kill(-pid, SIGKILL);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    /* Whatever the test left in its group (a server it started) goes too. */
+    kill(-pid, SIGKILL);
+    bool skipped = false;
+    handle_records(buf, &skipped);
+    free(buf);
+    char msg[256];
+    if (timed_out) {
+        snprintf(msg, sizeof msg, "test timed out after %d s (killed)", t->timeout_s);
+        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+    } else if (WIFSIGNALED(st)) {
+        snprintf(msg, sizeof msg, "test crashed: %s", strsignal(WTERMSIG(st)));
+        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 1) {
+        snprintf(msg, sizeof msg, "test exited with status %d", WEXITSTATUS(st));
+        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+    }
+    if (skipped)
+        nskipped++;
+    nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static int cmp_test(const void *a, const void *b)
+{
+    const struct test *x = a, *y = b;
+    int c = strcmp(x->suite, y->suite);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+static bool selected(const struct test *t, int argc, char **argv)
+{
+    if (argc == 0)
+        return true;
+    char full[512];
+    snprintf(full, sizeof full, "%s/%s", t->suite, t->name);
+    for (int i = 0; i < argc; i++)
+        if (strstr(full, argv[i]))
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    bool list = false;
+    int first = 1;
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: fl-tests [-l] [PATTERN...]\n"
+               "Runs faultline's tests (each in a forked child with a timeout).\n"
+               "  -l        list the tests instead of running them\n"
+               "  PATTERN   run only tests whose suite/name contains PATTERN\n"
+               "Environment: FL_SHARED (the shared/ folder), TMPDIR.\n");
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "-l")) {
+        list = true;
+        first = 2;
+    }
+    qsort(tests, ntests, sizeof *tests, cmp_test);
+    if (list) {
+        for (size_t i = 0; i < ntests; i++)
+            if (selected(&tests[i], argc - first, argv + first))
+                printf("%s/%s\n", tests[i].suite, tests[i].name);
+        return 0;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite suite = NULL;
+    const char *suite_name = NULL;
+    size_t nsel = 0;
+    for (size_t i = 0; i < ntests; i++) {
+        if (!selected(&tests[i], argc - first, argv + first))
+            continue;
+        if (!suite_name || strcmp(suite_name, tests[i].suite)) {
+            suite_name = tests[i].suite;
+            suite = CU_add_suite(suite_name, NULL, NULL);
+        }
+        CU_add_test(suite, tests[i].name, trampoline);
+        nsel++;
+    }
+    if (nsel == 0) {
+        fprintf(stderr, "fl-tests: no test matches\n");
+        return 2;
+    }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    /* Count failed tests (not assertions) from the failure list. */
+    unsigned failed = 0;
+    const char *last_suite = NULL, *last_test = NULL;
+    for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext) {
+        if (f->pTest && f->pSuite &&
+            (last_test != f->pTest->pName || last_suite != f->pSuite->pName)) {
+            failed++;
+            last_test = f->pTest->pName;
+            last_suite = f->pSuite->pName;
+        }
+    }
+    unsigned ran = CU_get_number_of_tests_run();
+    unsigned passed = ran - failed - (unsigned)nskipped;
+    printf("\n%u passed, %u failed, %d skipped\n", passed, failed, nskipped);
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
