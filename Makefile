@@ -22,7 +22,7 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wvla \
 ifeq ($(FIU),1)
 CFLAGS   += -DFIU_ENABLE=1
 endif
-LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy -lfiu -lpthread -ldl -lm
+LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy -lisal -lfiu -lpthread -ldl -lm
 
 src_of    = $(filter-out $(2),$(wildcard $(1)/*.c))
 obj_of    = $(patsubst %.c,$(O)/obj/%.o,$(1))
