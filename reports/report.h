@@ -1,0 +1,118 @@
+/*
+ * report.h: turning faultline's results into text for people and CI.
+ *
+ * Two kinds of input:
+ *  - the end-of-run rows the run engine holds in memory (struct fl_report_row):
+ *    fl_report_verdict_line (one line per run, as it finishes),
+ *    fl_report_summary (the table after all runs), fl_report_junit (CI);
+ *  - the results database (an sqlite3 handle, from fl_rec_db() of
+ *    harness/recorder.h, already opened and migrated): fl_report_runs
+ *    (`faultline runs`), fl_report_history (verdict history per
+ *    scenario/variant), fl_report_changed (verdicts changed since a revision).
+ *
+ * Colour: verdict words are coloured only when the FILE is a terminal and
+ * NO_COLOR is not set, unless fl_report_set_color() says otherwise.
+ * Errors: 0 (or a count) on success, negative errno on failure; database
+ * errors are -EIO with the SQLite message printed to stderr.
+ */
+#ifndef FL_REPORT_H
+#define FL_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct sqlite3;
+
+/* ---- end-of-run rows --------------------------------------------------------- */
+
+struct fl_report_row {
+    const char *scenario;    /* scenario name */
+    const char *variant;     /* "protocol=legacy" ("" or NULL when none) */
+    const char *expected;    /* short text: "chief fails_with NotFoundError", "all exit 0" */
+    const char *observed;    /* short text: what happened */
+    const char *verdict;     /* "pass" | "fail" | "error" */
+    int64_t duration_ms;
+    const char *reason;      /* why (the first failed check, the harness error), may be NULL */
+    const char *run_id;      /* may be NULL */
+    const char *run_dir;     /* run directory with the logs, may be NULL (JUnit system-out) */
+};
+
+enum fl_report_color { FL_REPORT_COLOR_AUTO, FL_REPORT_COLOR_NEVER, FL_REPORT_COLOR_ALWAYS };
+/* Process-wide; default AUTO (tty and no NO_COLOR). */
+void fl_report_set_color(enum fl_report_color mode);
+
+/*
+ * One line per finished run:
+ *   PASS  seed-001 protocol=legacy  3.2s  (expected failure observed: NotFoundError ...)
+ * The parenthesis holds the reason, or else the observed text, on one line,
+ * truncated to keep the line readable.
+ */
+void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
+
+/*
+ * The end-of-run table: columns SCENARIO VARIANT EXPECTED OBSERVED VERDICT
+ * TIME REASON, aligned (long cells truncated with "..."), then a totals line
+ *   "5 runs: 4 passed, 1 failed, 0 errors in 12.3s"
+ * Returns 0, or -EIO when writing failed.
+ */
+int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n);
+
+/*
+ * Writes JUnit XML to path (atomically: a temp file renamed into place; the
+ * parent directory is created if missing): one <testsuite> per scenario (in
+ * order of first appearance), one <testcase name=VARIANT classname=SCENARIO
+ * time=SECONDS> per row, with <failure message=REASON> for 'fail' and <error
+ * message=REASON> for 'error' (and anything else), expected/observed in the
+ * element text, run id and run dir in <system-out>.  Everything is
+ * XML-escaped; characters XML 1.0 cannot hold are replaced by '?'.
+ */
+int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n);
+
+/* ---- from the database ------------------------------------------------------- */
+
+struct fl_report_runs_opts {
+    const char *scenario;   /* only this scenario (exact name), NULL = all */
+    const char *variant;    /* only this variant (exact), NULL = all */
+    const char *verdict;    /* only this verdict, NULL = all */
+    const char *since_rev;  /* only runs started at or after the first run recorded
+                               with this git revision (prefix match); NULL = all */
+    int limit;              /* most recent N; 0 -> 20, < 0 -> no limit */
+};
+
+/*
+ * `faultline runs`: most recent runs first, as an aligned table:
+ *   RUN ID  SCENARIO  VARIANT  VERDICT  DURATION  STARTED  REASON
+ * (STARTED in local time "YYYY-MM-DD HH:MM:SS", reason truncated).  Prints
+ * "no runs recorded in this database" when nothing matches.  Returns the
+ * number of runs printed, -ENOENT when since_rev names no recorded revision,
+ * -EINVAL for a bad verdict, -EIO on a database error.
+ */
+int fl_report_runs(struct sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opts);
+
+struct fl_report_history_opts {
+    const char *scenario;   /* NULL = all */
+    const char *variant;    /* NULL = all */
+    int last;               /* verdict string over the last N runs; 0 -> 20 */
+};
+
+/*
+ * "How often does it fail": one line per scenario/variant with
+ *   SCENARIO VARIANT RUNS PASS FAIL ERROR FAIL% LAST HISTORY
+ * HISTORY is the last N verdicts oldest first, one letter each (P F E R for
+ * running).  Finished runs only count in FAIL%.  Returns the number of lines.
+ */
+int fl_report_history(struct sqlite3 *db, FILE *out, const struct fl_report_history_opts *opts);
+
+/*
+ * "Which scenarios changed verdict since revision X": for each
+ * scenario/variant, the latest finished verdict among runs at revision rev
+ * (prefix match) against the latest finished verdict of any later run;
+ * prints those that differ:
+ *   SCENARIO VARIANT VERDICT AT <rev> NOW NOW REV NOW RUN
+ * Returns the number of changed lines, -ENOENT when rev was never recorded.
+ */
+int fl_report_changed(struct sqlite3 *db, FILE *out, const char *rev);
+
+#endif
