@@ -37,7 +37,7 @@ int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
 
 /*
  * Checks 'tmpl' without expanding it.  Returns 0, or -EINVAL with
- * *bad_off/*bad_len set to the byte range of the offending text in tmpl
+ * *bad_off and *bad_len set to the byte range of the offending text in tmpl
  * (the whole "{name}" for an unknown placeholder, the single brace for a
  * stray brace) and a message without any position ("unknown placeholder
  * '{foo}'", "unmatched '{' (write '{{' for a literal brace)").  The caller
