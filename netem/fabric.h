@@ -1,0 +1,148 @@
+/*
+ * netem/fabric.h: the network fabric every host of a run plugs into.
+ *
+ * A fabric is a private "switch": an anonymous network namespace held by a
+ * small holder process that the fabric clones itself (CLONE_NEWNET, exit
+ * signal 0, PR_SET_PDEATHSIG SIGKILL, every inherited fd closed).  Inside it
+ * one bridge "br0" (up, no address, no STP, forward delay 0, no multicast
+ * snooping, no IPv6, no bridge-netfilter calls).  Each host is a network
+ * namespace (made by the host layer) joined to the bridge by a veth pair:
+ *
+ *     switch netns:  br0 ── "h<idx>"  ══ veth ══  "eth0"  :host netns
+ *                                                  198.18.x.y/15, up
+ *                                                  lo up
+ *
+ * Nothing is ever created in the root network namespace and nothing is bound
+ * into /run/netns: when the holder dies (fl_fabric_destroy, or the harness
+ * dying, via PDEATHSIG) the kernel frees the switch namespace, every veth
+ * pair and every partition rule.  When a host's netns dies the kernel removes
+ * that host's veth pair too.
+ *
+ * Addresses: host idx gets 198.18.0.0 + idx + 1 in 198.18.0.0/15 (RFC 2544
+ * benchmarking range, never routed), so idx 0 = 198.18.0.1, idx 254 =
+ * 198.18.0.255 (a valid host address in a /15), idx 255 = 198.18.1.0.
+ * A restarted or replaced host (new pid, same idx) gets the same address.
+ * eth0 has no IPv6 link-local address (addrgenmode none): no DAD/RS/MLD
+ * traffic floods the bridge; lo keeps ::1.
+ *
+ * Partitions are nftables rules (bridge family, table "faultline") in the
+ * switch namespace matching the switch-side port names, so a partition stays
+ * in force across a host's restart (its port is re-created with the same
+ * name).  Every frame (ARP and IPv4 alike) between blocked ports is dropped.
+ *
+ * Lifecycle / states of a host slot idx:
+ *   DETACHED --attach--> QUEUED --commit--> ATTACHED --detach--> DETACHED
+ *   ATTACHED --attach(new pid)--> QUEUED (commit replaces the old pair)
+ *   ATTACHED and the host netns dies: the kernel removes the pair; the slot
+ *   stays ATTACHED in the fabric's books until detach or re-attach, both of
+ *   which tolerate the pair being gone already.
+ * Invariants: at most one veth pair per idx; the switch end of idx is named
+ * "h<idx>" and has ifindex FL_FABRIC_PORT_IFINDEX_BASE + idx in the switch
+ * netns; the host end is "eth0" with ifindex FL_FABRIC_ETH0_IFINDEX in the
+ * host netns.
+ *
+ * Errors: every function returns 0 or a negative errno, and (where it takes
+ * err/errlen) writes one line for people naming the host index, interface,
+ * netlink/nft call and pid, e.g.
+ *   "fabric: RTM_NEWLINK veth h3/eth0 in netns of pid 1234: File exists".
+ * err may be NULL.
+ *
+ * Threads: a fabric is not thread-safe; use it from one thread.  The holder
+ * gets PR_SET_PDEATHSIG, which fires when the *thread* that called
+ * fl_fabric_create exits, so create the fabric from a thread that lives as
+ * long as the fabric (the harness's main thread).  Calls that enter another
+ * namespace (commit, partition, block, heal) setns() the calling thread only
+ * and always return it to the namespace it was in; if returning fails the
+ * process aborts rather than keep running in the wrong namespace.
+ * The holder is cloned with exit signal 0: waitpid(-1, ...) without __WALL
+ * in the harness never reaps it; fl_fabric_destroy reaps it.
+ */
+#ifndef FL_NETEM_FABRIC_H
+#define FL_NETEM_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Host indices are 0 .. FL_FABRIC_MAX_HOSTS-1. */
+#define FL_FABRIC_MAX_HOSTS 65536
+/* Prefix length of every host address (198.18.0.0/15). */
+#define FL_FABRIC_PREFIXLEN 15
+/* Interface names: switch side "h<idx>", host side FL_FABRIC_HOST_IFNAME. */
+#define FL_FABRIC_HOST_IFNAME "eth0"
+#define FL_FABRIC_BRIDGE_IFNAME "br0"
+/* Fixed interface indices (so no lookups are needed). */
+#define FL_FABRIC_ETH0_IFINDEX 2          /* eth0, inside each host netns */
+#define FL_FABRIC_PORT_IFINDEX_BASE 1000  /* h<idx>, inside the switch netns */
+/* nftables table (bridge family) holding partition rules, in the switch ns. */
+#define FL_FABRIC_NFT_TABLE "faultline"
+
+struct fl_fabric;
+
+/* Creates the switch namespace, its holder process and the bridge.
+ * run_id (may be NULL) names the holder ("fl-sw <run_id>" in its comm,
+ * truncated) and is set as the bridge's ifalias, for people and `gc`. */
+int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size_t errlen);
+
+/* Pid of the holder process: /proc/<pid>/ns/net is the switch namespace
+ * (for `nsenter -t <pid> -n` when debugging). */
+pid_t fl_fabric_switch_pid(const struct fl_fabric *f);
+
+/* Address of host idx in NETWORK byte order (ready for sin_addr.s_addr):
+ * 198.18.0.0 + idx + 1.  Returns 0 (INADDR_ANY) for an invalid idx. */
+uint32_t fl_fabric_addr(int host_idx);
+/* Same, as dotted text into buf (at least 16 bytes).  Returns buf, or ""
+ * for an invalid idx. */
+char *fl_fabric_addr_str(int host_idx, char *buf, size_t len);
+/* Name of the switch-side port of idx ("h<idx>") into buf (>= 16 bytes). */
+char *fl_fabric_port_name(int host_idx, char *buf, size_t len);
+
+/* Queues host idx (whose network namespace is that of host_pid) to be
+ * plugged in at the next fl_fabric_commit.  Only checks arguments; nothing
+ * touches the kernel yet.  Attaching an idx that is already attached (a
+ * restarted host with a new pid) replaces its veth pair at commit.  host_pid's
+ * netns must hold no interface with ifindex FL_FABRIC_ETH0_IFINDEX or named
+ * eth0 (a fresh netns holds only lo).  -EINVAL on a bad idx/pid, -EEXIST if
+ * idx is already queued, -ENOMEM. */
+int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid,
+                     char *err, size_t errlen);
+
+/* Performs everything queued: one batched netlink round trip in the switch
+ * namespace for all veth pairs, then one batched round trip per host inside
+ * its netns (eth0: addrgenmode none, address, up; lo up).  The queue is
+ * emptied whatever happens.  Returns 0 when every queued host is attached;
+ * otherwise the first error (message in err); hosts that failed are left
+ * DETACHED with their pair removed, the others are attached. */
+int fl_fabric_commit(struct fl_fabric *f, char *err, size_t errlen);
+
+/* Removes host idx's veth pair now (one round trip).  0 also when the pair
+ * is already gone (the host's netns died) or idx was never attached.
+ * A queued, uncommitted attach of idx is dropped too. */
+int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen);
+
+/* Partition: frames between hosts of different groups are dropped, both
+ * ways; hosts in no group are unaffected.  groups[g] lists group_sizes[g]
+ * host indices.  Needs at least two non-empty groups; a host in two groups
+ * is -EINVAL.  Host indices need not be attached (yet).  *rule_id receives
+ * an id (> 0) for fl_fabric_heal. */
+int fl_fabric_partition(struct fl_fabric *f, const int *const *groups,
+                        const size_t *group_sizes, size_t ngroups, int *rule_id,
+                        char *err, size_t errlen);
+
+/* One-way block: frames from any `from` host to any `to` host are dropped;
+ * the reverse direction passes (TCP therefore stalls both ways, UDP and
+ * ARP replies flow from `to` to `from`).  Both lists must be non-empty. */
+int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom,
+                    const int *to, size_t nto, int *rule_id,
+                    char *err, size_t errlen);
+
+/* Removes exactly the rules of one partition/block.  -ENOENT for an unknown
+ * (or already healed) id. */
+int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen);
+
+/* Kills the holder (SIGKILL through a pidfd) and reaps it; the kernel then
+ * frees the switch namespace, every veth pair (host ends included) and every
+ * rule.  Host namespaces are not touched otherwise.  NULL is a no-op. */
+void fl_fabric_destroy(struct fl_fabric *f);
+
+#endif
