@@ -16,7 +16,7 @@ FIU      ?= 1
 O        := build
 PKGS     := yaml-0.1 sqlite3 libmnl libnftables
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wvla \
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wshadow -Wvla \
             -D_GNU_SOURCE -fno-strict-aliasing -MMD -MP -I. \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(FIU),1)

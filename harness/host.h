@@ -1,0 +1,85 @@
+/*
+ * host.h: a host is what a bug report calls a machine: its own network,
+ * mount, PID, UTS and IPC namespaces, held by a small init process, with a
+ * private disk mounted at the working directory, its own /tmp and an
+ * /etc/hosts naming every host.  See host.c for the life cycle.
+ */
+#ifndef FL_HOST_H
+#define FL_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fl_host_mount {
+    char *src;          /* a directory in the harness's view */
+    char *dst;          /* absolute path inside the host */
+};
+
+/* What a host is made of; the caller owns the strings. */
+struct fl_host_spec {
+    const char *name;           /* host name, also its UTS hostname */
+    int idx;                    /* index in the run (fabric address) */
+    const char *disk_dir;       /* mounted at workdir */
+    const char *tmp_dir;        /* mounted at /tmp */
+    const char *workdir;        /* absolute, exists in the root filesystem */
+    const char *hosts_file;     /* bind-mounted over /etc/hosts, or NULL */
+    const struct fl_host_mount *mounts;   /* extra binds (shared paths) */
+    size_t nmounts;
+    const char *cgroup;         /* cgroup dir that init and every process join, or NULL */
+};
+
+enum fl_host_state { FL_HOST_DOWN, FL_HOST_STARTING, FL_HOST_UP };
+
+struct fl_host {
+    struct fl_host_spec spec;
+    enum fl_host_state state;
+    pid_t pid;                  /* init, in the harness's PID namespace */
+    int pidfd;                  /* of init, for setns; -1 when down */
+    unsigned long long starttime; /* of init, from /proc/PID/stat, for gc */
+    int generation;             /* 0 on first start, +1 per restart/replace */
+};
+
+/* One-time setup of the calling process (the harness): a private mount
+ * namespace, so that every mount of the run vanishes with it, and the fds it
+ * needs to return to its own PID namespace after a spawn.  Must be called
+ * single-threaded, before any fl_host_start. */
+int fl_host_global_init(char *err, size_t errlen);
+
+/* Starts a batch of hosts without waiting for them: clone init processes.
+ * Each init sets up its mounts and hostname in parallel; fl_host_wait_ready
+ * waits for every host started since the last wait. */
+int fl_host_start(struct fl_host *h, char *err, size_t errlen);
+int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errlen);
+
+/* Kills a host at once (init SIGKILL: the kernel kills everything in its PID
+ * namespace) and reaps init. The namespaces vanish with the last process. */
+int fl_host_kill(struct fl_host *h);
+
+/* Handles a SIGCHLD for pid: returns true (and marks the host down) if pid was
+ * this host's init. */
+bool fl_host_reaped(struct fl_host *h, pid_t pid);
+
+struct fl_spawn {
+    char *const *argv;
+    char *const *envp;
+    const char *cwd;            /* inside the host; NULL = workdir */
+    int stdin_fd, stdout_fd, stderr_fd;   /* -1: /dev/null */
+    bool new_session;           /* setsid() (default: own process group) */
+};
+
+/* Starts a process inside the host (all its namespaces and its cgroup); the
+ * harness is its parent.  Returns the pid (> 0) or -errno with err filled. */
+pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, size_t errlen);
+
+/* Enters the namespaces of an init process found by pid (for `faultline
+ * exec`): the calling process itself moves; the next fork lands in the PID
+ * namespace. */
+int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir,
+                      char *err, size_t errlen);
+
+/* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone. */
+unsigned long long fl_proc_starttime(pid_t pid);
+
+#endif

@@ -1,0 +1,239 @@
+/*
+ * rundir.c: files of a run: the state file that lists every resource a run
+ * created (so that `faultline gc` can remove what a killed run left and
+ * `faultline exec` can find a host), and small file helpers (mkdir -p,
+ * rm -rf that unmounts first, atomic whole-file writes).
+ *
+ * The state file is plain "key value" lines, rewritten atomically (temp file
+ * + rename) whenever the run's resources change: a reader never sees half a
+ * file.  Unknown keys are ignored, so later versions can add keys.
+ */
+#include "harness/rundir.h"
+#include "harness/host.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fl_mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        return -ENAMETOOLONG;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* Unmounts (lazily) every mount point at or below path, deepest first. */
+static void umount_below(const char *path)
+{
+    FILE *f = fopen("/proc/self/mounts", "re");
+    if (!f)
+        return;
+    char *pts[256];
+    size_t n = 0;
+    char line[8192];
+    size_t plen = strlen(path);
+    while (fgets(line, sizeof line, f) && n < 256) {
+        char dev[4096], mnt[4096];
+        if (sscanf(line, "%4095s %4095s", dev, mnt) != 2)
+            continue;
+        if (!strncmp(mnt, path, plen) && (mnt[plen] == 0 || mnt[plen] == '/'))
+            pts[n++] = strdup(mnt);
+    }
+    fclose(f);
+    for (size_t i = n; i-- > 0;) {
+        if (pts[i])
+            umount2(pts[i], MNT_DETACH);
+        free(pts[i]);
+    }
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(p);
+    else
+        unlink(p);
+    return 0;
+}
+
+int fl_rm_rf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    umount_below(path);
+    if (nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+        return -errno;
+    return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
+}
+
+int fl_write_file(const char *path, const void *buf, size_t len)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return -e;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    close(fd);
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return -e;
+    }
+    return 0;
+}
+
+int fl_read_file(const char *path, char **buf, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    for (;;) {
+        if (cap - n < 2) {
+            cap *= 2;
+            char *nb = realloc(b, cap);
+            if (!nb) {
+                free(b);
+                close(fd);
+                return -ENOMEM;
+            }
+            b = nb;
+        }
+        ssize_t r = read(fd, b + n, cap - n - 1);
+        if (r < 0) {
+            int e = errno;
+            free(b);
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    b[n] = 0;
+    *buf = b;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int fl_state_write(const char *dir, const struct fl_state *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return -ENOMEM;
+    fprintf(f, "run_id %s\nscenario %s\nvariant %s\ndb %s\nworkdir %s\nstatus %s\n",
+            st->run_id, st->scenario, st->variant, st->db, st->workdir, st->status);
+    fprintf(f, "harness %d %llu\n", (int)st->harness_pid, st->harness_start);
+    if (st->switch_pid > 0)
+        fprintf(f, "switch %d %llu\n", (int)st->switch_pid, st->switch_start);
+    for (size_t i = 0; i < st->ncgroups; i++)
+        fprintf(f, "cgroup %s\n", st->cgroups[i]);
+    for (size_t i = 0; i < st->nhosts; i++)
+        fprintf(f, "host %s %d %llu\n", st->hosts[i].name, (int)st->hosts[i].pid,
+                st->hosts[i].starttime);
+    fclose(f);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/state", dir);
+    int rc = fl_write_file(path, buf, len);
+    free(buf);
+    return rc;
+}
+
+int fl_state_read(const char *dir, struct fl_state *st)
+{
+    memset(st, 0, sizeof *st);
+    char path[PATH_MAX], *buf;
+    snprintf(path, sizeof path, "%s/state", dir);
+    int rc = fl_read_file(path, &buf, NULL);
+    if (rc < 0)
+        return rc;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *sp = strchr(line, ' ');
+        if (!sp)
+            continue;
+        *sp = 0;
+        const char *key = line, *val = sp + 1;
+#define STR(k, field) if (!strcmp(key, k)) { snprintf(st->field, sizeof st->field, "%s", val); continue; }
+        STR("run_id", run_id);
+        STR("scenario", scenario);
+        STR("variant", variant);
+        STR("db", db);
+        STR("workdir", workdir);
+        STR("status", status);
+#undef STR
+        if (!strcmp(key, "harness")) {
+            sscanf(val, "%d %llu", &st->harness_pid, &st->harness_start);
+        } else if (!strcmp(key, "switch")) {
+            sscanf(val, "%d %llu", &st->switch_pid, &st->switch_start);
+        } else if (!strcmp(key, "cgroup") && st->ncgroups < 8) {
+            snprintf(st->cgroups[st->ncgroups++], sizeof st->cgroups[0], "%s", val);
+        } else if (!strcmp(key, "host")) {
+            struct fl_state_host h = {0};
+            if (sscanf(val, "%63s %d %llu", h.name, &h.pid, &h.starttime) != 3)
+                continue;
+            struct fl_state_host *nh = realloc(st->hosts, (st->nhosts + 1) * sizeof *nh);
+            if (!nh)
+                break;
+            st->hosts = nh;
+            st->hosts[st->nhosts++] = h;
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+void fl_state_free(struct fl_state *st)
+{
+    free(st->hosts);
+    st->hosts = NULL;
+    st->nhosts = 0;
+}
+
+bool fl_pid_alive(pid_t pid, unsigned long long starttime)
+{
+    if (pid <= 0)
+        return false;
+    unsigned long long now = fl_proc_starttime(pid);
+    return now != 0 && (starttime == 0 || now == starttime);
+}
