@@ -21,7 +21,8 @@
  * Addresses: host idx gets 198.18.0.0 + idx + 1 in 198.18.0.0/15 (RFC 2544
  * benchmarking range, never routed), so idx 0 = 198.18.0.1, idx 254 =
  * 198.18.0.255 (a valid host address in a /15), idx 255 = 198.18.1.0.
- * A restarted or replaced host (new pid, same idx) gets the same address.
+ * A restarted or replaced host (new pid, same idx) gets the same address and
+ * the same MAC (fl_fabric_mac), so peers' ARP caches stay right.
  * eth0 has no IPv6 link-local address (addrgenmode none): no DAD/RS/MLD
  * traffic floods the bridge; lo keeps ::1.
  *
@@ -94,6 +95,11 @@ uint32_t fl_fabric_addr(int host_idx);
 /* Same, as dotted text into buf (at least 16 bytes).  Returns buf, or ""
  * for an invalid idx. */
 char *fl_fabric_addr_str(int host_idx, char *buf, size_t len);
+/* MAC address of eth0 of host idx: 02:46:4c:ii:ii:ii (locally administered;
+ * "FL" then idx).  Fixed per idx so that a restarted or replaced host keeps
+ * the MAC its peers have in their ARP caches, and traffic to it resumes at
+ * once instead of after ARP entries time out. */
+void fl_fabric_mac(int host_idx, unsigned char mac[6]);
 /* Name of the switch-side port of idx ("h<idx>") into buf (>= 16 bytes). */
 char *fl_fabric_port_name(int host_idx, char *buf, size_t len);
 

@@ -1,0 +1,1223 @@
+/*
+ * netem/fabric.c: the private switch namespace, its bridge, one veth pair per
+ * host with the host's address, and partitions as nftables rules.
+ *
+ * Everything is done through netlink (libmnl builds the messages; the
+ * sockets are plain NETLINK_ROUTE sockets) except partitions, which go
+ * through libnftables.  A kernel object is reached through a socket opened
+ * inside its namespace: the switch socket is opened once at create time
+ * (setns into the holder's netns, socket(), setns back); a host socket is
+ * opened per commit the same way.  All messages for one namespace are sent
+ * in one sendmsg (a batch); only the last one asks for an ACK, errors come
+ * back for the others by sequence number, so a commit of N hosts costs one
+ * switch round trip per 128 hosts plus one round trip per host netns.
+ *
+ * Host slot states (see fabric.h): DETACHED, QUEUED (in f->queue), ATTACHED.
+ * The books keep f->attached[idx] = "a pair of idx may exist": set as soon as
+ * a pair was created, cleared only by a successful detach, so the next attach
+ * of idx always deletes a leftover first (ENODEV is fine).  Invariants: an
+ * idx is queued at most once; a host that failed half-way in a commit has its
+ * pair deleted again, so the caller sees it DETACHED.
+ * Fixed interface indices (fabric.h) mean no message ever needs the answer
+ * of another, which is what makes batching possible.
+ *
+ * The calling thread's netns is left only between a setns() and its matching
+ * ns_leave(), which aborts if it cannot return (never keep running, and
+ * creating links, in the wrong namespace).
+ */
+#include "netem/fabric.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include <libmnl/libmnl.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BR_IFINDEX 999       /* br0 in the switch netns */
+#define LO_IFINDEX 1
+#define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
+#define FABRIC_BCAST 0xC613FFFFu
+#define CHUNK 128            /* hosts per switch batch (bounds open fds too) */
+#define MSG_MAX 512          /* upper bound of one message we build */
+
+enum op_kind {
+    OP_BR_NEW, OP_BR_SET, OP_PORT_DEL, OP_VETH_NEW, OP_PORT_AF,
+    OP_ETH0_AF, OP_ETH0_UP, OP_LO_UP, OP_ADDR, OP_DETACH,
+};
+
+struct op {
+    enum op_kind kind;
+    int q;            /* index into the commit's entries, -1 if none */
+};
+
+struct nlbatch {
+    char *buf;
+    size_t len, cap;
+    uint32_t seq0;
+    struct op *ops;
+    size_t nops, opcap;
+};
+
+struct qentry {
+    int idx;
+    pid_t pid;
+    int nsfd;     /* /proc/pid/ns/net during commit */
+    int sock;     /* NETLINK_ROUTE socket in the host netns during commit */
+    int err;      /* first error for this entry */
+    bool created; /* its pair exists (switch batch succeeded) */
+};
+
+struct rule {
+    int id;
+};
+
+struct fl_fabric {
+    pid_t holder;
+    int holder_pidfd;
+    int sw_sock;              /* NETLINK_ROUTE in the switch netns */
+    uint32_t seq;
+    dev_t home_dev, sw_dev;   /* netns identities (st_dev, st_ino) */
+    ino_t home_ino, sw_ino;
+    char run_id[64];
+    unsigned char *attached;  /* by idx, grown on demand */
+    size_t attached_cap;
+    struct qentry *queue;
+    size_t nq, qcap;
+    struct nft_ctx *nft;
+    int next_rule;
+    int *rules;               /* live rule ids */
+    size_t nrules, rulecap;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int sys_pidfd_open(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int sys_pidfd_send_signal(int pidfd, int sig)
+{
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+/* Enters the netns behind nsfd (an ns fd or a pidfd); *saved keeps the
+ * thread's current one for ns_leave. */
+static int ns_enter(int nsfd, int *saved)
+{
+    *saved = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (*saved < 0)
+        return -errno;
+    if (setns(nsfd, CLONE_NEWNET) < 0) {
+        int e = -errno;
+        close(*saved);
+        *saved = -1;
+        return e;
+    }
+    return 0;
+}
+
+static void ns_leave(int saved)
+{
+    if (setns(saved, CLONE_NEWNET) < 0) {
+        fprintf(stderr, "fabric: setns back to the original network namespace: %s; aborting\n",
+                strerror(errno));
+        abort();
+    }
+    close(saved);
+}
+
+static int rtnl_socket(void)
+{
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
+    setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+    return fd;
+}
+
+/* ---- netlink batches ------------------------------------------------- */
+
+static void nb_init(struct nlbatch *b, uint32_t seq0)
+{
+    memset(b, 0, sizeof *b);
+    b->seq0 = seq0;
+}
+
+static void nb_free(struct nlbatch *b)
+{
+    free(b->buf);
+    free(b->ops);
+}
+
+static struct nlmsghdr *nb_put(struct nlbatch *b, uint16_t type, uint16_t flags,
+                               enum op_kind kind, int q)
+{
+    if (b->cap - b->len < MSG_MAX) {
+        size_t ncap = b->cap ? b->cap * 2 : 16384;
+        char *nb = realloc(b->buf, ncap);
+        if (!nb)
+            return NULL;
+        b->buf = nb;
+        b->cap = ncap;
+    }
+    if (b->nops == b->opcap) {
+        size_t ncap = b->opcap ? b->opcap * 2 : 64;
+        struct op *no = realloc(b->ops, ncap * sizeof *no);
+        if (!no)
+            return NULL;
+        b->ops = no;
+        b->opcap = ncap;
+    }
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(b->buf + b->len);
+    nlh->nlmsg_type = type;
+    nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+    nlh->nlmsg_seq = b->seq0 + (uint32_t)b->nops;
+    b->ops[b->nops].kind = kind;
+    b->ops[b->nops].q = q;
+    b->nops++;
+    return nlh;
+}
+
+/* Call after the message's attributes are complete. */
+static void nb_close(struct nlbatch *b, struct nlmsghdr *nlh)
+{
+    b->len += NLMSG_ALIGN(nlh->nlmsg_len);
+}
+
+static struct nlmsghdr *nb_put_link(struct nlbatch *b, uint16_t type, uint16_t flags,
+                                    int ifindex, unsigned up, enum op_kind kind, int q)
+{
+    struct nlmsghdr *nlh = nb_put(b, type, flags, kind, q);
+    if (!nlh)
+        return NULL;
+    struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof *ifm);
+    ifm->ifi_family = AF_UNSPEC;
+    ifm->ifi_index = ifindex;
+    ifm->ifi_flags = up ? IFF_UP : 0;
+    ifm->ifi_change = up ? IFF_UP : 0;
+    return nlh;
+}
+
+static void put_addrgenmode_none(struct nlmsghdr *nlh)
+{
+    struct nlattr *spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC);
+    struct nlattr *in6 = mnl_attr_nest_start(nlh, AF_INET6);
+    mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+    mnl_attr_nest_end(nlh, in6);
+    mnl_attr_nest_end(nlh, spec);
+}
+
+/* Errors a given op may meet without it being a failure. */
+static bool op_tolerates(enum op_kind kind, int e)
+{
+    switch (kind) {
+    case OP_PORT_DEL:
+    case OP_DETACH:
+        return e == -ENODEV;
+    case OP_PORT_AF:
+    case OP_ETH0_AF:
+    case OP_BR_SET:
+        return e == -EAFNOSUPPORT; /* kernel without IPv6 */
+    default:
+        return false;
+    }
+}
+
+typedef void (*nb_err_fn)(void *ctx, const struct op *op, int e, const char *extack);
+
+/* Sends the batch (ACK asked on its last message) and reads replies until
+ * that ACK.  Each failed message is reported through on_err (tolerated errors
+ * are not).  Returns 0 once the batch was processed (whatever errors its
+ * messages met), negative errno if the socket failed. */
+static int nb_run(int fd, struct nlbatch *b, nb_err_fn on_err, void *ctx)
+{
+    if (!b->nops)
+        return 0;
+    /* ACK on the last message so we know when the kernel is done. */
+    size_t off = 0, lastoff = 0;
+    while (off < b->len) {
+        lastoff = off;
+        off += NLMSG_ALIGN(((struct nlmsghdr *)(b->buf + off))->nlmsg_len);
+    }
+    ((struct nlmsghdr *)(b->buf + lastoff))->nlmsg_flags |= NLM_F_ACK;
+    uint32_t last = b->seq0 + (uint32_t)b->nops - 1;
+
+    struct sockaddr_nl kern = { .nl_family = AF_NETLINK };
+    ssize_t n;
+    do
+        n = sendto(fd, b->buf, b->len, 0, (struct sockaddr *)&kern, sizeof kern);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -errno;
+
+    char rbuf[16384] __attribute__((aligned(8)));
+    for (;;) {
+        n = recv(fd, rbuf, sizeof rbuf, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        bool done = false;
+        for (struct nlmsghdr *nlh = (struct nlmsghdr *)rbuf; mnl_nlmsg_ok(nlh, (int)n);
+             nlh = mnl_nlmsg_next(nlh, (int *)&n)) {
+            if (nlh->nlmsg_type != NLMSG_ERROR)
+                continue;
+            uint32_t seq = nlh->nlmsg_seq;
+            if (seq < b->seq0 || seq > last)
+                continue; /* stale reply of an earlier batch */
+            const struct nlmsgerr *e = mnl_nlmsg_get_payload(nlh);
+            if (e->error) {
+                const struct op *op = &b->ops[seq - b->seq0];
+                const char *ext = NULL;
+                if (nlh->nlmsg_flags & NLM_F_ACK_TLVS) {
+                    /* With NETLINK_CAP_ACK the echoed message is only its header. */
+                    size_t hl = sizeof(struct nlmsghdr) + sizeof *e;
+                    if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
+                        hl = sizeof(struct nlmsghdr) + sizeof(int) +
+                             NLMSG_ALIGN(e->msg.nlmsg_len);
+                    const struct nlattr *a;
+                    mnl_attr_for_each(a, nlh, hl - sizeof(struct nlmsghdr)) {
+                        if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
+                            ext = mnl_attr_get_str(a);
+                    }
+                }
+                if (!op_tolerates(op->kind, e->error))
+                    on_err(ctx, op, e->error, ext);
+            }
+            if (seq == last)
+                done = true;
+        }
+        if (done)
+            return 0;
+    }
+}
+
+/* ---- the holder -------------------------------------------------------- */
+
+/* Child side of the holder: in its own new netns, dies with its creator,
+ * holds no fd, ignores every signal but SIGKILL/SIGSTOP.  Only raw system
+ * calls here (we are a clone of one thread of a maybe multi-threaded
+ * process). */
+static void holder_main(pid_t parent, const char *comm)
+{
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
+    prctl(PR_SET_NAME, comm);
+    syscall(SYS_close_range, 0U, ~0U, 0U);
+    for (;;)
+        pause();
+}
+
+static int ns_ident(const char *path, dev_t *dev, ino_t *ino)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -errno;
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return 0;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+struct create_ctx {
+    char *err;
+    size_t errlen;
+    int first;
+};
+
+static void create_err(void *vctx, const struct op *op, int e, const char *ext)
+{
+    struct create_ctx *c = vctx;
+    if (c->first)
+        return;
+    c->first = e;
+    seterr(c->err, c->errlen, "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
+           FL_FABRIC_BRIDGE_IFNAME, op->kind == OP_BR_NEW ? "create" : "addrgenmode/alias",
+           strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
+}
+
+int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size_t errlen)
+{
+    int rc = 0, saved = -1;
+    struct nlbatch b;
+    nb_init(&b, 1);
+    *out = NULL;
+
+    struct fl_fabric *f = calloc(1, sizeof *f);
+    if (!f) {
+        seterr(err, errlen, "fabric: out of memory");
+        return -ENOMEM;
+    }
+    f->holder = -1;
+    f->holder_pidfd = -1;
+    f->sw_sock = -1;
+    f->next_rule = 1;
+    f->seq = 1000;
+    snprintf(f->run_id, sizeof f->run_id, "%s", run_id ? run_id : "");
+
+    rc = ns_ident("/proc/thread-self/ns/net", &f->home_dev, &f->home_ino);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: stat /proc/thread-self/ns/net: %s", strerror(-rc));
+        goto cleanup;
+    }
+
+    char comm[16];
+    snprintf(comm, sizeof comm, "fl-sw %s", f->run_id);
+    pid_t parent = getpid();
+    /* fork-like clone into a new netns; exit signal 0 keeps the holder out
+     * of the harness's waitpid(-1) (reaped with __WALL in destroy). */
+    long pid = syscall(SYS_clone, (unsigned long)CLONE_NEWNET, NULL, NULL, NULL, NULL);
+    if (pid < 0) {
+        rc = -errno;
+        seterr(err, errlen, "fabric: clone(CLONE_NEWNET) for the switch holder: %s",
+               strerror(-rc));
+        goto cleanup;
+    }
+    if (pid == 0)
+        holder_main(parent, comm); /* never returns */
+    f->holder = (pid_t)pid;
+    f->holder_pidfd = sys_pidfd_open(f->holder);
+    if (f->holder_pidfd < 0) {
+        rc = -errno;
+        seterr(err, errlen, "fabric: pidfd_open(%d) of the switch holder: %s", f->holder,
+               strerror(-rc));
+        goto cleanup;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", f->holder);
+    rc = ns_ident(path, &f->sw_dev, &f->sw_ino);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: stat %s: %s", path, strerror(-rc));
+        goto cleanup;
+    }
+
+    rc = ns_enter(f->holder_pidfd, &saved);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: setns into the switch netns (pid %d): %s", f->holder,
+               strerror(-rc));
+        goto cleanup;
+    }
+    f->sw_sock = rtnl_socket();
+    ns_leave(saved);
+    if (f->sw_sock < 0) {
+        rc = f->sw_sock;
+        seterr(err, errlen, "fabric: NETLINK_ROUTE socket in the switch netns: %s", strerror(-rc));
+        goto cleanup;
+    }
+    int rcvbuf = 1 << 20;
+    setsockopt(f->sw_sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+
+    /* br0: up, no STP, forward delay 0, no snooping, no br_netfilter. */
+    struct nlmsghdr *nlh = nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, BR_IFINDEX,
+                                       1, OP_BR_NEW, -1);
+    if (!nlh)
+        goto nomem;
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
+    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
+    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+    mnl_attr_put_u32(nlh, IFLA_BR_STP_STATE, 0);
+    mnl_attr_put_u32(nlh, IFLA_BR_FORWARD_DELAY, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_MCAST_SNOOPING, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IP6TABLES, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_ARPTABLES, 0);
+    mnl_attr_nest_end(nlh, data);
+    mnl_attr_nest_end(nlh, li);
+    nb_close(&b, nlh);
+    /* No IPv6 link-local on the bridge (it gets carrier only later). */
+    nlh = nb_put_link(&b, RTM_NEWLINK, 0, BR_IFINDEX, 0, OP_BR_SET, -1);
+    if (!nlh)
+        goto nomem;
+    if (f->run_id[0])
+        mnl_attr_put_strz(nlh, IFLA_IFALIAS, f->run_id);
+    put_addrgenmode_none(nlh);
+    nb_close(&b, nlh);
+
+    struct create_ctx cc = { err, errlen, 0 };
+    rc = nb_run(f->sw_sock, &b, create_err, &cc);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: netlink to the switch netns: %s", strerror(-rc));
+        goto cleanup;
+    }
+    if (cc.first) {
+        rc = cc.first;
+        goto cleanup;
+    }
+    f->seq += 16;
+    nb_free(&b);
+    *out = f;
+    return 0;
+
+nomem:
+    rc = -ENOMEM;
+    seterr(err, errlen, "fabric: out of memory");
+cleanup:
+    nb_free(&b);
+    fl_fabric_destroy(f);
+    return rc;
+}
+
+void fl_fabric_destroy(struct fl_fabric *f)
+{
+    if (!f)
+        return;
+    if (f->nft)
+        nft_ctx_free(f->nft);
+    if (f->sw_sock >= 0)
+        close(f->sw_sock);
+    for (size_t i = 0; i < f->nq; i++) {
+        if (f->queue[i].nsfd >= 0)
+            close(f->queue[i].nsfd);
+        if (f->queue[i].sock >= 0)
+            close(f->queue[i].sock);
+    }
+    if (f->holder > 0) {
+        if (f->holder_pidfd >= 0)
+            sys_pidfd_send_signal(f->holder_pidfd, SIGKILL);
+        else
+            kill(f->holder, SIGKILL);
+        while (waitpid(f->holder, NULL, __WALL) < 0 && errno == EINTR)
+            ;
+    }
+    if (f->holder_pidfd >= 0)
+        close(f->holder_pidfd);
+    free(f->attached);
+    free(f->queue);
+    free(f->rules);
+    free(f);
+}
+
+pid_t fl_fabric_switch_pid(const struct fl_fabric *f)
+{
+    return f ? f->holder : -1;
+}
+
+/* ---- addresses and names --------------------------------------------- */
+
+uint32_t fl_fabric_addr(int host_idx)
+{
+    if (host_idx < 0 || host_idx >= FL_FABRIC_MAX_HOSTS)
+        return 0;
+    return htonl(FABRIC_NET + (uint32_t)host_idx + 1);
+}
+
+char *fl_fabric_addr_str(int host_idx, char *buf, size_t len)
+{
+    if (!len)
+        return buf;
+    buf[0] = 0;
+    uint32_t a = fl_fabric_addr(host_idx);
+    if (a)
+        inet_ntop(AF_INET, &a, buf, (socklen_t)len);
+    return buf;
+}
+
+void fl_fabric_mac(int host_idx, unsigned char mac[6])
+{
+    uint32_t i = (uint32_t)host_idx;
+    mac[0] = 0x02; /* locally administered, unicast */
+    mac[1] = 0x46; /* 'F' */
+    mac[2] = 0x4c; /* 'L' */
+    mac[3] = (unsigned char)(i >> 16);
+    mac[4] = (unsigned char)(i >> 8);
+    mac[5] = (unsigned char)i;
+}
+
+char *fl_fabric_port_name(int host_idx, char *buf, size_t len)
+{
+    if (len)
+        snprintf(buf, len, "h%d", host_idx);
+    return buf;
+}
+
+/* ---- attach / commit / detach ----------------------------------------- */
+
+static bool idx_ok(int idx)
+{
+    return idx >= 0 && idx < FL_FABRIC_MAX_HOSTS;
+}
+
+static bool is_attached(const struct fl_fabric *f, int idx)
+{
+    return (size_t)idx < f->attached_cap && f->attached[idx];
+}
+
+static int set_attached(struct fl_fabric *f, int idx, bool on)
+{
+    if ((size_t)idx >= f->attached_cap) {
+        if (!on)
+            return 0;
+        size_t ncap = f->attached_cap ? f->attached_cap : 64;
+        while (ncap <= (size_t)idx)
+            ncap *= 2;
+        unsigned char *na = realloc(f->attached, ncap);
+        if (!na)
+            return -ENOMEM;
+        memset(na + f->attached_cap, 0, ncap - f->attached_cap);
+        f->attached = na;
+        f->attached_cap = ncap;
+    }
+    f->attached[idx] = on;
+    return 0;
+}
+
+int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *err, size_t errlen)
+{
+    if (!idx_ok(host_idx) || host_pid <= 0) {
+        seterr(err, errlen, "fabric: attach host %d (pid %d): invalid host index or pid",
+               host_idx, (int)host_pid);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < f->nq; i++) {
+        if (f->queue[i].idx == host_idx) {
+            seterr(err, errlen, "fabric: attach host %d (pid %d): already queued (pid %d)",
+                   host_idx, (int)host_pid, (int)f->queue[i].pid);
+            return -EEXIST;
+        }
+    }
+    if (f->nq == f->qcap) {
+        size_t ncap = f->qcap ? f->qcap * 2 : 64;
+        struct qentry *nq = realloc(f->queue, ncap * sizeof *nq);
+        if (!nq) {
+            seterr(err, errlen, "fabric: out of memory");
+            return -ENOMEM;
+        }
+        f->queue = nq;
+        f->qcap = ncap;
+    }
+    f->queue[f->nq++] = (struct qentry){ .idx = host_idx, .pid = host_pid, .nsfd = -1, .sock = -1 };
+    return 0;
+}
+
+struct commit_ctx {
+    struct fl_fabric *f;
+    struct qentry *ents;
+    char *err;
+    size_t errlen;
+    int first;
+};
+
+static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
+{
+    struct commit_ctx *c = vctx;
+    struct qentry *q = op->q >= 0 ? &c->ents[op->q] : NULL;
+    if (q && !q->err)
+        q->err = e;
+    if (c->first)
+        return;
+    c->first = e;
+    int idx = q ? q->idx : -1;
+    int pid = q ? (int)q->pid : -1;
+    char what[128], a[16];
+    switch (op->kind) {
+    case OP_PORT_DEL:
+        snprintf(what, sizeof what, "RTM_DELLINK old port h%d of host %d in switch netns", idx, idx);
+        break;
+    case OP_VETH_NEW:
+        snprintf(what, sizeof what, "RTM_NEWLINK veth h%d/%s in netns of pid %d", idx,
+                 FL_FABRIC_HOST_IFNAME, pid);
+        break;
+    case OP_PORT_AF:
+        snprintf(what, sizeof what, "RTM_NEWLINK h%d addrgenmode none in switch netns (host %d)",
+                 idx, idx);
+        break;
+    case OP_ETH0_AF:
+        snprintf(what, sizeof what, "RTM_NEWLINK %s addrgenmode none of host %d in netns of pid %d",
+                 FL_FABRIC_HOST_IFNAME, idx, pid);
+        break;
+    case OP_ETH0_UP:
+        snprintf(what, sizeof what, "RTM_NEWLINK %s up of host %d in netns of pid %d",
+                 FL_FABRIC_HOST_IFNAME, idx, pid);
+        break;
+    case OP_LO_UP:
+        snprintf(what, sizeof what, "RTM_NEWLINK lo up of host %d in netns of pid %d", idx, pid);
+        break;
+    case OP_ADDR:
+        snprintf(what, sizeof what, "RTM_NEWADDR %s/%d on %s of host %d in netns of pid %d",
+                 fl_fabric_addr_str(idx, a, sizeof a), FL_FABRIC_PREFIXLEN,
+                 FL_FABRIC_HOST_IFNAME, idx, pid);
+        break;
+    default:
+        snprintf(what, sizeof what, "netlink op %d of host %d", (int)op->kind, idx);
+    }
+    seterr(c->err, c->errlen, "fabric: %s: %s%s%s%s", what, strerror(-e), ext ? " (" : "",
+           ext ? ext : "", ext ? ")" : "");
+}
+
+static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char *fmt, ...)
+{
+    if (!q->err)
+        q->err = e;
+    if (c->first)
+        return;
+    c->first = e;
+    if (c->err && c->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, c->errlen, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* Opens host q's netns fd and checks it is neither ours nor the switch's. */
+static void host_open_ns(struct commit_ctx *c, struct qentry *q)
+{
+    struct fl_fabric *f = c->f;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)q->pid);
+    q->nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (q->nsfd < 0) {
+        int e = -errno;
+        entry_fail(c, q, e == -ENOENT ? -ESRCH : e, "fabric: open %s for host %d: %s", path,
+                   q->idx, strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (fstat(q->nsfd, &st) < 0) {
+        entry_fail(c, q, -errno, "fabric: fstat %s for host %d: %s", path, q->idx,
+                   strerror(errno));
+        return;
+    }
+    if ((st.st_dev == f->home_dev && st.st_ino == f->home_ino) ||
+        (st.st_dev == f->sw_dev && st.st_ino == f->sw_ino)) {
+        entry_fail(c, q, -EINVAL,
+                   "fabric: host %d (pid %d) is in the %s network namespace, not its own; "
+                   "refusing to plug it in", q->idx, (int)q->pid,
+                   st.st_ino == f->home_ino ? "harness's" : "switch's");
+    }
+}
+
+static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, struct commit_ctx *c)
+{
+    struct nlbatch b;
+    int rc = 0, saved = -1;
+    char name[16];
+
+    /* 1. Host namespaces: open, check, and open a netlink socket inside. */
+    for (size_t i = 0; i < n; i++)
+        host_open_ns(c, &ents[i]);
+    for (size_t i = 0; i < n; i++) {
+        struct qentry *q = &ents[i];
+        if (q->err)
+            continue;
+        if (saved < 0) {
+            rc = ns_enter(q->nsfd, &saved);
+        } else if (setns(q->nsfd, CLONE_NEWNET) < 0) {
+            rc = -errno;
+        }
+        if (rc < 0) {
+            entry_fail(c, q, rc, "fabric: setns into netns of host %d (pid %d): %s", q->idx,
+                       (int)q->pid, strerror(-rc));
+            rc = 0;
+            continue;
+        }
+        q->sock = rtnl_socket();
+        if (q->sock < 0) {
+            entry_fail(c, q, q->sock, "fabric: NETLINK_ROUTE socket in netns of host %d (pid %d): %s",
+                       q->idx, (int)q->pid, strerror(-q->sock));
+            q->sock = -1;
+        }
+    }
+    if (saved >= 0)
+        ns_leave(saved);
+
+    /* 2. Switch batch: (old port away,) veth pair with the peer born in the
+     * host netns as eth0 (down until the host batch), port up in br0. */
+    nb_init(&b, f->seq);
+    for (size_t i = 0; i < n; i++) {
+        struct qentry *q = &ents[i];
+        if (q->err)
+            continue;
+        int port = FL_FABRIC_PORT_IFINDEX_BASE + q->idx;
+        struct nlmsghdr *nlh;
+        if (is_attached(f, q->idx)) {
+            nlh = nb_put_link(&b, RTM_DELLINK, 0, port, 0, OP_PORT_DEL, (int)i);
+            if (!nlh)
+                goto nomem;
+            nb_close(&b, nlh);
+        }
+        nlh = nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, port, 1, OP_VETH_NEW, (int)i);
+        if (!nlh)
+            goto nomem;
+        mnl_attr_put_strz(nlh, IFLA_IFNAME, fl_fabric_port_name(q->idx, name, sizeof name));
+        mnl_attr_put_u32(nlh, IFLA_MASTER, BR_IFINDEX);
+        struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+        mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+        struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+        struct nlattr *peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+        struct ifinfomsg *pifm = mnl_nlmsg_get_payload_tail(nlh);
+        memset(pifm, 0, sizeof *pifm);
+        pifm->ifi_family = AF_UNSPEC;
+        pifm->ifi_index = FL_FABRIC_ETH0_IFINDEX;
+        nlh->nlmsg_len += MNL_ALIGN(sizeof *pifm);
+        mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_HOST_IFNAME);
+        unsigned char mac[6];
+        fl_fabric_mac(q->idx, mac);
+        mnl_attr_put(nlh, IFLA_ADDRESS, sizeof mac, mac);
+        mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)q->nsfd);
+        mnl_attr_nest_end(nlh, peer);
+        mnl_attr_nest_end(nlh, data);
+        mnl_attr_nest_end(nlh, li);
+        nb_close(&b, nlh);
+        nlh = nb_put_link(&b, RTM_NEWLINK, 0, port, 0, OP_PORT_AF, (int)i);
+        if (!nlh)
+            goto nomem;
+        put_addrgenmode_none(nlh);
+        nb_close(&b, nlh);
+    }
+    f->seq += (uint32_t)b.nops + 1;
+    rc = nb_run(f->sw_sock, &b, commit_err, c);
+    if (rc < 0) {
+        for (size_t i = 0; i < n; i++) {
+            entry_fail(c, &ents[i], rc, "fabric: netlink to the switch netns (pid %d): %s",
+                       f->holder, strerror(-rc));
+            /* Unknown outcome: a pair may exist, so the slot is kept as
+             * "may exist" and the next attach deletes it first. */
+            if (set_attached(f, ents[i].idx, true) < 0)
+                goto nomem;
+        }
+        goto cleanup;
+    }
+    /* attached[idx] means "a pair of idx may exist": set as soon as one was
+     * created, cleared only by a successful detach, so that the next attach
+     * always deletes a leftover first (ENODEV being fine). */
+    for (size_t i = 0; i < n; i++) {
+        struct qentry *q = &ents[i];
+        if (!q->err) {
+            q->created = true;
+            if (set_attached(f, q->idx, true) < 0)
+                goto nomem;
+        }
+    }
+    nb_free(&b);
+
+    /* 3. One batch per host netns: eth0 without IPv6 LL, up, address; lo up. */
+    for (size_t i = 0; i < n; i++) {
+        struct qentry *q = &ents[i];
+        if (!q->created)
+            continue;
+        nb_init(&b, 1);
+        struct nlmsghdr *nlh = nb_put_link(&b, RTM_NEWLINK, 0, FL_FABRIC_ETH0_IFINDEX, 0,
+                                           OP_ETH0_AF, (int)i);
+        if (!nlh)
+            goto nomem;
+        put_addrgenmode_none(nlh);
+        nb_close(&b, nlh);
+        nlh = nb_put_link(&b, RTM_NEWLINK, 0, FL_FABRIC_ETH0_IFINDEX, 1, OP_ETH0_UP, (int)i);
+        if (!nlh)
+            goto nomem;
+        nb_close(&b, nlh);
+        nlh = nb_put_link(&b, RTM_NEWLINK, 0, LO_IFINDEX, 1, OP_LO_UP, (int)i);
+        if (!nlh)
+            goto nomem;
+        nb_close(&b, nlh);
+        nlh = nb_put(&b, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, OP_ADDR, (int)i);
+        if (!nlh)
+            goto nomem;
+        struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof *ifa);
+        ifa->ifa_family = AF_INET;
+        ifa->ifa_prefixlen = FL_FABRIC_PREFIXLEN;
+        ifa->ifa_scope = RT_SCOPE_UNIVERSE;
+        ifa->ifa_index = FL_FABRIC_ETH0_IFINDEX;
+        uint32_t addr = fl_fabric_addr(q->idx);
+        mnl_attr_put_u32(nlh, IFA_LOCAL, addr);
+        mnl_attr_put_u32(nlh, IFA_ADDRESS, addr);
+        mnl_attr_put_u32(nlh, IFA_BROADCAST, htonl(FABRIC_BCAST));
+        nb_close(&b, nlh);
+        rc = nb_run(q->sock, &b, commit_err, c);
+        nb_free(&b);
+        if (rc < 0) {
+            entry_fail(c, q, rc, "fabric: netlink in netns of host %d (pid %d): %s", q->idx,
+                       (int)q->pid, strerror(-rc));
+            rc = 0;
+        }
+    }
+    memset(&b, 0, sizeof b);
+
+    /* 4. Undo half-made pairs; mark the others attached. */
+    nb_init(&b, f->seq);
+    for (size_t i = 0; i < n; i++) {
+        struct qentry *q = &ents[i];
+        if (!q->created)
+            continue;
+        if (!q->err)
+            continue;
+        struct nlmsghdr *nlh = nb_put_link(&b, RTM_DELLINK, 0,
+                                           FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0,
+                                           OP_DETACH, (int)i);
+        if (!nlh)
+            goto nomem;
+        nb_close(&b, nlh);
+    }
+    f->seq += (uint32_t)b.nops + 1;
+    if (b.nops) {
+        struct commit_ctx undo = *c;
+        undo.first = 1; /* keep the first, real error */
+        nb_run(f->sw_sock, &b, commit_err, &undo);
+    }
+    rc = 0;
+    goto cleanup;
+
+nomem:
+    rc = -ENOMEM;
+    entry_fail(c, &ents[0], rc, "fabric: out of memory");
+cleanup:
+    nb_free(&b);
+    for (size_t i = 0; i < n; i++) {
+        if (ents[i].nsfd >= 0)
+            close(ents[i].nsfd);
+        if (ents[i].sock >= 0)
+            close(ents[i].sock);
+        ents[i].nsfd = ents[i].sock = -1;
+    }
+    return rc;
+}
+
+int fl_fabric_commit(struct fl_fabric *f, char *err, size_t errlen)
+{
+    struct commit_ctx c = { f, f->queue, err, errlen, 0 };
+    for (size_t at = 0; at < f->nq; at += CHUNK) {
+        size_t n = f->nq - at < CHUNK ? f->nq - at : CHUNK;
+        c.ents = f->queue + at;
+        commit_chunk(f, c.ents, n, &c);
+    }
+    f->nq = 0;
+    return c.first;
+}
+
+struct detach_ctx {
+    int idx;
+    char *err;
+    size_t errlen;
+    int first;
+};
+
+static void detach_err(void *vctx, const struct op *op, int e, const char *ext)
+{
+    struct detach_ctx *d = vctx;
+    (void)op;
+    if (d->first)
+        return;
+    d->first = e;
+    seterr(d->err, d->errlen, "fabric: RTM_DELLINK h%d of host %d in switch netns: %s%s%s%s",
+           d->idx, d->idx, strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
+}
+
+int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen)
+{
+    if (!idx_ok(host_idx)) {
+        seterr(err, errlen, "fabric: detach host %d: invalid host index", host_idx);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < f->nq; i++) {
+        if (f->queue[i].idx == host_idx) {
+            memmove(&f->queue[i], &f->queue[i + 1], (f->nq - i - 1) * sizeof *f->queue);
+            f->nq--;
+            break;
+        }
+    }
+    struct nlbatch b;
+    nb_init(&b, f->seq);
+    struct nlmsghdr *nlh = nb_put_link(&b, RTM_DELLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + host_idx,
+                                       0, OP_DETACH, -1);
+    if (!nlh) {
+        nb_free(&b);
+        seterr(err, errlen, "fabric: out of memory");
+        return -ENOMEM;
+    }
+    nb_close(&b, nlh);
+    f->seq += 2;
+    struct detach_ctx d = { host_idx, err, errlen, 0 };
+    int rc = nb_run(f->sw_sock, &b, detach_err, &d);
+    nb_free(&b);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: netlink to the switch netns (pid %d): %s", f->holder,
+               strerror(-rc));
+        return rc;
+    }
+    if (d.first)
+        return d.first;
+    set_attached(f, host_idx, false);
+    return 0;
+}
+
+/* ---- partitions (nftables in the switch netns) ------------------------- */
+
+/* A growable string. */
+struct sbuf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = true;
+            return;
+        }
+        if (b->s && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t ncap = b->cap ? b->cap * 2 : 1024;
+        while (ncap < b->len + (size_t)n + 1)
+            ncap *= 2;
+        char *ns = realloc(b->s, ncap);
+        if (!ns) {
+            b->oom = true;
+            return;
+        }
+        b->s = ns;
+        b->cap = ncap;
+    }
+}
+
+static void sb_ports(struct sbuf *b, const int *hosts, size_t n)
+{
+    sb_printf(b, "{ ");
+    for (size_t i = 0; i < n; i++)
+        sb_printf(b, "%s\"h%d\"", i ? ", " : "", hosts[i]);
+    sb_printf(b, " }");
+}
+
+/* Runs an nft script in the switch netns (creating the context and the
+ * table the first time).  On failure writes "fabric: nft <what> ...". */
+static int nft_run(struct fl_fabric *f, const char *script, const char *what,
+                   char *err, size_t errlen)
+{
+    int saved = -1;
+    int rc = ns_enter(f->holder_pidfd, &saved);
+    if (rc < 0) {
+        seterr(err, errlen, "fabric: setns into the switch netns (pid %d) for nft %s: %s",
+               f->holder, what, strerror(-rc));
+        return rc;
+    }
+    if (!f->nft) {
+        f->nft = nft_ctx_new(NFT_CTX_DEFAULT);
+        if (!f->nft) {
+            ns_leave(saved);
+            seterr(err, errlen, "fabric: nft_ctx_new: failed");
+            return -ENOMEM;
+        }
+        nft_ctx_buffer_output(f->nft);
+        nft_ctx_buffer_error(f->nft);
+        if (nft_run_cmd_from_buffer(f->nft, "add table bridge " FL_FABRIC_NFT_TABLE "\n") != 0) {
+            ns_leave(saved);
+            const char *e = nft_ctx_get_error_buffer(f->nft);
+            seterr(err, errlen, "fabric: nft add table bridge %s in switch netns (pid %d): %s",
+                   FL_FABRIC_NFT_TABLE, f->holder, e && *e ? e : "failed");
+            nft_ctx_free(f->nft);
+            f->nft = NULL;
+            return -EIO;
+        }
+    }
+    int r = nft_run_cmd_from_buffer(f->nft, script);
+    ns_leave(saved);
+    if (r != 0) {
+        const char *e = nft_ctx_get_error_buffer(f->nft);
+        char line[256];
+        snprintf(line, sizeof line, "%s", e && *e ? e : "failed");
+        line[strcspn(line, "\n")] = 0;
+        seterr(err, errlen, "fabric: nft %s in switch netns (pid %d): %s", what, f->holder, line);
+        return -EIO;
+    }
+    return 0;
+}
+
+static bool hosts_valid(const int *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!idx_ok(h[i]))
+            return false;
+    return true;
+}
+
+static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
+                    const char *what, char *err, size_t errlen)
+{
+    if (sb->oom) {
+        seterr(err, errlen, "fabric: out of memory");
+        return -ENOMEM;
+    }
+    if (f->nrules == f->rulecap) {
+        size_t ncap = f->rulecap ? f->rulecap * 2 : 16;
+        int *nr = realloc(f->rules, ncap * sizeof *nr);
+        if (!nr) {
+            seterr(err, errlen, "fabric: out of memory");
+            return -ENOMEM;
+        }
+        f->rules = nr;
+        f->rulecap = ncap;
+    }
+    int rc = nft_run(f, sb->s, what, err, errlen);
+    if (rc < 0)
+        return rc;
+    f->rules[f->nrules++] = id;
+    f->next_rule++;
+    *rule_id = id;
+    return 0;
+}
+
+/* Each partition/block is its own base chain p<id> on the bridge forward
+ * hook, so heal deletes exactly it. */
+static void sb_chain(struct sbuf *sb, int id)
+{
+    sb_printf(sb, "add chain bridge %s p%d { type filter hook forward priority 0; policy accept; }\n",
+              FL_FABRIC_NFT_TABLE, id);
+}
+
+int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const size_t *group_sizes,
+                        size_t ngroups, int *rule_id, char *err, size_t errlen)
+{
+    size_t nonempty = 0, total = 0;
+    for (size_t g = 0; g < ngroups; g++) {
+        if (group_sizes[g] && !groups[g]) {
+            seterr(err, errlen, "fabric: partition: group %zu is NULL", g);
+            return -EINVAL;
+        }
+        if (!hosts_valid(groups[g], group_sizes[g])) {
+            seterr(err, errlen, "fabric: partition: group %zu holds an invalid host index", g);
+            return -EINVAL;
+        }
+        nonempty += group_sizes[g] > 0;
+        total += group_sizes[g];
+    }
+    if (nonempty < 2) {
+        seterr(err, errlen, "fabric: partition needs at least two non-empty groups (got %zu)",
+               nonempty);
+        return -EINVAL;
+    }
+    /* A host in two groups has no meaning. */
+    for (size_t g = 0; g < ngroups; g++)
+        for (size_t i = 0; i < group_sizes[g]; i++)
+            for (size_t h = g; h < ngroups; h++)
+                for (size_t j = (h == g ? i + 1 : 0); j < group_sizes[h]; j++)
+                    if (groups[g][i] == groups[h][j]) {
+                        seterr(err, errlen,
+                               "fabric: partition: host %d is named twice (groups %zu and %zu)",
+                               groups[g][i], g, h);
+                        return -EINVAL;
+                    }
+    (void)total;
+
+    int id = f->next_rule;
+    struct sbuf sb = { 0 };
+    sb_chain(&sb, id);
+    for (size_t g = 0; g < ngroups; g++) {
+        for (size_t h = 0; h < ngroups; h++) {
+            if (g == h || !group_sizes[g] || !group_sizes[h])
+                continue;
+            /* Every frame, ARP included: both ways are cut. */
+            sb_printf(&sb, "add rule bridge %s p%d iifname ", FL_FABRIC_NFT_TABLE, id);
+            sb_ports(&sb, groups[g], group_sizes[g]);
+            sb_printf(&sb, " oifname ");
+            sb_ports(&sb, groups[h], group_sizes[h]);
+            sb_printf(&sb, " drop\n");
+        }
+    }
+    char what[32];
+    snprintf(what, sizeof what, "partition p%d", id);
+    int rc = add_rule(f, &sb, id, rule_id, what, err, errlen);
+    free(sb.s);
+    return rc;
+}
+
+int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const int *to, size_t nto,
+                    int *rule_id, char *err, size_t errlen)
+{
+    if (!nfrom || !nto || !from || !to) {
+        seterr(err, errlen, "fabric: block needs non-empty from and to lists");
+        return -EINVAL;
+    }
+    if (!hosts_valid(from, nfrom) || !hosts_valid(to, nto)) {
+        seterr(err, errlen, "fabric: block: invalid host index");
+        return -EINVAL;
+    }
+    int id = f->next_rule;
+    struct sbuf sb = { 0 };
+    sb_chain(&sb, id);
+    /* ARP passes both ways, or the open direction could not resolve
+     * addresses (its ARP replies travel the blocked way); IPv4 and every
+     * other frame from `from` to `to` is dropped. */
+    sb_printf(&sb, "add rule bridge %s p%d iifname ", FL_FABRIC_NFT_TABLE, id);
+    sb_ports(&sb, from, nfrom);
+    sb_printf(&sb, " oifname ");
+    sb_ports(&sb, to, nto);
+    sb_printf(&sb, " ether type != arp drop\n");
+    char what[32];
+    snprintf(what, sizeof what, "block p%d", id);
+    int rc = add_rule(f, &sb, id, rule_id, what, err, errlen);
+    free(sb.s);
+    return rc;
+}
+
+int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
+{
+    size_t i;
+    for (i = 0; i < f->nrules && f->rules[i] != rule_id; i++)
+        ;
+    if (i == f->nrules) {
+        seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)", rule_id);
+        return -ENOENT;
+    }
+    char script[160], what[32];
+    snprintf(script, sizeof script, "flush chain bridge %s p%d\ndelete chain bridge %s p%d\n",
+             FL_FABRIC_NFT_TABLE, rule_id, FL_FABRIC_NFT_TABLE, rule_id);
+    snprintf(what, sizeof what, "heal p%d", rule_id);
+    int rc = nft_run(f, script, what, err, errlen);
+    if (rc < 0)
+        return rc;
+    f->rules[i] = f->rules[--f->nrules];
+    return 0;
+}

@@ -1,0 +1,492 @@
+/*
+ * test_fabric.c: the fabric on real namespaces.  Each test clones small
+ * "host" processes into fresh network namespaces (dying with the test via
+ * PDEATHSIG), plugs them into a fabric and checks reachability by address
+ * from inside the hosts' namespaces: TCP connect, partitions both ways and
+ * one way, heal, detach and re-attach of a restarted host, destroy, and 64
+ * hosts at once.  Sockets are made inside a host netns by setns() around
+ * socket() and then used from the test's own netns (a socket stays in the
+ * netns it was created in).  Needs root; skips otherwise.
+ */
+#include "harness/tests/fl_test.h"
+#include "netem/fabric.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS 300
+
+/* A host: a process in a new netns that waits to be killed. */
+static pid_t host_spawn(void)
+{
+    pid_t parent = getpid();
+    long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWNET | SIGCHLD), NULL, NULL, NULL, NULL);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(0);
+        for (;;)
+            pause();
+    }
+    return (pid_t)pid;
+}
+
+static void host_kill(pid_t pid)
+{
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/* socket(type) inside the netns of pid. */
+static int socket_in(pid_t pid, int type)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0 || home < 0)
+        return -1;
+    int s = -1;
+    if (setns(nsfd, CLONE_NEWNET) == 0) {
+        s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+        if (setns(home, CLONE_NEWNET) != 0)
+            abort();
+    }
+    close(nsfd);
+    close(home);
+    return s;
+}
+
+static struct sockaddr_in sin_of(int idx, int port)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = fl_fabric_addr(idx);
+    return a;
+}
+
+/* TCP listener of host (pid, idx) on port; connections complete into the
+ * backlog without accept(). */
+static int listen_in(pid_t pid, int idx, int port)
+{
+    int s = socket_in(pid, SOCK_STREAM);
+    if (s < 0)
+        return -1;
+    int one = 1;
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = sin_of(idx, port);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0 || listen(s, 64) < 0) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+/* Connects from the netns of pid to host to_idx:port.  0 on success,
+ * -ETIMEDOUT when nothing answered within ms, else -errno (ECONNREFUSED). */
+static int connect_from(pid_t pid, int to_idx, int port, int ms)
+{
+    int s = socket_in(pid, SOCK_STREAM | SOCK_NONBLOCK);
+    if (s < 0)
+        return -EBADF;
+    struct sockaddr_in a = sin_of(to_idx, port);
+    int rc = connect(s, (struct sockaddr *)&a, sizeof a);
+    if (rc == 0) {
+        close(s);
+        return 0;
+    }
+    if (errno != EINPROGRESS) {
+        rc = -errno;
+        close(s);
+        return rc;
+    }
+    struct pollfd p = { .fd = s, .events = POLLOUT };
+    rc = poll(&p, 1, ms);
+    if (rc == 0) {
+        close(s);
+        return -ETIMEDOUT;
+    }
+    int soerr = 0;
+    socklen_t sl = sizeof soerr;
+    getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+    close(s);
+    return -soerr;
+}
+
+/* UDP: bound socket of host (pid, idx). */
+static int udp_in(pid_t pid, int idx, int port)
+{
+    int s = socket_in(pid, SOCK_DGRAM | SOCK_NONBLOCK);
+    if (s < 0)
+        return -1;
+    struct sockaddr_in a = sin_of(idx, port);
+    if (bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+/* Sends one datagram from socket `from` to host to_idx:port and reports
+ * whether socket `to` received it within ms (retrying once a 100 ms, so
+ * that a first datagram lost while ARP resolves does not count). */
+static bool udp_reaches(int from, int to, int to_idx, int port, int ms)
+{
+    struct sockaddr_in a = sin_of(to_idx, port);
+    for (int waited = 0; waited < ms; waited += 100) {
+        sendto(from, "x", 1, 0, (struct sockaddr *)&a, sizeof a);
+        struct pollfd p = { .fd = to, .events = POLLIN };
+        if (poll(&p, 1, 100) == 1) {
+            char c;
+            while (recv(to, &c, 1, 0) == 1)
+                ;
+            return true;
+        }
+    }
+    return false;
+}
+
+static char *root_links(void)
+{
+    char *out = NULL;
+    fl_test_sh(&out, "ip -o link | cut -d: -f2 | sort");
+    return out;
+}
+
+struct env {
+    struct fl_fabric *f;
+    pid_t host[64];
+    int n;
+};
+
+static void env_up(struct env *e, int n)
+{
+    char err[256] = "";
+    fl_test_need_root();
+    e->n = n;
+    int rc = fl_fabric_create(&e->f, "t", err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "fl_fabric_create: %d %s", rc, err);
+    for (int i = 0; i < n; i++) {
+        e->host[i] = host_spawn();
+        FL_REQUIRE(e->host[i] > 0);
+        rc = fl_fabric_attach(e->f, i, e->host[i], err, sizeof err);
+        FL_REQUIRE_MSG(rc == 0, "attach %d: %s", i, err);
+    }
+    rc = fl_fabric_commit(e->f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "commit: %d %s", rc, err);
+}
+
+static void env_down(struct env *e)
+{
+    fl_fabric_destroy(e->f);
+    e->f = NULL;
+    for (int i = 0; i < e->n; i++)
+        host_kill(e->host[i]);
+}
+
+FL_TEST(fabric, addr_is_rfc2544_host_idx_plus_one)
+{
+    char b[16];
+    FL_ASSERT_STREQ(fl_fabric_addr_str(0, b, sizeof b), "198.18.0.1");
+    FL_ASSERT_STREQ(fl_fabric_addr_str(254, b, sizeof b), "198.18.0.255");
+    FL_ASSERT_STREQ(fl_fabric_addr_str(255, b, sizeof b), "198.18.1.0");
+    FL_ASSERT_STREQ(fl_fabric_addr_str(65535, b, sizeof b), "198.19.0.0");
+    FL_ASSERT_EQ(fl_fabric_addr(-1), 0);
+    FL_ASSERT_EQ(fl_fabric_addr(FL_FABRIC_MAX_HOSTS), 0);
+    FL_ASSERT_EQ(ntohl(fl_fabric_addr(3)), 0xC6120004u);
+    FL_ASSERT_STREQ(fl_fabric_port_name(17, b, sizeof b), "h17");
+}
+
+FL_TEST(fabric, connect_succeeds_between_attached_hosts)
+{
+    struct env e = { 0 };
+    env_up(&e, 3);
+    int l = listen_in(e.host[1], 1, 7000);
+    FL_REQUIRE(l >= 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(e.host[2], 1, 7000, 2000), 0);
+    /* A closed port answers with a reset: reachability without a listener. */
+    FL_ASSERT_EQ(connect_from(e.host[1], 0, 7001, 2000), -ECONNREFUSED);
+    close(l);
+    env_down(&e);
+}
+
+FL_TEST(fabric, partition_drops_both_ways_until_heal)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 3);
+    int lb = listen_in(e.host[1], 1, 7000);
+    int la = listen_in(e.host[0], 0, 7000);
+    FL_REQUIRE(la >= 0 && lb >= 0);
+    FL_REQUIRE_EQ(connect_from(e.host[0], 1, 7000, 2000), 0);
+
+    int ga[] = { 0 }, gb[] = { 1 };
+    const int *groups[] = { ga, gb };
+    size_t sizes[] = { 1, 1 };
+    int id = 0;
+    int rc = fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "partition: %d %s", rc, err);
+    FL_ASSERT_GT(id, 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(connect_from(e.host[1], 0, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    /* Host 2 is in no group: unaffected. */
+    FL_ASSERT_EQ(connect_from(e.host[2], 1, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(e.host[2], 0, 7000, 2000), 0);
+
+    rc = fl_fabric_heal(e.f, id, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "heal: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(e.host[1], 0, 7000, 2000), 0);
+    FL_ASSERT_EQ(fl_fabric_heal(e.f, id, err, sizeof err), -ENOENT);
+    close(la);
+    close(lb);
+    env_down(&e);
+}
+
+FL_TEST(fabric, partition_heal_removes_only_its_rules)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 3);
+    int l1 = listen_in(e.host[1], 1, 7000), l2 = listen_in(e.host[2], 2, 7000);
+    FL_REQUIRE(l1 >= 0 && l2 >= 0);
+    int g0[] = { 0 }, g1[] = { 1 }, g2[] = { 2 };
+    const int *p1[] = { g0, g1 }, *p2[] = { g0, g2 };
+    size_t sizes[] = { 1, 1 };
+    int id1 = 0, id2 = 0;
+    FL_REQUIRE_EQ(fl_fabric_partition(e.f, p1, sizes, 2, &id1, err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_fabric_partition(e.f, p2, sizes, 2, &id2, err, sizeof err), 0);
+    FL_ASSERT_NE(id1, id2);
+    FL_REQUIRE_EQ(fl_fabric_heal(e.f, id1, err, sizeof err), 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 2, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    close(l1);
+    close(l2);
+    env_down(&e);
+}
+
+FL_TEST(fabric, partition_rejects_bad_groups)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 1);
+    int g0[] = { 0, 1 }, g1[] = { 1 };
+    const int *groups[] = { g0, g1 };
+    size_t sizes[] = { 2, 1 };
+    int id = 0;
+    FL_ASSERT_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "host 1 is named twice");
+    FL_ASSERT_EQ(fl_fabric_partition(e.f, groups, sizes, 1, &id, err, sizeof err), -EINVAL);
+    FL_ASSERT_EQ(fl_fabric_block(e.f, g0, 0, g1, 1, &id, err, sizeof err), -EINVAL);
+    FL_ASSERT_EQ(fl_fabric_heal(e.f, 42, err, sizeof err), -ENOENT);
+    env_down(&e);
+}
+
+FL_TEST(fabric, block_drops_one_direction_only)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 2);
+    int ua = udp_in(e.host[0], 0, 9000), ub = udp_in(e.host[1], 1, 9000);
+    FL_REQUIRE(ua >= 0 && ub >= 0);
+    FL_ASSERT(udp_reaches(ua, ub, 1, 9000, 2000));
+    int from[] = { 0 }, to[] = { 1 };
+    int id = 0;
+    int rc = fl_fabric_block(e.f, from, 1, to, 1, &id, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "block: %d %s", rc, err);
+    FL_ASSERT(udp_reaches(ub, ua, 0, 9000, 2000));
+    FL_ASSERT(!udp_reaches(ua, ub, 1, 9000, TIMEOUT_MS));
+    FL_REQUIRE_EQ(fl_fabric_heal(e.f, id, err, sizeof err), 0);
+    FL_ASSERT(udp_reaches(ua, ub, 1, 9000, 2000));
+    close(ua);
+    close(ub);
+    env_down(&e);
+}
+
+FL_TEST(fabric, block_holds_with_cold_arp_cache)
+{
+    /* The reverse direction works even when neither side has resolved the
+     * other yet (ARP passes; only IP from `from` to `to` is dropped). */
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 2);
+    int from[] = { 0 }, to[] = { 1 };
+    int id = 0;
+    FL_REQUIRE_EQ(fl_fabric_block(e.f, from, 1, to, 1, &id, err, sizeof err), 0);
+    int ua = udp_in(e.host[0], 0, 9000), ub = udp_in(e.host[1], 1, 9000);
+    FL_REQUIRE(ua >= 0 && ub >= 0);
+    FL_ASSERT(udp_reaches(ub, ua, 0, 9000, 2000));
+    FL_ASSERT(!udp_reaches(ua, ub, 1, 9000, TIMEOUT_MS));
+    close(ua);
+    close(ub);
+    env_down(&e);
+}
+
+FL_TEST(fabric, reattach_works_for_restarted_host)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 2);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
+
+    /* Host 1 crashes: its netns dies, the kernel removes its pair (lazily). */
+    host_kill(e.host[1]);
+    e.host[1] = host_spawn();
+    FL_REQUIRE(e.host[1] > 0);
+    int rc = fl_fabric_attach(e.f, 1, e.host[1], err, sizeof err);
+    FL_REQUIRE_EQ(rc, 0);
+    rc = fl_fabric_commit(e.f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "re-attach commit: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
+
+    /* Explicit detach, then a new process again on the same idx. */
+    rc = fl_fabric_detach(e.f, 1, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "detach: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(fl_fabric_detach(e.f, 1, err, sizeof err), 0); /* idempotent */
+    host_kill(e.host[1]);
+    e.host[1] = host_spawn();
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 1, e.host[1], err, sizeof err), 0);
+    rc = fl_fabric_commit(e.f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "attach after detach: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
+
+    /* Re-attach while the old host is still alive: the pair is replaced. */
+    pid_t old = e.host[1];
+    e.host[1] = host_spawn();
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 1, e.host[1], err, sizeof err), 0);
+    rc = fl_fabric_commit(e.f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "replace commit: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
+    host_kill(old);
+    env_down(&e);
+}
+
+FL_TEST(fabric, commit_error_names_host_interface_and_call)
+{
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 1);
+    /* A host that already has an eth0 at our ifindex: the create fails. */
+    pid_t h = host_spawn();
+    FL_REQUIRE(h > 0);
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 5, h, err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_fabric_commit(e.f, err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 6, h, err, sizeof err), 0);
+    int rc = fl_fabric_commit(e.f, err, sizeof err);
+    FL_ASSERT_EQ(rc, -EEXIST);
+    char want[96];
+    snprintf(want, sizeof want, "RTM_NEWLINK veth h6/eth0 in netns of pid %d", (int)h);
+    FL_ASSERT_CONTAINS(err, want);
+    FL_ASSERT_CONTAINS(err, "File exists");
+    /* A vanished pid. */
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 7, 999999, err, sizeof err), 0);
+    FL_ASSERT_EQ(fl_fabric_commit(e.f, err, sizeof err), -ESRCH);
+    FL_ASSERT_CONTAINS(err, "host 7");
+    /* The harness's own netns is refused. */
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 8, getpid(), err, sizeof err), 0);
+    FL_ASSERT_EQ(fl_fabric_commit(e.f, err, sizeof err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "harness's network namespace");
+    /* Host 5 still works after the failures. */
+    FL_ASSERT_EQ(connect_from(e.host[0], 5, 7001, 2000), -ECONNREFUSED);
+    host_kill(h);
+    env_down(&e);
+}
+
+FL_TEST(fabric, destroy_leaves_nothing_in_root_netns)
+{
+    fl_test_need_root();
+    char *before = root_links();
+    struct env e = { 0 };
+    env_up(&e, 3);
+    int g0[] = { 0 }, g1[] = { 1, 2 };
+    const int *groups[] = { g0, g1 };
+    size_t sizes[] = { 1, 2 };
+    int id;
+    char err[256];
+    FL_REQUIRE_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), 0);
+    char *during = root_links();
+    pid_t holder = fl_fabric_switch_pid(e.f);
+    FL_REQUIRE(holder > 0);
+    FL_ASSERT_EQ(kill(holder, 0), 0);
+    env_down(&e);
+    FL_ASSERT_EQ(kill(holder, 0), -1); /* reaped: no such process */
+    char *after = root_links();
+    FL_ASSERT_STREQ(during, before);
+    FL_ASSERT_STREQ(after, before);
+    free(before);
+    free(during);
+    free(after);
+}
+
+FL_TEST(fabric, holder_dies_with_its_creator)
+{
+    fl_test_need_root();
+    int p[2];
+    FL_REQUIRE_EQ(pipe(p), 0);
+    pid_t c = fork();
+    if (c == 0) {
+        struct fl_fabric *f;
+        if (fl_fabric_create(&f, "orphan", NULL, 0) != 0)
+            _exit(1);
+        pid_t h = fl_fabric_switch_pid(f);
+        if (write(p[1], &h, sizeof h) != sizeof h)
+            _exit(1);
+        _exit(0); /* no destroy: PDEATHSIG must clean up */
+    }
+    close(p[1]);
+    pid_t holder = 0;
+    FL_REQUIRE_EQ(read(p[0], &holder, sizeof holder), (ssize_t)sizeof holder);
+    int st;
+    FL_REQUIRE_EQ(waitpid(c, &st, 0), c);
+    /* The holder is reparented (to us if we are a subreaper, else init)
+     * and must be gone shortly. */
+    int alive = 1;
+    for (int i = 0; i < 200 && alive; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)holder);
+        FILE *fp = fopen(path, "r");
+        if (!fp) {
+            alive = 0;
+            break;
+        }
+        char line[512] = "";
+        char *ok = fgets(line, sizeof line, fp);
+        fclose(fp);
+        char *rp = ok ? strrchr(line, ')') : NULL; /* comm may hold spaces */
+        if (rp && rp[1] == ' ' && rp[2] == 'Z') {
+            alive = 0;
+            break;
+        }
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    FL_ASSERT_EQ(alive, 0);
+    waitpid(holder, NULL, __WALL | WNOHANG);
+}
+
+FL_TEST_T(fabric, scale_64_hosts_all_reachable, 120)
+{
+    struct env e = { 0 };
+    env_up(&e, 64);
+    for (int i = 1; i < 64; i++) {
+        int rc = connect_from(e.host[0], i, 7001, 2000);
+        FL_ASSERT_MSG(rc == -ECONNREFUSED, "host 0 -> host %d: %d (%s)", i, rc, strerror(-rc));
+    }
+    env_down(&e);
+}
