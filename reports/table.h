@@ -1,0 +1,51 @@
+/*
+ * table.h: aligned text tables and small formatting helpers shared by the
+ * report writers in reports/ (internal to reports/, not for other folders).
+ */
+#ifndef FL_REPORT_TABLE_H
+#define FL_REPORT_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct fl_report_table;
+
+struct fl_report_col {
+    const char *title;
+    int max_width;      /* cells longer than this (in characters) end in "..."; 0 = no limit */
+    bool right;         /* right-aligned (numbers, durations) */
+    bool verdict;       /* cells are verdict words: coloured when colour is on */
+};
+
+/* A table with ncols columns (the array is copied). NULL when out of memory. */
+struct fl_report_table *fl_report_table_new(const struct fl_report_col *cols, int ncols);
+/* Adds one row of ncols cells (NULL -> "-"); newlines and tabs become spaces.
+ * Returns 0 or -ENOMEM. */
+int fl_report_table_add(struct fl_report_table *t, const char *const *cells);
+size_t fl_report_table_rows(const struct fl_report_table *t);
+/* Prints the header line and the rows; colour per fl_report_use_color(out).
+ * Returns 0, or -EIO when writing failed. */
+int fl_report_table_print(const struct fl_report_table *t, FILE *out);
+void fl_report_table_free(struct fl_report_table *t);
+
+/* Whether verdicts written to out are coloured (mode, tty, NO_COLOR, TERM=dumb). */
+bool fl_report_use_color(FILE *out);
+/* ANSI colour sequence for a verdict word (any case), "" for unknown. */
+const char *fl_report_verdict_color(const char *verdict);
+/* "PASS", "FAIL", "ERROR", "RUNNING" (upper case of verdict); "?" for NULL. */
+const char *fl_report_verdict_upper(const char *verdict, char *buf, size_t len);
+
+/* 0.4s, 3.2s, 12.3s, 2m03s, 1h02m; "-" for a negative duration. */
+const char *fl_report_fmt_duration(int64_t ms, char *buf, size_t len);
+
+/* Copies s into buf on one line (control characters -> spaces) and, when it
+ * has more than max characters, cuts it to max-3 characters plus "...".
+ * UTF-8 aware (never cuts inside a character). */
+const char *fl_report_one_line(const char *s, size_t max, char *buf, size_t len);
+
+/* Display width of UTF-8 text (characters, counting each code point as 1). */
+size_t fl_report_text_width(const char *s);
+
+#endif
