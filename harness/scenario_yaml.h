@@ -51,4 +51,10 @@ bool fl_scn_yaml_is_null(const struct fl_scn_ynode *n);
 struct fl_scn_ynode *fl_scn_yaml_get(const struct fl_scn_ynode *map, const char *key,
                                      struct fl_scn_ynode **key_out);
 
+/* Internal helpers shared by scenario.c and scenario_util.c. */
+int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
+                              struct fl_scn_selector *sel, bool strict,
+                              char *err, size_t errlen);
+size_t fl_scn_signal_names(const char **out, size_t max);
+
 #endif
