@@ -1717,9 +1717,11 @@ static int load_expect_block(struct vctx *c, const ynode *key, const ynode *blk,
             if (is_field)
                 verr(c, k->loc, "'%s' is not an expectation target: under a selector, name a target first (e.g. %s: {all: {%s: ...}})",
                      n, key->value, n);
-            else {
-                verr(c, k->loc, "unknown expectation target '%s' (all, chief, a job, job:task, a host, files, events)", n);
+            else if (fl_suggest(n, cands, q)) {
+                verr(c, k->loc, "unknown expectation target '%s'", n);
                 fl_suggest_append(c->err, c->errlen, n, cands, q);
+            } else {
+                verr(c, k->loc, "unknown expectation target '%s' (expected all, chief, a job, job:task, a host, files or events)", n);
             }
             free(cands);
             return -EINVAL;

@@ -8,6 +8,7 @@
 #include "harness/scenario_yaml.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +39,14 @@ static struct fl_scn_loc loc_of(yaml_mark_t m)
     return l;
 }
 
-static int fail(struct pctx *c, struct fl_scn_loc l, const char *fmt, const char *a,
-                struct fl_scn_loc l2)
+__attribute__((format(printf, 3, 4)))
+static int fail(struct pctx *c, struct fl_scn_loc l, const char *fmt, ...)
 {
     char msg[512];
-    snprintf(msg, sizeof msg, fmt, a ? a : "", l2.line, l2.col);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     snprintf(c->err, c->errlen, "%s:%d:%d: %s", c->name, l.line, l.col, msg);
     return -EINVAL;
 }
@@ -179,15 +183,12 @@ static int parse_collection(struct pctx *c, struct fl_scn_ynode *n, int depth)
             if (rc < 0)
                 return rc;
             if (key->type != FL_YN_SCALAR)
-                return fail(c, key->loc, "a mapping key must be a plain name, not a %s", 
-                            key->type == FL_YN_MAP ? "mapping" : "list", key->loc);
+                return fail(c, key->loc, "a mapping key must be a plain name, not a %s",
+                            key->type == FL_YN_MAP ? "mapping" : "list");
             for (size_t i = 0; i < n->n; i++)
-                if (strcmp(n->keys[i]->value, key->value) == 0) {
-                    char msg[400];
-                    snprintf(msg, sizeof msg, "duplicate key '%.300s' (first at line %%d column %%d)",
-                             key->value);
-                    return fail(c, key->loc, msg, NULL, n->keys[i]->loc);
-                }
+                if (strcmp(n->keys[i]->value, key->value) == 0)
+                    return fail(c, key->loc, "duplicate key '%.300s' (first at line %d column %d)",
+                                key->value, n->keys[i]->loc.line, n->keys[i]->loc.col);
             if ((rc = next_event(c, &ev)) < 0)
                 return rc;
         }
@@ -206,8 +207,7 @@ static int parse_node(struct pctx *c, yaml_event_t *ev, int depth, struct fl_scn
     int rc;
 
     if (depth > MAX_DEPTH)
-        return fail(c, loc_of(ev->start_mark), "nesting deeper than %s levels", "64",
-                    loc_of(ev->start_mark));
+        return fail(c, loc_of(ev->start_mark), "nesting deeper than %d levels", MAX_DEPTH);
     switch (ev->type) {
     case YAML_SCALAR_EVENT:
         if (!(n = new_node(c, FL_YN_SCALAR, ev->start_mark)))
@@ -251,10 +251,9 @@ static int parse_node(struct pctx *c, yaml_event_t *ev, int depth, struct fl_scn
                 return 0;
             }
         return fail(c, loc_of(ev->start_mark), "unknown alias '*%s'",
-                    (const char *)ev->data.alias.anchor, loc_of(ev->start_mark));
+                    (const char *)ev->data.alias.anchor);
     default:
-        return fail(c, loc_of(ev->start_mark), "unexpected YAML event%s", NULL,
-                    loc_of(ev->start_mark));
+        return fail(c, loc_of(ev->start_mark), "unexpected YAML event");
     }
 }
 
@@ -283,8 +282,7 @@ int fl_scn_yaml_parse(const char *name, const char *buf, size_t len,
         case YAML_DOCUMENT_START_EVENT:
             if (++ndocs > 1) {
                 rc = fail(&c, loc_of(ev.start_mark),
-                          "a scenario file holds one YAML document; found a second one%s",
-                          NULL, loc_of(ev.start_mark));
+                          "a scenario file holds one YAML document; found a second one");
                 yaml_event_delete(&ev);
                 goto cleanup;
             }
