@@ -141,7 +141,7 @@ FL_TEST(recorder, open_refuses_newer_schema)
     sqlite3_close(db);
 
     struct fl_rec *rec = (struct fl_rec *)1;
-    char err[512] = "", want[1024];
+    char err[512] = "", want[5000];
     FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EPROTO);
     FL_ASSERT(rec == NULL);
     snprintf(want, sizeof want,
