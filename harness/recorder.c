@@ -209,6 +209,7 @@ struct fl_rec {
     size_t arena_len, arena_cap;
     int64_t oldest_ms;    /* monotonic ms of the first queued row */
     int nruns;            /* run handles alive */
+    int64_t busy_since_ms; /* busy_wait: when the current wait began */
     char errmsg[512];
 };
 
@@ -564,6 +565,22 @@ sqlerr:
     return sqlite_errno(rc);
 }
 
+/* Busy handler: SQLite's default one sleeps in growing steps (up to 100 ms)
+ * while another process holds the write lock, which makes a flush wait far
+ * longer than the few milliseconds a batch holds the lock.  This one retries
+ * every 0.25 ms at first, then every 1 ms, until busy_timeout_ms has passed. */
+static int busy_wait(void *arg, int count)
+{
+    struct fl_rec *rec = arg;
+    int64_t now = mono_ms();
+    if (count == 0)
+        rec->busy_since_ms = now;
+    if (now - rec->busy_since_ms >= rec->opts.busy_timeout_ms)
+        return 0;
+    usleep(count < 40 ? 250 : 1000);
+    return 1;
+}
+
 /* PRAGMA journal_mode=WAL; a concurrent opener may hold a lock briefly. */
 static int set_wal(sqlite3 *db, int timeout_ms)
 {
@@ -604,9 +621,9 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
     if (rec->opts.busy_timeout_ms <= 0)
         rec->opts.busy_timeout_ms = 30000;
     if (rec->opts.flush_rows <= 0)
-        rec->opts.flush_rows = 4096;
+        rec->opts.flush_rows = 1024;
     if (rec->opts.flush_interval_ms <= 0)
-        rec->opts.flush_interval_ms = 500;
+        rec->opts.flush_interval_ms = 250;
 
     rc = sqlite3_open_v2(path, &rec->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -619,7 +636,7 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
         goto cleanup;
     }
     sqlite3_extended_result_codes(rec->db, 0);
-    sqlite3_busy_timeout(rec->db, rec->opts.busy_timeout_ms);
+    sqlite3_busy_handler(rec->db, busy_wait, rec);
     rc = set_wal(rec->db, rec->opts.busy_timeout_ms);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rec->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL,

@@ -55,9 +55,9 @@ struct fl_rec_run;
 #define FL_REC_SCHEMA_VERSION 2
 
 struct fl_rec_opts {
-    int busy_timeout_ms;   /* wait for another writer; 0 -> 30000 */
-    int flush_rows;        /* auto-flush at this many queued rows; 0 -> 4096 */
-    int flush_interval_ms; /* auto-flush when the oldest queued row is this old; 0 -> 500 */
+    int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
+    int flush_rows;        /* auto-flush at this many queued rows; 0 -> 1024 */
+    int flush_interval_ms; /* auto-flush when the oldest queued row is this old; 0 -> 250 */
 };
 
 /*
@@ -74,7 +74,8 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
                 char *err, size_t errlen);
 
 /* Flushes queued rows and closes.  Runs not ended stay 'running' in the
- * database (that is what a killed harness looks like too).  NULL is fine. */
+ * database (that is what a killed harness looks like too); their handles
+ * must not be used afterwards.  NULL is fine. */
 int fl_rec_close(struct fl_rec *rec);
 
 /* The SQLite handle, for queries (reports/report.h takes it). */

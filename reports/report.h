@@ -54,7 +54,7 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
 /*
  * The end-of-run table: columns SCENARIO VARIANT EXPECTED OBSERVED VERDICT
  * TIME REASON, aligned (long cells truncated with "..."), then a totals line
- *   "5 runs: 4 passed, 1 failed, 0 errors in 12.3s"
+ *   "5 runs: 4 passed, 1 failed, 0 errors in 12.3s"   (time: sum of the runs' durations)
  * Returns 0, or -EIO when writing failed.
  */
 int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n);
@@ -85,7 +85,8 @@ struct fl_report_runs_opts {
  * `faultline runs`: most recent runs first, as an aligned table:
  *   RUN ID  SCENARIO  VARIANT  VERDICT  DURATION  STARTED  REASON
  * (STARTED in local time "YYYY-MM-DD HH:MM:SS", reason truncated).  Prints
- * "no runs recorded in this database" when nothing matches.  Returns the
+ * "no runs recorded in this database" for an empty database, "no recorded
+ * run matches" when the filters leave nothing.  Returns the
  * number of runs printed, -ENOENT when since_rev names no recorded revision,
  * -EINVAL for a bad verdict, -EIO on a database error.
  */
@@ -111,6 +112,7 @@ int fl_report_history(struct sqlite3 *db, FILE *out, const struct fl_report_hist
  * (prefix match) against the latest finished verdict of any later run;
  * prints those that differ:
  *   SCENARIO VARIANT VERDICT AT <rev> NOW NOW REV NOW RUN
+ * or "no scenario changed verdict since <rev>".
  * Returns the number of changed lines, -ENOENT when rev was never recorded.
  */
 int fl_report_changed(struct sqlite3 *db, FILE *out, const char *rev);

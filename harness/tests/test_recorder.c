@@ -481,3 +481,35 @@ FL_TEST(recorder, git_revision_of_tree_and_non_tree)
     FL_ASSERT(rev[12] == '\0' || !strcmp(rev + 12, "-dirty"));
     FL_ASSERT_EQ(fl_rec_git_revision(fl_test_dir(), rev, sizeof rev), -ENOENT);
 }
+
+/* A writer that cannot get the lock within busy_timeout_ms gets -EBUSY and
+ * a message; the batch is dropped (recording never stalls a run for good),
+ * and the next batch is written once the lock is free. */
+FL_TEST(recorder, flush_busy_timeout_drops_batch)
+{
+    const char *path = db_path("busy.db");
+    struct fl_rec_opts opts = {.busy_timeout_ms = 100, .flush_rows = 1000};
+    struct fl_rec *rec = open_ok(path, &opts);
+    struct fl_rec_run *run = begin(rec, "busy-1", "s", "", NULL, 0);
+    sqlite3 *other;
+    FL_REQUIRE_EQ(sqlite3_open(path, &other), SQLITE_OK);
+    FL_REQUIRE_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    FL_REQUIRE_EQ(fl_rec_event(run, 1, "h", NULL, -1, "lost", NULL, false), 0);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    FL_ASSERT_EQ(fl_rec_flush(rec), -EBUSY);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    int64_t waited = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+    FL_ASSERT_GE(waited, 90);
+    FL_ASSERT_LT(waited, 2000);
+    FL_ASSERT_CONTAINS(fl_rec_errmsg(rec), "database is locked");
+    FL_ASSERT_CONTAINS(fl_rec_errmsg(rec), path);
+    FL_ASSERT_EQ(fl_rec_pending(rec), 0);
+    FL_REQUIRE_EQ(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    FL_REQUIRE_EQ(fl_rec_event(run, 2, "h", NULL, -1, "kept", NULL, false), 0);
+    FL_ASSERT_EQ(fl_rec_run_end(run, "pass", NULL, 2), 0);
+    FL_ASSERT_STREQ(q1(other, "SELECT group_concat(kind) FROM events"), "kept");
+    FL_ASSERT_STREQ(q1(other, "SELECT verdict FROM runs"), "pass");
+    sqlite3_close(other);
+    fl_rec_close(rec);
+}
