@@ -41,6 +41,7 @@ LIB_HARNESS := $(O)/lib/libharness.a
 LIB_REPORTS := $(O)/lib/libreports.a
 
 # Link order: users before what they use.
+HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_CKPT)
 FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
@@ -69,9 +70,9 @@ $(eval $(call archive,$(LIB_NETEM),$(NETEM_SRC)))
 $(eval $(call archive,$(LIB_HARNESS),$(HARNESS_SRC)))
 $(eval $(call archive,$(LIB_REPORTS),$(REPORTS_SRC)))
 
-$(O)/bin/faultline: $(O)/obj/harness/main.o $(FL_LIBS)
+$(O)/bin/faultline: $(O)/obj/harness/main.o $(HARNESS_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/main.o $(FL_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/main.o $(HARNESS_LIBS) $(LDLIBS)
 
 $(O)/bin/psrt: $(O)/obj/runtime/psrt/main.o $(PSRT_LIBS)
 	@mkdir -p $(dir $@)

@@ -188,12 +188,13 @@ static __attribute__((noreturn)) void init_main(struct fl_host *h)
             goto fail;
         }
     }
-    if (bind_mount(s->tmp_dir, "/tmp") < 0) {
-        msg.step = STEP_MOUNT_TMP;
-        goto fail;
-    }
     if (s->hosts_file && mount(s->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL) < 0) {
         msg.step = STEP_MOUNT_HOSTS;
+        goto fail;
+    }
+    /* /tmp last: the sources above may live under the harness's /tmp. */
+    if (bind_mount(s->tmp_dir, "/tmp") < 0) {
+        msg.step = STEP_MOUNT_TMP;
         goto fail;
     }
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {

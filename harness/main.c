@@ -1,10 +1,594 @@
 /*
- * main.c: the faultline command line (placeholder until the CLI lands).
+ * main.c: the faultline command line.  Parses the subcommand and its
+ * options, prints help, and hands the work to the engine (run, shell), the
+ * loader (validate, list), gc.c (gc), exec.c (exec), the recorder and
+ * reports (runs).  Exit status: 0 all runs passed / command succeeded,
+ * 1 a run failed or errored, 2 bad usage or a bad scenario file, 130 when
+ * interrupted.
  */
-#include <stdio.h>
+#include "harness/cli.h"
+#include "harness/engine.h"
+#include "harness/recorder.h"
+#include "harness/scenario.h"
+#include "reports/report.h"
 
-int main(void)
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *usage_main =
+    "usage: faultline COMMAND [OPTIONS] ...\n"
+    "\n"
+    "Runs multi-host ps/worker scenarios on one machine: each host is a set of\n"
+    "namespaces with its own address and disk; faults are injected from the\n"
+    "scenario file; every outcome is recorded in SQLite.\n"
+    "\n"
+    "Commands:\n"
+    "  run SCENARIO|DIR...      run scenarios (every variant), print verdicts and a table\n"
+    "  validate SCENARIO|DIR... check scenario files without running anything\n"
+    "  list SCENARIO|DIR...     list scenarios and their variants\n"
+    "  shell SCENARIO HOST      bring the hosts up and open a shell on HOST\n"
+    "  exec RUN HOST -- CMD...  run a command on a host of a running run\n"
+    "  gc                       remove what killed runs left behind\n"
+    "  runs                     list recorded runs (also --history, --changed REV)\n"
+    "  emit [--sync] KIND [K=V...]  send an event from a process under faultline\n"
+    "  help [COMMAND]           this text, or a command's options\n"
+    "\n"
+    "'faultline COMMAND --help' shows a command's options. Scenario format:\n"
+    "scenarios/README.md. Results database schema: docs/schema.md.\n";
+
+static const char *usage_run =
+    "usage: faultline run SCENARIO|DIR... [OPTIONS]\n"
+    "\n"
+    "Runs every variant of every scenario (a DIR means every *.yaml below it),\n"
+    "prints one verdict line per run and a summary table, records everything.\n"
+    "\n"
+    "  --variant K=V       only variants where K is V (repeatable; a bare value works)\n"
+    "  --seed N            seed for every random decision (default: the file's, else random)\n"
+    "  --repeat N          run each variant N times (default 1)\n"
+    "  --db PATH           results database (default out/faultline.db)\n"
+    "  --no-db             record nothing\n"
+    "  --out DIR           where run directories go (default out; runs in DIR/runs)\n"
+    "  --keep              keep each run's directory (disks, logs) even when it passes\n"
+    "  --junit FILE        also write JUnit XML\n"
+    "  -q, --quiet         no progress line\n"
+    "\n"
+    "Exit status: 0 when every run passed, 1 when any failed or errored, 2 for a\n"
+    "bad scenario file or option, 130 when interrupted (cleanup still happens).\n";
+
+static const char *usage_validate =
+    "usage: faultline validate SCENARIO|DIR...\n"
+    "\n"
+    "Loads and checks every scenario file without creating anything. Errors are\n"
+    "printed as file:line:column: message. Exit 0 when all are valid, else 2.\n";
+
+static const char *usage_list =
+    "usage: faultline list SCENARIO|DIR...\n"
+    "\n"
+    "Prints each scenario's name, file, hosts and variants.\n";
+
+static const char *usage_shell =
+    "usage: faultline shell SCENARIO HOST [--variant K=V]... [--start] [--out DIR] [--keep]\n"
+    "\n"
+    "Brings every host of the scenario up (namespaces, disks, network) and opens\n"
+    "an interactive shell on HOST ($SHELL, else /bin/sh), in its working\n"
+    "directory. The commands each role would run are printed; --start starts\n"
+    "them too. Faults are not applied. Another terminal can run\n"
+    "'faultline exec RUN HOST -- CMD'. Everything is removed when the shell exits.\n";
+
+static const char *usage_exec =
+    "usage: faultline exec RUN HOST [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD inside HOST of the running run RUN (a run id, as printed by\n"
+    "'faultline shell' or found under out/runs/), with the host's network,\n"
+    "mounts, hostname and PID namespace, in its working directory. Exit status\n"
+    "is CMD's.\n"
+    "  --out DIR   where run directories are (default out)\n";
+
+static const char *usage_gc =
+    "usage: faultline gc [--out DIR] [--db PATH] [--all] [--dry-run]\n"
+    "\n"
+    "Finds runs whose faultline process is gone (killed, crashed) and removes what\n"
+    "they left: processes (host inits, the switch), cgroups, mounts, the run\n"
+    "directory; marks them 'error: harness killed' in the database. Runs still\n"
+    "going are left alone. --all also removes the kept directories of finished\n"
+    "runs. --dry-run only says what it would remove.\n";
+
+static const char *usage_runs =
+    "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
+    "                      [--limit N] [--since REV] [--history] [--changed REV]\n"
+    "\n"
+    "Lists recorded runs, most recent first.\n"
+    "  --history        verdict history per scenario and variant (how often it fails)\n"
+    "  --changed REV    scenarios whose verdict changed since git revision REV\n"
+    "  --since REV      only runs since the first run at revision REV\n"
+    "  --limit N        at most N runs (default 20; -1 for all)\n";
+
+static const char *usage_emit =
+    "usage: faultline emit [--sync] KIND [KEY=VALUE...]\n"
+    "\n"
+    "Sends one event on the event channel of the run this process belongs to\n"
+    "($FAULTLINE_EVENTS). With --sync, waits until the harness has applied every\n"
+    "fault the event triggers (which may kill the caller). Without\n"
+    "FAULTLINE_EVENTS it does nothing and exits 0.\n";
+
+static int help_for(const char *cmd)
 {
-    fprintf(stderr, "faultline: not built yet\n");
+    const char *u = NULL;
+    if (!cmd)
+        u = usage_main;
+    else if (!strcmp(cmd, "run")) u = usage_run;
+    else if (!strcmp(cmd, "validate")) u = usage_validate;
+    else if (!strcmp(cmd, "list")) u = usage_list;
+    else if (!strcmp(cmd, "shell")) u = usage_shell;
+    else if (!strcmp(cmd, "exec")) u = usage_exec;
+    else if (!strcmp(cmd, "gc")) u = usage_gc;
+    else if (!strcmp(cmd, "runs")) u = usage_runs;
+    else if (!strcmp(cmd, "emit")) u = usage_emit;
+    if (!u) {
+        fprintf(stderr, "faultline: no command '%s'; see 'faultline --help'\n", cmd);
+        return 2;
+    }
+    fputs(u, stdout);
+    return 0;
+}
+
+static bool want_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            return false;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    }
+    return false;
+}
+
+/* Directory of this binary ({bin} in templates). */
+static void bin_dir(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0) {
+        snprintf(buf, len, ".");
+        return;
+    }
+    buf[n] = 0;
+    char *s = strrchr(buf, '/');
+    if (s)
+        *s = 0;
+}
+
+/* ---- validate / list ---------------------------------------------------------------- */
+
+static int load_all(int argc, char **argv, struct fl_scenario ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    int bad = 0;
+    char err[2048];
+    for (int i = 0; i < argc; i++) {
+        char **files;
+        size_t nf;
+        if (fl_scenario_list(argv[i], &files, &nf, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            bad++;
+            continue;
+        }
+        if (nf == 0) {
+            fprintf(stderr, "%s: no scenario files (*.yaml) found\n", argv[i]);
+            bad++;
+        }
+        for (size_t k = 0; k < nf; k++) {
+            struct fl_scenario *s;
+            if (fl_scenario_load(files[k], &s, err, sizeof err) < 0) {
+                fprintf(stderr, "%s\n", err);
+                bad++;
+                continue;
+            }
+            *out = realloc(*out, (*n + 1) * sizeof **out);
+            (*out)[(*n)++] = s;
+        }
+        fl_scenario_list_free(files, nf);
+    }
+    return bad;
+}
+
+static void free_all(struct fl_scenario **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        fl_scenario_free(v[i]);
+    free(v);
+}
+
+static int cmd_validate(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_validate, stderr);
+        return 2;
+    }
+    struct fl_scenario **v;
+    size_t n;
+    int bad = load_all(argc - 1, argv + 1, &v, &n);
+    for (size_t i = 0; i < n; i++)
+        printf("ok  %s  (%s, %zu variant%s)\n", v[i]->path, v[i]->name, fl_scn_variant_count(v[i]),
+               fl_scn_variant_count(v[i]) == 1 ? "" : "s");
+    free_all(v, n);
+    return bad ? 2 : 0;
+}
+
+static int cmd_list(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_list, stderr);
+        return 2;
+    }
+    struct fl_scenario **v;
+    size_t n;
+    int bad = load_all(argc - 1, argv + 1, &v, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct fl_scenario *s = v[i];
+        printf("%s  (%s)\n", s->name, s->path);
+        if (s->about[0])
+            printf("  %s\n", s->about);
+        printf("  hosts:");
+        for (size_t h = 0; h < s->n_hosts; h++)
+            printf(" %s", s->hosts[h].name);
+        printf("\n  variants:");
+        char name[512];
+        for (size_t k = 0; k < fl_scn_variant_count(s); k++)
+            printf("%s %s", k ? "," : "", fl_scn_variant_name(s, k, name, sizeof name));
+        printf("\n");
+    }
+    free_all(v, n);
+    return bad ? 2 : 0;
+}
+
+/* ---- run ------------------------------------------------------------------------------ */
+
+struct common {
+    const char *db;
+    bool no_db;
+    const char *out;
+    bool keep;
+    uint64_t seed;
+    bool seed_set;
+    const char *variants[64];
+    int nvariants;
+};
+
+static int parse_u64(const char *opt, const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);
+    if (errno || end == s || *end) {
+        fprintf(stderr, "faultline: %s wants a whole number, not '%s'\n", opt, s);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+static int open_db(const struct common *c, struct fl_rec **rec)
+{
+    *rec = NULL;
+    if (c->no_db)
+        return 0;
+    char err[1024];
+    if (fl_rec_open(rec, c->db ? c->db : "out/faultline.db", NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "faultline: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct common c = {0};
+    uint64_t repeat = 1;
+    const char *junit = NULL;
+    bool quiet = false;
+    static const struct option opts[] = {
+        {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
+        {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
+        {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
+        {"keep", no_argument, 0, 'k'},          {"junit", required_argument, 0, 'j'},
+        {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+qv:s:r:d:o:kj:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'v':
+            if (c.nvariants < 64)
+                c.variants[c.nvariants++] = optarg;
+            break;
+        case 's':
+            if (parse_u64("--seed", optarg, &c.seed) < 0)
+                return 2;
+            c.seed_set = true;
+            break;
+        case 'r':
+            if (parse_u64("--repeat", optarg, &repeat) < 0 || repeat == 0) {
+                fprintf(stderr, "faultline: --repeat wants a number >= 1\n");
+                return 2;
+            }
+            break;
+        case 'd': c.db = optarg; break;
+        case 'D': c.no_db = true; break;
+        case 'o': c.out = optarg; break;
+        case 'k': c.keep = true; break;
+        case 'j': junit = optarg; break;
+        case 'q': quiet = true; break;
+        default:
+            fputs(usage_run, stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_run, stderr);
+        return 2;
+    }
+    struct fl_scenario **v;
+    size_t n;
+    if (load_all(argc - optind, argv + optind, &v, &n) || n == 0) {
+        free_all(v, n);
+        return 2;
+    }
+    /* variant filters, checked against every scenario before running any */
+    struct fl_scn_selector *filters = calloc(n, sizeof *filters);
+    char err[2048];
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < c.nvariants; k++)
+            if (fl_scn_variant_filter_add(v[i], &filters[i], c.variants[k], err, sizeof err) < 0) {
+                fprintf(stderr, "faultline: %s: %s\n", v[i]->path, err);
+                free_all(v, n);
+                return 2;
+            }
+    if (fl_engine_global_init(err, sizeof err) < 0) {
+        fprintf(stderr, "faultline: %s\n", err);
+        return 1;
+    }
+    struct fl_rec *rec;
+    if (open_db(&c, &rec) < 0)
+        return 2;
+    char bin[PATH_MAX], rev[64] = "";
+    bin_dir(bin, sizeof bin);
+    char top[PATH_MAX];
+    snprintf(top, sizeof top, "%s/../..", bin);
+    if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
+        rev[0] = 0;
+    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .seed = c.seed,
+                                .seed_set = c.seed_set, .keep = c.keep, .rec = rec,
+                                .git_rev = rev[0] ? rev : NULL,
+                                .progress = !quiet && isatty(2), .shell_host = -1};
+    struct fl_report_row *rows = NULL;
+    struct fl_engine_result **results = NULL;
+    char **vnames = NULL;
+    size_t nrows = 0;
+    int failed = 0;
+    bool interrupted = false;
+    for (size_t i = 0; i < n && !interrupted; i++) {
+        struct fl_scenario *s = v[i];
+        for (size_t var = 0; var < fl_scn_variant_count(s) && !interrupted; var++) {
+            if (filters[i].n_terms && !fl_scn_selector_match(s, &filters[i], var))
+                continue;
+            for (uint64_t r = 0; r < repeat && !interrupted; r++) {
+                results = realloc(results, (nrows + 1) * sizeof *results);
+                rows = realloc(rows, (nrows + 1) * sizeof *rows);
+                vnames = realloc(vnames, (nrows + 1) * sizeof *vnames);
+                struct fl_engine_result *res = results[nrows] = malloc(sizeof *res);
+                char vn[512];
+                vnames[nrows] = strdup(s->n_dims ? fl_scn_variant_name(s, var, vn, sizeof vn) : "");
+                if (!quiet && !isatty(2))
+                    fprintf(stderr, "running %s %s ...\n", s->name, vnames[nrows]);
+                fl_engine_run(s, var, &eo, res);
+                interrupted = res->interrupted;
+                if (strcmp(res->verdict, "pass"))
+                    failed++;
+                rows[nrows] = (struct fl_report_row){
+                    .scenario = s->name, .variant = vnames[nrows],
+                    .expected = res->expected, .observed = res->observed,
+                    .verdict = res->verdict, .duration_ms = res->duration_ms,
+                    .reason = res->reason[0] ? res->reason : NULL, .run_id = res->run_id,
+                    .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
+                fl_report_verdict_line(stdout, &rows[nrows]);
+                fflush(stdout);
+                nrows++;
+            }
+        }
+    }
+    printf("\n");
+    fl_report_summary(stdout, rows, nrows);
+    for (size_t i = 0; i < nrows; i++)
+        if (rows[i].run_dir)
+            printf("logs of %s %s: %s/logs\n", rows[i].scenario, rows[i].variant, rows[i].run_dir);
+    if (junit && fl_report_junit(junit, rows, nrows) < 0)
+        fprintf(stderr, "faultline: writing JUnit XML to %s failed\n", junit);
+    if (rec)
+        fl_rec_close(rec);
+    for (size_t i = 0; i < n; i++)
+        fl_scn_selector_free(&filters[i]);
+    free(filters);
+    for (size_t i = 0; i < nrows; i++) {
+        free(vnames[i]);
+        free(results[i]);
+    }
+    free(vnames);
+    free(rows);
+    free(results);
+    free_all(v, n);
+    if (interrupted)
+        return 130;
+    return failed ? 1 : 0;
+}
+
+static int cmd_shell(int argc, char **argv)
+{
+    struct common c = {0};
+    bool start = false;
+    static const struct option opts[] = {{"variant", required_argument, 0, 'v'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"keep", no_argument, 0, 'k'},
+                                         {"start", no_argument, 0, 'S'},
+                                         {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+v:o:kS", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'v': if (c.nvariants < 64) c.variants[c.nvariants++] = optarg; break;
+        case 'o': c.out = optarg; break;
+        case 'k': c.keep = true; break;
+        case 'S': start = true; break;
+        default: fputs(usage_shell, stderr); return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        fputs(usage_shell, stderr);
+        return 2;
+    }
+    char err[2048];
+    struct fl_scenario *s;
+    if (fl_scenario_load(argv[optind], &s, err, sizeof err) < 0) {
+        fprintf(stderr, "%s\n", err);
+        return 2;
+    }
+    int host = fl_scn_host_find(s, argv[optind + 1]);
+    if (host < 0) {
+        fprintf(stderr, "faultline: %s has no host '%s'\n", s->path, argv[optind + 1]);
+        fl_scenario_free(s);
+        return 2;
+    }
+    struct fl_scn_selector f = {0};
+    for (int k = 0; k < c.nvariants; k++)
+        if (fl_scn_variant_filter_add(s, &f, c.variants[k], err, sizeof err) < 0) {
+            fprintf(stderr, "faultline: %s\n", err);
+            return 2;
+        }
+    size_t var = 0;
+    while (var < fl_scn_variant_count(s) && f.n_terms && !fl_scn_selector_match(s, &f, var))
+        var++;
+    if (var == fl_scn_variant_count(s)) {
+        fprintf(stderr, "faultline: no variant of %s matches\n", s->path);
+        return 2;
+    }
+    if (fl_engine_global_init(err, sizeof err) < 0) {
+        fprintf(stderr, "faultline: %s\n", err);
+        return 1;
+    }
+    char bin[PATH_MAX];
+    bin_dir(bin, sizeof bin);
+    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .keep = c.keep,
+                                .shell_host = host, .shell_start_roles = start};
+    struct fl_engine_result res;
+    fl_engine_run(s, var, &eo, &res);
+    if (!strcmp(res.verdict, "error"))
+        fprintf(stderr, "faultline: %s\n", res.reason);
+    fl_scn_selector_free(&f);
+    fl_scenario_free(s);
+    return !strcmp(res.verdict, "error") ? 1 : 0;
+}
+
+static int cmd_runs(int argc, char **argv)
+{
+    struct common c = {0};
+    struct fl_report_runs_opts ro = {0};
+    bool history = false;
+    const char *changed = NULL;
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},      {"scenario", required_argument, 0, 's'},
+        {"variant", required_argument, 0, 'v'}, {"verdict", required_argument, 0, 'V'},
+        {"limit", required_argument, 0, 'l'},   {"since", required_argument, 0, 'S'},
+        {"history", no_argument, 0, 'H'},       {"changed", required_argument, 0, 'C'},
+        {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+d:s:v:V:l:S:HC:", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': c.db = optarg; break;
+        case 's': ro.scenario = optarg; break;
+        case 'v': ro.variant = optarg; break;
+        case 'V': ro.verdict = optarg; break;
+        case 'l': ro.limit = atoi(optarg); break;
+        case 'S': ro.since_rev = optarg; break;
+        case 'H': history = true; break;
+        case 'C': changed = optarg; break;
+        default: fputs(usage_runs, stderr); return 2;
+        }
+    }
+    struct fl_rec *rec;
+    if (open_db(&c, &rec) < 0)
+        return 2;
+    int rc;
+    if (history) {
+        struct fl_report_history_opts ho = {.scenario = ro.scenario, .variant = ro.variant};
+        rc = fl_report_history(fl_rec_db(rec), stdout, &ho);
+    } else if (changed) {
+        rc = fl_report_changed(fl_rec_db(rec), stdout, changed);
+        if (rc == -ENOENT)
+            fprintf(stderr, "faultline: no run recorded at revision %s\n", changed);
+    } else {
+        rc = fl_report_runs(fl_rec_db(rec), stdout, &ro);
+        if (rc == -ENOENT)
+            fprintf(stderr, "faultline: no run recorded at revision %s\n", ro.since_rev);
+        else if (rc == -EINVAL)
+            fprintf(stderr, "faultline: --verdict is one of pass, fail, error, running\n");
+    }
+    fl_rec_close(rec);
+    return rc < 0 ? 2 : 0;
+}
+
+static int cmd_emit(int argc, char **argv)
+{
+    bool sync = false;
+    int i = 1;
+    if (i < argc && !strcmp(argv[i], "--sync")) {
+        sync = true;
+        i++;
+    }
+    if (i >= argc) {
+        fputs(usage_emit, stderr);
+        return 2;
+    }
+    const char *path = getenv("FAULTLINE_EVENTS");
+    if (!path || !*path)
+        return 0;
+    char attrs[4000] = "";
+    size_t n = 0;
+    for (int k = i + 1; k < argc; k++)
+        n += (size_t)snprintf(attrs + n, sizeof attrs - n, "%s%s", n ? " " : "", argv[k]);
+    return fl_cli_emit(path, argv[i], attrs, sync);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h"))
+        return help_for(NULL);
+    if (!strcmp(cmd, "help"))
+        return help_for(argc > 2 ? argv[2] : NULL);
+    if (!strcmp(cmd, "--version")) {
+        printf("faultline 0.1\n");
+        return 0;
+    }
+    if (want_help(argc - 1, argv + 1) && strcmp(cmd, "emit"))
+        return help_for(cmd);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "shell")) return cmd_shell(argc - 1, argv + 1);
+    if (!strcmp(cmd, "exec")) return fl_cli_exec(argc - 1, argv + 1, usage_exec);
+    if (!strcmp(cmd, "gc")) return fl_cli_gc(argc - 1, argv + 1, usage_gc);
+    if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "emit")) return cmd_emit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "_bench-hosts")) return fl_cli_bench_hosts(argc - 1, argv + 1);
+    fprintf(stderr, "faultline: unknown command '%s'; see 'faultline --help'\n", cmd);
     return 2;
 }

@@ -1,0 +1,14 @@
+/*
+ * cli.h: subcommands of faultline that live outside main.c.
+ */
+#ifndef FL_CLI_H
+#define FL_CLI_H
+
+#include <stdbool.h>
+
+int fl_cli_gc(int argc, char **argv, const char *usage);
+int fl_cli_exec(int argc, char **argv, const char *usage);
+int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync);
+int fl_cli_bench_hosts(int argc, char **argv);
+
+#endif

@@ -1,0 +1,1129 @@
+/*
+ * engine.c: one run of one scenario variant, from set-up to verdict.
+ *
+ * Set-up: run directory (disks, /tmp dirs, shared dirs, /etc/hosts, state
+ * file), the switch, every host (inits cloned in one batch, veths plugged in
+ * one netlink batch, then all waited for), the event socket, the recorder's
+ * run row, then every task's process.
+ *
+ * The loop: one thread, one epoll over a signalfd (SIGCHLD, SIGINT, SIGTERM,
+ * SIGHUP), a timerfd (fault schedule, heals, timeout, grace, progress), the
+ * event socket and its clients, and the output pipe of every process.  All
+ * faults are applied from this loop, in the order their triggers fire, so a
+ * run's decisions happen in one place.
+ *
+ * Ending: when every task of the `stop_when` jobs has exited for good (no
+ * restart pending), or on timeout, harness error or interrupt, the engine
+ * resumes paused processes, sends SIGTERM to every process group still
+ * running, SIGKILL after the grace period, and waits for all of them.  Then
+ * check.c judges, the recorder gets the verdict, and tear-down removes
+ * everything the run created: hosts (and with them their namespaces and
+ * mounts), the switch, cgroups, and the run directory (kept with its logs
+ * when the run did not pass, whole with --keep).
+ *
+ * States of a run: SETUP -> RUNNING -> STOPPING (SIGTERM sent) -> KILLING
+ * (grace over) -> JUDGED -> TORN DOWN.  Invariant: every process, host and
+ * fabric created is listed in the engine (and the state file) until removed.
+ */
+#include "harness/engine_int.h"
+#include "harness/cgroup.h"
+#include "harness/recorder.h"
+#include "harness/rundir.h"
+#include "harness/template.h"
+#include "netem/fabric.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t eng_now(const struct engine *e) { return mono_ms() - e->t0_mono; }
+
+void eng_error(struct engine *e, const char *fmt, ...)
+{
+    if (e->error[0])
+        return;                 /* keep the first: later ones are usually consequences */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->error, sizeof e->error, fmt, ap);
+    va_end(ap);
+}
+
+int fl_engine_global_init(char *err, size_t errlen)
+{
+    int rc = fl_host_global_init(err, errlen);
+    if (rc < 0)
+        return rc;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+void eng_write_state(struct engine *e)
+{
+    struct fl_state st = {0};
+    snprintf(st.run_id, sizeof st.run_id, "%s", e->run_id);
+    snprintf(st.scenario, sizeof st.scenario, "%s", e->s->name);
+    snprintf(st.variant, sizeof st.variant, "%s", e->variant);
+    if (!e->o->rec || !realpath(fl_rec_path(e->o->rec), st.db))
+        snprintf(st.db, sizeof st.db, "%s", e->o->rec ? fl_rec_path(e->o->rec) : "");
+    snprintf(st.workdir, sizeof st.workdir, "%s", e->s->workdir);
+    snprintf(st.status, sizeof st.status, "%s", e->res->verdict[0] ? "done" : "running");
+    st.harness_pid = getpid();
+    st.harness_start = fl_proc_starttime(getpid());
+    if (e->fab) {
+        st.switch_pid = fl_fabric_switch_pid(e->fab);
+        st.switch_start = fl_proc_starttime(st.switch_pid);
+    }
+    if (e->any_cgroup) {
+        snprintf(st.cgroups[0], sizeof st.cgroups[0], "%s", e->cgroup_run);
+        st.ncgroups = 1;
+    }
+    st.hosts = calloc(e->s->n_hosts, sizeof *st.hosts);
+    for (size_t i = 0; st.hosts && i < e->s->n_hosts; i++) {
+        struct fl_host *h = &e->hosts[i].h;
+        snprintf(st.hosts[st.nhosts].name, sizeof st.hosts[0].name, "%s", e->s->hosts[i].name);
+        st.hosts[st.nhosts].pid = h->state == FL_HOST_DOWN ? 0 : h->pid;
+        st.hosts[st.nhosts].starttime = h->starttime;
+        st.nhosts++;
+    }
+    fl_state_write(e->dir, &st);
+    free(st.hosts);
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+static int write_text(const char *path, const char *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    ssize_t n = write(fd, text, len);
+    int er = errno;
+    close(fd);
+    return n == (ssize_t)len ? 0 : -er;
+}
+
+/* Fills a host's disk with the scenario's leftovers (dirs: and files:). */
+static int preload_disk(struct engine *e, int i)
+{
+    const struct fl_scn_host *sh = &e->s->hosts[i];
+    char path[PATH_MAX];
+    for (size_t d = 0; d < sh->n_dirs; d++) {
+        snprintf(path, sizeof path, "%s/%s", e->hosts[i].disk, sh->dirs[d].path);
+        int rc = fl_mkdir_p(path, 0755);
+        if (rc < 0) {
+            eng_error(e, "host %s: mkdir %s: %s", sh->name, sh->dirs[d].path, strerror(-rc));
+            return rc;
+        }
+    }
+    for (size_t f = 0; f < sh->n_files; f++) {
+        snprintf(path, sizeof path, "%s/%s", e->hosts[i].disk, sh->files[f].path);
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof parent, "%s", path);
+        char *slash = strrchr(parent, '/');
+        if (slash) {
+            *slash = 0;
+            fl_mkdir_p(parent, 0755);
+        }
+        int rc = write_text(path, sh->files[f].content, sh->files[f].len);
+        if (rc < 0) {
+            eng_error(e, "host %s: write %s: %s", sh->name, sh->files[f].path, strerror(-rc));
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* A fresh disk: empty directory (or tmpfs), plus mount points of shared paths. */
+static int make_disk(struct engine *e, int i, bool preload)
+{
+    struct host_rt *hr = &e->hosts[i];
+    const struct fl_scn_host *sh = &e->s->hosts[i];
+    int rc;
+    if (hr->tmpfs_disk) {
+        umount2(hr->disk, MNT_DETACH);
+    }
+    fl_rm_rf(hr->disk);
+    if ((rc = fl_mkdir_p(hr->disk, 0755)) < 0) {
+        eng_error(e, "host %s: mkdir %s: %s", sh->name, hr->disk, strerror(-rc));
+        return rc;
+    }
+    if (sh->disk_size) {
+        char opts[64];
+        snprintf(opts, sizeof opts, "size=%llu,mode=755", (unsigned long long)sh->disk_size);
+        if (mount("fl-disk", hr->disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+            rc = -errno;
+            eng_error(e, "host %s: mount tmpfs (%s) at %s: %s", sh->name, opts, hr->disk,
+                      strerror(-rc));
+            return rc;
+        }
+        hr->tmpfs_disk = true;
+    }
+    for (size_t m = 0; m < e->s->n_shared; m++) {
+        const struct fl_scn_shared *sd = &e->s->shared[m];
+        for (size_t k = 0; k < sd->n_hosts; k++) {
+            if (sd->hosts[k] != i)
+                continue;
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%s/%s", hr->disk, sd->path);
+            if ((rc = fl_mkdir_p(path, 0755)) < 0) {
+                eng_error(e, "host %s: mkdir %s: %s", sh->name, path, strerror(-rc));
+                return rc;
+            }
+        }
+    }
+    return preload ? preload_disk(e, i) : 0;
+}
+
+static int setup_dirs(struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    char path[PATH_MAX];
+    int rc;
+    if ((rc = fl_mkdir_p(e->dir, 0755)) < 0) {
+        eng_error(e, "mkdir %s: %s", e->dir, strerror(-rc));
+        return rc;
+    }
+    snprintf(path, sizeof path, "%s/logs", e->dir);
+    fl_mkdir_p(path, 0755);
+    /* a copy of the scenario, for replay */
+    char *text;
+    size_t len;
+    if (fl_read_file(s->path, &text, &len) == 0) {
+        snprintf(path, sizeof path, "%s/scenario.yaml", e->dir);
+        write_text(path, text, len);
+        free(text);
+    }
+    if ((rc = fl_mkdir_p(s->workdir, 0755)) < 0) {
+        eng_error(e, "mkdir workdir %s: %s", s->workdir, strerror(-rc));
+        return rc;
+    }
+    /* /etc/hosts naming every host */
+    char *hosts = NULL;
+    size_t hlen = 0;
+    FILE *hf = open_memstream(&hosts, &hlen);
+    fprintf(hf, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        char addr[16];
+        fl_fabric_addr_str((int)i, addr, sizeof addr);
+        fprintf(hf, "%s\t%s\n", addr, s->hosts[i].name);
+    }
+    fclose(hf);
+    snprintf(path, sizeof path, "%s/etc-hosts", e->dir);
+    rc = write_text(path, hosts, hlen);
+    free(hosts);
+    if (rc < 0) {
+        eng_error(e, "write %s: %s", path, strerror(-rc));
+        return rc;
+    }
+    /* shared paths */
+    for (size_t m = 0; m < s->n_shared; m++) {
+        snprintf(path, sizeof path, "%s/shared/%zu", e->dir, m);
+        if ((rc = fl_mkdir_p(path, 0755)) < 0) {
+            eng_error(e, "mkdir %s: %s", path, strerror(-rc));
+            return rc;
+        }
+    }
+    /* which hosts need a pids cgroup (a limit fault on them in this variant) */
+    bool *need_cg = calloc(s->n_hosts, sizeof *need_cg);
+    for (size_t f = 0; f < s->n_faults; f++)
+        if (s->faults[f].action.kind == FL_SCN_ACT_LIMIT && fl_scn_fault_applies(s, &s->faults[f], e->v))
+            need_cg[s->faults[f].action.host] = true;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        struct host_rt *hr = &e->hosts[i];
+        snprintf(hr->disk, sizeof hr->disk, "%s/hosts/%s/disk", e->dir, s->hosts[i].name);
+        snprintf(hr->tmp, sizeof hr->tmp, "%s/hosts/%s/tmp", e->dir, s->hosts[i].name);
+        fl_fabric_addr_str((int)i, hr->addr, sizeof hr->addr);
+        if ((rc = make_disk(e, (int)i, true)) < 0)
+            break;
+        if ((rc = fl_mkdir_p(hr->tmp, 01777)) < 0) {
+            eng_error(e, "mkdir %s: %s", hr->tmp, strerror(-rc));
+            break;
+        }
+        chmod(hr->tmp, 01777);
+        /* shared mounts of this host */
+        for (size_t m = 0; m < s->n_shared; m++)
+            for (size_t k = 0; k < s->shared[m].n_hosts; k++)
+                if (s->shared[m].hosts[k] == (int)i) {
+                    hr->mounts = realloc(hr->mounts, (hr->nmounts + 1) * sizeof *hr->mounts);
+                    struct fl_host_mount *hm = &hr->mounts[hr->nmounts++];
+                    if (asprintf(&hm->src, "%s/shared/%zu", e->dir, m) < 0 ||
+                        asprintf(&hm->dst, "%s/%s", s->workdir, s->shared[m].path) < 0)
+                        abort();
+                }
+        if (need_cg[i]) {
+            rc = fl_cgroup_create(e->run_id, s->hosts[i].name, hr->cgroup, sizeof hr->cgroup);
+            if (rc < 0) {
+                eng_error(e, "host %s: create pids cgroup for the limit fault: %s", s->hosts[i].name,
+                          strerror(-rc));
+                break;
+            }
+            hr->has_cgroup = true;
+            if (!e->any_cgroup) {
+                snprintf(e->cgroup_run, sizeof e->cgroup_run, "%s", hr->cgroup);
+                char *slash = strrchr(e->cgroup_run, '/');
+                if (slash)
+                    *slash = 0;
+                e->any_cgroup = true;
+            }
+        }
+        char etc[PATH_MAX];
+        snprintf(etc, sizeof etc, "%s/etc-hosts", e->dir);
+        hr->h.spec = (struct fl_host_spec){
+            .name = s->hosts[i].name,
+            .idx = (int)i,
+            .disk_dir = hr->disk,
+            .tmp_dir = hr->tmp,
+            .workdir = s->workdir,
+            .hosts_file = strdup(etc),
+            .mounts = hr->mounts,
+            .nmounts = hr->nmounts,
+            .cgroup = hr->has_cgroup ? hr->cgroup : NULL,
+        };
+        hr->h.pidfd = -1;
+    }
+    free(need_cg);
+    return rc < 0 ? rc : 0;
+}
+
+/* Brings every host up in one batch. */
+static int hosts_up_all(struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    char err[1024];
+    struct fl_host **hp = calloc(s->n_hosts, sizeof *hp);
+    int rc = 0;
+    for (size_t i = 0; i < s->n_hosts; i++) {
+        hp[i] = &e->hosts[i].h;
+        if ((rc = fl_host_start(hp[i], err, sizeof err)) < 0) {
+            eng_error(e, "%s", err);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if ((rc = fl_fabric_attach(e->fab, (int)i, hp[i]->pid, err, sizeof err)) < 0) {
+            eng_error(e, "%s", err);
+            goto out;
+        }
+    if ((rc = fl_fabric_commit(e->fab, err, sizeof err)) < 0) {
+        eng_error(e, "%s", err);
+        goto out;
+    }
+    if ((rc = fl_host_wait_ready(hp, s->n_hosts, err, sizeof err)) < 0)
+        eng_error(e, "%s", err);
+out:
+    free(hp);
+    eng_write_state(e);
+    return rc;
+}
+
+int eng_host_up(struct engine *e, int i, bool fresh_disk)
+{
+    struct host_rt *hr = &e->hosts[i];
+    char err[1024];
+    int rc;
+    if (hr->h.state != FL_HOST_DOWN)
+        return 0;
+    if (fresh_disk && (rc = make_disk(e, i, false)) < 0)
+        return rc;
+    hr->h.generation++;
+    struct fl_host *hp = &hr->h;
+    if ((rc = fl_host_start(hp, err, sizeof err)) < 0 ||
+        (rc = fl_fabric_attach(e->fab, i, hp->pid, err, sizeof err)) < 0 ||
+        (rc = fl_fabric_commit(e->fab, err, sizeof err)) < 0 ||
+        (rc = fl_host_wait_ready(&hp, 1, err, sizeof err)) < 0) {
+        eng_error(e, "bringing host %s back: %s", e->s->hosts[i].name, err);
+        fl_host_kill(hp);
+        return rc;
+    }
+    hr->down_by_fault = false;
+    eng_write_state(e);
+    return 0;
+}
+
+void eng_signal_proc(struct engine *e, struct proc *p, int sig)
+{
+    (void)e;
+    if (!p->running)
+        return;
+    /* Its process group (a non-simple command is a shell with children). */
+    if (kill(-p->pid, sig) < 0)
+        kill(p->pid, sig);
+}
+
+/* Kills every process on a host at once (init dies: the kernel kills the
+ * rest); records them as killed by the fault. */
+void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_restart)
+{
+    struct host_rt *hr = &e->hosts[host];
+    for (struct proc *p = e->procs; p; p = p->next) {
+        if (p->host != host || !p->running)
+            continue;
+        p->killed_by_fault = by != NULL;
+        if (will_restart && e->tasks[p->task].cur == p)
+            e->tasks[p->task].restart_pending++;
+    }
+    fl_host_kill(&hr->h);
+    hr->down_by_fault = by != NULL;
+    eng_write_state(e);
+}
+
+/* ---- processes ---------------------------------------------------------------- */
+
+static const char *lookup_addr(const struct engine *e, int i) { return e->hosts[i].addr; }
+
+static char **build_env(struct engine *e, int task, char *err, size_t errlen, int *rc)
+{
+    const struct fl_scenario *s = e->s;
+    const struct fl_scn_task *t = &s->tasks[task];
+    const struct fl_scn_job *j = &s->jobs[t->job];
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + j->n_env + 16, sizeof *env);
+    size_t k = 0;
+    /* inherited, minus what we set */
+    for (size_t i = 0; i < n; i++) {
+        if (!strncmp(environ[i], "FAULTLINE_", 10))
+            continue;
+        bool overridden = false;
+        for (size_t x = 0; x < j->n_env; x++) {
+            size_t kl = strlen(j->env[x].key);
+            if (!strncmp(environ[i], j->env[x].key, kl) && environ[i][kl] == '=')
+                overridden = true;
+        }
+        if (!overridden)
+            env[k++] = strdup(environ[i]);
+    }
+    const char **addrs = calloc(s->n_hosts, sizeof *addrs);
+    for (size_t i = 0; i < s->n_hosts; i++)
+        addrs[i] = lookup_addr(e, (int)i);
+    struct fl_scn_run_ctx ctx = {.run_id = e->run_id, .seed = e->seed, .bin = e->o->bin_dir,
+                                 .host_addrs = addrs};
+    for (size_t x = 0; x < j->n_env; x++) {
+        char *val;
+        *rc = fl_scn_expand(s, task, e->v, &ctx, j->env[x].value, &val, err, errlen);
+        if (*rc < 0) {
+            free(addrs);
+            for (size_t i = 0; i < k; i++)
+                free(env[i]);
+            free(env);
+            return NULL;
+        }
+        if (asprintf(&env[k++], "%s=%s", j->env[x].key, val) < 0)
+            abort();
+        free(val);
+    }
+    free(addrs);
+    if (asprintf(&env[k++], "FAULTLINE_EVENTS=%s", e->ev_path) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_HOST=%s", s->hosts[t->host].name) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_JOB=%s", j->name) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_TASK=%d", t->index) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_RUN=%s", e->run_id) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_GENERATION=%d", e->tasks[task].gens) < 0 ||
+        asprintf(&env[k++], "FAULTLINE_SEED=%llu", (unsigned long long)e->seed) < 0)
+        abort();
+    if (e->sync_kinds[0] && asprintf(&env[k++], "FAULTLINE_SYNC=%s", e->sync_kinds) < 0)
+        abort();
+    env[k] = NULL;
+    *rc = 0;
+    return env;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+static char *expand_command(struct engine *e, int task, char *err, size_t errlen)
+{
+    const struct fl_scenario *s = e->s;
+    const char **addrs = calloc(s->n_hosts, sizeof *addrs);
+    for (size_t i = 0; i < s->n_hosts; i++)
+        addrs[i] = lookup_addr(e, (int)i);
+    struct fl_scn_run_ctx ctx = {.run_id = e->run_id, .seed = e->seed, .bin = e->o->bin_dir,
+                                 .host_addrs = addrs};
+    char *cmd = NULL;
+    int rc = fl_scn_expand(s, task, e->v, &ctx, s->jobs[s->tasks[task].job].command, &cmd, err,
+                           errlen);
+    free(addrs);
+    return rc < 0 ? NULL : cmd;
+}
+
+int eng_start_task(struct engine *e, int task)
+{
+    const struct fl_scenario *s = e->s;
+    const struct fl_scn_task *t = &s->tasks[task];
+    struct task_rt *tr = &e->tasks[task];
+    char err[1024], tname[64];
+    fl_scn_task_name(s, task, tname, sizeof tname);
+    char *cmd = expand_command(e, task, err, sizeof err);
+    if (!cmd) {
+        eng_error(e, "task %s: %s", tname, err);
+        return -EINVAL;
+    }
+    int rc;
+    char **env = build_env(e, task, err, sizeof err, &rc);
+    if (!env) {
+        eng_error(e, "task %s: env: %s", tname, err);
+        free(cmd);
+        return rc;
+    }
+    struct proc *p = calloc(1, sizeof *p);
+    p->w = (struct watch){W_OUTPUT, p};
+    p->task = task;
+    p->host = t->host;
+    p->gen = tr->gens;
+    snprintf(p->log_path, sizeof p->log_path, "%s/logs/%s.%s.%d.%d.log", e->dir,
+             s->hosts[t->host].name, s->jobs[t->job].name, t->index, p->gen);
+    p->log_fd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+    int pfd[2];
+    if (p->log_fd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+        eng_error(e, "task %s: log %s: %s", tname, p->log_path, strerror(errno));
+        free(cmd);
+        free_strv(env);
+        if (p->log_fd >= 0)
+            close(p->log_fd);
+        free(p);
+        return -EIO;
+    }
+    char *argv[4], *script;
+    fl_tmpl_shell_argv(cmd, argv, &script);
+    struct fl_spawn sp = {.argv = argv, .envp = env, .cwd = NULL, .stdin_fd = -1,
+                          .stdout_fd = pfd[1], .stderr_fd = pfd[1]};
+    pid_t pid = fl_host_spawn(&e->hosts[t->host].h, &sp, err, sizeof err);
+    close(pfd[1]);
+    free_strv(env);
+    if (pid < 0) {
+        eng_error(e, "task %s: %s", tname, err);
+        close(pfd[0]);
+        close(p->log_fd);
+        free(script);
+        free(cmd);
+        free(p);
+        return (int)pid;
+    }
+    free(script);
+    fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    p->out_fd = pfd[0];
+    p->pid = pid;
+    p->running = true;
+    p->started_ms = eng_now(e);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &p->w};
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, p->out_fd, &ev);
+    p->next = e->procs;
+    e->procs = p;
+    tr->cur = p;
+    tr->gens++;
+    if (e->rec) {
+        struct fl_rec_proc rp = {.host = s->hosts[t->host].name, .job = s->jobs[t->job].name,
+                                 .task = t->index, .pid = pid, .command = cmd,
+                                 .started_ms = p->started_ms, .log_path = p->log_path,
+                                 .generation = p->gen};
+        p->rec_no = fl_rec_proc_start(e->rec, &rp);
+    }
+    free(cmd);
+    return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------------- */
+
+static void on_line(struct engine *e, struct proc *p, const char *line)
+{
+    const struct fl_scn_task *t = &e->s->tasks[p->task];
+    fl_faults_on_line(e, p->host, t->job, t->index, line);
+}
+
+static bool have_log_triggers(const struct engine *e)
+{
+    for (size_t i = 0; i < e->nfaults; i++)
+        if (e->faults[i].f->trigger.kind == FL_SCN_TRIG_LOG && e->faults[i].st == F_PENDING)
+            return true;
+    return false;
+}
+
+static void close_output(struct engine *e, struct proc *p)
+{
+    if (p->out_fd < 0)
+        return;
+    epoll_ctl(e->epfd, EPOLL_CTL_DEL, p->out_fd, NULL);
+    close(p->out_fd);
+    p->out_fd = -1;
+    if (p->linelen) {           /* a last line without newline */
+        p->line[p->linelen] = 0;
+        if (have_log_triggers(e))
+            on_line(e, p, p->line);
+        p->linelen = 0;
+    }
+}
+
+static void read_output(struct engine *e, struct proc *p)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(p->out_fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        if (n <= 0) {
+            close_output(e, p);
+            return;
+        }
+        if (write(p->log_fd, buf, (size_t)n) < 0) {
+            /* a full disk for logs: keep running, the log is incomplete */
+        }
+        if (!have_log_triggers(e))
+            continue;
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] == '\n' || p->linelen == sizeof p->line - 1) {
+                p->line[p->linelen] = 0;
+                on_line(e, p, p->line);
+                p->linelen = 0;
+                if (buf[i] == '\n')
+                    continue;
+            }
+            p->line[p->linelen++] = buf[i];
+        }
+    }
+}
+
+static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw)
+{
+    struct engine *e = ctx;
+    const struct fl_scenario *s = e->s;
+    int host = fl_scn_host_find(s, c->host);
+    int job = fl_scn_job_find(s, c->job);
+    int task = c->task >= 0 ? c->task : -1;
+    int64_t t = eng_now(e);
+    if (e->rec)
+        fl_rec_event(e->rec, t, c->host[0] ? c->host : NULL, job >= 0 ? c->job : NULL, task,
+                     ev->kind, raw, ev->type == FL_EV_SYNC);
+    if (e->nevents == e->capevents) {
+        e->capevents = e->capevents ? e->capevents * 2 : 256;
+        e->events = realloc(e->events, e->capevents * sizeof *e->events);
+    }
+    struct ev_seen *es = &e->events[e->nevents++];
+    snprintf(es->kind, sizeof es->kind, "%s", ev->kind);
+    es->host = host;
+    es->job = job;
+    fl_faults_on_event(e, host, job, task, ev);
+    if (ev->type == FL_EV_SYNC)
+        fl_evsrv_reply(c, ev->seq);
+}
+
+static void reap(struct engine *e)
+{
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (pid == e->shell_pid) {
+            e->shell_pid = -pid;    /* done */
+            continue;
+        }
+        bool found = false;
+        for (size_t i = 0; i < e->s->n_hosts; i++)
+            if (fl_host_reaped(&e->hosts[i].h, pid)) {
+                found = true;
+                if (!e->stopping && !e->hosts[i].down_by_fault)
+                    eng_error(e, "host %s: init %d died unexpectedly", e->s->hosts[i].name,
+                              (int)pid);
+                eng_write_state(e);
+            }
+        if (found)
+            continue;
+        for (struct proc *p = e->procs; p; p = p->next) {
+            if (p->pid != pid || !p->running)
+                continue;
+            p->running = false;
+            p->ended_ms = eng_now(e);
+            if (WIFEXITED(st)) {
+                p->exit_code = WEXITSTATUS(st);
+                p->sig = 0;
+            } else {
+                p->exit_code = -1;
+                p->sig = WTERMSIG(st);
+                p->core = WCOREDUMP(st);
+            }
+            if (e->rec)
+                fl_rec_proc_end(e->rec, p->rec_no, p->ended_ms, p->exit_code, p->sig, p->core);
+            /* Drain what it wrote before dying (its pipe may stay open in a
+             * grandchild; take what is there now). */
+            if (p->out_fd >= 0)
+                read_output(e, p);
+            break;
+        }
+    }
+}
+
+static bool task_final(const struct engine *e, int task)
+{
+    const struct task_rt *tr = &e->tasks[task];
+    return tr->cur && !tr->cur->running && tr->restart_pending == 0;
+}
+
+static bool stop_condition(const struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    if (e->o->shell_host >= 0)
+        return e->shell_pid < 0;
+    for (size_t t = 0; t < s->n_tasks; t++) {
+        bool stop_job = s->run.stop_all;
+        for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
+            if (s->run.stop_jobs[k] == s->tasks[t].job)
+                stop_job = true;
+        if (stop_job && !task_final(e, (int)t))
+            return false;
+    }
+    return true;
+}
+
+static bool any_running(const struct engine *e)
+{
+    for (struct proc *p = e->procs; p; p = p->next)
+        if (p->running)
+            return true;
+    return e->shell_pid > 0;
+}
+
+static void begin_stop(struct engine *e)
+{
+    if (e->stopping)
+        return;
+    e->stopping = true;
+    fl_faults_heal_all(e);
+    for (struct proc *p = e->procs; p; p = p->next) {
+        if (!p->running)
+            continue;
+        if (p->stopped)
+            eng_signal_proc(e, p, SIGCONT);
+        eng_signal_proc(e, p, SIGTERM);
+    }
+    e->kill_at = eng_now(e) + e->s->run.grace_ms;
+}
+
+static void progress(struct engine *e, bool final)
+{
+    if (!e->o->progress)
+        return;
+    int up = 0, total = (int)e->s->n_tasks;
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (e->tasks[t].cur && e->tasks[t].cur->running)
+            up++;
+    int applied = 0;
+    for (size_t i = 0; i < e->nfaults; i++)
+        if (e->faults[i].st != F_PENDING)
+            applied++;
+    if (final)
+        fprintf(stderr, "\r\033[K");
+    else
+        fprintf(stderr, "\r\033[K  %s %s  %.1fs  running %d/%d  events %zu  faults %d/%zu%s",
+                e->s->name, e->variant, eng_now(e) / 1000.0, up, total, e->nevents, applied,
+                e->nfaults, e->stopping ? "  stopping" : "");
+    fflush(stderr);
+}
+
+static void arm_timer(struct engine *e)
+{
+    int64_t now = eng_now(e), next = e->s->timeout_ms;
+    int64_t f = fl_faults_next_deadline(e);
+    if (f >= 0 && f < next)
+        next = f;
+    if (e->stopping && e->kill_at < next)
+        next = e->kill_at;
+    if (e->o->progress && now + 250 < next)
+        next = now + 250;
+    if (e->rec) {
+        int64_t d = fl_rec_flush_due_ms(e->o->rec);
+        if (d >= 0 && now + d < next)
+            next = now + d;
+    }
+    int64_t delta = next - now;
+    if (delta < 1)
+        delta = 1;
+    struct itimerspec its = {.it_value = {.tv_sec = delta / 1000, .tv_nsec = (delta % 1000) * 1000000}};
+    timerfd_settime(e->timerfd, 0, &its, NULL);
+}
+
+static void loop(struct engine *e)
+{
+    struct epoll_event evs[64];
+    for (;;) {
+        if (!e->stopping) {
+            if (e->error[0] || e->interrupted || stop_condition(e))
+                begin_stop(e);
+            else if (eng_now(e) >= e->s->timeout_ms) {
+                e->timed_out = true;
+                begin_stop(e);
+            }
+        }
+        if (e->stopping && !any_running(e))
+            break;
+        if (e->stopping && eng_now(e) >= e->kill_at) {
+            for (struct proc *p = e->procs; p; p = p->next)
+                eng_signal_proc(e, p, SIGKILL);
+            if (e->shell_pid > 0)
+                kill(e->shell_pid, SIGKILL);
+            e->kill_at = eng_now(e) + 1000;
+        }
+        arm_timer(e);
+        int n = epoll_wait(e->epfd, evs, 64, -1);
+        if (n < 0 && errno != EINTR) {
+            eng_error(e, "epoll_wait: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            struct watch *w = evs[i].data.ptr;
+            switch (w->type) {
+            case W_SIGNAL: {
+                struct signalfd_siginfo si;
+                while (read(e->sigfd, &si, sizeof si) == sizeof si) {
+                    if (si.ssi_signo == SIGCHLD)
+                        continue;
+                    if (!e->interrupted)
+                        fprintf(stderr, "\nfaultline: %s: stopping the run and cleaning up\n",
+                                strsignal((int)si.ssi_signo));
+                    e->interrupted = true;
+                }
+                reap(e);
+                break;
+            }
+            case W_TIMER: {
+                uint64_t x;
+                if (read(e->timerfd, &x, sizeof x) < 0) { /* spurious */ }
+                break;
+            }
+            case W_LISTEN: {
+                struct fl_evsrv_client *c;
+                while ((c = fl_evsrv_accept(e->ev))) {
+                    struct watch *cw = malloc(sizeof *cw);
+                    *cw = (struct watch){W_CLIENT, c};
+                    c->user = cw;
+                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = cw};
+                    epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+                }
+                break;
+            }
+            case W_CLIENT: {
+                struct fl_evsrv_client *c = w->ptr;
+                if (fl_evsrv_read(e->ev, c, on_event, e) < 0) {
+                    epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+                    free(c->user);
+                    fl_evsrv_drop(e->ev, c);
+                }
+                break;
+            }
+            case W_OUTPUT:
+                read_output(e, w->ptr);
+                break;
+            }
+        }
+        if (!e->stopping)
+            fl_faults_tick(e);
+        if (e->rec && fl_rec_flush_due_ms(e->o->rec) == 0)
+            fl_rec_flush(e->o->rec);
+        progress(e, false);
+    }
+    progress(e, true);
+}
+
+/* ---- shell mode ----------------------------------------------------------------- */
+
+static void print_commands(struct engine *e)
+{
+    char err[512], tname[64];
+    printf("faultline: run %s is up; hosts:", e->run_id);
+    for (size_t i = 0; i < e->s->n_hosts; i++)
+        printf(" %s=%s", e->s->hosts[i].name, e->hosts[i].addr);
+    printf("\n");
+    for (size_t t = 0; t < e->s->n_tasks; t++) {
+        char *cmd = expand_command(e, (int)t, err, sizeof err);
+        printf("  %s on %s: %s\n", fl_scn_task_name(e->s, (int)t, tname, sizeof tname),
+               e->s->hosts[e->s->tasks[t].host].name, cmd ? cmd : err);
+        free(cmd);
+    }
+    printf("Another terminal: faultline exec %s HOST -- CMD...   Leave with 'exit'.\n", e->run_id);
+    fflush(stdout);
+}
+
+static int start_shell(struct engine *e)
+{
+    int h = e->o->shell_host;
+    char err[1024];
+    char **env;
+    int rc;
+    /* the first task on the host gives the env; else a plain one */
+    int task = -1;
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (e->s->tasks[t].host == h) {
+            task = (int)t;
+            break;
+        }
+    if (task >= 0)
+        env = build_env(e, task, err, sizeof err, &rc);
+    else
+        env = NULL;
+    char ps1[128];
+    snprintf(ps1, sizeof ps1, "PS1=[%s] \\w\\$ ", e->s->hosts[h].name);
+    size_t n = 0;
+    while (env && env[n])
+        n++;
+    char **env2 = calloc(n + 2, sizeof *env2);
+    for (size_t i = 0; i < n; i++)
+        env2[i] = env[i];
+    env2[n] = ps1;
+    const char *shell = getenv("SHELL");
+    if (!shell || access(shell, X_OK) != 0)
+        shell = "/bin/sh";
+    char *argv[] = {(char *)shell, NULL};
+    struct fl_spawn sp = {.argv = argv, .envp = env ? env2 : NULL, .stdin_fd = 0, .stdout_fd = 1,
+                          .stderr_fd = 2, .new_session = false};
+    pid_t pid = fl_host_spawn(&e->hosts[h].h, &sp, err, sizeof err);
+    free(env2);
+    free_strv(env);
+    if (pid < 0) {
+        eng_error(e, "shell on %s: %s", e->s->hosts[h].name, err);
+        return (int)pid;
+    }
+    /* give it the terminal */
+    if (isatty(0)) {
+        signal(SIGTTOU, SIG_IGN);
+        tcsetpgrp(0, pid);
+    }
+    e->shell_pid = pid;
+    return 0;
+}
+
+/* ---- the run ---------------------------------------------------------------------- */
+
+static void teardown(struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    if (e->o->shell_host >= 0 && isatty(0))
+        tcsetpgrp(0, getpgrp());
+    for (size_t i = 0; i < s->n_hosts; i++)
+        if (e->hosts[i].h.state != FL_HOST_DOWN)
+            kill(e->hosts[i].h.pid, SIGKILL);
+    for (size_t i = 0; i < s->n_hosts; i++)
+        fl_host_kill(&e->hosts[i].h);
+    /* processes are dead with their hosts; reap what is left */
+    int st;
+    for (struct proc *p = e->procs; p; p = p->next)
+        if (p->running) {
+            while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            p->running = false;
+        }
+    while (waitpid(-1, &st, WNOHANG) > 0)
+        ;
+    fl_fabric_destroy(e->fab);
+    e->fab = NULL;
+    if (e->any_cgroup)
+        fl_cgroup_remove_run(e->cgroup_run);
+    fl_evsrv_close(e->ev);
+    e->ev = NULL;
+    /* sized (tmpfs) disks stay mounted until the checks have looked at them */
+}
+
+static void free_engine(struct engine *e)
+{
+    struct proc *p = e->procs;
+    while (p) {
+        struct proc *n = p->next;
+        if (p->out_fd >= 0)
+            close(p->out_fd);
+        if (p->log_fd >= 0)
+            close(p->log_fd);
+        free(p);
+        p = n;
+    }
+    for (size_t i = 0; i < e->s->n_hosts; i++) {
+        for (size_t m = 0; m < e->hosts[i].nmounts; m++) {
+            free(e->hosts[i].mounts[m].src);
+            free(e->hosts[i].mounts[m].dst);
+        }
+        free(e->hosts[i].mounts);
+        free((char *)e->hosts[i].h.spec.hosts_file);
+    }
+    for (size_t i = 0; i < e->nfaults; i++)
+        free(e->faults[i].tasks);
+    free(e->faults);
+    free(e->hosts);
+    free(e->tasks);
+    free(e->events);
+    if (e->epfd >= 0)
+        close(e->epfd);
+    if (e->sigfd >= 0)
+        close(e->sigfd);
+    if (e->timerfd >= 0)
+        close(e->timerfd);
+}
+
+int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_opts *o,
+                  struct fl_engine_result *res)
+{
+    struct engine E = {0}, *e = &E;
+    char err[1024];
+    memset(res, 0, sizeof *res);
+    e->s = s;
+    e->v = v;
+    e->o = o;
+    e->res = res;
+    e->epfd = e->sigfd = e->timerfd = -1;
+    e->t0_mono = mono_ms();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    e->t0_unix = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
+    fl_scn_variant_name(s, v, e->variant, sizeof e->variant);
+    if (o->seed_set)
+        e->seed = o->seed;
+    else if (s->seed_set)
+        e->seed = s->seed;
+    else if (getrandom(&e->seed, sizeof e->seed, 0) != sizeof e->seed)
+        e->seed = (uint64_t)e->t0_unix;
+    fl_rec_make_run_id(e->run_id, sizeof e->run_id, e->t0_unix);
+    snprintf(res->run_id, sizeof res->run_id, "%s", e->run_id);
+    char out_abs[PATH_MAX];
+    const char *out = o->out_dir ? o->out_dir : "out";
+    fl_mkdir_p(out, 0755);
+    if (!realpath(out, out_abs))
+        snprintf(out_abs, sizeof out_abs, "%s", out);
+    snprintf(e->dir, sizeof e->dir, "%s/runs/%s", out_abs, e->run_id);
+    snprintf(res->run_dir, sizeof res->run_dir, "%s", e->dir);
+    snprintf(e->ev_path, sizeof e->ev_path, "%s/ev.sock", e->dir);
+    fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
+
+    e->hosts = calloc(s->n_hosts, sizeof *e->hosts);
+    e->tasks = calloc(s->n_tasks, sizeof *e->tasks);
+    for (size_t i = 0; i < s->n_hosts; i++)
+        e->hosts[i].h.pidfd = -1;
+
+    if (o->rec) {
+        struct fl_rec_run_info ri = {.run_id = e->run_id, .scenario = s->name,
+                                     .scenario_file = s->path, .variant = e->variant,
+                                     .scenario_hash = s->hash, .seed = e->seed,
+                                     .git_rev = o->git_rev, .started_at_ms = e->t0_unix};
+        if (fl_rec_run_begin(o->rec, &ri, &e->rec) < 0) {
+            fprintf(stderr, "faultline: recording run %s in %s: %s (continuing without)\n",
+                    e->run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));
+            e->rec = NULL;
+        }
+    }
+    fl_faults_init(e);
+
+    if (setup_dirs(e) < 0)
+        goto judge;
+    if (fl_fabric_create(&e->fab, e->run_id, err, sizeof err) < 0) {
+        eng_error(e, "%s", err);
+        goto judge;
+    }
+    eng_write_state(e);
+    if (hosts_up_all(e) < 0)
+        goto judge;
+    if (fl_evsrv_open(&e->ev, e->ev_path, err, sizeof err) < 0) {
+        eng_error(e, "event channel: %s", err);
+        goto judge;
+    }
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    e->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    e->w_sig = (struct watch){W_SIGNAL, NULL};
+    e->w_timer = (struct watch){W_TIMER, NULL};
+    e->w_listen = (struct watch){W_LISTEN, NULL};
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &e->w_sig};
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->sigfd, &ev);
+    ev.data.ptr = &e->w_timer;
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->timerfd, &ev);
+    ev.data.ptr = &e->w_listen;
+    epoll_ctl(e->epfd, EPOLL_CTL_ADD, fl_evsrv_fd(e->ev), &ev);
+
+    if (o->shell_host >= 0) {
+        print_commands(e);
+        if (o->shell_start_roles)
+            for (size_t t = 0; t < s->n_tasks && !e->error[0]; t++)
+                eng_start_task(e, (int)t);
+        start_shell(e);
+    } else {
+        for (size_t t = 0; t < s->n_tasks && !e->error[0]; t++)
+            eng_start_task(e, (int)t);
+        fl_faults_tick(e);      /* at: 0s faults */
+    }
+    loop(e);
+
+judge:
+    teardown(e);
+    /* drain and close every log */
+    for (struct proc *p = e->procs; p; p = p->next) {
+        if (p->out_fd >= 0) {
+            read_output(e, p);
+            close_output(e, p);
+        }
+        if (p->log_fd >= 0) {
+            close(p->log_fd);
+            p->log_fd = -1;
+        }
+    }
+    res->interrupted = e->interrupted;
+    res->duration_ms = eng_now(e);
+    if (e->error[0]) {
+        snprintf(res->verdict, sizeof res->verdict, "error");
+        snprintf(res->reason, sizeof res->reason, "%s", e->error);
+    } else if (e->interrupted) {
+        snprintf(res->verdict, sizeof res->verdict, "error");
+        snprintf(res->reason, sizeof res->reason, "interrupted");
+    }
+    fl_check_run(e);            /* sets verdict (if not error), expected, observed */
+    if (e->rec)
+        fl_rec_run_end(e->rec, res->verdict, res->reason[0] ? res->reason : NULL,
+                       res->duration_ms);
+    e->rec = NULL;
+    eng_write_state(e);
+    /* the run directory: all of it with --keep; the logs when it did not pass */
+    if (!o->keep) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/hosts", e->dir);
+        fl_rm_rf(path);
+        snprintf(path, sizeof path, "%s/shared", e->dir);
+        fl_rm_rf(path);
+        if (!strcmp(res->verdict, "pass"))
+            fl_rm_rf(e->dir);
+    }
+    free_engine(e);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * engine.h: runs one variant of one scenario, start to verdict.
+ */
+#ifndef FL_ENGINE_H
+#define FL_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct fl_scenario;
+struct fl_rec;
+
+struct fl_engine_opts {
+    const char *out_dir;        /* run directories go to <out_dir>/runs; default "out" */
+    const char *bin_dir;        /* {bin}: where faultline and psrt live */
+    uint64_t seed;              /* used when seed_set, else the scenario's, else random */
+    bool seed_set;
+    bool keep;                  /* keep the run directory (disks, logs) */
+    struct fl_rec *rec;         /* the results database, or NULL */
+    const char *git_rev;
+    bool progress;              /* redraw a progress line on stderr (a tty) */
+    /* `faultline shell`: bring the hosts up, print the commands the roles
+     * would run, start them only if shell_start_roles, and run an interactive
+     * shell on host shell_host; the run ends when the shell exits. */
+    int shell_host;             /* -1: a normal run */
+    bool shell_start_roles;
+};
+
+struct fl_engine_result {
+    char run_id[64];
+    char run_dir[4096];
+    char verdict[8];            /* pass | fail | error */
+    char reason[1024];
+    char expected[512];
+    char observed[1024];
+    int64_t duration_ms;
+    bool interrupted;           /* SIGINT/SIGTERM: stop every further run */
+};
+
+/* Runs variant v of s.  Always cleans up what it created (unless opts->keep,
+ * which keeps the run directory only).  Returns 0 when a verdict was reached
+ * (pass, fail or error: see res), negative errno only for misuse. */
+int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_opts *o,
+                  struct fl_engine_result *res);
+
+/* Process-wide setup: a private mount namespace and blocked signals for the
+ * event loop.  Call once, before anything else, single-threaded. */
+int fl_engine_global_init(char *err, size_t errlen);
+
+#endif

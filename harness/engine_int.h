@@ -1,0 +1,146 @@
+/*
+ * engine_int.h: the run engine's state, shared by engine.c (set-up, event
+ * loop, tear-down), faults.c (applying and healing faults) and check.c
+ * (judging the outcome).  Not for use outside the engine.
+ */
+#ifndef FL_ENGINE_INT_H
+#define FL_ENGINE_INT_H
+
+#include "harness/engine.h"
+#include "harness/evsrv.h"
+#include "harness/host.h"
+#include "harness/scenario.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct fl_fabric;
+struct fl_rec_run;
+
+enum watch_type { W_SIGNAL = 1, W_TIMER, W_LISTEN, W_CLIENT, W_OUTPUT };
+
+struct watch {
+    enum watch_type type;
+    void *ptr;
+};
+
+/* One process: one generation of one task. */
+struct proc {
+    struct watch w;
+    int task;                   /* flat task index */
+    int host;
+    int gen;
+    pid_t pid;
+    int out_fd;                 /* read end of stdout+stderr, -1 when closed */
+    int log_fd;
+    char log_path[PATH_MAX];
+    char line[4096];
+    size_t linelen;
+    bool running;
+    bool stopped;               /* SIGSTOPped by a pause fault */
+    bool killed_by_fault;
+    int exit_code;              /* -1 when killed by a signal */
+    int sig;
+    bool core;
+    int64_t started_ms, ended_ms;
+    int rec_no;
+    struct proc *next;
+};
+
+struct task_rt {
+    struct proc *cur;           /* the latest generation, NULL before the first start */
+    int gens;
+    int restart_pending;        /* heals that will start it again */
+};
+
+struct host_rt {
+    struct fl_host h;
+    char disk[PATH_MAX], tmp[PATH_MAX], cgroup[PATH_MAX];
+    struct fl_host_mount *mounts;
+    size_t nmounts;
+    bool has_cgroup;
+    bool tmpfs_disk;
+    char addr[16];
+    bool down_by_fault;
+};
+
+enum fault_state { F_PENDING, F_ACTIVE, F_DONE };
+
+struct fault_rt {
+    const struct fl_scn_fault *f;
+    int index;                  /* in s->faults */
+    unsigned matches;           /* EVENT/LOG triggers seen so far */
+    enum fault_state st;
+    int64_t heal_at;            /* when ACTIVE and for_ms > 0 */
+    int rule_id;                /* partition */
+    int rec_no;
+    int *tasks;                 /* tasks this fault killed/paused, to restart/resume */
+    size_t ntasks;
+};
+
+struct ev_seen {
+    char kind[64];
+    int host, job;
+};
+
+struct engine {
+    const struct fl_scenario *s;
+    size_t v;
+    const struct fl_engine_opts *o;
+    struct fl_engine_result *res;
+    char run_id[64];
+    char dir[PATH_MAX];
+    char variant[512];
+    uint64_t seed;
+    int64_t t0_mono;            /* CLOCK_MONOTONIC ms at start */
+    int64_t t0_unix;
+
+    int epfd, sigfd, timerfd;
+    struct watch w_sig, w_timer, w_listen;
+    struct fl_evsrv *ev;
+    char ev_path[PATH_MAX];
+    struct fl_fabric *fab;
+    struct fl_rec_run *rec;
+
+    struct host_rt *hosts;
+    struct task_rt *tasks;
+    struct proc *procs;
+    struct fault_rt *faults;
+    size_t nfaults;
+    struct ev_seen *events;
+    size_t nevents, capevents;
+    char sync_kinds[1024];      /* FAULTLINE_SYNC */
+
+    bool stopping;              /* ending: SIGTERM sent */
+    int64_t kill_at;            /* SIGKILL after grace */
+    bool timed_out;
+    bool interrupted;
+    char error[1024];           /* the first harness error: verdict error */
+    char cgroup_run[PATH_MAX];
+    bool any_cgroup;
+    int shell_pid;
+};
+
+int64_t eng_now(const struct engine *e);
+void eng_error(struct engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void eng_write_state(struct engine *e);
+int eng_start_task(struct engine *e, int task);
+int eng_host_up(struct engine *e, int host, bool fresh_disk);
+void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_restart);
+void eng_signal_proc(struct engine *e, struct proc *p, int sig);
+
+/* faults.c */
+void fl_faults_init(struct engine *e);
+void fl_faults_tick(struct engine *e);          /* time triggers and heals */
+int64_t fl_faults_next_deadline(const struct engine *e);   /* ms since start, -1 none */
+void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
+void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
+void fl_faults_heal_all(struct engine *e);
+const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);
+
+/* check.c */
+void fl_check_run(struct engine *e);
+
+#endif

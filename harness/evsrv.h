@@ -1,0 +1,66 @@
+/*
+ * evsrv.h: the harness side of the event channel (DESIGN.md §6), wire
+ * protocol in docs/events.md.
+ */
+#ifndef FL_EVSRV_H
+#define FL_EVSRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FL_EV_MAX_ATTRS 32
+#define FL_EV_LINE_MAX 4096
+
+enum fl_ev_type { FL_EV_HELLO = 1, FL_EV_EVENT, FL_EV_SYNC };
+
+/* One parsed line.  Strings point into the line buffer given to the parser. */
+struct fl_ev {
+    enum fl_ev_type type;
+    unsigned long seq;          /* SYNC */
+    const char *kind;           /* EVENT, SYNC */
+    const char *attrs;          /* raw text after the kind ("" when none) */
+    size_t nattrs;
+    const char *keys[FL_EV_MAX_ATTRS];
+    const char *values[FL_EV_MAX_ATTRS];    /* unquoted */
+};
+
+/* Parses one line (without its newline) in place.  Returns 0 or -EINVAL with
+ * a message in err. */
+int fl_ev_parse(char *line, struct fl_ev *ev, char *err, size_t errlen);
+/* Value of attribute key, or NULL. */
+const char *fl_ev_get(const struct fl_ev *ev, const char *key);
+
+struct fl_evsrv;
+struct fl_evsrv_client {
+    int fd;
+    char host[64], job[64];
+    int task;                   /* -1 until HELLO */
+    int pid;
+    char buf[FL_EV_LINE_MAX * 2];
+    size_t len;
+    void *user;                 /* for the engine */
+};
+
+typedef void (*fl_evsrv_fn)(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev,
+                            char *raw_attrs_copy);
+
+/* Listens on a unix stream socket at path. */
+int fl_evsrv_open(struct fl_evsrv **out, const char *path, char *err, size_t errlen);
+int fl_evsrv_fd(const struct fl_evsrv *s);
+/* Accepts one pending connection; NULL when none. */
+struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);
+/* Reads what the client sent and calls fn once per complete line.  Returns
+ * 0, or -EPIPE when the client is gone (then free it with _drop). */
+int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx);
+/* Answers a SYNC (ignores a client that is gone). */
+void fl_evsrv_reply(struct fl_evsrv_client *c, unsigned long seq);
+void fl_evsrv_drop(struct fl_evsrv *s, struct fl_evsrv_client *c);
+void fl_evsrv_close(struct fl_evsrv *s);
+
+/* Client side (for `faultline emit` and tests): connects to $FAULTLINE_EVENTS,
+ * says HELLO from the FAULTLINE_* variables.  Returns fd, or -errno. */
+int fl_evcli_connect(const char *path);
+/* Sends an event; with sync, waits for the answer.  attrs may be NULL. */
+int fl_evcli_send(int fd, const char *kind, const char *attrs, bool sync, unsigned long seq);
+
+#endif

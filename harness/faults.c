@@ -1,0 +1,383 @@
+/*
+ * faults.c: the fault scheduler: which faults fire when, and what applying
+ * and healing each one does.
+ *
+ * Each fault of the scenario that applies to the variant has a state:
+ * PENDING (waiting for its trigger) -> ACTIVE (applied, waiting to heal after
+ * for:) -> DONE (healed, or applied with no for:).  Triggers: `at` fires when
+ * the run's clock passes it (checked on every loop turn and timer tick);
+ * `after` counts matching events and fires on the count-th; `on_log` counts
+ * matching output lines likewise.  A fault fires at most once.
+ *
+ * Applying happens synchronously inside the loop turn that saw the trigger,
+ * before a SYNC event is answered, so a fault triggered by a sync point lands
+ * at exactly that point of the sender's execution.
+ *
+ * What each action does (heal in brackets, when for: is given):
+ *   kill        signal the task's (or host's) process groups  [start them again]
+ *   pause       SIGSTOP                                        [SIGCONT]
+ *   restart     kill the host's init (all its processes), start the host and
+ *               its tasks again on the same disk              [for: = downtime]
+ *   replace     same, with a fresh empty disk                  [for: = downtime]
+ *   crash_host  kill the host's init                           [restart]
+ *   partition   nftables drop rules in the switch              [remove them]
+ *   limit       pids.max of the host's cgroup                  [max]
+ */
+#include "harness/cgroup.h"
+#include "harness/engine_int.h"
+#include "harness/recorder.h"
+#include "netem/fabric.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < s->n_faults; i++) {
+        const struct fl_scn_fault *f = &s->faults[i];
+        if (f->trigger.kind != FL_SCN_TRIG_EVENT || !fl_scn_fault_applies(s, f, v))
+            continue;
+        /* skip duplicates */
+        char want[80];
+        snprintf(want, sizeof want, ",%s,", f->trigger.event);
+        char have[1100];
+        snprintf(have, sizeof have, ",%s,", buf);
+        if (strstr(have, want))
+            continue;
+        int w = snprintf(buf + n, len - n, "%s%s", n ? "," : "", f->trigger.event);
+        if (w < 0 || (size_t)w >= len - n)
+            break;
+        n += (size_t)w;
+    }
+    return buf;
+}
+
+void fl_faults_init(struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    e->faults = calloc(s->n_faults ? s->n_faults : 1, sizeof *e->faults);
+    e->nfaults = 0;
+    for (size_t i = 0; i < s->n_faults; i++) {
+        if (!fl_scn_fault_applies(s, &s->faults[i], e->v))
+            continue;
+        struct fault_rt *fr = &e->faults[e->nfaults++];
+        fr->f = &s->faults[i];
+        fr->index = (int)i;
+        fr->st = F_PENDING;
+        fr->rec_no = -1;
+    }
+}
+
+static void add_task(struct fault_rt *fr, int task)
+{
+    fr->tasks = realloc(fr->tasks, (fr->ntasks + 1) * sizeof *fr->tasks);
+    fr->tasks[fr->ntasks++] = task;
+}
+
+static void target_text(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len)
+{
+    const struct fl_scenario *s = e->s;
+    const struct fl_scn_action *a = &f->action;
+    size_t n = 0;
+    buf[0] = 0;
+    switch (a->kind) {
+    case FL_SCN_ACT_KILL:
+    case FL_SCN_ACT_PAUSE:
+        if (a->target.kind == FL_SCN_TGT_TASK)
+            fl_scn_task_name(s, a->target.task, buf, len);
+        else
+            snprintf(buf, len, "%s", s->hosts[a->target.host].name);
+        break;
+    case FL_SCN_ACT_PARTITION:
+        if (a->oneway) {
+            for (size_t i = 0; i < a->from.n; i++)
+                n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->from.hosts[i]].name);
+            n += (size_t)snprintf(buf + n, len - n, "->");
+            for (size_t i = 0; i < a->to.n && n < len; i++)
+                n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->to.hosts[i]].name);
+        } else {
+            for (size_t g = 0; g < a->n_groups && n < len; g++) {
+                n += (size_t)snprintf(buf + n, len - n, "%s[", g ? "|" : "");
+                for (size_t i = 0; i < a->groups[g].n && n < len; i++)
+                    n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "",
+                                          s->hosts[a->groups[g].hosts[i]].name);
+                if (n < len)
+                    n += (size_t)snprintf(buf + n, len - n, "]");
+            }
+        }
+        break;
+    default:
+        snprintf(buf, len, "%s", a->host >= 0 ? s->hosts[a->host].name : "?");
+        break;
+    }
+}
+
+/* Tasks a kill/pause target covers. */
+static void for_target_tasks(struct engine *e, const struct fl_scn_target *t,
+                             void (*fn)(struct engine *, struct fault_rt *, int), struct fault_rt *fr)
+{
+    if (t->kind == FL_SCN_TGT_TASK) {
+        fn(e, fr, t->task);
+        return;
+    }
+    for (size_t i = 0; i < e->s->n_tasks; i++)
+        if (e->s->tasks[i].host == t->host)
+            fn(e, fr, (int)i);
+}
+
+static void kill_one(struct engine *e, struct fault_rt *fr, int task)
+{
+    struct proc *p = e->tasks[task].cur;
+    if (!p || !p->running)
+        return;
+    p->killed_by_fault = true;
+    if (p->stopped)
+        eng_signal_proc(e, p, SIGCONT);
+    eng_signal_proc(e, p, fr->f->action.signal ? fr->f->action.signal : SIGKILL);
+    if (fr->f->for_ms > 0) {
+        e->tasks[task].restart_pending++;
+        add_task(fr, task);
+    }
+}
+
+static void pause_one(struct engine *e, struct fault_rt *fr, int task)
+{
+    struct proc *p = e->tasks[task].cur;
+    if (!p || !p->running || p->stopped)
+        return;
+    eng_signal_proc(e, p, SIGSTOP);
+    p->stopped = true;
+    add_task(fr, task);
+}
+
+static void restart_tasks_on(struct engine *e, int host)
+{
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (e->s->tasks[t].host == host && e->tasks[t].restart_pending > 0) {
+            e->tasks[t].restart_pending--;
+            eng_start_task(e, (int)t);
+        }
+}
+
+static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+{
+    const struct fl_scn_action *a = &fr->f->action;
+    int rc = 0;
+    switch (a->kind) {
+    case FL_SCN_ACT_KILL:
+        for_target_tasks(e, &a->target, kill_one, fr);
+        break;
+    case FL_SCN_ACT_PAUSE:
+        for_target_tasks(e, &a->target, pause_one, fr);
+        break;
+    case FL_SCN_ACT_RESTART:
+    case FL_SCN_ACT_REPLACE:
+    case FL_SCN_ACT_CRASH_HOST: {
+        bool comes_back = a->kind != FL_SCN_ACT_CRASH_HOST || fr->f->for_ms > 0;
+        eng_host_down(e, a->host, fr, comes_back);
+        if (comes_back && fr->f->for_ms == 0) {
+            rc = eng_host_up(e, a->host, a->kind == FL_SCN_ACT_REPLACE);
+            if (rc == 0)
+                restart_tasks_on(e, a->host);
+            else
+                snprintf(err, errlen, "%s", e->error);
+        }
+        break;
+    }
+    case FL_SCN_ACT_PARTITION:
+        if (a->oneway) {
+            rc = fl_fabric_block(e->fab, a->from.hosts, a->from.n, a->to.hosts, a->to.n,
+                                 &fr->rule_id, err, errlen);
+        } else {
+            const int **groups = calloc(a->n_groups, sizeof *groups);
+            size_t *sizes = calloc(a->n_groups, sizeof *sizes);
+            for (size_t g = 0; g < a->n_groups; g++) {
+                groups[g] = a->groups[g].hosts;
+                sizes[g] = a->groups[g].n;
+            }
+            rc = fl_fabric_partition(e->fab, (const int *const *)groups, sizes, a->n_groups,
+                                     &fr->rule_id, err, errlen);
+            free(groups);
+            free(sizes);
+        }
+        break;
+    case FL_SCN_ACT_LIMIT:
+        rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, a->threads);
+        if (rc < 0)
+            snprintf(err, errlen, "host %s: write pids.max=%ld in %s: %s", e->s->hosts[a->host].name,
+                     a->threads, e->hosts[a->host].cgroup, strerror(-rc));
+        break;
+    }
+    return rc;
+}
+
+/* heal: undo a fault.  During stop (restart=false) nothing is started again. */
+static void heal(struct engine *e, struct fault_rt *fr, bool restart)
+{
+    const struct fl_scn_action *a = &fr->f->action;
+    char err[1024] = "";
+    int rc = 0;
+    switch (a->kind) {
+    case FL_SCN_ACT_KILL:
+        for (size_t i = 0; i < fr->ntasks; i++) {
+            int t = fr->tasks[i];
+            if (e->tasks[t].restart_pending > 0)
+                e->tasks[t].restart_pending--;
+            if (restart && e->hosts[e->s->tasks[t].host].h.state == FL_HOST_UP)
+                eng_start_task(e, t);
+        }
+        break;
+    case FL_SCN_ACT_PAUSE:
+        for (size_t i = 0; i < fr->ntasks; i++) {
+            struct proc *p = e->tasks[fr->tasks[i]].cur;
+            if (p && p->running && p->stopped) {
+                eng_signal_proc(e, p, SIGCONT);
+                p->stopped = false;
+            }
+        }
+        break;
+    case FL_SCN_ACT_RESTART:
+    case FL_SCN_ACT_REPLACE:
+    case FL_SCN_ACT_CRASH_HOST:
+        if (restart) {
+            if (eng_host_up(e, a->host, a->kind == FL_SCN_ACT_REPLACE) == 0)
+                restart_tasks_on(e, a->host);
+        } else {
+            for (size_t t = 0; t < e->s->n_tasks; t++)
+                if (e->s->tasks[t].host == a->host)
+                    e->tasks[t].restart_pending = 0;
+        }
+        break;
+    case FL_SCN_ACT_PARTITION:
+        rc = fl_fabric_heal(e->fab, fr->rule_id, err, sizeof err);
+        break;
+    case FL_SCN_ACT_LIMIT:
+        rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, 0);
+        if (rc < 0)
+            snprintf(err, sizeof err, "host %s: reset pids.max: %s", e->s->hosts[a->host].name,
+                     strerror(-rc));
+        break;
+    }
+    if (rc < 0 && restart)
+        eng_error(e, "healing fault %d (%s, line %d): %s", fr->index + 1,
+                  fl_scn_action_kind_name(a->kind), fr->f->loc.line, err);
+    fr->st = F_DONE;
+    if (e->rec && fr->rec_no >= 0)
+        fl_rec_fault_healed(e->rec, fr->rec_no, eng_now(e));
+}
+
+static void fire(struct engine *e, struct fault_rt *fr)
+{
+    if (fr->st != F_PENDING || e->stopping)
+        return;
+    char err[1024] = "", target[512], detail[64] = "";
+    target_text(e, fr->f, target, sizeof target);
+    const struct fl_scn_action *a = &fr->f->action;
+    if (a->kind == FL_SCN_ACT_KILL)
+        snprintf(detail, sizeof detail, "signal=%s",
+                 fl_scn_signal_name(a->signal ? a->signal : SIGKILL) ?: "?");
+    else if (a->kind == FL_SCN_ACT_LIMIT)
+        snprintf(detail, sizeof detail, "threads=%ld", a->threads);
+    if (fr->f->for_ms > 0) {
+        size_t n = strlen(detail);
+        snprintf(detail + n, sizeof detail - n, "%sfor=%lldms", n ? " " : "",
+                 (long long)fr->f->for_ms);
+    }
+    int64_t now = eng_now(e);
+    fr->st = fr->f->for_ms > 0 ? F_ACTIVE : F_DONE;
+    fr->heal_at = now + fr->f->for_ms;
+    int rc = apply(e, fr, err, sizeof err);
+    if (rc < 0)
+        eng_error(e, "fault %d (%s %s, line %d): %s", fr->index + 1,
+                  fl_scn_action_kind_name(a->kind), target, fr->f->loc.line, err);
+    if (e->rec) {
+        struct fl_rec_fault rf = {.index = fr->index, .kind = fl_scn_action_kind_name(a->kind),
+                                  .target = target, .detail = detail[0] ? detail : NULL,
+                                  .applied_ms = now, .error = rc < 0 ? err : NULL};
+        fr->rec_no = fl_rec_fault_applied(e->rec, &rf);
+    }
+}
+
+void fl_faults_tick(struct engine *e)
+{
+    int64_t now = eng_now(e);
+    for (size_t i = 0; i < e->nfaults; i++) {
+        struct fault_rt *fr = &e->faults[i];
+        if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT && now >= fr->f->trigger.at_ms)
+            fire(e, fr);
+        else if (fr->st == F_ACTIVE && now >= fr->heal_at)
+            heal(e, fr, true);
+    }
+}
+
+int64_t fl_faults_next_deadline(const struct engine *e)
+{
+    int64_t next = -1;
+    for (size_t i = 0; i < e->nfaults; i++) {
+        const struct fault_rt *fr = &e->faults[i];
+        int64_t t = -1;
+        if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT)
+            t = fr->f->trigger.at_ms;
+        else if (fr->st == F_ACTIVE)
+            t = fr->heal_at;
+        if (t >= 0 && (next < 0 || t < next))
+            next = t;
+    }
+    return next;
+}
+
+static bool who_matches(const struct fl_scn_trigger *t, int host, int job, int task)
+{
+    if (t->host >= 0 && t->host != host)
+        return false;
+    if (t->job >= 0 && t->job != job)
+        return false;
+    if (t->task >= 0 && t->task != task)
+        return false;
+    return true;
+}
+
+void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev)
+{
+    for (size_t i = 0; i < e->nfaults; i++) {
+        struct fault_rt *fr = &e->faults[i];
+        const struct fl_scn_trigger *t = &fr->f->trigger;
+        if (fr->st != F_PENDING || t->kind != FL_SCN_TRIG_EVENT || strcmp(t->event, ev->kind))
+            continue;
+        if (!who_matches(t, host, job, task))
+            continue;
+        bool ok = true;
+        for (size_t k = 0; ok && k < t->n_where; k++) {
+            const char *v = fl_ev_get(ev, t->where[k].key);
+            ok = v && !strcmp(v, t->where[k].value);
+        }
+        if (ok && ++fr->matches >= (t->count ? t->count : 1))
+            fire(e, fr);
+    }
+}
+
+void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line)
+{
+    for (size_t i = 0; i < e->nfaults; i++) {
+        struct fault_rt *fr = &e->faults[i];
+        const struct fl_scn_trigger *t = &fr->f->trigger;
+        if (fr->st != F_PENDING || t->kind != FL_SCN_TRIG_LOG || !t->match.src)
+            continue;
+        if (!who_matches(t, host, job, task))
+            continue;
+        if (regexec(&t->match.re, line, 0, NULL, 0) == 0 && ++fr->matches >= (t->count ? t->count : 1))
+            fire(e, fr);
+    }
+}
+
+void fl_faults_heal_all(struct engine *e)
+{
+    for (size_t i = 0; i < e->nfaults; i++)
+        if (e->faults[i].st == F_ACTIVE)
+            heal(e, &e->faults[i], false);
+}

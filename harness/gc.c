@@ -1,0 +1,201 @@
+/*
+ * gc.c: `faultline gc`: remove what runs whose harness is gone left behind.
+ *
+ * A run is dead when its state file says "running" but the harness pid in it
+ * is gone or now belongs to another process (start times differ).  Most of a
+ * dead run has already vanished with the harness (its mount namespace, every
+ * host init through PDEATHSIG and the anchor pipe, so every namespace and
+ * process), but gc does not rely on that: it kills any recorded init or
+ * switch holder still alive with its recorded start time, and any process
+ * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups,
+ * unmounts anything left under the run directory, removes the directory and
+ * marks the run 'error: harness killed' in its database.  Cgroups under
+ * faultline/ whose run is not alive are removed too.
+ */
+#include "harness/cgroup.h"
+#include "harness/cli.h"
+#include "harness/recorder.h"
+#include "harness/rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Kills every process whose environment holds FAULTLINE_RUN=<run_id>. */
+static int kill_run_processes(const char *run_id, bool dry)
+{
+    char want[128];
+    int n = snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
+    int killed = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 1 || pid == getpid())
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        char *env;
+        size_t len;
+        if (fl_read_file(path, &env, &len) < 0)
+            continue;
+        for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
+            if (!strncmp(env + off, want, (size_t)n) && env[off + (size_t)n] == 0) {
+                if (!dry)
+                    kill(pid, SIGKILL);
+                killed++;
+                break;
+            }
+        }
+        free(env);
+    }
+    closedir(d);
+    return killed;
+}
+
+static void collect_run(const char *dir, const struct fl_state *st, bool dry, int *count)
+{
+    printf("%s run %s (%s %s), harness pid %d gone\n", dry ? "would remove" : "removing",
+           st->run_id, st->scenario, st->variant, (int)st->harness_pid);
+    if (!dry) {
+        for (size_t i = 0; i < st->nhosts; i++)
+            if (fl_pid_alive(st->hosts[i].pid, st->hosts[i].starttime))
+                kill(st->hosts[i].pid, SIGKILL);
+        if (fl_pid_alive(st->switch_pid, st->switch_start))
+            kill(st->switch_pid, SIGKILL);
+    }
+    int k = kill_run_processes(st->run_id, dry);
+    if (k)
+        printf("  %s %d process%s\n", dry ? "would kill" : "killed", k, k == 1 ? "" : "es");
+    for (size_t i = 0; i < st->ncgroups; i++) {
+        printf("  %s cgroup %s\n", dry ? "would remove" : "removing", st->cgroups[i]);
+        if (!dry) {
+            int rc = fl_cgroup_remove_run(st->cgroups[i]);
+            if (rc < 0 && rc != -ENOENT)
+                fprintf(stderr, "faultline gc: rmdir %s: %s\n", st->cgroups[i], strerror(-rc));
+        }
+    }
+    if (!dry && st->db[0]) {
+        struct fl_rec *rec;
+        char err[512];
+        if (fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0) {
+            fl_rec_mark_abandoned(rec, st->run_id, "harness killed");
+            fl_rec_close(rec);
+        }
+    }
+    if (!dry) {
+        int rc = fl_rm_rf(dir);
+        if (rc < 0)
+            fprintf(stderr, "faultline gc: rm -rf %s: %s\n", dir, strerror(-rc));
+    }
+    (*count)++;
+}
+
+/* Cgroups of runs that are not alive (their run dir is gone or dead). */
+static void collect_cgroups(const char *runs_dir, bool dry, int *count)
+{
+    char root[PATH_MAX];
+    if (fl_cgroup_root(root, sizeof root) < 0)
+        return;
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        char rundir[PATH_MAX], path[PATH_MAX];
+        snprintf(rundir, sizeof rundir, "%s/%s", runs_dir, e->d_name);
+        struct fl_state st;
+        bool alive = false;
+        if (fl_state_read(rundir, &st) == 0) {
+            alive = !strcmp(st.status, "running") && fl_pid_alive(st.harness_pid, st.harness_start);
+            fl_state_free(&st);
+        } else {
+            /* not ours to judge when the run lives under another --out: only
+             * remove when no process names the run */
+            alive = kill_run_processes(e->d_name, true) > 0;
+        }
+        if (alive)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        printf("%s stale cgroup %s\n", dry ? "would remove" : "removing", path);
+        if (!dry)
+            fl_cgroup_remove_run(path);
+        (*count)++;
+    }
+    closedir(d);
+}
+
+int fl_cli_gc(int argc, char **argv, const char *usage)
+{
+    const char *out = "out", *db = NULL;
+    bool all = false, dry = false;
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"all", no_argument, 0, 'a'},
+                                         {"dry-run", no_argument, 0, 'n'},
+                                         {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+o:d:an", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'd': db = optarg; break;
+        case 'a': all = true; break;
+        case 'n': dry = true; break;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    (void)db;
+    char runs[PATH_MAX];
+    snprintf(runs, sizeof runs, "%s/runs", out);
+    int count = 0;
+    DIR *d = opendir(runs);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s/%s", runs, e->d_name);
+            struct fl_state st;
+            if (fl_state_read(dir, &st) < 0) {
+                /* killed before its state file was written: only if old */
+                struct stat sb;
+                if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 60) {
+                    printf("%s incomplete run directory %s\n", dry ? "would remove" : "removing", dir);
+                    if (!dry)
+                        fl_rm_rf(dir);
+                    count++;
+                }
+                continue;
+            }
+            bool running = !strcmp(st.status, "running");
+            if (running && !fl_pid_alive(st.harness_pid, st.harness_start))
+                collect_run(dir, &st, dry, &count);
+            else if (!running && all) {
+                printf("%s finished run directory %s\n", dry ? "would remove" : "removing", dir);
+                if (!dry)
+                    fl_rm_rf(dir);
+                count++;
+            }
+            fl_state_free(&st);
+        }
+        closedir(d);
+    }
+    collect_cgroups(runs, dry, &count);
+    if (count == 0)
+        printf("nothing to remove\n");
+    return 0;
+}
