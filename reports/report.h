@@ -53,7 +53,8 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
 
 /*
  * The end-of-run table: columns SCENARIO VARIANT EXPECTED OBSERVED VERDICT
- * TIME REASON, aligned (long cells truncated with "..."), then a totals line
+ * TIME REASON, aligned (long cells truncated with "...", and narrowed to the
+ * terminal's width when out is a terminal), then a totals line
  *   "5 runs: 4 passed, 1 failed, 0 errors in 12.3s"   (time: sum of the runs' durations)
  * Returns 0, or -EIO when writing failed.
  */

@@ -69,10 +69,13 @@ static const char *fmt_time(int64_t ms, char *buf, size_t len)
 int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opts)
 {
     static const struct fl_report_col cols[] = {
-        {"RUN ID", 0, false, false},   {"SCENARIO", 40, false, false},
-        {"VARIANT", 32, false, false}, {"VERDICT", 0, false, true},
-        {"DURATION", 0, true, false},  {"STARTED", 0, false, false},
-        {"REASON", 50, false, false},
+        {.title = "RUN ID"},
+        {.title = "SCENARIO", .max_width = 40, .min_width = 28},
+        {.title = "VARIANT", .max_width = 32, .min_width = 18},
+        {.title = "VERDICT", .verdict = true},
+        {.title = "DURATION", .right = true},
+        {.title = "STARTED"},
+        {.title = "REASON", .max_width = 50},
     };
     struct fl_report_runs_opts o = opts ? *opts : (struct fl_report_runs_opts){0};
     struct fl_report_table *t = NULL;
@@ -203,11 +206,15 @@ static void hist_reset(struct hist *h)
 int fl_report_history(sqlite3 *db, FILE *out, const struct fl_report_history_opts *opts)
 {
     static const struct fl_report_col cols[] = {
-        {"SCENARIO", 40, false, false}, {"VARIANT", 32, false, false},
-        {"RUNS", 0, true, false},       {"PASS", 0, true, false},
-        {"FAIL", 0, true, false},       {"ERROR", 0, true, false},
-        {"FAIL%", 0, true, false},      {"LAST", 0, false, true},
-        {"HISTORY", 0, false, false},
+        {.title = "SCENARIO", .max_width = 40},
+        {.title = "VARIANT", .max_width = 32},
+        {.title = "RUNS", .right = true},
+        {.title = "PASS", .right = true},
+        {.title = "FAIL", .right = true},
+        {.title = "ERROR", .right = true},
+        {.title = "FAIL%", .right = true},
+        {.title = "LAST", .verdict = true},
+        {.title = "HISTORY"},
     };
     struct fl_report_history_opts o = opts ? *opts : (struct fl_report_history_opts){0};
     struct fl_report_table *t = NULL;
@@ -293,9 +300,12 @@ int fl_report_changed(sqlite3 *db, FILE *out, const char *rev)
         return ret;
     snprintf(title, sizeof title, "AT %.12s", rev);
     const struct fl_report_col cols[] = {
-        {"SCENARIO", 40, false, false}, {"VARIANT", 32, false, false},
-        {title, 0, false, true},        {"NOW", 0, false, true},
-        {"NOW REV", 0, false, false},   {"NOW RUN", 0, false, false},
+        {.title = "SCENARIO", .max_width = 40},
+        {.title = "VARIANT", .max_width = 32},
+        {.title = title, .verdict = true},
+        {.title = "NOW", .verdict = true},
+        {.title = "NOW REV"},
+        {.title = "NOW RUN"},
     };
     /* base: latest finished run at rev per scenario/variant; now: latest
      * finished run after it. */

@@ -36,10 +36,13 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row)
 int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n)
 {
     static const struct fl_report_col cols[] = {
-        {"SCENARIO", 40, false, false}, {"VARIANT", 32, false, false},
-        {"EXPECTED", 32, false, false}, {"OBSERVED", 40, false, false},
-        {"VERDICT", 0, false, true},    {"TIME", 0, true, false},
-        {"REASON", 60, false, false},
+        {.title = "SCENARIO", .max_width = 40, .min_width = 28},
+        {.title = "VARIANT", .max_width = 32, .min_width = 18},
+        {.title = "EXPECTED", .max_width = 32},
+        {.title = "OBSERVED", .max_width = 40},
+        {.title = "VERDICT", .verdict = true},
+        {.title = "TIME", .right = true},
+        {.title = "REASON", .max_width = 60},
     };
     struct fl_report_table *t = fl_report_table_new(cols, 7);
     size_t pass = 0, fail = 0, error = 0;

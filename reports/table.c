@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 struct fl_report_table {
@@ -197,25 +198,82 @@ static void pad(FILE *out, size_t n)
         fputc(' ', out);
 }
 
+/* Columns of the terminal out writes to, or 0 when it is not a terminal. */
+static size_t term_width(FILE *out)
+{
+    struct winsize ws;
+    int fd = out ? fileno(out) : -1;
+    if (fd < 0 || !isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) < 0)
+        return 0;
+    return ws.ws_col;
+}
+
+/* On a terminal narrower than the table, narrows the truncatable columns
+ * (those with a max_width), widest first, down to their min_width. */
+static size_t min_width(const struct fl_report_col *col)
+{
+    return col->min_width > 0 ? (size_t)col->min_width : 12;
+}
+
+static void fit_width(const struct fl_report_table *t, size_t *w, size_t avail)
+{
+    size_t total = 0;
+    for (int c = 0; c < t->ncols; c++)
+        total += w[c] + (c ? 2 : 0);
+    /* First down to each column's min_width, then, if that is not enough,
+     * every truncatable column down to 8. */
+    for (int pass = 0; pass < 2; pass++) {
+        while (total > avail) {
+            int widest = -1;
+            for (int c = 0; c < t->ncols; c++) {
+                size_t floor = pass ? 8 : min_width(&t->cols[c]);
+                if (t->cols[c].max_width && w[c] > floor && (widest < 0 || w[c] > w[widest]))
+                    widest = c;
+            }
+            if (widest < 0)
+                break;
+            w[widest]--;
+            total--;
+        }
+    }
+}
+
 int fl_report_table_print(const struct fl_report_table *t, FILE *out)
 {
     size_t *w = calloc((size_t)t->ncols, sizeof *w);
     bool color = fl_report_use_color(out);
+    char *cut = NULL;
+    size_t cutlen = 0;
     if (!w)
         return -ENOMEM;
     for (int c = 0; c < t->ncols; c++) {
         w[c] = fl_report_text_width(t->cols[c].title);
         for (size_t r = 0; r < t->nrows; r++) {
-            size_t cw = fl_report_text_width(t->cells[r * (size_t)t->ncols + c]);
+            const char *cell = t->cells[r * (size_t)t->ncols + c];
+            size_t cw = fl_report_text_width(cell);
             if (cw > w[c])
                 w[c] = cw;
+            if (strlen(cell) + 8 > cutlen)
+                cutlen = strlen(cell) + 8;
         }
+    }
+    size_t avail = term_width(out);
+    if (avail)
+        fit_width(t, w, avail);
+    cut = malloc(cutlen + 64);
+    if (!cut) {
+        free(w);
+        return -ENOMEM;
     }
     for (size_t r = 0; r <= t->nrows; r++) {
         for (int c = 0; c < t->ncols; c++) {
             const char *s = r ? t->cells[(r - 1) * (size_t)t->ncols + c] : t->cols[c].title;
             size_t sw = fl_report_text_width(s);
             bool last = c == t->ncols - 1;
+            if (sw > w[c]) {         /* narrowed to fit the terminal */
+                s = fl_report_one_line(s, w[c], cut, cutlen + 64);
+                sw = fl_report_text_width(s);
+            }
             if (c)
                 fputs("  ", out);
             if (t->cols[c].right)
@@ -230,6 +288,7 @@ int fl_report_table_print(const struct fl_report_table *t, FILE *out)
         }
         fputc('\n', out);
     }
+    free(cut);
     free(w);
     return ferror(out) ? -EIO : 0;
 }

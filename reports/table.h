@@ -17,6 +17,7 @@ struct fl_report_col {
     int max_width;      /* cells longer than this (in characters) end in "..."; 0 = no limit */
     bool right;         /* right-aligned (numbers, durations) */
     bool verdict;       /* cells are verdict words: coloured when colour is on */
+    int min_width;      /* narrowest it gets to fit a terminal (only with max_width); 0 -> 12 */
 };
 
 /* A table with ncols columns (the array is copied). NULL when out of memory. */
@@ -26,6 +27,8 @@ struct fl_report_table *fl_report_table_new(const struct fl_report_col *cols, in
 int fl_report_table_add(struct fl_report_table *t, const char *const *cells);
 size_t fl_report_table_rows(const struct fl_report_table *t);
 /* Prints the header line and the rows; colour per fl_report_use_color(out).
+ * On a terminal narrower than the table, the columns that have a max_width
+ * are narrowed further (widest first, not below their min_width) to fit.
  * Returns 0, or -EIO when writing failed. */
 int fl_report_table_print(const struct fl_report_table *t, FILE *out);
 void fl_report_table_free(struct fl_report_table *t);

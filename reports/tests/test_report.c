@@ -475,3 +475,62 @@ FL_TEST(report, changed_since_revision)
     free(s);
     fl_rec_close(rec);
 }
+
+/* Display width of a line without its colour escapes. */
+static size_t visible_width(const char *l)
+{
+    size_t w = 0;
+    for (const unsigned char *p = (const unsigned char *)l; *p && *p != '\n'; p++) {
+        if (*p == '\033') {
+            while (*p && *p != 'm')
+                p++;
+            if (!*p)
+                break;
+            continue;
+        }
+        if ((*p & 0xc0) != 0x80 && *p != '\r')
+            w++;
+    }
+    return w;
+}
+
+FL_TEST(report, summary_fits_terminal_width)
+{
+    int master, slave;
+    struct winsize ws = {.ws_row = 40, .ws_col = 100};
+    char reason[200];
+    memset(reason, 'r', sizeof reason - 1);
+    reason[sizeof reason - 1] = '\0';
+    struct fl_report_row r[2] = {rows3[0], rows3[1]};
+    r[1].reason = reason;
+    fl_report_set_color(FL_REPORT_COLOR_AUTO);
+    unsetenv("NO_COLOR");
+    setenv("TERM", "xterm", 1);
+    if (openpty(&master, &slave, NULL, NULL, &ws) < 0)
+        FL_SKIP("no pseudo-terminal: %s", strerror(errno));
+    FILE *tty = fdopen(slave, "w");
+    FL_REQUIRE(tty);
+    FL_ASSERT_EQ(fl_report_summary(tty, r, 2), 0);
+    fclose(tty);
+    char buf[8192];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(master, buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    close(master);
+    int lines = 0;
+    for (const char *l = buf; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+        FL_ASSERT_MSG(visible_width(l) <= 100, "line wider than the terminal (%zu): %.200s",
+                      visible_width(l), l);
+        lines++;
+    }
+    FL_ASSERT_EQ(lines, 4);
+    FL_ASSERT_CONTAINS(buf, "rrr...");
+    FL_ASSERT_CONTAINS(buf, "\033[32mPASS\033[0m");
+    /* The same table to a file is not narrowed. */
+    char *s = NULL;
+    CAPTURE(s, fl_report_summary(out, r, 2));
+    FL_ASSERT_GT(visible_width(line(s, 2)), 150);
+    free(s);
+}
