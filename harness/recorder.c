@@ -818,19 +818,26 @@ int fl_rec_run_end(struct fl_rec_run *run, const char *verdict, const char *reas
             err = e;
         free_op(op);
     }
-    struct qbuild b = q_begin(rec, Q_RUN_END);
-    q_int(&b, run->rowid);
-    q_text(&b, verdict);
-    q_text(&b, reason);
-    if (duration_ms >= 0)
-        q_int(&b, duration_ms);
-    else
-        q_null(&b);
-    int e = q_end(&b, false);
-    if (!e)
-        e = fl_rec_flush(rec);
-    if (e && !err)
-        err = e;
+    /* Twice at most: when the batch with the verdict fails (a bad row, a
+     * lock held too long), the verdict alone is tried once more, so that a
+     * finished run does not stay 'running'. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct qbuild b = q_begin(rec, Q_RUN_END);
+        q_int(&b, run->rowid);
+        q_text(&b, verdict);
+        q_text(&b, reason);
+        if (duration_ms >= 0)
+            q_int(&b, duration_ms);
+        else
+            q_null(&b);
+        int e = q_end(&b, false);
+        if (!e)
+            e = fl_rec_flush(rec);
+        if (e && !err)
+            err = e;
+        if (!e)
+            break;
+    }
     rec->nruns--;
     free(run->run_id);
     free(run);

@@ -513,3 +513,24 @@ FL_TEST(recorder, flush_busy_timeout_drops_batch)
     sqlite3_close(other);
     fl_rec_close(rec);
 }
+
+/* A batch that cannot be written is reported, and the run's verdict is
+ * still recorded on its own. */
+FL_TEST(recorder, run_end_records_verdict_when_batch_fails)
+{
+    struct fl_rec *rec = open_ok(db_path("poison.db"), NULL);
+    sqlite3 *db = fl_rec_db(rec);
+    FL_REQUIRE_EQ(sqlite3_exec(db,
+                               "CREATE TEMP TRIGGER poison BEFORE INSERT ON main.events"
+                               " WHEN NEW.kind = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+                               NULL, NULL, NULL),
+                  SQLITE_OK);
+    struct fl_rec_run *run = begin(rec, "p1", "s", "", NULL, 0);
+    FL_REQUIRE_EQ(fl_rec_event(run, 1, "h", NULL, -1, "poison", NULL, false), 0);
+    FL_ASSERT(fl_rec_run_end(run, "fail", "ps:1 exited 1", 77) < 0);
+    FL_ASSERT_CONTAINS(fl_rec_errmsg(rec), "poisoned");
+    FL_ASSERT_STREQ(q1(db, "SELECT verdict||' '||reason||' '||duration_ms FROM runs"),
+                    "fail ps:1 exited 1 77");
+    FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM events"), "0");
+    fl_rec_close(rec);
+}
