@@ -54,7 +54,6 @@
 #define BR_IFINDEX 999       /* br0 in the switch netns */
 #define LO_IFINDEX 1
 #define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
-#define FABRIC_BCAST 0xC613FFFFu
 #define CHUNK 128            /* hosts per switch batch (bounds open fds too) */
 #define MSG_MAX 512          /* upper bound of one message we build */
 
@@ -783,6 +782,10 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
             goto nomem;
         mnl_attr_put_strz(nlh, IFLA_IFNAME, fl_fabric_port_name(q->idx, name, sizeof name));
         mnl_attr_put_u32(nlh, IFLA_MASTER, BR_IFINDEX);
+        /* One queue each: every queue is a pair of sysfs kobjects, and
+         * veth defaults to one per possible CPU. */
+        mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+        mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
         struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
         mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
         struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
@@ -797,6 +800,8 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         fl_fabric_mac(q->idx, mac);
         mnl_attr_put(nlh, IFLA_ADDRESS, sizeof mac, mac);
         mnl_attr_put_u32(nlh, IFLA_NET_NS_FD, (uint32_t)q->nsfd);
+        mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+        mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
         mnl_attr_nest_end(nlh, peer);
         mnl_attr_nest_end(nlh, data);
         mnl_attr_nest_end(nlh, li);
@@ -864,7 +869,6 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         uint32_t addr = fl_fabric_addr(q->idx);
         mnl_attr_put_u32(nlh, IFA_LOCAL, addr);
         mnl_attr_put_u32(nlh, IFA_ADDRESS, addr);
-        mnl_attr_put_u32(nlh, IFA_BROADCAST, htonl(FABRIC_BCAST));
         nb_close(&b, nlh);
         rc = nb_run(q->sock, &b, commit_err, c);
         nb_free(&b);

@@ -490,3 +490,18 @@ FL_TEST_T(fabric, scale_64_hosts_all_reachable, 120)
     }
     env_down(&e);
 }
+
+FL_TEST(fabric, reachable_at_once_after_commit)
+{
+    /* Ports forward as soon as commit returns: the first SYN is answered
+     * (a lost first SYN would show as a ~1 s retransmission). */
+    struct env e = { 0 };
+    env_up(&e, 2);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 3000), -ECONNREFUSED);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+    FL_ASSERT_LT(ms, 500);
+    env_down(&e);
+}
