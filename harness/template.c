@@ -176,6 +176,11 @@ static int expand_piece(void *vc, enum piece k, const char *p, size_t len, size_
     return buf_add(&c->out, v, strlen(v));
 }
 
+static bool t_is_open(const char *t, size_t off)
+{
+    return t[off] == '{';
+}
+
 int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
                    char **out, char *err, size_t errlen)
 {
@@ -199,11 +204,13 @@ int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
         return -EINVAL;
     }
     if (rc == -EINVAL && err && errlen) {
-        /* e.what reads "'{' does not ..." / "unmatched '}' ..."; add the column. */
-        const char *paren = strchr(e.what, '(');
-        int head = paren ? (int)(paren - e.what - 1) : (int)strlen(e.what);
-        snprintf(err, errlen, "%.*s at column %zu%s%s", head, e.what, e.off + 1,
-                 paren ? " " : "", paren ? paren : "");
+        if (t_is_open(tmpl, e.off))
+            snprintf(err, errlen,
+                     "'{' at column %zu does not start a placeholder (write '{{' for a literal brace)",
+                     e.off + 1);
+        else
+            snprintf(err, errlen, "unmatched '}' at column %zu (write '}}' for a literal brace)",
+                     e.off + 1);
     }
     return rc;
 }
