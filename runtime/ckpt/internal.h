@@ -95,6 +95,17 @@ typedef int (*ckpt_tbl_cb)(void *ctx, const uint8_t *key, size_t klen,
 int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
                   char *why, size_t whylen);
 
+/* Lists a table's blocks: the data blocks in index order (kind 0), then the
+ * metaindex (kind 1) and the index block (kind 2).  Fills up to max; returns
+ * the total count or -EBADMSG (footer and index block must be sound). */
+struct ckpt_tbl_block {
+    uint64_t off, size; /* contents; the 5-byte trailer follows */
+    uint8_t type;       /* 0 raw, 1 snappy */
+    int kind;
+};
+int ckpt_tbl_blocks(const uint8_t *file, size_t len, struct ckpt_tbl_block *out, size_t max,
+                    char *why, size_t whylen);
+
 /* ---- reader internals (fuzz target, merge) ---- */
 /* Opens a reader over an index held in memory (copied); every shard's data
  * is the same memory buffer `data` (not copied; may be NULL: reads fail).

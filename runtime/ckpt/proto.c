@@ -171,7 +171,7 @@ static int bad(struct pb *r, const char *fmt, ...)
     return -EBADMSG;
 }
 
-/* Next field header; 1 at end of message, 0 with *field/*wt, <0 error. */
+/* Next field header; 1 at end of message, 0 with field and wire type set, <0 error. */
 static int next_field(struct pb *r, uint32_t *field, unsigned *wt)
 {
     uint64_t tag;

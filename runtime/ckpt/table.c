@@ -575,6 +575,10 @@ int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
     const uint8_t *p = foot;
     if (decode_handle(&p, foot + 40, &mh) < 0 || decode_handle(&p, foot + 40, &ih) < 0)
         return wbad(&w, "footer: malformed block handles");
+    for (; p < foot + 40; p++)
+        if (*p)
+            return wbad(&w, "footer: padding byte %zu is 0x%02x, not zero: corrupt footer",
+                        (size_t)(p - foot), *p);
 
     if ((rc = read_block(&w, &mh, "metaindex block", &contents, &n, &owned)))
         goto done;
@@ -592,4 +596,63 @@ done:
     ckpt_buf_free(&w.prev);
     ckpt_buf_free(&ic.lastsep);
     return rc;
+}
+
+/* ---- block listing (tests, inspect) ---- */
+
+struct lctx {
+    struct ckpt_tbl_block *out;
+    size_t max, n;
+    const uint8_t *file;
+};
+
+static int list_entry(struct walk *w, void *arg, const uint8_t *key, size_t klen,
+                      const uint8_t *val, size_t vlen)
+{
+    struct lctx *l = arg;
+    struct handle h;
+    const uint8_t *p = val;
+    (void)key;
+    (void)klen;
+    if (decode_handle(&p, val + vlen, &h) < 0 || p != val + vlen)
+        return wbad(w, "index block: malformed block handle");
+    if (h.off > w->len || h.size > w->len - h.off || w->len - h.off - h.size < CKPT_TBL_TRAILER_LEN)
+        return wbad(w, "index block: handle points past the end");
+    if (l->n < l->max)
+        l->out[l->n] = (struct ckpt_tbl_block){h.off, h.size, l->file[h.off + h.size], 0};
+    l->n++;
+    return 0;
+}
+
+int ckpt_tbl_blocks(const uint8_t *file, size_t len, struct ckpt_tbl_block *out, size_t max,
+                    char *why, size_t whylen)
+{
+    struct walk w = {file, len, why, whylen, NULL, NULL, {0}, false};
+    struct lctx l = {out, max, 0, file};
+    struct handle mh, ih;
+    const uint8_t *contents;
+    size_t n;
+    uint8_t *owned = NULL;
+    int rc;
+    if (len < CKPT_TBL_FOOTER_LEN)
+        return wbad(&w, "too short");
+    const uint8_t *foot = file + len - CKPT_TBL_FOOTER_LEN, *p = foot;
+    if (decode_handle(&p, foot + 40, &mh) < 0 || decode_handle(&p, foot + 40, &ih) < 0)
+        return wbad(&w, "footer: malformed block handles");
+    if ((rc = read_block(&w, &ih, "index block", &contents, &n, &owned)))
+        return rc;
+    rc = walk_block(&w, "index block", contents, n, list_entry, &l);
+    free(owned);
+    if (rc)
+        return rc;
+    struct ckpt_tbl_block extra[2] = {
+        {mh.off, mh.size, mh.off + mh.size < len ? file[mh.off + mh.size] : 0, 1},
+        {ih.off, ih.size, file[ih.off + ih.size], 2},
+    };
+    for (int i = 0; i < 2; i++) {
+        if (l.n < max)
+            out[l.n] = extra[i];
+        l.n++;
+    }
+    return (int)l.n;
 }
