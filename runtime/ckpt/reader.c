@@ -409,6 +409,31 @@ static int read_at(struct ckpt_reader *r, const struct ckpt_entry *e, uint64_t o
     return 0;
 }
 
+/* The tensor's bytes must lie inside its data file: checked before any
+ * allocation sized by the (possibly corrupt) entry. */
+static int check_extent(struct ckpt_reader *r, const struct ckpt_entry *e, struct ckpt_err *err)
+{
+    uint64_t fsz;
+    if (r->mem) {
+        fsz = r->memlen;
+    } else {
+        int fd = shard_fd(r, e, err);
+        if (fd < 0)
+            return fd;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return ckpt_err_set(err, -errno, "fstat", shard_path(r, e->shard_id), e->name,
+                                e->name_len, "fstat: %s", strerror(errno));
+        fsz = (uint64_t)st.st_size;
+    }
+    if ((uint64_t)e->offset > fsz || (uint64_t)e->size > fsz - (uint64_t)e->offset)
+        return entry_err(r, err, -EBADMSG, shard_path(r, e->shard_id), e,
+                         "data file is %llu bytes; tensor needs bytes [%lld, %lld): truncated",
+                         (unsigned long long)fsz, (long long)e->offset,
+                         (long long)((uint64_t)e->offset + (uint64_t)e->size));
+    return 0;
+}
+
 static int readable(struct ckpt_reader *r, const struct ckpt_entry *e, struct ckpt_err *err)
 {
     if (e->nslices > 0)
@@ -416,7 +441,7 @@ static int readable(struct ckpt_reader *r, const struct ckpt_entry *e, struct ck
                          "partitioned tensor saved as %d slices: read the slice entries", e->nslices);
     if (!ckpt_dtype_name(e->dtype))
         return entry_err(r, err, -ENOTSUP, NULL, e, "dtype %d is not supported by this reader", e->dtype);
-    return 0;
+    return check_extent(r, e, err);
 }
 
 int ckpt_strings_check(const uint8_t *p, size_t size, uint64_t n, uint32_t masked_crc,

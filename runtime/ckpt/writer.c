@@ -116,6 +116,8 @@ static int wr(struct ckpt_writer *w, const void *p, size_t n, uint32_t *crc, con
               struct ckpt_err *err)
 {
     int rc = 0;
+    if (n == 0)
+        return 0;
     if (w->buflen + n <= w->bufcap) {
         memcpy(w->buf + w->buflen, p, n);
         if (crc)
