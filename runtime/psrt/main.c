@@ -1,42 +1,52 @@
 /*
  * main.c: entry point of psrt, the ps/worker training runtime under test.
- * A small dispatcher: each subcommand lives in its own file as
- * psrt_<name>_main(argc, argv) with argv[0] = the subcommand name.
- * The training runtime itself lands with issue 4.
+ * Dispatches subcommands (inspect, predict, bench) or, with --job_name,
+ * runs a ps or worker task (see `psrt --help`).  Exit status: 0 done, 1 a
+ * task failed (one line says what and where), 2 bad usage.
  */
+#include "runtime/psrt/psrt.h"
+
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
-int psrt_inspect_main(int argc, char **argv);
-
-static const struct {
-    const char *name;
-    int (*fn)(int argc, char **argv);
-    const char *help;
-} cmds[] = {
-    {"inspect", psrt_inspect_main, "list, print or verify a TensorFlow checkpoint"},
-};
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: psrt SUBCOMMAND ...\n\nsubcommands:\n");
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
-    fprintf(f, "\n`psrt SUBCOMMAND --help` describes one.\n");
-}
+/* Defined by runtime/psrt/inspect.c (the checkpoint library's inspector). */
+int psrt_inspect_main(int argc, char **argv) __attribute__((weak));
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        usage(stdout);
-        return 0;
+    if (argc > 1 && !strcmp(argv[1], "inspect")) {
+        if (!psrt_inspect_main) {
+            fprintf(stderr, "psrt: inspect is not built yet\n");
+            return 2;
+        }
+        return psrt_inspect_main(argc - 1, argv + 1);
     }
-    if (argc > 1) {
-        for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-            if (!strcmp(argv[1], cmds[i].name))
-                return cmds[i].fn(argc - 1, argv + 1);
-        fprintf(stderr, "psrt: unknown subcommand '%s'\n", argv[1]);
+    if (argc > 1 && !strcmp(argv[1], "predict"))
+        return psrt_predict_main(argc - 1, argv + 1);
+    if (argc > 1 && !strcmp(argv[1], "bench"))
+        return psrt_bench_main(argc - 1, argv + 1);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help")) {
+            psrt_flags_usage(stdout);
+            return 0;
+        }
+    if (argc == 1) {
+        psrt_flags_usage(stderr);
+        return 2;
     }
-    usage(stderr);
-    return 2;
+    struct psrt_flags f;
+    char err[512];
+    if (psrt_flags_parse(&f, argc, argv, err, sizeof err)) {
+        fprintf(stderr, "psrt: %s\n", err);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    psrt_log_init(f.job, f.task);
+    psrt_fault_init();
+    psrt_ev_open(f.job, f.task);
+    int r = !strcmp(f.job, "ps") ? psrt_ps_main(&f) : psrt_worker_main(&f);
+    psrt_ev_close();
+    psrt_flags_free(&f);
+    return r;
 }

@@ -1,0 +1,168 @@
+/*
+ * frame.c: psrt's wire frames and the byte buffers messages are built in.
+ *
+ * A frame is a 40-byte header (magic, version, kind, op, status, flags, id,
+ * payload length, payload crc32c, header crc32c; layout in psrt.h) and the
+ * payload.  Decoding rejects a wrong magic, version or kind (-EPROTO), a
+ * header whose crc does not match (-EBADMSG) and a length above the
+ * receiver's limit (-EMSGSIZE) before a single payload byte is read; the
+ * payload crc is checked by the receiver after reading it (rpc.c).
+ * Buffers: little-endian put/get with a read cursor; a get past the end
+ * sets `bad` instead of reading out of bounds, so parsers check once.
+ */
+#include "runtime/psrt/psrt.h"
+#include "runtime/ckpt/crc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t psrt_crc32c(uint32_t crc, const void *p, size_t n)
+{
+    return ckpt_crc32c_extend(crc, p, n);
+}
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+void psrt_frame_encode(uint8_t out[PSRT_FRAME_HDR], const struct psrt_frame_hdr *h)
+{
+    put32(out, PSRT_FRAME_MAGIC);
+    out[4] = h->version ? h->version : PSRT_FRAME_VERSION;
+    out[5] = h->kind;
+    uint16_t op = h->op;
+    memcpy(out + 6, &op, 2);
+    put32(out + 8, (uint32_t)h->status);
+    put32(out + 12, h->flags);
+    put64(out + 16, h->id);
+    put64(out + 24, h->len);
+    put32(out + 32, h->pcrc);
+    put32(out + 36, psrt_crc32c(0, out, 36));
+}
+
+int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h, uint64_t max_len)
+{
+    if (get32(in) != PSRT_FRAME_MAGIC)
+        return -EPROTO;
+    if (psrt_crc32c(0, in, 36) != get32(in + 36))
+        return -EBADMSG;
+    if (in[4] != PSRT_FRAME_VERSION || (in[5] != PSRT_KIND_REQ && in[5] != PSRT_KIND_RESP))
+        return -EPROTO;
+    h->version = in[4];
+    h->kind = in[5];
+    memcpy(&h->op, in + 6, 2);
+    h->status = (int32_t)get32(in + 8);
+    h->flags = get32(in + 12);
+    h->id = get64(in + 16);
+    h->len = get64(in + 24);
+    h->pcrc = get32(in + 32);
+    if (h->len > max_len)
+        return -EMSGSIZE;
+    return 0;
+}
+
+void psrt_buf_free(struct psrt_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void psrt_buf_reset(struct psrt_buf *b)
+{
+    b->len = b->off = 0;
+    b->bad = false;
+}
+
+int psrt_buf_reserve(struct psrt_buf *b, size_t extra)
+{
+    if (b->len + extra <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra)
+        cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) {
+        b->bad = true;
+        return -ENOMEM;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void psrt_buf_put(struct psrt_buf *b, const void *p, size_t n)
+{
+    if (!n || psrt_buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+void psrt_buf_u32(struct psrt_buf *b, uint32_t v) { psrt_buf_put(b, &v, 4); }
+void psrt_buf_u64(struct psrt_buf *b, uint64_t v) { psrt_buf_put(b, &v, 8); }
+
+void psrt_buf_str(struct psrt_buf *b, const char *s)
+{
+    size_t n = strlen(s);
+    psrt_buf_u32(b, (uint32_t)n);
+    psrt_buf_put(b, s, n);
+}
+
+void psrt_buf_align8(struct psrt_buf *b)
+{
+    static const uint8_t zero[8];
+    size_t pad = (8 - (b->len & 7)) & 7;
+    psrt_buf_put(b, zero, pad);
+}
+
+const void *psrt_buf_get(struct psrt_buf *b, size_t n)
+{
+    if (b->bad || n > b->len - b->off) {
+        b->bad = true;
+        return NULL;
+    }
+    const void *p = b->p + b->off;
+    b->off += n;
+    return p;
+}
+
+uint32_t psrt_buf_get_u32(struct psrt_buf *b)
+{
+    const void *p = psrt_buf_get(b, 4);
+    uint32_t v = 0;
+    if (p)
+        memcpy(&v, p, 4);
+    return v;
+}
+
+uint64_t psrt_buf_get_u64(struct psrt_buf *b)
+{
+    const void *p = psrt_buf_get(b, 8);
+    uint64_t v = 0;
+    if (p)
+        memcpy(&v, p, 8);
+    return v;
+}
+
+int psrt_buf_get_str(struct psrt_buf *b, char *out, size_t outlen)
+{
+    uint32_t n = psrt_buf_get_u32(b);
+    const char *p = psrt_buf_get(b, n);
+    if (!p || n >= outlen) {
+        b->bad = true;
+        if (outlen)
+            out[0] = 0;
+        return -EBADMSG;
+    }
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 0;
+}
+
+void psrt_buf_skip_align8(struct psrt_buf *b)
+{
+    size_t pad = (8 - (b->off & 7)) & 7;
+    psrt_buf_get(b, pad);
+}

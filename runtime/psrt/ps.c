@@ -1,0 +1,983 @@
+/*
+ * ps.c: the ps task.  Holds its partition of the variables (dense variables
+ * placed on it round robin, its rows of every sparse variable, global_step
+ * on ps 0), applies the optimizer to pushed gradients, serves pulls, and
+ * runs its side of every checkpoint protocol on its own disk.
+ *
+ * States: UNINITIALIZED (fresh process: pulls and pushes answer -EAGAIN,
+ * "not ready") -> READY (after Init, a successful Restore or Load) ->
+ * EXITING (after Shutdown).  A failed Restore leaves the state as it was.
+ * Invariants: pull/push hold the state lock shared and a variable's mutex
+ * (or the table mutex) while touching it; Init, Restore, Load and every
+ * snapshot hold the state lock exclusively (writer-preferring), so a saved
+ * shard is a consistent cut of this ps; global_step never exceeds
+ * --max_steps (Pull with RESERVE fails instead: the run is done).
+ *
+ * Checkpoint roles (the chief drives them, see save_legacy.c,
+ * save_robust.c, restore.c, export.c):
+ *   SaveV2 (legacy): non-recursive mkdir of the part's directory, errors
+ *     ignored as TensorFlow 1.0 did, then the part bundle at the path the
+ *     chief sent, relative to this process's working directory.
+ *   MergeV2Checkpoints (legacy, last ps): ckpt_merge of every part, read
+ *     from this ps's disk.
+ *   RestoreV2: legacy reads the chief's prefix on this ps's disk and fails
+ *     like TensorFlow's fallback TensorSliceReader when it is absent;
+ *     robust reads this ps's own durable copy.
+ *   RobustSave / RobustCommit / RobustQuery / Load: this ps's durable copy
+ *     of its shard under <train_dir>/ps<task>/ and its own `checkpoint`
+ *     state file there.
+ */
+#include "runtime/psrt/psrt.h"
+#include "runtime/psrt/ps.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ps_var {
+    const struct psrt_var *spec;
+    float *w;
+    float *slot[2];
+    struct psrt_adam_pow pw;
+    pthread_mutex_t mu;
+};
+
+struct ps {
+    const struct psrt_flags *f;
+    struct psrt_model model;
+    struct psrt_optim opt;
+    int task;
+    uint64_t incarnation;
+    pthread_rwlock_t state;
+    atomic_int ready;
+    atomic_bool done;        /* the chief said training is over */
+    pthread_mutex_t step_mu;
+    int64_t global_step;
+    int ndense;
+    struct ps_var dense[PSRT_MAX_VARS];
+    bool has_sparse;
+    const struct psrt_var *sparse_spec;
+    struct psrt_table table;
+    struct psrt_adam_pow table_pw;
+    pthread_mutex_t table_mu;
+    char robust_dir[1200];
+    struct psrt_server *srv;
+};
+
+/* ---- naming ----------------------------------------------------------- */
+
+bool psrt_tensor_on_ps(const struct psrt_model *m, const char *name, int p)
+{
+    if (!strcmp(name, "global_step"))
+        return p == 0;
+    for (int i = 0; i < m->nvars; i++) {
+        const struct psrt_var *v = &m->vars[i];
+        size_t l = strlen(v->name);
+        if (strncmp(name, v->name, l) != 0 || (name[l] != 0 && name[l] != '/'))
+            continue;
+        if (v->kind == PSRT_VAR_DENSE)
+            return v->ps == p;
+        int k = -1;
+        if (sscanf(name + l, "/part_%d/", &k) == 1)
+            return k == p;
+        return false;
+    }
+    return false;
+}
+
+static void set_not_ready(struct psrt_reply *rep, int task)
+{
+    rep->status = -EAGAIN;
+    char msg[128];
+    snprintf(msg, sizeof msg, "UnavailableError: ps task %d is not initialized yet", task);
+    psrt_buf_put(&rep->out, msg, strlen(msg));
+}
+
+static void reply_err(struct psrt_reply *rep, const struct psrt_err *e)
+{
+    psrt_buf_reset(&rep->out);
+    rep->status = e->code ? e->code : -EIO;
+    psrt_buf_put(&rep->out, e->msg, strlen(e->msg));
+}
+
+/* ---- variables -------------------------------------------------------- */
+
+static void init_values(struct ps *ps, uint64_t seed)
+{
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        struct psrt_rng r;
+        psrt_rng_seed(&r, psrt_rng_seed_for(seed, 0x1417, (uint64_t)(v->spec - ps->model.vars)));
+        for (int64_t j = 0; j < v->spec->n; j++) {
+            float x = 0;
+            if (v->spec->init == PSRT_INIT_UNIFORM)
+                x = (float)((psrt_rng_uniform(&r) * 2 - 1) * v->spec->init_a);
+            else if (v->spec->init == PSRT_INIT_NORMAL)
+                x = (float)(psrt_rng_normal(&r) * v->spec->init_a);
+            v->w[j] = x;
+        }
+        for (int s = 0; s < psrt_optim_nslots(ps->opt.kind); s++)
+            for (int64_t j = 0; j < v->spec->n; j++)
+                v->slot[s][j] = psrt_optim_slot_init(&ps->opt, s);
+        v->pw.b1p = ps->opt.beta1;
+        v->pw.b2p = ps->opt.beta2;
+    }
+    if (ps->has_sparse)
+        psrt_table_clear(&ps->table);
+    ps->table_pw.b1p = ps->opt.beta1;
+    ps->table_pw.b2p = ps->opt.beta2;
+    ps->global_step = 0;
+}
+
+/* Copies every tensor of this ps into an owned list (state lock held). */
+static int snapshot(struct ps *ps, struct psrt_tl *l)
+{
+    memset(l, 0, sizeof *l);
+    l->owns = true;
+    int nslots = psrt_optim_nslots(ps->opt.kind);
+    char name[200];
+#define ADD(nm, dt, rk, dims, src, len)                                                     \
+    do {                                                                                    \
+        size_t len_ = (len);                                                                \
+        void *c_ = malloc(len_ ? len_ : 1);                                                 \
+        if (!c_)                                                                            \
+            goto oom;                                                                       \
+        memcpy(c_, (src), len_);                                                            \
+        if (!psrt_tl_add(l, (nm), (dt), (rk), (dims), c_, len_)) {                          \
+            free(c_);                                                                       \
+            goto oom;                                                                       \
+        }                                                                                   \
+    } while (0)
+    if (ps->task == 0) {
+        int64_t gs = ps->global_step;
+        ADD("global_step", CKPT_DT_INT64, 0, NULL, &gs, sizeof gs);
+    }
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        size_t bytes = (size_t)v->spec->n * sizeof(float);
+        ADD(v->spec->name, CKPT_DT_FLOAT, v->spec->rank, v->spec->dims, v->w, bytes);
+        for (int s = 0; s < nslots; s++) {
+            snprintf(name, sizeof name, "%s/%s", v->spec->name,
+                     psrt_optim_slot_suffix(ps->opt.kind, s));
+            ADD(name, CKPT_DT_FLOAT, v->spec->rank, v->spec->dims, v->slot[s], bytes);
+        }
+        if (ps->opt.kind == PSRT_OPT_ADAM) {
+            snprintf(name, sizeof name, "%s/beta1_power", v->spec->name);
+            ADD(name, CKPT_DT_FLOAT, 0, NULL, &v->pw.b1p, 4);
+            snprintf(name, sizeof name, "%s/beta2_power", v->spec->name);
+            ADD(name, CKPT_DT_FLOAT, 0, NULL, &v->pw.b2p, 4);
+        }
+    }
+    if (ps->has_sparse) {
+        const struct psrt_table *t = &ps->table;
+        int64_t nr = (int64_t)t->nrows, w = t->width;
+        int64_t kd[1] = {nr}, vd[2] = {nr, w};
+        const char *base = ps->sparse_spec->name;
+        snprintf(name, sizeof name, "%s/part_%d/keys", base, ps->task);
+        ADD(name, CKPT_DT_INT64, 1, kd, t->rowkey, (size_t)nr * 8);
+        snprintf(name, sizeof name, "%s/part_%d/values", base, ps->task);
+        ADD(name, CKPT_DT_FLOAT, 2, vd, t->val, (size_t)(nr * w) * 4);
+        for (int s = 0; s < nslots; s++) {
+            snprintf(name, sizeof name, "%s/part_%d/%s", base, ps->task,
+                     psrt_optim_slot_suffix(ps->opt.kind, s));
+            ADD(name, CKPT_DT_FLOAT, 2, vd, t->slot[s], (size_t)(nr * w) * 4);
+        }
+        if (ps->opt.kind == PSRT_OPT_ADAM) {
+            snprintf(name, sizeof name, "%s/part_%d/beta1_power", base, ps->task);
+            ADD(name, CKPT_DT_FLOAT, 0, NULL, &ps->table_pw.b1p, 4);
+            snprintf(name, sizeof name, "%s/part_%d/beta2_power", base, ps->task);
+            ADD(name, CKPT_DT_FLOAT, 0, NULL, &ps->table_pw.b2p, 4);
+        }
+    }
+#undef ADD
+    return 0;
+oom:
+    psrt_tl_free(l);
+    return -ENOMEM;
+}
+
+static const struct psrt_tensor *need(const struct psrt_tl *l, const char *name, int dtype,
+                                      size_t len, const char *from, struct psrt_err *err)
+{
+    const struct psrt_tensor *t = psrt_tl_find(l, name);
+    if (!t) {
+        psrt_err_set(err, -ENOENT, "Key %s not found in checkpoint %s", name, from);
+        return NULL;
+    }
+    if (t->dtype != dtype || (len != (size_t)-1 && t->len != len)) {
+        psrt_err_set(err, -EINVAL,
+                     "tensor %s in checkpoint %s has dtype %d and %zu bytes; expected dtype %d "
+                     "and %zu bytes",
+                     name, from, t->dtype, t->len, dtype, len);
+        return NULL;
+    }
+    return t;
+}
+
+/* Loads this ps's tensors from l (state lock held exclusively).  Checks
+ * everything before changing anything. */
+static int load(struct ps *ps, const struct psrt_tl *l, const char *from, struct psrt_err *err)
+{
+    int nslots = psrt_optim_nslots(ps->opt.kind);
+    char name[200];
+    const struct psrt_tensor *gs = NULL;
+    if (ps->task == 0 && !(gs = need(l, "global_step", CKPT_DT_INT64, 8, from, err)))
+        return err->code;
+    const struct psrt_tensor *tv[PSRT_MAX_VARS][5];
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        size_t bytes = (size_t)v->spec->n * 4;
+        if (!(tv[i][0] = need(l, v->spec->name, CKPT_DT_FLOAT, bytes, from, err)))
+            return err->code;
+        for (int s = 0; s < nslots; s++) {
+            snprintf(name, sizeof name, "%s/%s", v->spec->name,
+                     psrt_optim_slot_suffix(ps->opt.kind, s));
+            if (!(tv[i][1 + s] = need(l, name, CKPT_DT_FLOAT, bytes, from, err)))
+                return err->code;
+        }
+        if (ps->opt.kind == PSRT_OPT_ADAM) {
+            snprintf(name, sizeof name, "%s/beta1_power", v->spec->name);
+            if (!(tv[i][3] = need(l, name, CKPT_DT_FLOAT, 4, from, err)))
+                return err->code;
+            snprintf(name, sizeof name, "%s/beta2_power", v->spec->name);
+            if (!(tv[i][4] = need(l, name, CKPT_DT_FLOAT, 4, from, err)))
+                return err->code;
+        }
+    }
+    const struct psrt_tensor *keys = NULL, *vals = NULL, *sl[2] = {NULL, NULL}, *pw[2] = {0};
+    int64_t nr = 0;
+    if (ps->has_sparse) {
+        const char *base = ps->sparse_spec->name;
+        snprintf(name, sizeof name, "%s/part_%d/keys", base, ps->task);
+        if (!(keys = need(l, name, CKPT_DT_INT64, (size_t)-1, from, err)))
+            return err->code;
+        nr = (int64_t)(keys->len / 8);
+        size_t vb = (size_t)(nr * ps->table.width) * 4;
+        snprintf(name, sizeof name, "%s/part_%d/values", base, ps->task);
+        if (!(vals = need(l, name, CKPT_DT_FLOAT, vb, from, err)))
+            return err->code;
+        for (int s = 0; s < nslots; s++) {
+            snprintf(name, sizeof name, "%s/part_%d/%s", base, ps->task,
+                     psrt_optim_slot_suffix(ps->opt.kind, s));
+            if (!(sl[s] = need(l, name, CKPT_DT_FLOAT, vb, from, err)))
+                return err->code;
+        }
+        if (ps->opt.kind == PSRT_OPT_ADAM) {
+            snprintf(name, sizeof name, "%s/part_%d/beta1_power", base, ps->task);
+            if (!(pw[0] = need(l, name, CKPT_DT_FLOAT, 4, from, err)))
+                return err->code;
+            snprintf(name, sizeof name, "%s/part_%d/beta2_power", base, ps->task);
+            if (!(pw[1] = need(l, name, CKPT_DT_FLOAT, 4, from, err)))
+                return err->code;
+        }
+    }
+    /* Everything is there: apply. */
+    if (gs)
+        memcpy(&ps->global_step, gs->data, 8);
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        memcpy(v->w, tv[i][0]->data, tv[i][0]->len);
+        for (int s = 0; s < nslots; s++)
+            memcpy(v->slot[s], tv[i][1 + s]->data, tv[i][1 + s]->len);
+        if (ps->opt.kind == PSRT_OPT_ADAM) {
+            memcpy(&v->pw.b1p, tv[i][3]->data, 4);
+            memcpy(&v->pw.b2p, tv[i][4]->data, 4);
+        } else {
+            v->pw.b1p = ps->opt.beta1;
+            v->pw.b2p = ps->opt.beta2;
+        }
+    }
+    if (ps->has_sparse) {
+        struct psrt_table *t = &ps->table;
+        psrt_table_clear(t);
+        const uint64_t *k = keys->data;
+        size_t w = (size_t)t->width;
+        for (int64_t i = 0; i < nr; i++) {
+            int64_t row = psrt_table_insert(t, k[i]);
+            if (row < 0) {
+                psrt_err_set(err, -ENOMEM, "no memory for %lld sparse rows", (long long)nr);
+                return -ENOMEM;
+            }
+            memcpy(t->val + (size_t)row * w, (const float *)vals->data + (size_t)i * w, w * 4);
+            for (int s = 0; s < nslots; s++)
+                memcpy(t->slot[s] + (size_t)row * w, (const float *)sl[s]->data + (size_t)i * w,
+                       w * 4);
+        }
+        if (pw[0]) {
+            memcpy(&ps->table_pw.b1p, pw[0]->data, 4);
+            memcpy(&ps->table_pw.b2p, pw[1]->data, 4);
+        }
+    }
+    return 0;
+}
+
+/* ---- robust local copy -------------------------------------------------- */
+
+static void robust_prefix(struct ps *ps, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s", ps->robust_dir, name);
+}
+
+/* Adds name to this ps's own `checkpoint` state (durably) and deletes its
+ * copies beyond max_to_keep. */
+static int robust_commit(struct ps *ps, const char *name, int max_to_keep, struct psrt_err *err)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    int r = ckpt_state_read(ps->robust_dir, &st, &ce);
+    if (r && r != -ENOENT) {
+        psrt_log("robust: ignoring unreadable %s/checkpoint: %s", ps->robust_dir, ce.msg);
+        memset(&st, 0, sizeof st);
+    } else if (r) {
+        memset(&st, 0, sizeof st);
+    }
+    struct ckpt_state nst;
+    memset(&nst, 0, sizeof nst);
+    size_t keep_from = 0, total = st.n_all + 1;
+    if (total > (size_t)max_to_keep)
+        keep_from = total - (size_t)max_to_keep;
+    for (size_t i = 0; i < st.n_all; i++) {
+        if (!strcmp(st.all_model_checkpoint_paths[i], name))
+            continue;
+        if (i < keep_from) {
+            char p[1400];
+            robust_prefix(ps, st.all_model_checkpoint_paths[i], p, sizeof p);
+            char *ix = ckpt_index_name(p), *dt = ckpt_data_name(p, 0, 1);
+            if (ix)
+                unlink(ix);
+            if (dt)
+                unlink(dt);
+            free(ix);
+            free(dt);
+            continue;
+        }
+        ckpt_state_add_path(&nst, st.all_model_checkpoint_paths[i], -1);
+    }
+    ckpt_state_add_path(&nst, name, -1);
+    ckpt_state_set_model(&nst, name);
+    int fe = psrt_fault("psrt/save/commit");
+    if (fe) {
+        char p[1400];
+        snprintf(p, sizeof p, "%s/checkpoint", ps->robust_dir);
+        psrt_err_path(err, -fe, p);
+        r = -fe;
+    } else {
+        r = ckpt_state_write(ps->robust_dir, &nst, CKPT_SYNC, &ce);
+        if (r) {
+            char buf[PSRT_MSG_MAX];
+            psrt_err_set(err, r, "%s", ckpt_err_tf(&ce, buf, sizeof buf));
+            snprintf(err->msg, sizeof err->msg, "%s", buf);
+        }
+    }
+    ckpt_state_free(&st);
+    ckpt_state_free(&nst);
+    return r;
+}
+
+/* Writes l durably as this ps's own copy `name`. */
+static int robust_write(struct ps *ps, const struct psrt_tl *l, const char *name,
+                        struct psrt_err *err)
+{
+    char prefix[1400];
+    robust_prefix(ps, name, prefix, sizeof prefix);
+    int fe = psrt_fault("psrt/save/shard_write");
+    if (fe) {
+        char *d = ckpt_data_name(prefix, 0, 1);
+        psrt_err_path(err, -fe, d ? d : prefix);
+        free(d);
+        return -fe;
+    }
+    fe = psrt_fault("psrt/save/shard_sync");
+    if (fe) {
+        psrt_err_set(err, -fe, "fsync %s: %s", prefix, strerror(fe));
+        return -fe;
+    }
+    return psrt_tl_write_bundle(l, prefix, CKPT_W_MKDIR_P, CKPT_SYNC, err);
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static void h_ping(struct ps *ps, struct psrt_reply *rep)
+{
+    pthread_mutex_lock(&ps->step_mu);
+    int64_t gs = ps->global_step;
+    pthread_mutex_unlock(&ps->step_mu);
+    psrt_buf_u64(&rep->out, ps->incarnation);
+    psrt_buf_u32(&rep->out, (uint32_t)atomic_load(&ps->ready));
+    psrt_buf_u64(&rep->out, (uint64_t)gs);
+    psrt_buf_u32(&rep->out, (uint32_t)ps->task);
+}
+
+static void h_init(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    uint64_t seed = psrt_buf_get_u64(req);
+    pthread_rwlock_wrlock(&ps->state);
+    pthread_mutex_lock(&ps->step_mu);
+    init_values(ps, seed);
+    pthread_mutex_unlock(&ps->step_mu);
+    atomic_store(&ps->ready, 1);
+    pthread_rwlock_unlock(&ps->state);
+    psrt_log("variables initialized");
+}
+
+/* Pull request: u64 nkeys, pad, keys.  Reply: i64 step, u32 ndense, pad,
+ * dense values (vars in order), sparse values (nkeys * width). */
+static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    uint64_t nkeys = psrt_buf_get_u64(req);
+    psrt_buf_skip_align8(req);
+    const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
+    if (req->bad) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    pthread_rwlock_rdlock(&ps->state);
+    if (!atomic_load(&ps->ready)) {
+        pthread_rwlock_unlock(&ps->state);
+        set_not_ready(rep, ps->task);
+        return;
+    }
+    int64_t step;
+    pthread_mutex_lock(&ps->step_mu);
+    if (flags & PSRT_PULL_RESERVE) {
+        if (ps->global_step >= ps->f->max_steps)
+            step = -1;
+        else
+            step = ++ps->global_step;
+    } else {
+        step = ps->global_step;
+    }
+    pthread_mutex_unlock(&ps->step_mu);
+    size_t dense_bytes = 0;
+    for (int i = 0; i < ps->ndense; i++)
+        dense_bytes += (size_t)ps->dense[i].spec->n * 4;
+    size_t sparse_bytes = ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0;
+    if (psrt_buf_reserve(&rep->out, 16 + dense_bytes + sparse_bytes + 8)) {
+        pthread_rwlock_unlock(&ps->state);
+        rep->status = -ENOMEM;
+        return;
+    }
+    psrt_buf_u64(&rep->out, (uint64_t)step);
+    psrt_buf_u32(&rep->out, (uint32_t)ps->ndense);
+    psrt_buf_align8(&rep->out);
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        pthread_mutex_lock(&v->mu);
+        psrt_buf_put(&rep->out, v->w, (size_t)v->spec->n * 4);
+        pthread_mutex_unlock(&v->mu);
+    }
+    if (ps->has_sparse && nkeys) {
+        pthread_mutex_lock(&ps->table_mu);
+        psrt_table_pull(&ps->table, keys, nkeys, (float *)(rep->out.p + rep->out.len));
+        pthread_mutex_unlock(&ps->table_mu);
+        rep->out.len += sparse_bytes;
+    }
+    pthread_rwlock_unlock(&ps->state);
+}
+
+/* Push request: u64 nkeys, u32 ndense, pad, dense grads, keys, sparse grads. */
+static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    uint64_t nkeys = psrt_buf_get_u64(req);
+    uint32_t nd = psrt_buf_get_u32(req);
+    psrt_buf_skip_align8(req);
+    if (nd != (uint32_t)ps->ndense) {
+        rep->status = -EINVAL;
+        return;
+    }
+    const float *dg[PSRT_MAX_VARS];
+    for (int i = 0; i < ps->ndense; i++)
+        dg[i] = psrt_buf_get(req, (size_t)ps->dense[i].spec->n * 4);
+    const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
+    const float *sg = psrt_buf_get(req, ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0);
+    if (req->bad || (nkeys && !ps->has_sparse)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    pthread_rwlock_rdlock(&ps->state);
+    if (!atomic_load(&ps->ready)) {
+        pthread_rwlock_unlock(&ps->state);
+        set_not_ready(rep, ps->task);
+        return;
+    }
+    for (int i = 0; i < ps->ndense; i++) {
+        struct ps_var *v = &ps->dense[i];
+        pthread_mutex_lock(&v->mu);
+        psrt_optim_apply(&ps->opt, v->w, v->slot, dg[i], v->spec->n, &v->pw);
+        pthread_mutex_unlock(&v->mu);
+    }
+    int r = 0;
+    if (nkeys) {
+        pthread_mutex_lock(&ps->table_mu);
+        r = psrt_table_push(&ps->table, &ps->opt, keys, sg, nkeys, &ps->table_pw);
+        psrt_optim_advance(&ps->opt, &ps->table_pw);
+        pthread_mutex_unlock(&ps->table_mu);
+    }
+    pthread_rwlock_unlock(&ps->state);
+    if (r)
+        rep->status = r;
+}
+
+/* SaveV2 (legacy): i64 step, str shard prefix. */
+static void h_save_shard(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    int64_t step = (int64_t)psrt_buf_get_u64(req);
+    char prefix[2048];
+    struct psrt_err err = {0};
+    if (psrt_buf_get_str(req, prefix, sizeof prefix)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    struct psrt_tl l;
+    pthread_rwlock_wrlock(&ps->state);
+    int r = snapshot(ps, &l);
+    pthread_rwlock_unlock(&ps->state);
+    if (r) {
+        psrt_err_set(&err, r, "snapshot of ps task %d: %s", ps->task, strerror(-r));
+        reply_err(rep, &err);
+        return;
+    }
+    /* TensorFlow 1.0's BundleWriter: CreateDir(dirname(prefix)), result ignored. */
+    char *dcopy = strdup(prefix);
+    if (dcopy) {
+        if (mkdir(dirname(dcopy), 0755) < 0 && errno != EEXIST) {
+        }
+        free(dcopy);
+    }
+    int fe = psrt_fault("psrt/save/shard_write");
+    if (fe) {
+        char *d = ckpt_data_name(prefix, 0, 1);
+        psrt_err_path(&err, -fe, d ? d : prefix);
+        free(d);
+        r = -fe;
+    } else {
+        r = psrt_tl_write_bundle(&l, prefix, 0, 0, &err);
+    }
+    psrt_tl_free(&l);
+    if (r) {
+        psrt_log("SaveV2 of %s failed: %s", prefix, err.msg);
+        reply_err(rep, &err);
+        return;
+    }
+    psrt_ev("save.shard_written", "shard=%d step=%lld path=%s", ps->task, (long long)step,
+            psrt_ev_q(prefix));
+}
+
+/* MergeV2Checkpoints (legacy): i64 step, u32 n, n prefixes, merged prefix. */
+static void h_merge(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    int64_t step = (int64_t)psrt_buf_get_u64(req);
+    uint32_t n = psrt_buf_get_u32(req);
+    if (req->bad || n == 0 || n > 4096) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    char **parts = calloc(n, sizeof *parts);
+    char merged[2048];
+    struct psrt_err err = {0};
+    int r = 0;
+    for (uint32_t i = 0; i < n && parts; i++) {
+        parts[i] = malloc(2048);
+        if (!parts[i] || psrt_buf_get_str(req, parts[i], 2048))
+            r = -EBADMSG;
+    }
+    if (!parts || r || psrt_buf_get_str(req, merged, sizeof merged)) {
+        rep->status = -EBADMSG;
+        goto out;
+    }
+    psrt_ev("save.merge.begin", "step=%lld", (long long)step);
+    int fe = psrt_fault("psrt/save/merge");
+    if (fe) {
+        char *ix = ckpt_index_name(parts[0]);
+        psrt_err_path(&err, -fe, ix ? ix : parts[0]);
+        free(ix);
+        r = -fe;
+    } else {
+        struct ckpt_err ce = {0};
+        r = ckpt_merge((const char *const *)parts, n, merged, CKPT_MERGE_DELETE_OLD_DIRS, &ce);
+        if (r > 0)
+            r = 0;
+        if (r) {
+            char buf[PSRT_MSG_MAX];
+            ckpt_err_tf(&ce, buf, sizeof buf);
+            err.code = r;
+            snprintf(err.msg, sizeof err.msg, "%s", buf);
+        }
+    }
+    if (r) {
+        psrt_log("MergeV2Checkpoints into %s failed: %s", merged, err.msg);
+        reply_err(rep, &err);
+    } else {
+        psrt_ev("save.merge.done", "step=%lld", (long long)step);
+    }
+out:
+    for (uint32_t i = 0; parts && i < n; i++)
+        free(parts[i]);
+    free(parts);
+}
+
+/* TensorFlow's RestoreV2 on a missing V2 checkpoint falls back to the V1
+ * TensorSliceReader, whose GetMatchingPaths fails when the directory is
+ * absent and finds nothing when only the files are. */
+static int legacy_missing(const char *prefix, struct psrt_err *err)
+{
+    char *dcopy = strdup(prefix);
+    if (!dcopy)
+        return -ENOMEM;
+    const char *dir = dirname(dcopy);
+    struct stat st;
+    int r;
+    if (stat(dir, &st) < 0) {
+        psrt_err_set(err, -EINVAL,
+                     "Unsuccessful TensorSliceReader constructor: Failed to get matching files "
+                     "on %s: Not found: %s",
+                     prefix, dir);
+        r = -EINVAL;
+    } else if (stat(prefix, &st) < 0) {
+        psrt_err_set(err, -ENOENT,
+                     "Unsuccessful TensorSliceReader constructor: Failed to find any matching "
+                     "files for %s",
+                     prefix);
+        r = -ENOENT;
+    } else {
+        psrt_err_set(err, -EBADMSG,
+                     "Unable to open table file %s: Data loss: not an sstable (bad magic "
+                     "number): perhaps your file is in a different file format and you need "
+                     "to use a different restore operator?",
+                     prefix);
+        r = -EBADMSG;
+    }
+    free(dcopy);
+    return r;
+}
+
+/* RestoreV2: u32 robust, i64 step, str prefix (legacy: the chief's path;
+ * robust: the checkpoint name, read from this ps's own copy). */
+static void h_restore(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    uint32_t robust = psrt_buf_get_u32(req);
+    int64_t step = (int64_t)psrt_buf_get_u64(req);
+    char arg[2048], prefix[2048];
+    struct psrt_err err = {0};
+    if (psrt_buf_get_str(req, arg, sizeof arg)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    if (robust)
+        robust_prefix(ps, arg, prefix, sizeof prefix);
+    else
+        snprintf(prefix, sizeof prefix, "%s", arg);
+    int r;
+    struct psrt_tl l = {0};
+    int fe = psrt_fault("psrt/restore/read");
+    char *ix = ckpt_index_name(prefix);
+    struct stat st;
+    if (fe) {
+        psrt_err_path(&err, -fe, ix ? ix : prefix);
+        r = -fe;
+    } else if (!robust && ix && stat(ix, &st) < 0) {
+        r = legacy_missing(prefix, &err);
+    } else {
+        r = psrt_tl_read_bundle(&l, prefix, &err);
+    }
+    free(ix);
+    if (!r) {
+        pthread_rwlock_wrlock(&ps->state);
+        pthread_mutex_lock(&ps->step_mu);
+        r = load(ps, &l, prefix, &err);
+        pthread_mutex_unlock(&ps->step_mu);
+        if (!r)
+            atomic_store(&ps->ready, 1);
+        pthread_rwlock_unlock(&ps->state);
+    }
+    psrt_tl_free(&l);
+    if (r) {
+        psrt_log("RestoreV2 from %s failed: %s", prefix, err.msg);
+        reply_err(rep, &err);
+        return;
+    }
+    psrt_log("restored from %s (step %lld)", prefix, (long long)step);
+}
+
+static void h_snapshot(struct ps *ps, struct psrt_reply *rep)
+{
+    struct psrt_tl l;
+    pthread_rwlock_wrlock(&ps->state);
+    int r = atomic_load(&ps->ready) ? snapshot(ps, &l) : -EAGAIN;
+    pthread_rwlock_unlock(&ps->state);
+    if (r == -EAGAIN) {
+        set_not_ready(rep, ps->task);
+        return;
+    }
+    if (r) {
+        rep->status = r;
+        return;
+    }
+    psrt_tl_encode(&l, &rep->out);
+    psrt_tl_free(&l);
+}
+
+/* RobustSave: i64 step, str name -> this ps's tensors (after writing them
+ * durably to its own disk). */
+static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    int64_t step = (int64_t)psrt_buf_get_u64(req);
+    char name[512];
+    struct psrt_err err = {0};
+    if (psrt_buf_get_str(req, name, sizeof name) || strchr(name, '/')) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    struct psrt_tl l;
+    pthread_rwlock_wrlock(&ps->state);
+    int r = atomic_load(&ps->ready) ? snapshot(ps, &l) : -EAGAIN;
+    pthread_rwlock_unlock(&ps->state);
+    if (r == -EAGAIN) {
+        set_not_ready(rep, ps->task);
+        return;
+    }
+    if (r) {
+        rep->status = r;
+        return;
+    }
+    r = robust_write(ps, &l, name, &err);
+    if (r) {
+        psrt_log("robust save of %s/%s failed: %s", ps->robust_dir, name, err.msg);
+        psrt_tl_free(&l);
+        reply_err(rep, &err);
+        return;
+    }
+    char prefix[1400];
+    robust_prefix(ps, name, prefix, sizeof prefix);
+    psrt_ev("save.shard_written", "shard=%d step=%lld path=%s", ps->task, (long long)step,
+            psrt_ev_q(prefix));
+    psrt_tl_encode(&l, &rep->out);
+    psrt_tl_free(&l);
+}
+
+/* RobustCommit: i64 step, str name, u32 max_to_keep. */
+static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    (void)psrt_buf_get_u64(req);
+    char name[512];
+    if (psrt_buf_get_str(req, name, sizeof name)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    uint32_t keep = psrt_buf_get_u32(req);
+    struct psrt_err err = {0};
+    if (robust_commit(ps, name, keep ? (int)keep : 5, &err))
+        reply_err(rep, &err);
+}
+
+/* RobustQuery -> u32 n, then per committed checkpoint (oldest first): str
+ * name, u32 present (its index file exists here). */
+static void h_rquery(struct ps *ps, struct psrt_reply *rep)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(ps->robust_dir, &st, &ce)) {
+        psrt_buf_u32(&rep->out, 0);
+        return;
+    }
+    psrt_buf_u32(&rep->out, (uint32_t)st.n_all);
+    for (size_t i = 0; i < st.n_all; i++) {
+        char p[1400];
+        robust_prefix(ps, st.all_model_checkpoint_paths[i], p, sizeof p);
+        char *ix = ckpt_index_name(p);
+        struct stat sb;
+        psrt_buf_str(&rep->out, st.all_model_checkpoint_paths[i]);
+        psrt_buf_u32(&rep->out, ix && stat(ix, &sb) == 0);
+        free(ix);
+    }
+    ckpt_state_free(&st);
+}
+
+/* Load: i64 step, str name ("" = do not keep a local copy), u32 max_to_keep,
+ * tensors.  With a name, the tensors are also written durably as this ps's
+ * own copy and committed, restoring two copies of the shard. */
+static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    int64_t step = (int64_t)psrt_buf_get_u64(req);
+    char name[512];
+    struct psrt_err err = {0};
+    if (psrt_buf_get_str(req, name, sizeof name)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    uint32_t keep = psrt_buf_get_u32(req);
+    psrt_buf_skip_align8(req);
+    struct psrt_tl l;
+    int r = psrt_tl_decode(&l, req);
+    if (r) {
+        rep->status = r;
+        return;
+    }
+    int fe = psrt_fault("psrt/restore/load");
+    if (fe) {
+        psrt_err_set(&err, -fe, "loading tensors on ps task %d: %s", ps->task, strerror(fe));
+        r = -fe;
+    }
+    if (!r) {
+        pthread_rwlock_wrlock(&ps->state);
+        pthread_mutex_lock(&ps->step_mu);
+        r = load(ps, &l, "(sent by the chief)", &err);
+        pthread_mutex_unlock(&ps->step_mu);
+        if (!r)
+            atomic_store(&ps->ready, 1);
+        pthread_rwlock_unlock(&ps->state);
+    }
+    if (!r && name[0] && !strchr(name, '/')) {
+        struct psrt_err werr = {0};
+        if (robust_write(ps, &l, name, &werr) || robust_commit(ps, name, keep ? (int)keep : 5, &werr))
+            psrt_log("could not keep a local copy of %s: %s", name, werr.msg);
+    }
+    psrt_tl_free(&l);
+    if (r) {
+        reply_err(rep, &err);
+        return;
+    }
+    psrt_log("loaded %s (step %lld) from the chief", name[0] ? name : "variables", (long long)step);
+}
+
+static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
+                    struct psrt_reply *rep)
+{
+    struct ps *ps = ctx;
+    if (atomic_load(&ps->done) && (op == PSRT_OP_PULL || op == PSRT_OP_PUSH || op == PSRT_OP_PING)) {
+        static const char msg[] = "OutOfRangeError: training is done (the chief shut this ps down)";
+        rep->status = -ESHUTDOWN;
+        psrt_buf_put(&rep->out, msg, sizeof msg - 1);
+        return;
+    }
+    switch (op) {
+    case PSRT_OP_PING: h_ping(ps, rep); break;
+    case PSRT_OP_INIT: h_init(ps, req, rep); break;
+    case PSRT_OP_PULL: h_pull(ps, flags, req, rep); break;
+    case PSRT_OP_PUSH: h_push(ps, req, rep); break;
+    case PSRT_OP_SAVE_SHARD: h_save_shard(ps, req, rep); break;
+    case PSRT_OP_MERGE: h_merge(ps, req, rep); break;
+    case PSRT_OP_RESTORE: h_restore(ps, req, rep); break;
+    case PSRT_OP_SNAPSHOT: h_snapshot(ps, rep); break;
+    case PSRT_OP_RSAVE: h_rsave(ps, req, rep); break;
+    case PSRT_OP_RCOMMIT: h_rcommit(ps, req, rep); break;
+    case PSRT_OP_RQUERY: h_rquery(ps, rep); break;
+    case PSRT_OP_LOAD: h_load(ps, req, rep); break;
+    case PSRT_OP_SHUTDOWN:
+        psrt_log("chief reports training done: shutting down");
+        atomic_store(&ps->done, true);
+        rep->exit_after = ps->f->ps_exit_on_chief_done;
+        break;
+    case PSRT_OP_ECHO: psrt_buf_put(&rep->out, req->p, req->len); break;
+    case PSRT_OP_BENCH_SINK: break;
+    default: rep->status = -ENOSYS; break;
+    }
+}
+
+int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_err *err)
+{
+    struct ps *ps = calloc(1, sizeof *ps);
+    if (!ps)
+        return -ENOMEM;
+    ps->f = f;
+    ps->task = f->task;
+    if (psrt_model_init(&ps->model, f->model, f->nps, f->sparse_features)) {
+        psrt_err_set(err, -EINVAL, "unknown model %s", f->model);
+        free(ps);
+        return -EINVAL;
+    }
+    psrt_optim_default(&ps->opt, psrt_optim_parse(f->optimizer), (float)f->learning_rate);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ps->incarnation = psrt_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
+                                 ((uint64_t)getpid() << 40));
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&ps->state, &ra);
+    pthread_mutex_init(&ps->step_mu, NULL);
+    pthread_mutex_init(&ps->table_mu, NULL);
+    int nslots = psrt_optim_nslots(ps->opt.kind);
+    for (int i = 0; i < ps->model.nvars; i++) {
+        const struct psrt_var *v = &ps->model.vars[i];
+        if (v->kind == PSRT_VAR_SPARSE) {
+            float si[2] = {psrt_optim_slot_init(&ps->opt, 0), psrt_optim_slot_init(&ps->opt, 1)};
+            ps->has_sparse = true;
+            ps->sparse_spec = v;
+            if (psrt_table_init(&ps->table, (int)v->n, nslots, si, 1 << 16))
+                goto oom;
+            continue;
+        }
+        if (v->ps != ps->task)
+            continue;
+        struct ps_var *pv = &ps->dense[ps->ndense++];
+        pv->spec = v;
+        pv->w = calloc((size_t)v->n, 4);
+        if (!pv->w)
+            goto oom;
+        for (int s = 0; s < nslots; s++)
+            if (!(pv->slot[s] = calloc((size_t)v->n, 4)))
+                goto oom;
+        pthread_mutex_init(&pv->mu, NULL);
+    }
+    snprintf(ps->robust_dir, sizeof ps->robust_dir, "%s/ps%d", f->train_dir, f->task);
+    *out = (struct psrt_ps *)ps;
+    return 0;
+oom:
+    psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d", f->task);
+    return -ENOMEM;
+}
+
+int psrt_ps_serve(struct psrt_ps *p, int port, struct psrt_err *err)
+{
+    struct ps *ps = (struct ps *)p;
+    return psrt_server_start(&ps->srv, NULL, port, ps->f->rpc_threads, ps->f->pool_threads,
+                             handler, ps, err);
+}
+
+int psrt_ps_port(struct psrt_ps *p) { return psrt_server_port(((struct ps *)p)->srv); }
+
+void psrt_ps_wait(struct psrt_ps *p) { psrt_server_wait(((struct ps *)p)->srv); }
+
+int psrt_ps_main(const struct psrt_flags *f)
+{
+    struct psrt_ps *ps;
+    struct psrt_err err = {0};
+    if (psrt_ps_setup(&ps, f, &err) || psrt_ps_serve(ps, f->ps[f->task].port, &err)) {
+        psrt_log("%s", err.msg);
+        psrt_ev("ps.failed", "error=%s", psrt_ev_q(err.msg));
+        return 1;
+    }
+    psrt_log("serving %s variables on port %d (%s, %s threads)", f->model, psrt_ps_port(ps),
+             f->protocol == PSRT_ROBUST ? "robust" : "legacy",
+             f->rpc_threads == PSRT_POOL ? "pool" : "per_request");
+    psrt_ev("ps.ready", "task=%d port=%d", f->task, psrt_ps_port(ps));
+    psrt_ps_wait(ps);
+    /* Linger while workers still finish their last step (they get "done"
+     * answers and exit 0), at most 3 s. */
+    struct ps *s = (struct ps *)ps;
+    uint64_t last = psrt_server_served(s->srv);
+    double quiet_since = psrt_now(), start = quiet_since;
+    while (psrt_now() - start < 3 && psrt_now() - quiet_since < 0.3) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        uint64_t now = psrt_server_served(s->srv);
+        if (now != last) {
+            last = now;
+            quiet_since = psrt_now();
+        }
+    }
+    psrt_ev("ps.done", "task=%d", f->task);
+    return 0;
+}

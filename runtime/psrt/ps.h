@@ -1,0 +1,24 @@
+/*
+ * ps.h: the ps task as an object, so that tests and benchmarks can run a ps
+ * inside their own process; and the naming rule the checkpoint protocols
+ * share (which tensors a ps owns).
+ */
+#ifndef PSRT_PS_H
+#define PSRT_PS_H
+
+#include "runtime/psrt/psrt.h"
+
+#define PSRT_PULL_RESERVE 1u /* Pull flag (ps 0): reserve the next global step */
+
+struct psrt_ps;
+int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_err *err);
+/* Starts serving on port (0 = any free port). */
+int psrt_ps_serve(struct psrt_ps *ps, int port, struct psrt_err *err);
+int psrt_ps_port(struct psrt_ps *ps);
+/* Blocks until a Shutdown request was answered. */
+void psrt_ps_wait(struct psrt_ps *ps);
+
+/* Whether checkpoint tensor `name` belongs to ps task p's shard. */
+bool psrt_tensor_on_ps(const struct psrt_model *m, const char *name, int p);
+
+#endif

@@ -1,0 +1,447 @@
+/*
+ * psrt.h: interfaces shared by psrt's modules (the ps/worker training
+ * runtime under test, DESIGN.md §7).  Not a public API: the harness talks to
+ * psrt through its command line, its exit status, its output and the event
+ * channel (EVENTS-SPEC.md); only the checkpoint files it writes are shared,
+ * through runtime/ckpt.
+ *
+ * Module map (one file each, exported names prefixed psrt_<module>_):
+ *   flags.c     command line, --help               psrt_flags_*
+ *   frame.c     wire frames, byte buffers, crc     psrt_frame_*, psrt_buf_*
+ *   rpc.c       TCP client and server              psrt_conn_*, psrt_server_*
+ *   pool.c      bounded thread pool, SchedClosure  psrt_pool_*, psrt_sched_closure
+ *   optim.c     SGD, Adagrad, FTRL, Adam           psrt_optim_*
+ *   table.c     sparse rows: uint64 -> row hash    psrt_table_*
+ *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
+ *   model*.c    linear, softmax, sparse_lr         psrt_model_*
+ *   tensors.c   tensor lists moved between tasks   psrt_tl_*
+ *   ps.c        the ps task: variables, handlers   psrt_ps_*
+ *   worker.c    the worker task and the chief      psrt_worker_*
+ *   save_legacy.c, save_robust.c, restore.c, export.c  checkpoint protocols
+ *   predict.c   `psrt predict`                     psrt_predict_*
+ *   events.c    event channel client               psrt_ev_*
+ *   fault.c     libfiu fault points, errors        psrt_fault_*, psrt_err_*
+ */
+#ifndef PSRT_H
+#define PSRT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/uio.h>
+
+/* ---- errors --------------------------------------------------------------
+ * Inside a process: 0 / negative errno.  Across processes and to people: a
+ * psrt_err holding the errno and a TensorFlow-shaped message
+ * ("NotFoundError: PATH; No such file or directory"). */
+#define PSRT_MSG_MAX 4096
+struct psrt_err {
+    int code;               /* negative errno, 0 = ok */
+    char msg[PSRT_MSG_MAX]; /* "<Class>: text" */
+};
+void psrt_err_set(struct psrt_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "NotFoundError: PATH; No such file or directory" for a failed call on PATH. */
+void psrt_err_path(struct psrt_err *e, int code, const char *path);
+/* TensorFlow's Python error class for a negative errno. */
+const char *psrt_err_class(int code);
+void psrt_err_clear(struct psrt_err *e);
+
+/* Logging: "psrt <job>:<task>: message" on stderr, one line. */
+void psrt_log_init(const char *job, int task);
+void psrt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double psrt_now(void);           /* CLOCK_MONOTONIC seconds */
+
+/* ---- flags ------------------------------------------------------------- */
+enum { PSRT_LEGACY = 0, PSRT_ROBUST = 1 };
+enum { PSRT_POOL = 0, PSRT_PER_REQUEST = 1 };
+
+struct psrt_hostport {
+    char host[256];
+    int port;
+};
+
+struct psrt_flags {
+    char job[16];
+    int task;
+    struct psrt_hostport *ps;
+    int nps;
+    struct psrt_hostport *workers;
+    int nworkers;
+    char train_dir[1024];
+    char model[32];
+    char optimizer[32];
+    int batch_size;
+    double learning_rate;
+    long long max_steps;
+    long long save_steps;        /* 0 = off */
+    double save_secs;            /* 0 = off */
+    int max_to_keep;
+    int protocol;                /* PSRT_LEGACY / PSRT_ROBUST */
+    int rpc_threads;             /* PSRT_POOL / PSRT_PER_REQUEST */
+    int pool_threads;
+    char export_dir[1024];       /* "" = no export */
+    int export_version;
+    uint64_t seed;
+    double rpc_timeout;          /* seconds, one call */
+    double connect_timeout;      /* seconds, first contact with a peer */
+    double reconnect_timeout;    /* seconds, a peer lost during training */
+    bool ps_exit_on_chief_done;
+    long long log_every;         /* chief logs/reports loss every N of its steps */
+    int64_t sparse_features;     /* hashed feature space of sparse_lr */
+    double step_delay;           /* seconds each worker sleeps per step (tests) */
+};
+
+/* Parses argv[0..argc) (argv[0] is not a flag).  0, or -EINVAL with a
+ * one-line message in err. */
+int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, size_t errlen);
+void psrt_flags_free(struct psrt_flags *f);
+void psrt_flags_usage(FILE *out);
+/* "host:port" list parser (exported for tests). */
+int psrt_flags_hostports(const char *s, struct psrt_hostport **out, int *n);
+
+/* ---- frames and buffers (frame.c) --------------------------------------
+ * A frame: 40-byte header, then len payload bytes.
+ *   0 magic "PSRT" | 4 version | 5 kind | 6 op (u16) | 8 status (i32)
+ *  12 flags (u32)  | 16 id (u64) | 24 len (u64) | 32 payload crc32c | 36 header crc32c
+ * All little endian.  The header crc covers bytes 0..35. */
+#define PSRT_FRAME_MAGIC   0x54525350u /* "PSRT" */
+#define PSRT_FRAME_VERSION 1
+#define PSRT_FRAME_HDR     40
+#define PSRT_FRAME_MAX     (8ull << 30)
+enum { PSRT_KIND_REQ = 1, PSRT_KIND_RESP = 2 };
+
+struct psrt_frame_hdr {
+    uint8_t version;
+    uint8_t kind;
+    uint16_t op;
+    int32_t status;
+    uint32_t flags;
+    uint64_t id;
+    uint64_t len;
+    uint32_t pcrc;
+};
+uint32_t psrt_crc32c(uint32_t crc, const void *p, size_t n); /* extend; 0 = empty */
+void psrt_frame_encode(uint8_t out[PSRT_FRAME_HDR], const struct psrt_frame_hdr *h);
+/* -EPROTO (magic/version/kind), -EBADMSG (header crc), -EMSGSIZE (len > max). */
+int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h, uint64_t max_len);
+
+struct psrt_buf {
+    uint8_t *p;
+    size_t len, cap, off; /* off: read cursor */
+    bool bad;             /* a get ran past the end */
+};
+void psrt_buf_free(struct psrt_buf *b);
+void psrt_buf_reset(struct psrt_buf *b);
+int psrt_buf_reserve(struct psrt_buf *b, size_t extra);
+void psrt_buf_put(struct psrt_buf *b, const void *p, size_t n);
+void psrt_buf_u32(struct psrt_buf *b, uint32_t v);
+void psrt_buf_u64(struct psrt_buf *b, uint64_t v);
+void psrt_buf_str(struct psrt_buf *b, const char *s);
+void psrt_buf_align8(struct psrt_buf *b);
+/* Getters: on underflow set b->bad and return 0 / NULL. */
+uint32_t psrt_buf_get_u32(struct psrt_buf *b);
+uint64_t psrt_buf_get_u64(struct psrt_buf *b);
+const void *psrt_buf_get(struct psrt_buf *b, size_t n);
+/* Copies a string (u32 length + bytes) into out (NUL-terminated, truncation = bad). */
+int psrt_buf_get_str(struct psrt_buf *b, char *out, size_t outlen);
+void psrt_buf_skip_align8(struct psrt_buf *b);
+
+/* ---- RPC (rpc.c) -------------------------------------------------------- */
+enum psrt_op {
+    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64 */
+    PSRT_OP_INIT,          /* chief: initialise every variable */
+    PSRT_OP_PULL,          /* dense values + sparse rows; may reserve a step */
+    PSRT_OP_PUSH,          /* gradients, applied by the optimizer */
+    PSRT_OP_SAVE_SHARD,    /* legacy: SaveV2 of this ps's variables to a path */
+    PSRT_OP_MERGE,         /* legacy: MergeV2Checkpoints on this ps */
+    PSRT_OP_RESTORE,       /* restore from this ps's own disk (legacy or robust) */
+    PSRT_OP_SNAPSHOT,      /* all of this ps's tensors, serialised */
+    PSRT_OP_RSAVE,         /* robust: write shard locally, durable; return it */
+    PSRT_OP_RCOMMIT,       /* robust: mark a step committed in the local state */
+    PSRT_OP_RQUERY,        /* robust: committed steps held locally */
+    PSRT_OP_LOAD,          /* load serialised tensors (restore from a replica) */
+    PSRT_OP_SHUTDOWN,      /* chief done: exit 0 */
+    PSRT_OP_ECHO,          /* bench/tests: returns the payload */
+    PSRT_OP_BENCH_SINK,    /* bench: discards the payload */
+    PSRT_OP_MAX
+};
+const char *psrt_op_name(int op);
+
+/* Client side: one TCP connection to one peer, one call at a time. */
+struct psrt_conn;
+struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name);
+void psrt_conn_free(struct psrt_conn *c);
+const char *psrt_conn_peer(const struct psrt_conn *c); /* "ps task 1 at h:p" */
+/* Connects (retrying with backoff until timeout seconds pass); 0 or -errno
+ * and err naming the peer. */
+int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err);
+void psrt_conn_close(struct psrt_conn *c);
+bool psrt_conn_is_open(const struct psrt_conn *c);
+/* One request/response.  iov: payload pieces.  resp receives the payload;
+ * *status the peer's status (its message is the payload when status != 0).
+ * Returns 0 (then check *status), or a transport error (-ETIMEDOUT,
+ * -ECONNRESET, -EBADMSG...) with err set; the connection is then closed. */
+int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
+                   int niov, double timeout, struct psrt_buf *resp, int32_t *status,
+                   struct psrt_err *err);
+/* The two halves of a call, to overlap calls to several peers. */
+int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
+                   int niov, double timeout, struct psrt_err *err);
+int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
+                   int32_t *status, struct psrt_err *err);
+
+/* Server side. A handler gets the request payload and fills the reply
+ * payload; a non-zero status sends the reply payload as an error message. */
+struct psrt_reply {
+    int32_t status;
+    struct psrt_buf out;
+    int exit_after;          /* handler asks the server to stop after sending */
+};
+typedef void (*psrt_handler)(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
+                             struct psrt_reply *rep);
+struct psrt_server;
+/* Listens on port (0 = any, see psrt_server_port); mode PSRT_POOL with
+ * nthreads handler threads, or PSRT_PER_REQUEST (a detached thread per
+ * request, abort() when it cannot be created). */
+int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, int mode,
+                      int nthreads, psrt_handler h, void *ctx, struct psrt_err *err);
+int psrt_server_port(const struct psrt_server *s);
+/* Blocks until a handler set exit_after, or psrt_server_shutdown. */
+void psrt_server_wait(struct psrt_server *s);
+void psrt_server_shutdown(struct psrt_server *s);
+void psrt_server_free(struct psrt_server *s);
+/* Number of requests served (tests). */
+uint64_t psrt_server_served(const struct psrt_server *s);
+
+/* ---- threads (pool.c) ---------------------------------------------------- */
+struct psrt_pool;
+int psrt_pool_create(struct psrt_pool **pp, int nthreads, int queue_cap);
+/* Queues fn(arg); blocks while the queue is full. */
+void psrt_pool_submit(struct psrt_pool *p, void (*fn)(void *), void *arg);
+void psrt_pool_destroy(struct psrt_pool *p); /* runs what is queued, joins */
+/* TensorFlow's PosixEnv::SchedClosure: one new detached thread for fn(arg).
+ * When the thread cannot be created, prints why and abort()s (S003). */
+void psrt_sched_closure(void (*fn)(void *), void *arg);
+
+/* A countdown latch for fan-out calls. */
+struct psrt_latch;
+struct psrt_latch *psrt_latch_new(int n);
+void psrt_latch_done(struct psrt_latch *l);
+void psrt_latch_wait_free(struct psrt_latch *l);
+
+/* ---- optimizers (optim.c) -------------------------------------------------- */
+enum { PSRT_OPT_SGD, PSRT_OPT_ADAGRAD, PSRT_OPT_FTRL, PSRT_OPT_ADAM };
+struct psrt_optim {
+    int kind;
+    float lr;
+    float init_accum;     /* Adagrad 0.1, FTRL 0.1 */
+    float l1, l2, lr_power; /* FTRL */
+    float beta1, beta2, eps; /* Adam */
+};
+int psrt_optim_parse(const char *name); /* -1 unknown */
+const char *psrt_optim_name(int kind);
+void psrt_optim_default(struct psrt_optim *o, int kind, float lr);
+int psrt_optim_nslots(int kind);
+const char *psrt_optim_slot_suffix(int kind, int i); /* "Adagrad", "Ftrl_1", ... */
+float psrt_optim_slot_init(const struct psrt_optim *o, int i);
+/* Adam's non-slot state per variable: beta1^t, beta2^t (powers before this
+ * step); other optimizers ignore pw.  pw updated in place. */
+struct psrt_adam_pow {
+    float b1p, b2p;
+};
+/* Dense: n elements of w with slots s[0..nslots) and gradient g. */
+void psrt_optim_apply(const struct psrt_optim *o, float *w, float *const *s, const float *g,
+                      int64_t n, struct psrt_adam_pow *pw);
+/* One row of width n (sparse apply: lazy for Adam, uses the table's powers). */
+void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s,
+                          const float *g, int64_t n, const struct psrt_adam_pow *pw);
+void psrt_optim_advance(const struct psrt_optim *o, struct psrt_adam_pow *pw);
+
+/* ---- sparse rows (table.c) ------------------------------------------------
+ * Open addressing, linear probing, uint64 key -> row index; rows of width
+ * floats for the value and each slot, in arrays grown by doubling. */
+struct psrt_table {
+    uint64_t *keys;     /* slot keys; EMPTY marks a free slot */
+    uint32_t *rows;     /* slot -> row */
+    uint64_t mask;      /* nslots - 1 */
+    int bits;
+    uint64_t nrows, rowcap;
+    int width, nslots_opt;
+    float *val;         /* nrows * width */
+    float *slot[2];
+    uint64_t *rowkey;   /* row -> key (for saving) */
+    bool has_empty_key; uint32_t empty_row;
+    float slot_init[2];
+};
+#define PSRT_TABLE_EMPTY UINT64_MAX
+int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *slot_init,
+                    uint64_t expect);
+void psrt_table_free(struct psrt_table *t);
+void psrt_table_clear(struct psrt_table *t);
+/* Row of key, or -1 (lookup) / a new zero row (insert; -ENOMEM as -1 too). */
+int64_t psrt_table_find(const struct psrt_table *t, uint64_t key);
+int64_t psrt_table_insert(struct psrt_table *t, uint64_t key);
+/* Batched, with prefetching: out[i*width..] = value of keys[i] (0 if absent). */
+void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n, float *out);
+/* Batched apply of gradients grads[i*width..] to keys[i] (rows created). */
+int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
+                    const float *grads, size_t n, const struct psrt_adam_pow *pw);
+/* Partition of a sparse row over nps ps tasks (the "mod" strategy on a
+ * mixed key). */
+static inline uint64_t psrt_mix64(uint64_t x)
+{
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+static inline int psrt_row_ps(uint64_t key, int nps)
+{
+    return (int)(psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) % (uint64_t)nps);
+}
+
+/* ---- data (data.c) ---------------------------------------------------------- */
+struct psrt_rng {
+    uint64_t s[4];
+};
+void psrt_rng_seed(struct psrt_rng *r, uint64_t seed);
+uint64_t psrt_rng_u64(struct psrt_rng *r);
+double psrt_rng_uniform(struct psrt_rng *r);   /* [0,1) */
+double psrt_rng_normal(struct psrt_rng *r);
+uint64_t psrt_rng_seed_for(uint64_t seed, uint64_t a, uint64_t b); /* derive */
+
+/* ---- models (model.c, model_*.c) --------------------------------------------- */
+enum { PSRT_VAR_DENSE, PSRT_VAR_SPARSE };
+enum { PSRT_INIT_ZERO, PSRT_INIT_UNIFORM, PSRT_INIT_NORMAL };
+#define PSRT_MAX_VARS 8
+
+struct psrt_var {
+    char name[96];
+    int kind;
+    int rank;
+    int64_t dims[2];     /* dense shape; sparse: [features, width] */
+    int64_t n;           /* dense: elements; sparse: width */
+    int init;
+    float init_a;
+    int ps;              /* owning ps task (dense), -1 sparse (all) */
+};
+
+/* A batch of examples (layout depends on the model). */
+struct psrt_batch {
+    int n;
+    int dim;             /* dense feature width */
+    float *x;            /* n * dim */
+    float *y;            /* n */
+    int nnz;             /* sparse features per example */
+    uint64_t *fkeys;     /* n * nnz feature ids (hashed) */
+    uint32_t *fidx;      /* n * nnz index into keys */
+    uint64_t *keys;      /* unique feature ids */
+    int64_t nkeys;
+    size_t cap_n, cap_keys;
+};
+void psrt_batch_free(struct psrt_batch *b);
+/* Fills keys/fidx from fkeys (unique, in first-seen order). */
+int psrt_batch_unique(struct psrt_batch *b);
+
+struct psrt_model;
+struct psrt_model_ops {
+    const char *name;
+    const char *about;
+    const char *default_optimizer;
+    double default_lr;
+    int default_batch;
+    double target_loss;   /* chief's mean loss over its last 20 steps at the end */
+    void (*define)(struct psrt_model *m);
+    /* Batch of n examples of worker `worker` at its local step. */
+    int (*batch)(const struct psrt_model *m, struct psrt_batch *b, int n, uint64_t seed);
+    /* Loss and gradients: dense[i] values of var i (NULL for sparse),
+     * sparse values for b->keys (width floats each); grads likewise. */
+    double (*grad)(const struct psrt_model *m, const struct psrt_batch *b,
+                   float *const *dense, const float *sparse, float **dgrad, float *sgrad);
+    /* Predicts from one line of input; prints the answer to out.
+     * lookup(key) gives a sparse row's value (0 when absent). */
+    int (*predict)(const struct psrt_model *m, const char *line, float *const *dense,
+                   float (*lookup)(void *ctx, uint64_t key), void *ctx, FILE *out,
+                   char *err, size_t errlen);
+    const char *input_doc;   /* predict input format */
+};
+
+struct psrt_model {
+    const struct psrt_model_ops *ops;
+    int nvars;
+    struct psrt_var vars[PSRT_MAX_VARS];
+    int sparse;               /* index of the sparse var or -1 */
+    int nps;
+    int64_t features;         /* sparse_lr hashed feature space */
+};
+const struct psrt_model_ops *psrt_model_find(const char *name);
+extern const struct psrt_model_ops psrt_model_linear, psrt_model_softmax, psrt_model_sparse_lr;
+/* Defines the variables and places them on nps ps tasks: global_step on ps
+ * 0, then each dense variable round robin (replica_device_setter order),
+ * sparse variables on every ps by row. */
+int psrt_model_init(struct psrt_model *m, const char *name, int nps, int64_t features);
+int psrt_model_add_var(struct psrt_model *m, const char *name, int kind, int rank,
+                       int64_t d0, int64_t d1, int init, float init_a);
+/* Shard order of the sharded Saver: ps tasks that hold variables, sorted by
+ * TensorFlow device name ("/job:ps/replica:0/task:N/device:CPU:0"). Returns
+ * count; order[i] = ps task of shard i. */
+int psrt_model_shards(const struct psrt_model *m, int *order);
+bool psrt_model_ps_has_vars(const struct psrt_model *m, int ps);
+
+/* ---- tensor lists (tensors.c): what a ps saves, restores and sends ---------- */
+struct psrt_tensor {
+    char name[160];
+    int dtype;             /* CKPT_DT_* */
+    int rank;
+    int64_t dims[2];
+    void *data;            /* owned when list->owns */
+    size_t len;
+};
+struct psrt_tl {
+    struct psrt_tensor *t;
+    int n, cap;
+    bool owns;
+};
+void psrt_tl_free(struct psrt_tl *l);
+struct psrt_tensor *psrt_tl_add(struct psrt_tl *l, const char *name, int dtype, int rank,
+                                const int64_t *dims, void *data, size_t len);
+const struct psrt_tensor *psrt_tl_find(const struct psrt_tl *l, const char *name);
+/* Serialise (count, then name, dtype, rank, dims, len, bytes 8-aligned). */
+void psrt_tl_encode(const struct psrt_tl *l, struct psrt_buf *b);
+/* Parses in place: tensors point into b (owns = false). */
+int psrt_tl_decode(struct psrt_tl *l, struct psrt_buf *b);
+/* Writes every tensor as one bundle prefix; flags CKPT_SYNC etc.
+ * wflags: CKPT_W_*.  On error fills err (TensorFlow-shaped). */
+int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned wflags,
+                         unsigned fflags, struct psrt_err *err);
+/* Reads every tensor of a bundle (owned copies, crc checked). */
+int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *err);
+
+/* ---- events (events.c) -------------------------------------------------------- */
+/* No-op unless FAULTLINE_EVENTS is set.  Attributes: "key=value" strings,
+ * value quoted as needed.  Blocks for the harness's OK when kind is listed
+ * in FAULTLINE_SYNC. */
+void psrt_ev_open(const char *job, int task);
+void psrt_ev(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void psrt_ev_close(void);
+/* Quotes a value for an attribute (static buffer per thread). */
+const char *psrt_ev_q(const char *v);
+
+/* ---- fault points (fault.c) ----------------------------------------------------
+ * Named libfiu points; compiled away without FIU_ENABLE. */
+void psrt_fault_init(void);
+/* Non-zero when the point is enabled (then returns the errno to fail with,
+ * default EIO). */
+int psrt_fault(const char *name);
+extern const char *const psrt_fault_points[];
+
+/* ---- tasks ------------------------------------------------------------------------ */
+int psrt_ps_main(const struct psrt_flags *f);
+int psrt_worker_main(const struct psrt_flags *f);
+int psrt_predict_main(int argc, char **argv);
+int psrt_bench_main(int argc, char **argv);
+
+#endif

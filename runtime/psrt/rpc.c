@@ -1,0 +1,581 @@
+/*
+ * rpc.c: psrt's TCP RPC: a client connection (one call at a time, deadline
+ * per call, connect with retry and backoff, errors naming the peer) and a
+ * server (an epoll dispatcher handing each readable connection to a bounded
+ * thread pool, or, in per_request mode, to one new detached thread per
+ * request as TensorFlow's SchedClosure does).
+ *
+ * Client connection states: CLOSED (fd -1) -> OPEN (after connect) ->
+ * CLOSED on any transport error (timeout, reset, bad frame), so a call
+ * never reads the answer of an earlier call; the caller reconnects.
+ * Server connection states: WAITING (armed in epoll, EPOLLONESHOT) ->
+ * HANDLING (one thread owns it: read one request, run the handler, write
+ * the reply) -> WAITING again, or CLOSED on EOF or error.  Invariant: at
+ * most one thread touches a connection at a time (ONESHOT gives that).
+ */
+#include "runtime/psrt/psrt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *psrt_op_name(int op)
+{
+    static const char *const names[] = {
+        [PSRT_OP_PING] = "Ping", [PSRT_OP_INIT] = "Init", [PSRT_OP_PULL] = "Pull",
+        [PSRT_OP_PUSH] = "Push", [PSRT_OP_SAVE_SHARD] = "SaveV2",
+        [PSRT_OP_MERGE] = "MergeV2Checkpoints", [PSRT_OP_RESTORE] = "RestoreV2",
+        [PSRT_OP_SNAPSHOT] = "Snapshot", [PSRT_OP_RSAVE] = "RobustSave",
+        [PSRT_OP_RCOMMIT] = "RobustCommit", [PSRT_OP_RQUERY] = "RobustQuery",
+        [PSRT_OP_LOAD] = "Load", [PSRT_OP_SHUTDOWN] = "Shutdown", [PSRT_OP_ECHO] = "Echo",
+        [PSRT_OP_BENCH_SINK] = "Sink",
+    };
+    if (op <= 0 || op >= PSRT_OP_MAX || !names[op])
+        return "?";
+    return names[op];
+}
+
+/* ---- blocking I/O with a deadline on non-blocking sockets --------------- */
+
+static int wait_fd(int fd, short ev, double deadline)
+{
+    for (;;) {
+        double left = deadline - psrt_now();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = {.fd = fd, .events = ev};
+        int ms = left > 1e6 ? 1000000000 : (int)(left * 1000) + 1;
+        int r = poll(&p, 1, ms);
+        if (r > 0) {
+            if (p.revents & (POLLERR | POLLNVAL))
+                return -ECONNRESET;
+            return 0;
+        }
+        if (r < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+static int send_iov(int fd, struct iovec *iov, int niov, double deadline)
+{
+    while (niov > 0) {
+        ssize_t w = writev(fd, iov, niov > IOV_MAX ? IOV_MAX : niov);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) {
+                int r = wait_fd(fd, POLLOUT, deadline);
+                if (r)
+                    return r;
+                continue;
+            }
+            return -errno;
+        }
+        size_t left = (size_t)w;
+        while (niov > 0 && left >= iov->iov_len) {
+            left -= iov->iov_len;
+            iov++;
+            niov--;
+        }
+        if (niov > 0) {
+            iov->iov_base = (char *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+static int recv_full(int fd, void *buf, size_t n, double deadline, bool *eof_at_start)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
+        if (r > 0) {
+            got += (size_t)r;
+            continue;
+        }
+        if (r == 0) {
+            if (eof_at_start)
+                *eof_at_start = got == 0;
+            return -ECONNRESET;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) {
+            int e = wait_fd(fd, POLLIN, deadline);
+            if (e)
+                return e;
+            continue;
+        }
+        return -errno;
+    }
+    return 0;
+}
+
+static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, uint64_t id,
+                      const struct iovec *iov, int niov, double deadline)
+{
+    if (psrt_fault("psrt/rpc/send"))
+        return -ECONNRESET;
+    struct psrt_frame_hdr h = {.kind = (uint8_t)kind, .op = (uint16_t)op, .status = status,
+                               .flags = flags, .id = id};
+    uint32_t crc = 0;
+    for (int i = 0; i < niov; i++) {
+        h.len += iov[i].iov_len;
+        crc = psrt_crc32c(crc, iov[i].iov_base, iov[i].iov_len);
+    }
+    h.pcrc = crc;
+    uint8_t hdr[PSRT_FRAME_HDR];
+    psrt_frame_encode(hdr, &h);
+    struct iovec stackv[9], *v = stackv;
+    if (niov + 1 > 9) {
+        v = malloc(sizeof *v * (size_t)(niov + 1));
+        if (!v)
+            return -ENOMEM;
+    }
+    v[0].iov_base = hdr;
+    v[0].iov_len = sizeof hdr;
+    int n = 1;
+    for (int i = 0; i < niov; i++)
+        if (iov[i].iov_len)
+            v[n++] = iov[i];
+    int r = send_iov(fd, v, n, deadline);
+    if (v != stackv)
+        free(v);
+    return r;
+}
+
+/* Reads one frame into buf (replacing its contents). */
+static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, double deadline,
+                      bool *eof_at_start)
+{
+    uint8_t hdr[PSRT_FRAME_HDR];
+    int r = recv_full(fd, hdr, sizeof hdr, deadline, eof_at_start);
+    if (r)
+        return r;
+    r = psrt_frame_decode(hdr, h, PSRT_FRAME_MAX);
+    if (r)
+        return r;
+    psrt_buf_reset(buf);
+    if (psrt_buf_reserve(buf, h->len ? h->len : 1))
+        return -ENOMEM;
+    r = recv_full(fd, buf->p, h->len, deadline, NULL);
+    if (r)
+        return r;
+    buf->len = h->len;
+    if (psrt_crc32c(0, buf->p, buf->len) != h->pcrc)
+        return -EBADMSG;
+    if (psrt_fault("psrt/rpc/recv"))
+        return -ECONNRESET;
+    return 0;
+}
+
+static void tune_socket(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+struct psrt_conn {
+    char host[256];
+    int port;
+    char peer[400];
+    int fd;
+    uint64_t next_id;
+};
+
+struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name)
+{
+    struct psrt_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    snprintf(c->host, sizeof c->host, "%s", host);
+    c->port = port;
+    if (peer_name)
+        snprintf(c->peer, sizeof c->peer, "%s at %s:%d", peer_name, host, port);
+    else
+        snprintf(c->peer, sizeof c->peer, "%s:%d", host, port);
+    c->fd = -1;
+    c->next_id = 1;
+    return c;
+}
+
+void psrt_conn_close(struct psrt_conn *c)
+{
+    if (c && c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+void psrt_conn_free(struct psrt_conn *c)
+{
+    if (!c)
+        return;
+    psrt_conn_close(c);
+    free(c);
+}
+
+const char *psrt_conn_peer(const struct psrt_conn *c) { return c->peer; }
+bool psrt_conn_is_open(const struct psrt_conn *c) { return c->fd >= 0; }
+
+static int connect_once(struct psrt_conn *c, double deadline)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int g = getaddrinfo(c->host, port, &hints, &ai);
+    if (g)
+        return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+    int err = -ECONNREFUSED;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            err = -errno;
+            continue;
+        }
+        int r = connect(fd, a->ai_addr, a->ai_addrlen);
+        if (r < 0 && errno == EINPROGRESS) {
+            r = wait_fd(fd, POLLOUT, deadline);
+            if (!r) {
+                int soerr = 0;
+                socklen_t sl = sizeof soerr;
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+                r = soerr ? -soerr : 0;
+            }
+        } else if (r < 0) {
+            r = -errno;
+        }
+        if (r == 0) {
+            tune_socket(fd);
+            c->fd = fd;
+            freeaddrinfo(ai);
+            return 0;
+        }
+        err = r;
+        close(fd);
+    }
+    freeaddrinfo(ai);
+    return err;
+}
+
+int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err)
+{
+    psrt_conn_close(c);
+    double start = psrt_now(), deadline = start + timeout;
+    double backoff = 0.02;
+    int r;
+    for (;;) {
+        double left = deadline - psrt_now();
+        r = connect_once(c, psrt_now() + (left < 2 ? (left > 0.05 ? left : 0.05) : 2));
+        if (r == 0)
+            return 0;
+        if (psrt_now() + backoff > deadline)
+            break;
+        struct timespec ts = {(time_t)backoff, (long)((backoff - (double)(time_t)backoff) * 1e9)};
+        nanosleep(&ts, NULL);
+        backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
+    }
+    int code = r == -ETIMEDOUT ? -EHOSTUNREACH : r;
+    psrt_err_set(err, code, "cannot reach %s within %g s: %s", c->peer, timeout, strerror(-r));
+    return code;
+}
+
+int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
+                   int niov, double timeout, struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        err->code = -ENOTCONN;
+        return -ENOTCONN;
+    }
+    int r = send_frame(c->fd, PSRT_KIND_REQ, op, 0, flags, c->next_id++, iov, niov,
+                       psrt_now() + timeout);
+    if (r) {
+        psrt_err_set(err, r == -EPIPE ? -ECONNRESET : r, "%s: sending %s: %s", c->peer,
+                     psrt_op_name(op), strerror(-r));
+        psrt_conn_close(c);
+    }
+    return r;
+}
+
+int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, int32_t *status,
+                   struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        return -ENOTCONN;
+    }
+    struct psrt_frame_hdr h;
+    int r = recv_frame(c->fd, &h, resp, psrt_now() + timeout, NULL);
+    if (!r && h.kind != PSRT_KIND_RESP)
+        r = -EPROTO;
+    if (r) {
+        const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
+                           : r == -EPROTO  ? "bad frame (magic, version or kind)"
+                           : r == -EMSGSIZE ? "frame too large"
+                                            : strerror(-r);
+        psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
+        psrt_conn_close(c);
+        return r;
+    }
+    *status = h.status;
+    return 0;
+}
+
+int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
+                   int niov, double timeout, struct psrt_buf *resp, int32_t *status,
+                   struct psrt_err *err)
+{
+    int r = psrt_conn_send(c, op, flags, iov, niov, timeout, err);
+    if (r)
+        return r;
+    return psrt_conn_recv(c, timeout, resp, status, err);
+}
+
+/* ---- server ---------------------------------------------------------------- */
+
+struct srv_conn {
+    int fd;
+    struct psrt_server *s;
+    struct psrt_buf in;
+    struct psrt_reply rep;
+};
+
+struct psrt_server {
+    int lfd, epfd, port, mode;
+    psrt_handler h;
+    void *ctx;
+    struct psrt_pool *pool;
+    pthread_t disp;
+    atomic_bool stop;
+    atomic_ullong served;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+};
+
+static void conn_close(struct srv_conn *sc)
+{
+    close(sc->fd);
+    psrt_buf_free(&sc->in);
+    psrt_buf_free(&sc->rep.out);
+    free(sc);
+}
+
+static void handle_one(void *arg)
+{
+    struct srv_conn *sc = arg;
+    struct psrt_server *s = sc->s;
+    struct psrt_frame_hdr h;
+    bool eof = false;
+    int r = recv_frame(sc->fd, &h, &sc->in, psrt_now() + 600, &eof);
+    if (r) {
+        if (!eof && r != -ECONNRESET)
+            psrt_log("rpc: dropping connection: bad request frame: %s", strerror(-r));
+        conn_close(sc);
+        return;
+    }
+    psrt_buf_reset(&sc->rep.out);
+    sc->rep.status = 0;
+    sc->rep.exit_after = 0;
+    sc->in.off = 0;
+    s->h(s->ctx, h.op, h.flags, &sc->in, &sc->rep);
+    atomic_fetch_add(&s->served, 1);
+    struct iovec iov = {sc->rep.out.p, sc->rep.out.len};
+    r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, &iov, 1,
+                   psrt_now() + 600);
+    int exit_after = sc->rep.exit_after;
+    if (sc->in.cap > (64u << 20)) /* do not keep huge buffers per idle connection */
+        psrt_buf_free(&sc->in);
+    if (sc->rep.out.cap > (64u << 20))
+        psrt_buf_free(&sc->rep.out);
+    if (exit_after) {
+        pthread_mutex_lock(&s->mu);
+        s->done = true;
+        pthread_cond_broadcast(&s->cv);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (r) {
+        conn_close(sc);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT | EPOLLRDHUP, .data.ptr = sc};
+    if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, sc->fd, &ev) < 0)
+        conn_close(sc);
+}
+
+static void *dispatcher(void *arg)
+{
+    struct psrt_server *s = arg;
+    struct epoll_event evs[64];
+    while (!atomic_load(&s->stop)) {
+        int n = epoll_wait(s->epfd, evs, 64, 200);
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.ptr == NULL) {
+                for (;;) {
+                    int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                    if (fd < 0)
+                        break;
+                    tune_socket(fd);
+                    struct srv_conn *sc = calloc(1, sizeof *sc);
+                    if (!sc) {
+                        close(fd);
+                        continue;
+                    }
+                    sc->fd = fd;
+                    sc->s = s;
+                    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT | EPOLLRDHUP,
+                                             .data.ptr = sc};
+                    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                        conn_close(sc);
+                }
+                continue;
+            }
+            struct srv_conn *sc = evs[i].data.ptr;
+            if (s->mode == PSRT_PER_REQUEST)
+                psrt_sched_closure(handle_one, sc);
+            else
+                psrt_pool_submit(s->pool, handle_one, sc);
+        }
+    }
+    return NULL;
+}
+
+int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, int mode,
+                      int nthreads, psrt_handler h, void *ctx, struct psrt_err *err)
+{
+    struct psrt_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->lfd = s->epfd = -1;
+    s->mode = mode;
+    s->h = h;
+    s->ctx = ctx;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    int r;
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+                              .sin6_addr = in6addr_any};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_ANY)};
+    const char *what = "socket";
+    s->lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1, zero = 0;
+    if (s->lfd >= 0) {
+        setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        setsockopt(s->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+        what = "bind";
+        if (bind(s->lfd, (struct sockaddr *)&a6, sizeof a6) < 0) {
+            r = -errno;
+            close(s->lfd);
+            s->lfd = -1;
+            if (r == -EADDRINUSE)
+                goto fail;
+        }
+    }
+    if (s->lfd < 0) { /* no IPv6 here */
+        what = "socket";
+        s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s->lfd < 0) {
+            r = -errno;
+            goto fail;
+        }
+        setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        what = "bind";
+        if (bind(s->lfd, (struct sockaddr *)&a4, sizeof a4) < 0) {
+            r = -errno;
+            goto fail;
+        }
+    }
+    what = "listen";
+    if (listen(s->lfd, 512) < 0) {
+        r = -errno;
+        goto fail;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(s->lfd, (struct sockaddr *)&ss, &sl);
+    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                              : ((struct sockaddr_in *)&ss)->sin_port);
+    what = "epoll";
+    s->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (s->epfd < 0) {
+        r = -errno;
+        goto fail;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev);
+    if (mode == PSRT_POOL) {
+        what = "thread pool";
+        r = psrt_pool_create(&s->pool, nthreads, 4096);
+        if (r)
+            goto fail;
+    }
+    what = "pthread_create";
+    r = -pthread_create(&s->disp, NULL, dispatcher, s);
+    if (r)
+        goto fail;
+    *sp = s;
+    return 0;
+fail:
+    psrt_err_set(err, r, "cannot serve on %s:%d: %s: %s", bind_host ? bind_host : "0.0.0.0",
+                 port, what, strerror(-r));
+    if (s->pool)
+        psrt_pool_destroy(s->pool);
+    if (s->lfd >= 0)
+        close(s->lfd);
+    if (s->epfd >= 0)
+        close(s->epfd);
+    free(s);
+    return r;
+}
+
+int psrt_server_port(const struct psrt_server *s) { return s->port; }
+uint64_t psrt_server_served(const struct psrt_server *s) { return atomic_load(&s->served); }
+
+void psrt_server_wait(struct psrt_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    while (!s->done)
+        pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void psrt_server_shutdown(struct psrt_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->done = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Stops accepting and dispatching.  Connections being handled finish on
+ * their threads; the process is expected to exit soon after. */
+void psrt_server_free(struct psrt_server *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->stop, true);
+    pthread_join(s->disp, NULL);
+    close(s->lfd);
+    /* The pool and connections are left to process exit: a handler may
+     * still be writing its last reply. */
+}

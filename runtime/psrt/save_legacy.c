@@ -1,0 +1,208 @@
+/*
+ * save_legacy.c: TensorFlow 1.x's sharded Saver, driven by the chief,
+ * exactly as TensorFlow places it (DESIGN.md §1):
+ *   1. SaveV2 on every ps holding variables (shards numbered by sorted
+ *      device name): each writes <prefix>_temp_<32 hex>/part-i-of-n on its
+ *      OWN disk, relative to its own working directory, after a
+ *      non-recursive mkdir of the temp directory (S000 when the ps host has
+ *      no train_dir);
+ *   2. MergeV2Checkpoints on the last ps: opens every part's .index on its
+ *      own disk (S001 when parts are on other hosts), renames the data
+ *      files to <prefix>.data-i-of-n, writes <prefix>.index, deletes the
+ *      temp directories;
+ *   3. the chief deletes checkpoints beyond max_to_keep from its own disk
+ *      (errors only logged) and writes the `checkpoint` state file there.
+ * Errors come back as TensorFlow prints them: the status text, then the
+ * failing node and its device.  No fsync anywhere (TensorFlow 1.x did not).
+ */
+#include "runtime/psrt/worker.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void add_node(struct psrt_err *err, const char *node, const char *op, int ps)
+{
+    size_t l = strlen(err->msg);
+    snprintf(err->msg + l, sizeof err->msg - l,
+             "\n\t [[Node: %s = %s[_device=\"/job:ps/replica:0/task:%d/cpu:0\"]()]]", node, op,
+             ps);
+}
+
+int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long long step,
+                             struct psrt_err *err)
+{
+    int order[256];
+    int n = psrt_model_shards(&w->m, order);
+    char *tmp = ckpt_temp_prefix(prefix, NULL);
+    char *parts[256] = {0};
+    struct psrt_buf req[256];
+    struct psrt_call calls[256];
+    int r = -ENOMEM;
+    memset(req, 0, sizeof req);
+    if (!tmp)
+        goto cleanup;
+    for (int i = 0; i < n; i++) {
+        if (!(parts[i] = ckpt_shard_name(tmp, i, n)))
+            goto cleanup;
+        psrt_buf_u64(&req[i], (uint64_t)step);
+        psrt_buf_str(&req[i], parts[i]);
+        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SAVE_SHARD};
+        calls[i].iov[0] = (struct iovec){req[i].p, req[i].len};
+        calls[i].niov = 1;
+    }
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        /* TensorFlow reports the first failure; with several, the lowest shard. */
+        *err = calls[bad].err;
+        r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
+        if (!calls[bad].rc) {
+            char node[64];
+            if (bad == 0)
+                snprintf(node, sizeof node, "save/SaveV2");
+            else
+                snprintf(node, sizeof node, "save/SaveV2_%d", bad);
+            add_node(err, node, "SaveV2", order[bad]);
+        }
+        goto cleanup;
+    }
+    /* MergeV2Checkpoints on the last device. */
+    struct psrt_buf m = {0};
+    psrt_buf_u64(&m, (uint64_t)step);
+    psrt_buf_u32(&m, (uint32_t)n);
+    for (int i = 0; i < n; i++)
+        psrt_buf_str(&m, parts[i]);
+    psrt_buf_str(&m, prefix);
+    struct psrt_call mc = {.ps = order[n - 1], .op = PSRT_OP_MERGE};
+    mc.iov[0] = (struct iovec){m.p, m.len};
+    mc.niov = 1;
+    bad = psrt_worker_calls(w, &mc, 1);
+    psrt_buf_free(&m);
+    if (bad >= 0) {
+        *err = mc.err;
+        r = mc.rc ? mc.rc : mc.status;
+        if (!mc.rc)
+            add_node(err, "save/MergeV2Checkpoints", "MergeV2Checkpoints", order[n - 1]);
+        goto cleanup;
+    }
+    r = 0;
+cleanup:
+    if (r == -ENOMEM && !err->msg[0])
+        psrt_err_set(err, r, "out of memory");
+    for (int i = 0; i < 256; i++) {
+        free(parts[i]);
+        psrt_buf_free(&req[i]);
+    }
+    free(tmp);
+    return r;
+}
+
+/* The path TensorFlow's update_checkpoint_state records: relative to the
+ * directory when the directory is relative. */
+static const char *recorded(const struct psrt_flags *f, const char *prefix)
+{
+    if (f->train_dir[0] == '/')
+        return prefix;
+    const char *b = strrchr(prefix, '/');
+    return b ? b + 1 : prefix;
+}
+
+static void delete_checkpoint(const char *p)
+{
+    char pat[2200];
+    const char *sfx[] = {".index", ".data-\?\?\?\?\?-of-\?\?\?\?\?", ".meta"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(pat, sizeof pat, "%s%s", p, sfx[k]);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) != 0)
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            int fe = psrt_fault("psrt/save/gc");
+            if (fe || unlink(g.gl_pathv[i]) < 0)
+                psrt_log("Ignoring: %s; %s", g.gl_pathv[i], strerror(fe ? fe : errno));
+        }
+        globfree(&g);
+    }
+}
+
+int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
+                      struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    struct ckpt_state st, nst;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    memset(&nst, 0, sizeof nst);
+    int r = ckpt_state_read(f->train_dir, &st, &ce);
+    if (r && r != -ENOENT)
+        psrt_log("ignoring unreadable %s/checkpoint: %s", f->train_dir, ce.msg);
+    if (r)
+        memset(&st, 0, sizeof st);
+    const char *me = recorded(f, prefix);
+    size_t total = 1;
+    for (size_t i = 0; i < st.n_all; i++)
+        total += strcmp(st.all_model_checkpoint_paths[i], me) != 0;
+    size_t drop = total > (size_t)f->max_to_keep ? total - (size_t)f->max_to_keep : 0;
+    for (size_t i = 0; i < st.n_all; i++) {
+        const char *p = st.all_model_checkpoint_paths[i];
+        if (!strcmp(p, me))
+            continue;
+        if (drop) {
+            drop--;
+            char *full = ckpt_state_resolve(f->train_dir, p);
+            if (full) {
+                delete_checkpoint(full);
+                free(full);
+            }
+            continue;
+        }
+        ckpt_state_add_path(&nst, p, -1);
+    }
+    ckpt_state_add_path(&nst, me, -1);
+    ckpt_state_set_model(&nst, me);
+    int fe = psrt_fault("psrt/save/state");
+    if (fe) {
+        char p[1100];
+        snprintf(p, sizeof p, "%s/checkpoint", f->train_dir);
+        psrt_err_path(err, -fe, p);
+        r = -fe;
+    } else {
+        r = ckpt_state_write(f->train_dir, &nst, flags, &ce);
+        if (r) {
+            char buf[PSRT_MSG_MAX];
+            ckpt_err_tf(&ce, buf, sizeof buf);
+            err->code = r;
+            snprintf(err->msg, sizeof err->msg, "%s", buf);
+        }
+    }
+    ckpt_state_free(&st);
+    ckpt_state_free(&nst);
+    return r;
+}
+
+int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err)
+{
+    char prefix[1200];
+    psrt_ckpt_prefix(w->f, step, prefix, sizeof prefix);
+    psrt_log("Saving checkpoints for %lld into %s/model.ckpt.", step, w->f->train_dir);
+    psrt_ev("save.begin", "step=%lld prefix=%s", step, psrt_ev_q(prefix));
+    int r = 0, fe = psrt_fault("psrt/save/begin");
+    if (fe) {
+        psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix, strerror(fe));
+        r = -fe;
+    }
+    if (!r)
+        r = psrt_legacy_sharded_save(w, prefix, step, err);
+    if (!r)
+        r = psrt_update_state(w, prefix, 0, err);
+    if (r) {
+        psrt_ev("save.failed", "step=%lld error=%s", step, psrt_ev_q(err->msg));
+        return r;
+    }
+    psrt_ev("save.done", "step=%lld prefix=%s", step, psrt_ev_q(prefix));
+    return 0;
+}

@@ -1,0 +1,734 @@
+/*
+ * worker.c: the worker task.  Every worker loops: generate its batch of
+ * synthetic data (a pure function of --seed, its task index and its local
+ * step), pull the dense variables and the sparse rows it needs from every
+ * ps (reserving the next global step on ps 0), compute the loss and the
+ * gradients, push them.  Worker 0 is the chief: before training it creates
+ * train_dir on its disk, restores the latest checkpoint or initialises
+ * every variable, saves at the start, every --save_checkpoint_steps global
+ * steps or --save_checkpoint_secs, and at the end; then exports and tells
+ * every ps to shut down.
+ *
+ * States of a worker: CONNECTING (first contact, --connect_timeout_secs)
+ * -> WAITING_FOR_MODEL (non-chief: until every ps is initialised; chief:
+ * PREPARING: restore or init) -> TRAINING -> DONE (ps 0 refuses to reserve
+ * a step past --max_steps, or a ps says it is shutting down) -> exit 0.
+ * From TRAINING a lost ps leads to RECONNECTING (backoff, up to
+ * --reconnect_timeout_secs; event rpc.reconnect); when it is back and not
+ * initialised (a relaunched ps), the chief runs PREPARING again (restore
+ * from the latest checkpoint, as TensorFlow's session recovery does) and
+ * the others wait for the model.  A checkpoint error on the chief, or a
+ * peer that stays away, is fatal: one line and exit 1.
+ */
+#include "runtime/psrt/worker.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STEP_DONE (-2)
+#define NEED_RECOVERY (-3)
+
+const char *psrt_ps_device(int p)
+{
+    static __thread char buf[4][64];
+    static __thread int k;
+    char *b = buf[k++ & 3];
+    snprintf(b, 64, "/job:ps/replica:0/task:%d/device:CPU:0", p);
+    return b;
+}
+
+void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len)
+{
+    snprintf(out, len, "%s/model.ckpt-%lld", f->train_dir, step);
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- fan-out calls ------------------------------------------------------ */
+
+static void status_err(struct psrt_call *c, struct psrt_buf *resp)
+{
+    c->err.code = c->status;
+    size_t n = resp->len < sizeof c->err.msg - 1 ? resp->len : sizeof c->err.msg - 1;
+    if (n)
+        memcpy(c->err.msg, resp->p, n);
+    else
+        n = (size_t)snprintf(c->err.msg, sizeof c->err.msg, "%s: %s failed on %s",
+                             psrt_err_class(c->status), psrt_op_name(c->op),
+                             psrt_ps_device(c->ps));
+    c->err.msg[n] = 0;
+}
+
+static void call_thread(void *arg)
+{
+    struct psrt_call *c = arg;
+    struct psrt_worker *w = c->w;
+    c->rc = psrt_conn_call(w->conn[c->ps], c->op, c->flags, c->iov, c->niov, c->timeout,
+                           &w->resp[c->ps], &c->status, &c->err);
+    if (!c->rc && c->status)
+        status_err(c, &w->resp[c->ps]);
+    psrt_latch_done(c->latch);
+}
+
+int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
+{
+    for (int i = 0; i < n; i++) {
+        calls[i].w = w;
+        calls[i].rc = 0;
+        calls[i].status = 0;
+        calls[i].err.code = 0;
+        calls[i].err.msg[0] = 0;
+        if (calls[i].timeout <= 0)
+            calls[i].timeout = w->f->rpc_timeout;
+    }
+    if (w->f->rpc_threads == PSRT_PER_REQUEST) {
+        struct psrt_latch *l = psrt_latch_new(n);
+        for (int i = 0; i < n; i++) {
+            calls[i].latch = l;
+            psrt_sched_closure(call_thread, &calls[i]);
+        }
+        psrt_latch_wait_free(l);
+    } else {
+        for (int i = 0; i < n; i++)
+            calls[i].rc = psrt_conn_send(w->conn[calls[i].ps], calls[i].op, calls[i].flags,
+                                         calls[i].iov, calls[i].niov, calls[i].timeout,
+                                         &calls[i].err);
+        for (int i = 0; i < n; i++) {
+            if (calls[i].rc)
+                continue;
+            calls[i].rc = psrt_conn_recv(w->conn[calls[i].ps], calls[i].timeout,
+                                         &w->resp[calls[i].ps], &calls[i].status, &calls[i].err);
+            if (!calls[i].rc && calls[i].status)
+                status_err(&calls[i], &w->resp[calls[i].ps]);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (calls[i].rc || calls[i].status)
+            return i;
+    return -1;
+}
+
+int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err)
+{
+    psrt_log("lost %s; reconnecting (up to %g s)", psrt_conn_peer(w->conn[p]),
+             w->f->reconnect_timeout);
+    psrt_ev("rpc.reconnect", "peer=%s", psrt_ev_q(psrt_conn_peer(w->conn[p])));
+    return psrt_conn_connect(w->conn[p], w->f->reconnect_timeout, err);
+}
+
+/* Ping: ready flag and global step of ps p. */
+static int ping(struct psrt_worker *w, int p, int *ready, long long *step, struct psrt_err *err)
+{
+    struct psrt_call c = {.ps = p, .op = PSRT_OP_PING};
+    if (psrt_worker_calls(w, &c, 1) >= 0) {
+        *err = c.err;
+        return c.rc ? c.rc : c.status;
+    }
+    struct psrt_buf *b = &w->resp[p];
+    b->off = 0;
+    (void)psrt_buf_get_u64(b);
+    *ready = (int)psrt_buf_get_u32(b);
+    *step = (long long)psrt_buf_get_u64(b);
+    return b->bad ? -EBADMSG : 0;
+}
+
+/* Makes sure every ps is connected (reconnecting lost ones). */
+static int ensure_connected(struct psrt_worker *w, struct psrt_err *err)
+{
+    for (int p = 0; p < w->nps; p++)
+        if (!psrt_conn_is_open(w->conn[p])) {
+            int r = psrt_worker_reconnect(w, p, err);
+            if (r)
+                return r;
+        }
+    return 0;
+}
+
+/* ---- chief: preparing the model ------------------------------------------ */
+
+static int init_all(struct psrt_worker *w, struct psrt_err *err)
+{
+    struct psrt_call calls[256];
+    uint64_t seed = w->f->seed;
+    int n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++) {
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_INIT};
+        calls[n].iov[0] = (struct iovec){&seed, 8};
+        calls[n].niov = 1;
+        n++;
+    }
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        return calls[bad].rc ? calls[bad].rc : calls[bad].status;
+    }
+    return 0;
+}
+
+/* Restore the latest checkpoint or initialise: TensorFlow's
+ * SessionManager.prepare_session on the chief. */
+static int prepare(struct psrt_worker *w, struct psrt_err *err)
+{
+    long long step = -1;
+    int r = psrt_restore_latest(w, &step, err);
+    if (r < 0)
+        return r;
+    if (r == 1) {
+        w->restored_step = step;
+        w->last_save_step = step;
+        w->last_save_time = psrt_now();
+        return 0;
+    }
+    w->restored_step = -1;
+    r = init_all(w, err);
+    if (!r)
+        psrt_log("initialized all variables (no checkpoint in %s)", w->f->train_dir);
+    return r;
+}
+
+/* ---- one training step ---------------------------------------------------- */
+
+static int grow_sparse(struct psrt_worker *w, size_t nkeys)
+{
+    if (nkeys <= w->scap)
+        return 0;
+    size_t cap = nkeys * 2;
+    float *v = realloc(w->svals, cap * 4), *g = realloc(w->sgrad, cap * 4);
+    if (v)
+        w->svals = v;
+    if (g)
+        w->sgrad = g;
+    if (!v || !g)
+        return -ENOMEM;
+    for (int p = 0; p < w->nps; p++) {
+        uint64_t *k = realloc(w->pkeys[p], cap * 8);
+        uint32_t *ix = realloc(w->pidx[p], cap * 4);
+        float *pg = realloc(w->pgrad[p], cap * 4);
+        if (k)
+            w->pkeys[p] = k;
+        if (ix)
+            w->pidx[p] = ix;
+        if (pg)
+            w->pgrad[p] = pg;
+        if (!k || !ix || !pg)
+            return -ENOMEM;
+    }
+    w->scap = cap;
+    return 0;
+}
+
+static bool ps_in_step(const struct psrt_worker *w, int p)
+{
+    return psrt_model_ps_has_vars(&w->m, p);
+}
+
+/* Returns the global step this step was, STEP_DONE, or NEED_RECOVERY (err
+ * set, a transport error or a ps not ready), or another negative errno. */
+static long long do_step(struct psrt_worker *w, long long local_step, double *loss,
+                         struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    struct psrt_batch *b = &w->batch;
+    int r = w->m.ops->batch(&w->m, b, f->batch_size,
+                            psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
+    if (r)
+        return r;
+    int64_t nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
+    if (grow_sparse(w, (size_t)nkeys + 1))
+        return -ENOMEM;
+    for (int p = 0; p < w->nps; p++)
+        w->pn[p] = 0;
+    for (int64_t i = 0; i < nkeys; i++) {
+        int p = psrt_row_ps(b->keys[i], w->nps);
+        w->pkeys[p][w->pn[p]] = b->keys[i];
+        w->pidx[p][w->pn[p]++] = (uint32_t)i;
+    }
+    /* Pull */
+    struct psrt_call calls[256];
+    uint64_t nk[256];
+    int n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++) {
+        if (!ps_in_step(w, p))
+            continue;
+        nk[p] = (uint64_t)w->pn[p];
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL,
+                                      .flags = p == 0 ? PSRT_PULL_RESERVE : 0};
+        calls[n].iov[0] = (struct iovec){&nk[p], 8};
+        calls[n].iov[1] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
+        calls[n].niov = 2;
+        n++;
+    }
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        if (calls[bad].status == -ESHUTDOWN)
+            return STEP_DONE;
+        if (calls[bad].rc || calls[bad].status == -EAGAIN)
+            return NEED_RECOVERY;
+        return calls[bad].status;
+    }
+    long long gstep = 0;
+    for (int i = 0; i < n; i++) {
+        int p = calls[i].ps;
+        struct psrt_buf *rb = &w->resp[p];
+        rb->off = 0;
+        long long s = (long long)psrt_buf_get_u64(rb);
+        if (p == 0)
+            gstep = s;
+        uint32_t nd = psrt_buf_get_u32(rb);
+        psrt_buf_skip_align8(rb);
+        uint32_t seen = 0;
+        for (int v = 0; v < w->m.nvars; v++) {
+            const struct psrt_var *var = &w->m.vars[v];
+            if (var->kind != PSRT_VAR_DENSE || var->ps != p)
+                continue;
+            const void *src = psrt_buf_get(rb, (size_t)var->n * 4);
+            if (src)
+                memcpy(w->dense[v], src, (size_t)var->n * 4);
+            seen++;
+        }
+        const float *sv = psrt_buf_get(rb, (size_t)w->pn[p] * 4);
+        if (rb->bad || seen != nd) {
+            psrt_err_set(err, -EBADMSG, "malformed Pull reply from %s",
+                         psrt_conn_peer(w->conn[p]));
+            return -EBADMSG;
+        }
+        for (int64_t i2 = 0; i2 < w->pn[p]; i2++)
+            w->svals[w->pidx[p][i2]] = sv[i2];
+    }
+    if (gstep < 0)
+        return STEP_DONE;
+    *loss = w->m.ops->grad(&w->m, b, w->dense, w->svals, w->dgrad, w->sgrad);
+    /* Push */
+    struct {
+        uint64_t nkeys;
+        uint32_t nd, pad;
+    } hdr[256];
+    n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++) {
+        if (!ps_in_step(w, p))
+            continue;
+        hdr[p].nkeys = (uint64_t)w->pn[p];
+        hdr[p].nd = 0;
+        hdr[p].pad = 0;
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
+        calls[n].iov[0] = (struct iovec){&hdr[p], 16};
+        int k = 1;
+        for (int v = 0; v < w->m.nvars && k < 6; v++) {
+            const struct psrt_var *var = &w->m.vars[v];
+            if (var->kind != PSRT_VAR_DENSE || var->ps != p)
+                continue;
+            calls[n].iov[k++] = (struct iovec){w->dgrad[v], (size_t)var->n * 4};
+            hdr[p].nd++;
+        }
+        for (int64_t i = 0; i < w->pn[p]; i++)
+            w->pgrad[p][i] = w->sgrad[w->pidx[p][i]];
+        calls[n].iov[k++] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
+        calls[n].iov[k++] = (struct iovec){w->pgrad[p], (size_t)w->pn[p] * 4};
+        calls[n].niov = k;
+        n++;
+    }
+    bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        if (calls[bad].status == -ESHUTDOWN)
+            return STEP_DONE;
+        if (calls[bad].rc || calls[bad].status == -EAGAIN)
+            return NEED_RECOVERY;
+        return calls[bad].status;
+    }
+    return gstep;
+}
+
+/* ---- setup ------------------------------------------------------------------ */
+
+static int setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->f = f;
+    w->nps = f->nps;
+    w->chief = f->task == 0;
+    w->restored_step = -1;
+    if (psrt_model_init(&w->m, f->model, f->nps, f->sparse_features))
+        return -EINVAL;
+    w->conn = calloc((size_t)w->nps, sizeof *w->conn);
+    w->resp = calloc((size_t)w->nps, sizeof *w->resp);
+    w->pkeys = calloc((size_t)w->nps, sizeof *w->pkeys);
+    w->pidx = calloc((size_t)w->nps, sizeof *w->pidx);
+    w->pgrad = calloc((size_t)w->nps, sizeof *w->pgrad);
+    w->pn = calloc((size_t)w->nps, sizeof *w->pn);
+    if (!w->conn || !w->resp || !w->pkeys || !w->pidx || !w->pgrad || !w->pn)
+        return -ENOMEM;
+    for (int v = 0; v < w->m.nvars; v++) {
+        if (w->m.vars[v].kind != PSRT_VAR_DENSE)
+            continue;
+        w->dense[v] = calloc((size_t)w->m.vars[v].n, 4);
+        w->dgrad[v] = calloc((size_t)w->m.vars[v].n, 4);
+        if (!w->dense[v] || !w->dgrad[v])
+            return -ENOMEM;
+    }
+    for (int p = 0; p < w->nps; p++) {
+        char name[64];
+        snprintf(name, sizeof name, "ps task %d", p);
+        w->conn[p] = psrt_conn_new(f->ps[p].host, f->ps[p].port, name);
+        if (!w->conn[p])
+            return -ENOMEM;
+    }
+    (void)err;
+    return 0;
+}
+
+static int connect_all(struct psrt_worker *w, struct psrt_err *err)
+{
+    for (int p = 0; p < w->nps; p++) {
+        int r = psrt_conn_connect(w->conn[p], w->f->connect_timeout, err);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* Non-chief: wait until every ps is initialised (TensorFlow: "Waiting for
+ * model to be ready"). */
+static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
+{
+    double deadline = psrt_now() + w->f->reconnect_timeout, back = 0.02;
+    for (;;) {
+        int all = 1;
+        for (int p = 0; p < w->nps; p++) {
+            if (!psrt_conn_is_open(w->conn[p])) {
+                int r = psrt_worker_reconnect(w, p, err);
+                if (r)
+                    return r;
+            }
+            int ready = 0;
+            long long step;
+            int r = ping(w, p, &ready, &step, err);
+            if (r == -ESHUTDOWN)
+                return STEP_DONE;
+            if (r && psrt_conn_is_open(w->conn[p]))
+                return r;
+            if (r || !ready)
+                all = 0;
+        }
+        if (all)
+            return 0;
+        if (psrt_now() > deadline) {
+            psrt_err_set(err, -ETIMEDOUT, "model not ready after %g s: the chief did not "
+                         "initialize or restore the variables", w->f->reconnect_timeout);
+            return -ETIMEDOUT;
+        }
+        sleep_s(back);
+        back = back * 2 > 0.5 ? 0.5 : back * 2;
+    }
+}
+
+/* After NEED_RECOVERY: reconnect lost ps; the chief restores or initialises
+ * when any ps lost its variables; others wait for the model. */
+static int recover(struct psrt_worker *w, struct psrt_err *err)
+{
+    int r = ensure_connected(w, err);
+    if (r)
+        return r;
+    if (!w->chief)
+        return wait_for_model(w, err);
+    for (int p = 0; p < w->nps; p++) {
+        int ready = 0;
+        long long step;
+        r = ping(w, p, &ready, &step, err);
+        if (r == -ESHUTDOWN)
+            return STEP_DONE;
+        if (r)
+            return ensure_connected(w, err) ? r : 0; /* retry the step */
+        if (!ready) {
+            psrt_log("ps task %d lost its variables (relaunched): preparing the model again", p);
+            return prepare(w, err);
+        }
+    }
+    return 0;
+}
+
+/* ---- chief: saving ------------------------------------------------------------ */
+
+static bool saving_enabled(const struct psrt_flags *f)
+{
+    return f->save_steps > 0 || f->save_secs > 0;
+}
+
+static int save(struct psrt_worker *w, long long step, struct psrt_err *err)
+{
+    int r = w->f->protocol == PSRT_ROBUST ? psrt_save_robust(w, step, err)
+                                          : psrt_save_legacy(w, step, err);
+    if (!r) {
+        w->last_save_step = step;
+        w->last_save_time = psrt_now();
+    }
+    return r;
+}
+
+static void print_fatal(const char *what, const struct psrt_err *err)
+{
+    psrt_log("%s failed", what);
+    /* The error itself, TensorFlow-shaped, as its own lines. */
+    fprintf(stderr, "%s\n", err->msg);
+    fflush(stderr);
+}
+
+static void shutdown_ps(struct psrt_worker *w)
+{
+    struct psrt_call calls[256];
+    int n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++) {
+        if (!psrt_conn_is_open(w->conn[p])) {
+            struct psrt_err e;
+            if (psrt_conn_connect(w->conn[p], 2, &e))
+                continue;
+        }
+        calls[n++] = (struct psrt_call){.ps = p, .op = PSRT_OP_SHUTDOWN, .timeout = 10};
+    }
+    psrt_worker_calls(w, calls, n);
+}
+
+static double mean_loss(const struct psrt_worker *w)
+{
+    int n = w->nloss < 20 ? w->nloss : 20;
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += w->losses[i];
+    return n ? s / n : NAN;
+}
+
+/* Loss of the final variables on a held-out batch (pull without reserving
+ * a step; nothing pushed). */
+static int eval_loss(struct psrt_worker *w, double *loss, struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    struct psrt_batch *b = &w->batch;
+    int r = w->m.ops->batch(&w->m, b, 1000, psrt_rng_seed_for(f->seed ^ 0xe7a1, 999999, 0));
+    if (r)
+        return r;
+    int64_t nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
+    if (grow_sparse(w, (size_t)nkeys + 1))
+        return -ENOMEM;
+    for (int p = 0; p < w->nps; p++)
+        w->pn[p] = 0;
+    for (int64_t i = 0; i < nkeys; i++) {
+        int p = psrt_row_ps(b->keys[i], w->nps);
+        w->pkeys[p][w->pn[p]] = b->keys[i];
+        w->pidx[p][w->pn[p]++] = (uint32_t)i;
+    }
+    struct psrt_call calls[256];
+    uint64_t nk[256];
+    int n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++) {
+        if (!ps_in_step(w, p))
+            continue;
+        nk[p] = (uint64_t)w->pn[p];
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL};
+        calls[n].iov[0] = (struct iovec){&nk[p], 8};
+        calls[n].iov[1] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
+        calls[n].niov = 2;
+        n++;
+    }
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        return calls[bad].rc ? calls[bad].rc : calls[bad].status;
+    }
+    for (int i = 0; i < n; i++) {
+        int p = calls[i].ps;
+        struct psrt_buf *rb = &w->resp[p];
+        rb->off = 0;
+        psrt_buf_get_u64(rb);
+        psrt_buf_get_u32(rb);
+        psrt_buf_skip_align8(rb);
+        for (int v = 0; v < w->m.nvars; v++) {
+            const struct psrt_var *var = &w->m.vars[v];
+            if (var->kind != PSRT_VAR_DENSE || var->ps != p)
+                continue;
+            const void *src = psrt_buf_get(rb, (size_t)var->n * 4);
+            if (src)
+                memcpy(w->dense[v], src, (size_t)var->n * 4);
+        }
+        const float *sv = psrt_buf_get(rb, (size_t)w->pn[p] * 4);
+        if (rb->bad)
+            return -EBADMSG;
+        for (int64_t i2 = 0; i2 < w->pn[p]; i2++)
+            w->svals[w->pidx[p][i2]] = sv[i2];
+    }
+    *loss = w->m.ops->grad(&w->m, b, w->dense, w->svals, w->dgrad, w->sgrad);
+    return 0;
+}
+
+int psrt_worker_main(const struct psrt_flags *f)
+{
+    struct psrt_worker W, *w = &W;
+    struct psrt_err err = {0};
+    int r = setup(w, f, &err);
+    if (r) {
+        psrt_log("setup failed: %s", strerror(-r));
+        return 1;
+    }
+    r = connect_all(w, &err);
+    if (r) {
+        print_fatal("connecting to the ps tasks", &err);
+        return 1;
+    }
+    psrt_ev("worker.ready", "task=%d", f->task);
+    if (w->chief) {
+        /* MonitoredTrainingSession/Supervisor create the log dir on the chief. */
+        char cmd_dir[1100];
+        snprintf(cmd_dir, sizeof cmd_dir, "%s", f->train_dir);
+        for (char *p = cmd_dir + 1; *p; p++)
+            if (*p == '/') {
+                *p = 0;
+                mkdir(cmd_dir, 0777);
+                *p = '/';
+            }
+        if (mkdir(cmd_dir, 0777) < 0 && errno != EEXIST) {
+            psrt_err_path(&err, -errno, cmd_dir);
+            print_fatal("creating train_dir", &err);
+            return 1;
+        }
+        r = prepare(w, &err);
+        if (r) {
+            print_fatal("preparing the model (restore or init)", &err);
+            return 1;
+        }
+    } else {
+        r = wait_for_model(w, &err);
+        if (r == STEP_DONE) {
+            psrt_log("cluster already done");
+            return 0;
+        }
+        if (r) {
+            print_fatal("waiting for the model", &err);
+            return 1;
+        }
+    }
+    psrt_ev("train.start", "job=worker task=%d", f->task);
+    long long local = 0, gstep = 0;
+    if (w->chief) {
+        int ready;
+        long long s0 = 0;
+        if (ping(w, 0, &ready, &s0, &err) == 0)
+            gstep = s0;
+        if (saving_enabled(f) && !(w->restored_step >= 0 && w->restored_step == s0)) {
+            r = save(w, s0, &err);
+            if (r) {
+                print_fatal("saving the first checkpoint", &err);
+                return 1;
+            }
+        }
+        w->last_save_time = psrt_now();
+    }
+    double t0 = psrt_now();
+    for (;;) {
+        double loss = 0;
+        long long s = do_step(w, local, &loss, &err);
+        if (s == STEP_DONE)
+            break;
+        if (s == NEED_RECOVERY) {
+            r = recover(w, &err);
+            if (r == STEP_DONE)
+                break;
+            if (r) {
+                print_fatal(w->chief ? "recovering from a lost ps" : "waiting for the model", &err);
+                return 1;
+            }
+            continue;
+        }
+        if (s < 0) {
+            print_fatal("training step", &err);
+            return 1;
+        }
+        local++;
+        gstep = s;
+        if (w->chief) {
+            w->losses[w->nloss++ % 20] = loss;
+            w->chief_steps++;
+            if (w->chief_steps % f->log_every == 0) {
+                psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
+                         mean_loss(w));
+                psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
+            }
+            bool due = (f->save_steps > 0 && gstep >= w->last_save_step + f->save_steps) ||
+                       (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
+            if (due && gstep < f->max_steps) {
+                r = save(w, gstep, &err);
+                if (r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
+                    r == -ECONNREFUSED || r == -EPIPE) {
+                    /* a ps went away mid-save: recover, the save is not reported */
+                    psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
+                    int rr = recover(w, &err);
+                    if (rr == STEP_DONE)
+                        break;
+                    if (rr) {
+                        print_fatal("recovering from a lost ps", &err);
+                        return 1;
+                    }
+                } else if (r) {
+                    print_fatal("saving a checkpoint", &err);
+                    return 1;
+                }
+            }
+        }
+        sleep_s(f->step_delay);
+    }
+    double dt = psrt_now() - t0;
+    if (!w->chief) {
+        psrt_log("done: %lld local steps in %.2f s", local, dt);
+        psrt_ev("train.done", "step=%lld", gstep);
+        return 0;
+    }
+    /* chief: final checkpoint at the last global step, export, shut down. */
+    int ready;
+    long long final = gstep;
+    r = ensure_connected(w, &err);
+    if (!r)
+        r = ping(w, 0, &ready, &final, &err);
+    if (r) {
+        print_fatal("reading the final global step", &err);
+        return 1;
+    }
+    double ml = NAN;
+    r = eval_loss(w, &ml, &err);
+    if (r) {
+        print_fatal("evaluating the final loss", &err);
+        return 1;
+    }
+    psrt_log("training done at global step %lld: %lld chief steps in %.2f s, final loss %.6g "
+             "on a held-out batch (target %.3g: %s)",
+             final, w->chief_steps, dt, ml, w->m.ops->target_loss,
+             ml <= w->m.ops->target_loss ? "reached" : "NOT reached");
+    psrt_ev("train.done", "step=%lld loss=%.6g", final, ml);
+    if (saving_enabled(f) && w->last_save_step != final) {
+        r = save(w, final, &err);
+        if (r) {
+            print_fatal("saving the final checkpoint", &err);
+            return 1;
+        }
+    }
+    if (f->export_dir[0]) {
+        r = psrt_export(w, &err);
+        if (r) {
+            print_fatal("export", &err);
+            return 1;
+        }
+    }
+    shutdown_ps(w);
+    return 0;
+}

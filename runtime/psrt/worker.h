@@ -1,0 +1,83 @@
+/*
+ * worker.h: the worker task's state, shared by the chief's checkpoint
+ * protocols (save_legacy.c, save_robust.c, restore.c, export.c).
+ */
+#ifndef PSRT_WORKER_H
+#define PSRT_WORKER_H
+
+#include "runtime/psrt/ps.h"
+#include "runtime/psrt/psrt.h"
+
+struct psrt_worker {
+    const struct psrt_flags *f;
+    struct psrt_model m;
+    int nps;
+    bool chief;
+    struct psrt_conn **conn;
+    struct psrt_buf *resp;          /* one reply buffer per ps */
+    /* training buffers */
+    struct psrt_batch batch;
+    float *dense[PSRT_MAX_VARS], *dgrad[PSRT_MAX_VARS];
+    float *svals, *sgrad;
+    size_t scap;
+    uint64_t **pkeys;
+    uint32_t **pidx;
+    float **pgrad;
+    int64_t *pn;
+    size_t *pcap;
+    /* chief */
+    long long last_save_step;
+    double last_save_time;
+    long long restored_step;        /* -1: none */
+    double losses[20];
+    int nloss;
+    long long chief_steps;
+};
+
+/* One call to one ps, for fan-out. */
+struct psrt_call {
+    int ps;
+    int op;
+    uint32_t flags;
+    struct iovec iov[8];
+    int niov;
+    double timeout;
+    int rc;              /* transport result */
+    int32_t status;      /* peer's status */
+    struct psrt_err err; /* rc or status != 0: the message */
+    struct psrt_worker *w;
+    struct psrt_latch *latch;
+};
+/* Runs the calls (one per distinct ps) concurrently: in pool mode on this
+ * thread (send all, then receive all), in per_request mode one detached
+ * thread per call.  Replies land in w->resp[call.ps].  Returns the index of
+ * the first failed call, or -1 when all succeeded. */
+int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n);
+/* Reconnects to ps p after a transport error (backoff, reconnect timeout). */
+int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err);
+/* "/job:ps/replica:0/task:N/device:CPU:0" */
+const char *psrt_ps_device(int p);
+
+/* Checkpoint protocols run by the chief.  0 or -errno with err set
+ * (TensorFlow-shaped text, then a "[[Node: ...]]" line naming the op and
+ * the ps device). */
+int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err);
+int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err);
+/* Restores the latest checkpoint: 1 restored (step in *step), 0 none
+ * exists, <0 error. */
+int psrt_restore_latest(struct psrt_worker *w, long long *step, struct psrt_err *err);
+int psrt_export(struct psrt_worker *w, struct psrt_err *err);
+/* Helpers shared by the protocols. */
+/* TensorFlow's sharded save: SaveV2 of every ps to <tmp>-i-of-n, then
+ * MergeV2Checkpoints on the last into prefix. */
+int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long long step,
+                             struct psrt_err *err);
+/* Kept checkpoints: reads train_dir's state, appends prefix, deletes what
+ * falls beyond max_to_keep (errors logged), writes the state (flags:
+ * CKPT_SYNC for robust). */
+int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
+                      struct psrt_err *err);
+/* "<train_dir>/model.ckpt-<step>" */
+void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len);
+
+#endif
