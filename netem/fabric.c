@@ -56,10 +56,11 @@
 #define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
 #define CHUNK 128            /* hosts per switch batch (bounds open fds too) */
 #define MSG_MAX 512          /* upper bound of one message we build */
+#define SYNC_BATCH 64        /* RTM_GETLINK replies queued at once (~2 KiB each) */
 
 enum op_kind {
-    OP_BR_NEW, OP_BR_SET, OP_PORT_DEL, OP_VETH_NEW, OP_PORT_AF,
-    OP_ETH0_AF, OP_ETH0_UP, OP_LO_UP, OP_ADDR, OP_DETACH,
+    OP_BR_NEW, OP_BR_SET, OP_BR_UP, OP_PORT_DEL, OP_VETH_NEW, OP_PORT_AF,
+    OP_ETH0_AF, OP_ETH0_UP, OP_LO_UP, OP_ADDR, OP_PORT_SYNC, OP_DETACH,
 };
 
 struct op {
@@ -370,7 +371,8 @@ static void create_err(void *vctx, const struct op *op, int e, const char *ext)
         return;
     c->first = e;
     seterr(c->err, c->errlen, "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
-           FL_FABRIC_BRIDGE_IFNAME, op->kind == OP_BR_NEW ? "create" : "addrgenmode/alias",
+           FL_FABRIC_BRIDGE_IFNAME,
+           op->kind == OP_BR_NEW ? "create" : op->kind == OP_BR_UP ? "up" : "addrgenmode/alias",
            strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
 }
 
@@ -445,9 +447,11 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     int rcvbuf = 1 << 20;
     setsockopt(f->sw_sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
 
-    /* br0: up, no STP, forward delay 0, no snooping, no br_netfilter. */
+    /* br0: no STP, forward delay 0, no snooping, no br_netfilter; created
+     * down so that addrgenmode none is in place before it can get an IPv6
+     * link-local address, then up. */
     struct nlmsghdr *nlh = nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, BR_IFINDEX,
-                                       1, OP_BR_NEW, -1);
+                                       0, OP_BR_NEW, -1);
     if (!nlh)
         goto nomem;
     mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
@@ -463,13 +467,16 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     mnl_attr_nest_end(nlh, data);
     mnl_attr_nest_end(nlh, li);
     nb_close(&b, nlh);
-    /* No IPv6 link-local on the bridge (it gets carrier only later). */
     nlh = nb_put_link(&b, RTM_NEWLINK, 0, BR_IFINDEX, 0, OP_BR_SET, -1);
     if (!nlh)
         goto nomem;
     if (f->run_id[0])
         mnl_attr_put_strz(nlh, IFLA_IFALIAS, f->run_id);
     put_addrgenmode_none(nlh);
+    nb_close(&b, nlh);
+    nlh = nb_put_link(&b, RTM_NEWLINK, 0, BR_IFINDEX, 1, OP_BR_UP, -1);
+    if (!nlh)
+        goto nomem;
     nb_close(&b, nlh);
 
     struct create_ctx cc = { err, errlen, 0 };
@@ -670,6 +677,9 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
         break;
     case OP_LO_UP:
         snprintf(what, sizeof what, "RTM_NEWLINK lo up of host %d in netns of pid %d", idx, pid);
+        break;
+    case OP_PORT_SYNC:
+        snprintf(what, sizeof what, "RTM_GETLINK h%d (link sync) in switch netns (host %d)", idx, idx);
         break;
     case OP_ADDR:
         snprintf(what, sizeof what, "RTM_NEWADDR %s/%d on %s of host %d in netns of pid %d",
@@ -875,6 +885,38 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         if (rc < 0) {
             entry_fail(c, q, rc, "fabric: netlink in netns of host %d (pid %d): %s", q->idx,
                        (int)q->pid, strerror(-rc));
+            rc = 0;
+        }
+    }
+    memset(&b, 0, sizeof b);
+
+    /* 3b. Make every new port forward now.  eth0 going up turned the
+     * carrier of its switch end on, but the bridge learns of it (port ->
+     * forwarding, qdisc activated) only when the linkwatch work runs, which
+     * can lag by up to a second under load, so the first ARP or SYN would
+     * be lost.  RTM_GETLINK of a device runs its pending linkwatch event
+     * synchronously (rtnl_getlink -> linkwatch_sync_dev).  Replies are
+     * ignored; at most SYNC_BATCH of them are queued on the socket at once. */
+    for (size_t at = 0; at < n;) {
+        nb_init(&b, f->seq);
+        for (; at < n && b.nops < SYNC_BATCH; at++) {
+            struct qentry *q = &ents[at];
+            if (!q->created || q->err)
+                continue;
+            struct nlmsghdr *nlh = nb_put_link(&b, RTM_GETLINK, 0,
+                                               FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0,
+                                               OP_PORT_SYNC, (int)at);
+            if (!nlh)
+                goto nomem;
+            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, 0);
+            nb_close(&b, nlh);
+        }
+        f->seq += (uint32_t)b.nops + 1;
+        rc = nb_run(f->sw_sock, &b, commit_err, c);
+        nb_free(&b);
+        if (rc < 0) {
+            entry_fail(c, &ents[0], rc, "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
+                       f->holder, strerror(-rc));
             rc = 0;
         }
     }

@@ -65,8 +65,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Host indices are 0 .. FL_FABRIC_MAX_HOSTS-1. */
-#define FL_FABRIC_MAX_HOSTS 65536
+/* Host indices are 0 .. FL_FABRIC_MAX_HOSTS-1: a Linux bridge has at most
+ * 1023 ports (BR_MAX_PORTS 1024, port 0 reserved). */
+#define FL_FABRIC_MAX_HOSTS 1023
 /* Prefix length of every host address (198.18.0.0/15). */
 #define FL_FABRIC_PREFIXLEN 15
 /* Interface names: switch side "h<idx>", host side FL_FABRIC_HOST_IFNAME. */

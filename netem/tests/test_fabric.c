@@ -12,6 +12,7 @@
 #include "netem/fabric.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -204,11 +205,14 @@ FL_TEST(fabric, addr_is_rfc2544_host_idx_plus_one)
     FL_ASSERT_STREQ(fl_fabric_addr_str(0, b, sizeof b), "198.18.0.1");
     FL_ASSERT_STREQ(fl_fabric_addr_str(254, b, sizeof b), "198.18.0.255");
     FL_ASSERT_STREQ(fl_fabric_addr_str(255, b, sizeof b), "198.18.1.0");
-    FL_ASSERT_STREQ(fl_fabric_addr_str(65535, b, sizeof b), "198.19.0.0");
+    FL_ASSERT_STREQ(fl_fabric_addr_str(1022, b, sizeof b), "198.18.3.255");
     FL_ASSERT_EQ(fl_fabric_addr(-1), 0);
     FL_ASSERT_EQ(fl_fabric_addr(FL_FABRIC_MAX_HOSTS), 0);
     FL_ASSERT_EQ(ntohl(fl_fabric_addr(3)), 0xC6120004u);
     FL_ASSERT_STREQ(fl_fabric_port_name(17, b, sizeof b), "h17");
+    unsigned char mac[6], want[6] = { 0x02, 0x46, 0x4c, 0x00, 0x01, 0x02 };
+    fl_fabric_mac(0x102, mac);
+    FL_ASSERT_MEMEQ(mac, want, 6);
 }
 
 FL_TEST(fabric, connect_succeeds_between_attached_hosts)
@@ -222,6 +226,21 @@ FL_TEST(fabric, connect_succeeds_between_attached_hosts)
     /* A closed port answers with a reset: reachability without a listener. */
     FL_ASSERT_EQ(connect_from(e.host[1], 0, 7001, 2000), -ECONNREFUSED);
     close(l);
+    /* No IPv6 link-local addresses on eth0 nor on the switch's ports and
+     * bridge (no DAD/RS/MLD floods); lo keeps ::1. */
+    char *out = NULL;
+    fl_test_sh(&out, "cat /proc/%d/net/if_inet6 /proc/%d/net/if_inet6 | awk '{print $6}' | sort | tr '\\n' ' '",
+               (int)e.host[0], (int)fl_fabric_switch_pid(e.f));
+    FL_ASSERT_STREQ(out, "lo ");
+    free(out);
+    /* The host's view: eth0 with its address and MAC, lo up. */
+    fl_test_sh(&out, "nsenter -t %d -n ip -o -4 addr show dev eth0 | awk '{print $4}'", (int)e.host[2]);
+    FL_ASSERT_STREQ(out, "198.18.0.3/15\n");
+    free(out);
+    fl_test_sh(&out, "nsenter -t %d -n ip -o link show eth0 | grep -o 'link/ether [0-9a-f:]*'",
+               (int)e.host[2]);
+    FL_ASSERT_STREQ(out, "link/ether 02:46:4c:00:00:02\n");
+    free(out);
     env_down(&e);
 }
 
@@ -408,10 +427,26 @@ FL_TEST(fabric, commit_error_names_host_interface_and_call)
     env_down(&e);
 }
 
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += de->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own fd */
+}
+
 FL_TEST(fabric, destroy_leaves_nothing_in_root_netns)
 {
     fl_test_need_root();
     char *before = root_links();
+    char *nft_before = NULL, *nft_after = NULL;
+    fl_test_sh(&nft_before, "nft list tables");
+    int fds_before = count_fds();
     struct env e = { 0 };
     env_up(&e, 3);
     int g0[] = { 0 }, g1[] = { 1, 2 };
@@ -429,6 +464,11 @@ FL_TEST(fabric, destroy_leaves_nothing_in_root_netns)
     char *after = root_links();
     FL_ASSERT_STREQ(during, before);
     FL_ASSERT_STREQ(after, before);
+    fl_test_sh(&nft_after, "nft list tables");
+    FL_ASSERT_STREQ(nft_after, nft_before);
+    FL_ASSERT_EQ(count_fds(), fds_before); /* sockets, pidfd, nft context closed */
+    free(nft_before);
+    free(nft_after);
     free(before);
     free(during);
     free(after);
