@@ -254,11 +254,11 @@ static int connect_once(struct psrt_conn *c, double deadline)
         int r = connect(fd, a->ai_addr, a->ai_addrlen);
         if (r < 0 && errno == EINPROGRESS) {
             r = wait_fd(fd, POLLOUT, deadline);
-            if (!r) {
+            if (r != -ETIMEDOUT) {
                 int soerr = 0;
                 socklen_t sl = sizeof soerr;
                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-                r = soerr ? -soerr : 0;
+                r = soerr ? -soerr : r;
             }
         } else if (r < 0) {
             r = -errno;

@@ -1,0 +1,581 @@
+/*
+ * test_psrt_units.c: psrt's pieces in one process: optimizers against
+ * hand-computed updates, placement and partitioning, frames and their
+ * corruption cases, buffers, flags, the sparse table, the RPC client and
+ * server (both thread models), the ps protocol state machine (not ready ->
+ * ready, step reservation up to max_steps, shutdown), tensor lists through
+ * the bundle library, and the event channel client (EVENT, SYNC waits for
+ * OK, harness gone).
+ */
+#include "harness/tests/fl_test.h"
+#include "runtime/psrt/ps.h"
+#include "runtime/psrt/psrt.h"
+#include "runtime/ckpt/bundle.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-6 * (1 + fabs((double)(b))))
+#define ASSERT_NEAR(a, b)                                                                  \
+    FL_ASSERT_MSG(NEAR(a, b), "%s ~= %s: left %.9g, right %.9g", #a, #b, (double)(a),     \
+                  (double)(b))
+
+/* ---- optimizers ----------------------------------------------------------- */
+
+FL_TEST(psrt_optim, sgd_matches_hand_computed)
+{
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_SGD, 0.1f);
+    float w[2] = {1.0f, -2.0f}, g[2] = {0.5f, -1.0f};
+    psrt_optim_apply(&o, w, NULL, g, 2, NULL);
+    ASSERT_NEAR(w[0], 1.0 - 0.1 * 0.5);
+    ASSERT_NEAR(w[1], -2.0 + 0.1 * 1.0);
+}
+
+FL_TEST(psrt_optim, adagrad_matches_hand_computed_two_steps)
+{
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_ADAGRAD, 0.5f);
+    float w = 1.0f, a = psrt_optim_slot_init(&o, 0), g = 2.0f;
+    float *s[1] = {&a};
+    FL_ASSERT_STREQ(psrt_optim_slot_suffix(PSRT_OPT_ADAGRAD, 0), "Adagrad");
+    ASSERT_NEAR(a, 0.1);
+    psrt_optim_apply(&o, &w, s, &g, 1, NULL);
+    /* a = 0.1 + 4 = 4.1; w = 1 - 0.5 * 2 / sqrt(4.1) */
+    ASSERT_NEAR(a, 4.1);
+    ASSERT_NEAR(w, 1.0 - 1.0 / sqrt(4.1));
+    g = -1.0f;
+    double w1 = w;
+    psrt_optim_apply(&o, &w, s, &g, 1, NULL);
+    ASSERT_NEAR(a, 5.1);
+    ASSERT_NEAR(w, w1 + 0.5 / sqrt(5.1));
+}
+
+FL_TEST(psrt_optim, ftrl_matches_tensorflow_formula)
+{
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_FTRL, 0.5f);
+    o.l1 = 0.01f;
+    o.l2 = 0.1f;
+    float w = 0.0f, n = 0.1f, z = 0.0f, g = 0.8f;
+    float *s[2] = {&n, &z};
+    FL_ASSERT_STREQ(psrt_optim_slot_suffix(PSRT_OPT_FTRL, 0), "Ftrl");
+    FL_ASSERT_STREQ(psrt_optim_slot_suffix(PSRT_OPT_FTRL, 1), "Ftrl_1");
+    psrt_optim_apply(&o, &w, s, &g, 1, NULL);
+    double na = 0.1 + 0.64;
+    double zz = 0.8 - (sqrt(na) - sqrt(0.1)) / 0.5 * 0.0;
+    double quad = sqrt(na) / 0.5 + 2 * 0.1;
+    double want = fabs(zz) > 0.01 ? ((zz < 0 ? -0.01 : 0.01) - zz) / quad : 0;
+    ASSERT_NEAR(n, na);
+    ASSERT_NEAR(z, zz);
+    ASSERT_NEAR(w, want);
+    /* second step uses the new w in the z update */
+    double w1 = w, n1 = n, z1 = z;
+    g = -0.3f;
+    psrt_optim_apply(&o, &w, s, &g, 1, NULL);
+    double na2 = n1 + 0.09;
+    double z2 = z1 + -0.3 - (sqrt(na2) - sqrt(n1)) / 0.5 * w1;
+    double q2 = sqrt(na2) / 0.5 + 0.2;
+    ASSERT_NEAR(z, z2);
+    ASSERT_NEAR(w, fabs(z2) > 0.01 ? ((z2 < 0 ? -0.01 : 0.01) - z2) / q2 : 0);
+    /* inside the l1 ball the weight is exactly zero */
+    float w3 = 5, n3 = 1, z3 = 0.0f, g3 = 0.001f;
+    float *s3[2] = {&n3, &z3};
+    o.l1 = 1.0f;
+    psrt_optim_apply(&o, &w3, s3, &g3, 1, NULL);
+    FL_ASSERT(w3 != 0 || fabs(z3) <= 1.0f);
+}
+
+FL_TEST(psrt_optim, adam_matches_hand_computed_with_bias_correction)
+{
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_ADAM, 0.01f);
+    float w = 1.0f, m = 0, v = 0, g = 0.5f;
+    float *s[2] = {&m, &v};
+    struct psrt_adam_pow pw = {o.beta1, o.beta2};
+    psrt_optim_apply(&o, &w, s, &g, 1, &pw);
+    double mm = 0.1 * 0.5, vv = 0.001 * 0.25;
+    double lrt = 0.01 * sqrt(1 - 0.999) / (1 - 0.9);
+    ASSERT_NEAR(m, mm);
+    ASSERT_NEAR(v, vv);
+    ASSERT_NEAR(w, 1.0 - lrt * mm / (sqrt(vv) + 1e-8));
+    ASSERT_NEAR(pw.b1p, 0.9 * 0.9);
+    ASSERT_NEAR(pw.b2p, 0.999 * 0.999);
+}
+
+/* ---- placement -------------------------------------------------------------- */
+
+FL_TEST(psrt_model, placement_round_robin_like_replica_device_setter)
+{
+    struct psrt_model m;
+    FL_REQUIRE_EQ(psrt_model_init(&m, "linear", 2, 0), 0);
+    /* global_step -> ps0, Weights -> ps1, biases -> ps0 */
+    FL_ASSERT_STREQ(m.vars[0].name, "Weights");
+    FL_ASSERT_EQ(m.vars[0].ps, 1);
+    FL_ASSERT_EQ(m.vars[1].ps, 0);
+    int order[16];
+    FL_ASSERT_EQ(psrt_model_shards(&m, order), 2);
+    FL_ASSERT_EQ(order[0], 0);
+    FL_ASSERT_EQ(order[1], 1);
+    /* 6 ps: only ps 0 (global_step), 1 (Weights) and 2 (biases) hold variables */
+    FL_REQUIRE_EQ(psrt_model_init(&m, "linear", 6, 0), 0);
+    FL_ASSERT_EQ(psrt_model_shards(&m, order), 3);
+    FL_ASSERT_EQ(m.vars[1].ps, 2);
+    FL_ASSERT(!psrt_model_ps_has_vars(&m, 3));
+    FL_ASSERT(psrt_tensor_on_ps(&m, "global_step", 0));
+    FL_ASSERT(psrt_tensor_on_ps(&m, "Weights/Adagrad", 1));
+    FL_ASSERT(!psrt_tensor_on_ps(&m, "Weights/Adagrad", 0));
+}
+
+FL_TEST(psrt_model, shards_sorted_by_device_name_like_tensorflow)
+{
+    struct psrt_model m;
+    FL_REQUIRE_EQ(psrt_model_init(&m, "sparse_lr", 12, 1 << 20), 0);
+    int order[16];
+    FL_REQUIRE_EQ(psrt_model_shards(&m, order), 12);
+    /* task:0, task:1, task:10, task:11, task:2, ... */
+    FL_ASSERT_EQ(order[2], 10);
+    FL_ASSERT_EQ(order[3], 11);
+    FL_ASSERT_EQ(order[4], 2);
+    FL_ASSERT(psrt_tensor_on_ps(&m, "sparse_lr/weights/part_10/keys", 10));
+    FL_ASSERT(!psrt_tensor_on_ps(&m, "sparse_lr/weights/part_10/keys", 1));
+}
+
+FL_TEST(psrt_model, sparse_rows_spread_evenly_over_ps)
+{
+    int count[3] = {0};
+    for (uint64_t k = 0; k < 30000; k++)
+        count[psrt_row_ps(k * 7919, 3)]++;
+    for (int p = 0; p < 3; p++) {
+        FL_ASSERT_GT(count[p], 9000);
+        FL_ASSERT_LT(count[p], 11000);
+    }
+}
+
+FL_TEST(psrt_model, batches_are_deterministic_and_unique_keys_cover_features)
+{
+    struct psrt_model m;
+    FL_REQUIRE_EQ(psrt_model_init(&m, "sparse_lr", 2, 33554432), 0);
+    struct psrt_batch a = {0}, b = {0};
+    FL_REQUIRE_EQ(m.ops->batch(&m, &a, 50, 42), 0);
+    FL_REQUIRE_EQ(m.ops->batch(&m, &b, 50, 42), 0);
+    FL_ASSERT_EQ(a.nkeys, b.nkeys);
+    FL_ASSERT_MEMEQ(a.keys, b.keys, (size_t)a.nkeys * 8);
+    for (int i = 0; i < 50 * a.nnz; i++) {
+        FL_ASSERT_EQ(a.keys[a.fidx[i]], a.fkeys[i]);
+        FL_ASSERT_LT(a.fkeys[i], 33554432);
+    }
+    psrt_batch_free(&a);
+    psrt_batch_free(&b);
+}
+
+/* ---- frames and buffers -------------------------------------------------------- */
+
+FL_TEST(psrt_frame, roundtrip_and_every_corruption_is_caught)
+{
+    struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = PSRT_OP_PULL, .status = -5,
+                               .flags = 3, .id = 77, .len = 1234, .pcrc = 0xdeadbeef};
+    uint8_t buf[PSRT_FRAME_HDR];
+    psrt_frame_encode(buf, &h);
+    struct psrt_frame_hdr d;
+    FL_REQUIRE_EQ(psrt_frame_decode(buf, &d, 1 << 20), 0);
+    FL_ASSERT_EQ(d.op, PSRT_OP_PULL);
+    FL_ASSERT_EQ(d.status, -5);
+    FL_ASSERT_EQ(d.id, 77);
+    FL_ASSERT_EQ(d.len, 1234);
+    FL_ASSERT_EQ(d.pcrc, 0xdeadbeef);
+    FL_ASSERT_EQ(psrt_frame_decode(buf, &d, 1000), -EMSGSIZE);
+    /* every single bit flip is detected */
+    for (int bit = 0; bit < PSRT_FRAME_HDR * 8; bit++) {
+        uint8_t c[PSRT_FRAME_HDR];
+        memcpy(c, buf, sizeof c);
+        c[bit / 8] ^= (uint8_t)(1 << (bit % 8));
+        int r = psrt_frame_decode(c, &d, 1 << 20);
+        FL_ASSERT_MSG(r == -EBADMSG || r == -EPROTO, "bit %d: decode gave %d", bit, r);
+    }
+    /* a wrong version with a valid crc is a protocol error */
+    h.version = 9;
+    psrt_frame_encode(buf, &h);
+    FL_ASSERT_EQ(psrt_frame_decode(buf, &d, 1 << 20), -EPROTO);
+}
+
+FL_TEST(psrt_frame, buffer_getters_never_read_past_the_end)
+{
+    struct psrt_buf b = {0};
+    psrt_buf_u32(&b, 7);
+    psrt_buf_str(&b, "hello");
+    psrt_buf_align8(&b);
+    FL_ASSERT_EQ(b.len % 8, 0);
+    FL_ASSERT_EQ(psrt_buf_get_u32(&b), 7);
+    char s[16];
+    FL_ASSERT_EQ(psrt_buf_get_str(&b, s, sizeof s), 0);
+    FL_ASSERT_STREQ(s, "hello");
+    psrt_buf_skip_align8(&b);
+    FL_ASSERT(!b.bad);
+    FL_ASSERT_EQ(psrt_buf_get_u64(&b), 0);
+    FL_ASSERT(b.bad);
+    /* a string whose length lies */
+    struct psrt_buf c = {0};
+    psrt_buf_u32(&c, 1000);
+    psrt_buf_put(&c, "abc", 3);
+    FL_ASSERT_EQ(psrt_buf_get_str(&c, s, sizeof s), -EBADMSG);
+    psrt_buf_free(&b);
+    psrt_buf_free(&c);
+}
+
+/* ---- flags ------------------------------------------------------------------------- */
+
+static int parse(const char *line, struct psrt_flags *f, char *err)
+{
+    char *copy = strdup(line), *argv[32];
+    int argc = 0;
+    argv[argc++] = "psrt";
+    for (char *t = strtok(copy, " "); t && argc < 31; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    int r = psrt_flags_parse(f, argc, argv, err, 256);
+    free(copy);
+    return r;
+}
+
+FL_TEST(psrt_flags, parse_seed_report_command_lines)
+{
+    struct psrt_flags f;
+    char err[256] = "";
+    FL_REQUIRE_EQ(parse("--job_name=worker --task_index=2 --ps_hosts=ps0:2222,ps1:2222 "
+                        "--worker_hosts=w0:2222,w1:2222,w2:2222 --train_dir=./train_logs "
+                        "--model=sparse_lr --save_checkpoint_steps=50 --max_steps=300 "
+                        "--checkpoint_protocol=legacy --rpc_threads per_request",
+                        &f, err),
+                  0);
+    FL_ASSERT_STREQ(f.job, "worker");
+    FL_ASSERT_EQ(f.task, 2);
+    FL_ASSERT_EQ(f.nps, 2);
+    FL_ASSERT_STREQ(f.ps[1].host, "ps1");
+    FL_ASSERT_EQ(f.ps[1].port, 2222);
+    FL_ASSERT_EQ(f.nworkers, 3);
+    FL_ASSERT_STREQ(f.optimizer, "ftrl");
+    FL_ASSERT_EQ(f.protocol, PSRT_LEGACY);
+    FL_ASSERT_EQ(f.rpc_threads, PSRT_PER_REQUEST);
+    FL_ASSERT_EQ(f.save_steps, 50);
+    FL_ASSERT_EQ(f.save_secs, 0);
+    FL_ASSERT_EQ(f.max_to_keep, 5);
+    psrt_flags_free(&f);
+}
+
+FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
+{
+    struct psrt_flags f;
+    char err[256];
+    FL_ASSERT_EQ(parse("--job_name=chief --ps_hosts=a:1 --worker_hosts=b:2", &f, err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "--job_name=chief");
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a --worker_hosts=b:2", &f, err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "--ps_hosts=a");
+    FL_ASSERT_EQ(parse("--job_name=ps --task_index=3 --ps_hosts=a:1 --worker_hosts=b:2", &f, err),
+                 -EINVAL);
+    FL_ASSERT_CONTAINS(err, "only 1 task");
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --bogus=1", &f, err),
+                 -EINVAL);
+    FL_ASSERT_CONTAINS(err, "unknown flag --bogus");
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --max_steps=x", &f, err),
+                 -EINVAL);
+    FL_ASSERT_CONTAINS(err, "--max_steps=x");
+}
+
+/* ---- sparse table ---------------------------------------------------------------------- */
+
+FL_TEST(psrt_table, push_pull_grow_and_sgd_apply)
+{
+    struct psrt_table t;
+    FL_REQUIRE_EQ(psrt_table_init(&t, 1, 0, NULL, 16), 0);
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_SGD, 0.5f);
+    enum { N = 100000 };
+    uint64_t *k = malloc(N * 8);
+    float *g = malloc(N * 4), *out = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        k[i] = psrt_mix64((uint64_t)i) | (i == 7 ? UINT64_MAX : 0);
+        g[i] = (float)(i % 13);
+    }
+    FL_REQUIRE_EQ(psrt_table_push(&t, &o, k, g, N, NULL), 0);
+    FL_REQUIRE_EQ(psrt_table_push(&t, &o, k, g, N, NULL), 0);
+    FL_ASSERT_EQ(t.nrows, N);
+    psrt_table_pull(&t, k, N, out);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != -1.0f * (float)(i % 13);
+    FL_ASSERT_EQ(bad, 0);
+    uint64_t absent = 12345;
+    psrt_table_pull(&t, &absent, 1, out);
+    FL_ASSERT_EQ(out[0], 0);
+    FL_ASSERT_EQ(psrt_table_find(&t, absent), -1);
+    psrt_table_free(&t);
+    free(k);
+    free(g);
+    free(out);
+}
+
+/* ---- ps protocol over RPC, in process ----------------------------------------------------- */
+
+struct ps_fixture {
+    struct psrt_flags f;
+    struct psrt_ps *ps;
+    struct psrt_conn *c;
+    struct psrt_buf resp;
+};
+
+static void fixture(struct ps_fixture *x, const char *model, int mode, long long max_steps)
+{
+    memset(x, 0, sizeof *x);
+    char err[256], line[512];
+    snprintf(line, sizeof line,
+             "--job_name=ps --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --model=%s "
+             "--max_steps=%lld --train_dir=%s/tl --rpc_threads=%s",
+             model, max_steps, fl_test_dir(), mode == PSRT_POOL ? "pool" : "per_request");
+    FL_REQUIRE_EQ(parse(line, &x->f, err), 0);
+    struct psrt_err e = {0};
+    FL_REQUIRE_EQ(psrt_ps_setup(&x->ps, &x->f, &e), 0);
+    FL_REQUIRE_EQ(psrt_ps_serve(x->ps, 0, &e), 0);
+    x->c = psrt_conn_new("127.0.0.1", psrt_ps_port(x->ps), "ps task 0");
+    FL_REQUIRE_EQ(psrt_conn_connect(x->c, 5, &e), 0);
+}
+
+static int32_t call(struct ps_fixture *x, int op, uint32_t flags, const void *p, size_t n)
+{
+    struct iovec iov = {(void *)p, n};
+    int32_t st = 0;
+    struct psrt_err e = {0};
+    int r = psrt_conn_call(x->c, op, flags, &iov, 1, 10, &x->resp, &st, &e);
+    FL_REQUIRE_MSG(r == 0, "call %s: %s", psrt_op_name(op), e.msg);
+    return st;
+}
+
+static void ps_protocol(int mode)
+{
+    struct ps_fixture x;
+    fixture(&x, "linear", mode, 3);
+    uint64_t zero = 0;
+    /* UNINITIALIZED: pulls are refused with "not ready" */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, PSRT_PULL_RESERVE, &zero, 8), -EAGAIN);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PING, 0, NULL, 0), 0);
+    x.resp.off = 8;
+    FL_ASSERT_EQ(psrt_buf_get_u32(&x.resp), 0);
+    /* Init -> READY */
+    uint64_t seed = 1;
+    FL_ASSERT_EQ(call(&x, PSRT_OP_INIT, 0, &seed, 8), 0);
+    for (int s = 1; s <= 3; s++) {
+        FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, PSRT_PULL_RESERVE, &zero, 8), 0);
+        x.resp.off = 0;
+        FL_ASSERT_EQ((int64_t)psrt_buf_get_u64(&x.resp), s);
+    }
+    /* past max_steps: no step is reserved */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, PSRT_PULL_RESERVE, &zero, 8), 0);
+    x.resp.off = 0;
+    FL_ASSERT_EQ((int64_t)psrt_buf_get_u64(&x.resp), -1);
+    /* push applies to the variables this ps owns (biases on ps 0 of 1: both) */
+    struct {
+        uint64_t nkeys;
+        uint32_t nd, pad;
+        float g[2];
+    } push = {0, 2, 0, {1.0f, 1.0f}};
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PUSH, 0, &push, sizeof push), 0);
+    /* a malformed push is refused, not applied */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PUSH, 0, &push, 12), -EBADMSG);
+    /* Shutdown -> further pulls say "done" */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_SHUTDOWN, 0, NULL, 0), 0);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, 0, &zero, 8), -ESHUTDOWN);
+    psrt_conn_free(x.c);
+}
+
+FL_TEST(psrt_ps, protocol_states_pool)
+{
+    ps_protocol(PSRT_POOL);
+}
+
+FL_TEST(psrt_ps, protocol_states_per_request)
+{
+    ps_protocol(PSRT_PER_REQUEST);
+}
+
+FL_TEST(psrt_rpc, corrupt_frame_closes_connection_and_server_survives)
+{
+    struct ps_fixture x;
+    fixture(&x, "linear", PSRT_POOL, 10);
+    /* a raw socket sending a frame with a bad payload crc */
+    struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = PSRT_OP_ECHO, .len = 4, .pcrc = 1};
+    uint8_t hdr[PSRT_FRAME_HDR];
+    psrt_frame_encode(hdr, &h);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)psrt_ps_port(x.ps))};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    FL_REQUIRE_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    FL_REQUIRE_EQ(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+    FL_REQUIRE_EQ(write(fd, "abcd", 4), 4);
+    char c;
+    FL_ASSERT_EQ(read(fd, &c, 1), 0); /* closed, no reply */
+    close(fd);
+    /* garbage magic */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    FL_REQUIRE_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    memset(hdr, 'x', sizeof hdr);
+    FL_REQUIRE_EQ(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+    FL_ASSERT_EQ(read(fd, &c, 1), 0);
+    close(fd);
+    /* the good client still works; echo of 3 MB comes back intact */
+    size_t n = 3 << 20;
+    char *big = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)(i * 31);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_ECHO, 0, big, n), 0);
+    FL_ASSERT_EQ(x.resp.len, n);
+    FL_ASSERT_MEMEQ(x.resp.p, big, n);
+    free(big);
+}
+
+FL_TEST(psrt_rpc, unreachable_peer_error_names_it)
+{
+    /* a port nobody listens on */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    FL_REQUIRE_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t sl = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &sl);
+    close(fd);
+    struct psrt_conn *c = psrt_conn_new("127.0.0.1", ntohs(a.sin_port), "ps task 3");
+    struct psrt_err e = {0};
+    double t0 = psrt_now();
+    FL_ASSERT_EQ(psrt_conn_connect(c, 0.3, &e), -ECONNREFUSED);
+    FL_ASSERT_LT(psrt_now() - t0, 2.0);
+    char want[64];
+    snprintf(want, sizeof want, "ps task 3 at 127.0.0.1:%d", ntohs(a.sin_port));
+    FL_ASSERT_CONTAINS(e.msg, want);
+    FL_ASSERT_CONTAINS(e.msg, "UnavailableError");
+    psrt_conn_free(c);
+}
+
+/* ---- tensor lists through the bundle library ------------------------------------------------- */
+
+FL_TEST(psrt_tensors, encode_decode_and_bundle_roundtrip_bit_exact)
+{
+    struct psrt_tl l = {0};
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    int64_t gs = 42, d2[2] = {2, 3}, d1[1] = {3};
+    uint64_t keys[3] = {9, UINT64_MAX, 1};
+    psrt_tl_add(&l, "global_step", CKPT_DT_INT64, 0, NULL, &gs, 8);
+    psrt_tl_add(&l, "w", CKPT_DT_FLOAT, 2, d2, w, sizeof w);
+    psrt_tl_add(&l, "sp/part_0/keys", CKPT_DT_INT64, 1, d1, keys, sizeof keys);
+    struct psrt_buf b = {0};
+    psrt_tl_encode(&l, &b);
+    struct psrt_tl d;
+    FL_REQUIRE_EQ(psrt_tl_decode(&d, &b), 0);
+    FL_REQUIRE_EQ(d.n, 3);
+    FL_ASSERT_MEMEQ(psrt_tl_find(&d, "w")->data, w, sizeof w);
+    /* truncated encodings are rejected */
+    for (size_t cut = 0; cut < b.len; cut += 7) {
+        struct psrt_buf t = {.p = b.p, .len = cut};
+        struct psrt_tl x;
+        FL_ASSERT_EQ(psrt_tl_decode(&x, &t), -EBADMSG);
+    }
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s/sub/model.ckpt-1", fl_test_dir());
+    struct psrt_err e = {0};
+    FL_REQUIRE_MSG(psrt_tl_write_bundle(&l, prefix, CKPT_W_MKDIR_P, CKPT_SYNC, &e) == 0, "%s",
+                   e.msg);
+    struct psrt_tl r;
+    FL_REQUIRE_MSG(psrt_tl_read_bundle(&r, prefix, &e) == 0, "%s", e.msg);
+    FL_ASSERT_EQ(r.n, 3);
+    for (int i = 0; i < l.n; i++) {
+        const struct psrt_tensor *t = psrt_tl_find(&r, l.t[i].name);
+        FL_REQUIRE(t != NULL);
+        FL_ASSERT_EQ(t->len, l.t[i].len);
+        FL_ASSERT_MEMEQ(t->data, l.t[i].data, t->len);
+    }
+    psrt_tl_free(&r);
+    /* a missing directory with a non-recursive writer: TensorFlow's message */
+    snprintf(prefix, sizeof prefix, "%s/nope/x_temp_0123/part-00000-of-00001", fl_test_dir());
+    FL_ASSERT_EQ(psrt_tl_write_bundle(&l, prefix, 0, 0, &e), -ENOENT);
+    FL_ASSERT_CONTAINS(e.msg, "NotFoundError: ");
+    FL_ASSERT_CONTAINS(e.msg, "part-00000-of-00001.data-00000-of-00001; No such file or directory");
+    psrt_buf_free(&b);
+    l.owns = false;
+    psrt_tl_free(&l);
+    d.owns = false;
+    psrt_tl_free(&d);
+}
+
+/* ---- event channel -------------------------------------------------------------------------------- */
+
+struct fake_harness {
+    int lfd;
+    char lines[8][256];
+    int n;
+};
+
+static void *harness_thread(void *arg)
+{
+    struct fake_harness *h = arg;
+    int fd = accept(h->lfd, NULL, NULL);
+    char buf[4096];
+    size_t got = 0;
+    while (h->n < 3) {
+        ssize_t k = read(fd, buf + got, sizeof buf - got - 1);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        char *nl;
+        while ((nl = memchr(buf, '\n', got))) {
+            *nl = 0;
+            snprintf(h->lines[h->n], sizeof h->lines[0], "%s", buf);
+            unsigned long long seq;
+            if (sscanf(buf, "SYNC %llu", &seq) == 1) {
+                char ok[64];
+                int m = snprintf(ok, sizeof ok, "OK %llu\n", seq);
+                if (write(fd, ok, (size_t)m) < 0)
+                    break;
+            }
+            h->n++;
+            got -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, got);
+        }
+    }
+    close(fd);
+    return NULL;
+}
+
+FL_TEST(psrt_events, hello_event_and_sync_waits_for_ok)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/ev.sock", fl_test_dir());
+    struct fake_harness h = {0};
+    h.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    FL_REQUIRE_EQ(bind(h.lfd, (struct sockaddr *)&a, sizeof a), 0);
+    FL_REQUIRE_EQ(listen(h.lfd, 1), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, harness_thread, &h);
+    setenv("FAULTLINE_EVENTS", path, 1);
+    setenv("FAULTLINE_SYNC", "save.shard_written,other", 1);
+    setenv("FAULTLINE_HOST", "ps1", 1);
+    psrt_ev_open("ps", 1);
+    psrt_ev("save.begin", "step=5 prefix=%s", psrt_ev_q("./a b/model.ckpt-5"));
+    psrt_ev("save.shard_written", "shard=1 step=5");
+    pthread_join(t, NULL);
+    FL_ASSERT_EQ(h.n, 3);
+    char want[128];
+    snprintf(want, sizeof want, "HELLO host=ps1 job=ps task=1 pid=%d", (int)getpid());
+    FL_ASSERT_STREQ(h.lines[0], want);
+    FL_ASSERT_STREQ(h.lines[1], "EVENT save.begin step=5 prefix=\"./a b/model.ckpt-5\"");
+    FL_ASSERT_STREQ(h.lines[2], "SYNC 2 save.shard_written shard=1 step=5");
+    /* the harness is gone: events are dropped, the process carries on */
+    psrt_ev("save.done", "step=5");
+    psrt_ev("save.done", "step=6");
+    psrt_ev_close();
+    close(h.lfd);
+}
