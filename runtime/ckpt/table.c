@@ -344,9 +344,15 @@ struct handle {
     uint64_t off, size;
 };
 
+/* Two varints; only canonical (shortest) encodings, as every writer emits,
+ * so that a flipped continuation bit in the footer cannot go unnoticed. */
 static int decode_handle(const uint8_t **p, const uint8_t *end, struct handle *h)
 {
-    if (ckpt_varint_get(p, end, &h->off) < 0 || ckpt_varint_get(p, end, &h->size) < 0)
+    const uint8_t *s = *p;
+    if (ckpt_varint_get(p, end, &h->off) < 0 || *p - s != ckpt_varint_len(h->off))
+        return -1;
+    s = *p;
+    if (ckpt_varint_get(p, end, &h->size) < 0 || *p - s != ckpt_varint_len(h->size))
         return -1;
     return 0;
 }

@@ -16,18 +16,17 @@
 #include "harness/tests/fl_test.h"
 #include "runtime/ckpt/bundle.h"
 
-/* A path under the test directory (static ring of buffers). */
+/* A path under the test directory; malloc'd and never freed (each test is
+ * a short-lived forked process). */
 __attribute__((format(printf, 1, 2), unused)) static const char *tpath(const char *fmt, ...)
 {
-    static char bufs[8][4096];
-    static int next;
-    char rel[3072];
+    char rel[3072], *b = NULL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(rel, sizeof rel, fmt, ap);
     va_end(ap);
-    char *b = bufs[next++ % 8];
-    snprintf(b, 4096, "%s/%s", fl_test_dir(), rel);
+    if (asprintf(&b, "%s/%s", fl_test_dir(), rel) < 0)
+        abort();
     return b;
 }
 
