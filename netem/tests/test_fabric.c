@@ -396,6 +396,28 @@ FL_TEST(fabric, reattach_works_for_restarted_host)
     env_down(&e);
 }
 
+FL_TEST(fabric, partition_holds_across_host_restart)
+{
+    /* Rules match port names, so a restarted host is still cut off. */
+    struct env e = { 0 };
+    char err[256] = "";
+    env_up(&e, 2);
+    int g0[] = { 0 }, g1[] = { 1 };
+    const int *groups[] = { g0, g1 };
+    size_t sizes[] = { 1, 1 };
+    int id = 0;
+    FL_REQUIRE_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), 0);
+    host_kill(e.host[1]);
+    e.host[1] = host_spawn();
+    FL_REQUIRE(e.host[1] > 0);
+    FL_REQUIRE_EQ(fl_fabric_attach(e.f, 1, e.host[1], err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_fabric_commit(e.f, err, sizeof err), 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, TIMEOUT_MS), -ETIMEDOUT);
+    FL_REQUIRE_EQ(fl_fabric_heal(e.f, id, err, sizeof err), 0);
+    FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
+    env_down(&e);
+}
+
 FL_TEST(fabric, commit_error_names_host_interface_and_call)
 {
     struct env e = { 0 };
@@ -544,4 +566,47 @@ FL_TEST(fabric, reachable_at_once_after_commit)
     long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
     FL_ASSERT_LT(ms, 500);
     env_down(&e);
+}
+
+static double clock_s(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+FL_TEST_T(fabric, commit_256_hosts_timing, 120)
+{
+    /* The figure behind the hosts_up_down budget: 256 attaches + one commit
+     * (printed to the test log), and a sanity bound far above it. */
+    enum { N = 256 };
+    char err[256] = "";
+    fl_test_need_root();
+    static pid_t host[N];
+    for (int i = 0; i < N; i++) {
+        host[i] = host_spawn();
+        FL_REQUIRE(host[i] > 0);
+    }
+    double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    struct fl_fabric *f = NULL;
+    int rc = fl_fabric_create(&f, "t256", err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "create: %s", err);
+    double w1 = clock_s(CLOCK_MONOTONIC);
+    for (int i = 0; i < N; i++)
+        FL_REQUIRE_EQ(fl_fabric_attach(f, i, host[i], err, sizeof err), 0);
+    rc = fl_fabric_commit(f, err, sizeof err);
+    double w2 = clock_s(CLOCK_MONOTONIC), c2 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    FL_REQUIRE_MSG(rc == 0, "commit: %s", err);
+    fprintf(stderr, "fabric: %d hosts: create %.1f ms, attach+commit %.1f ms wall, "
+            "create+commit %.1f ms CPU of this thread\n",
+            N, (w1 - w0) * 1e3, (w2 - w1) * 1e3, (c2 - c0) * 1e3);
+    FL_ASSERT_LT((w2 - w1) * 1e3, 2000);
+    for (int i = 1; i < N; i += 37)
+        FL_ASSERT_EQ(connect_from(host[0], i, 7001, 2000), -ECONNREFUSED);
+    FL_ASSERT_EQ(connect_from(host[0], N - 1, 7001, 2000), -ECONNREFUSED);
+    double w3 = clock_s(CLOCK_MONOTONIC);
+    fl_fabric_destroy(f);
+    fprintf(stderr, "fabric: destroy %.1f ms\n", (clock_s(CLOCK_MONOTONIC) - w3) * 1e3);
+    for (int i = 0; i < N; i++)
+        host_kill(host[i]);
 }
