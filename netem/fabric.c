@@ -56,7 +56,7 @@
 #define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
 #define CHUNK 128            /* hosts per switch batch (bounds open fds too) */
 #define MSG_MAX 512          /* upper bound of one message we build */
-#define SYNC_BATCH 64        /* RTM_GETLINK replies queued at once (~2 KiB each) */
+#define SYNC_BATCH 32        /* RTM_GETLINK replies queued at once (~4 KiB truesize each) */
 
 enum op_kind {
     OP_BR_NEW, OP_BR_SET, OP_BR_UP, OP_PORT_DEL, OP_VETH_NEW, OP_PORT_AF,
@@ -908,7 +908,7 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
                                                OP_PORT_SYNC, (int)at);
             if (!nlh)
                 goto nomem;
-            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, 0);
+            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
             nb_close(&b, nlh);
         }
         f->seq += (uint32_t)b.nops + 1;
