@@ -120,7 +120,17 @@ static int check_keys(struct vctx *c, const ynode *map, const char *const *keys,
             ok = strcmp(k, keys[j]) == 0;
         if (!ok) {
             verr(c, map->keys[i]->loc, "unknown key '%s' in %s", k, where);
-            return vsuggest(c, k, keys, n);
+            if (fl_suggest(k, keys, n))
+                return vsuggest(c, k, keys, n);
+            size_t used = strlen(c->err);
+            for (size_t j = 0; j < n && used < c->errlen; j++) {
+                int w = snprintf(c->err + used, c->errlen - used, "%s%s%s",
+                                 j ? ", " : " (expected ", keys[j], j + 1 == n ? ")" : "");
+                if (w < 0)
+                    break;
+                used += (size_t)w;
+            }
+            return -EINVAL;
         }
     }
     return 0;
@@ -336,10 +346,10 @@ static int load_host_options(struct vctx *c, struct fl_scn_host *h, const ynode 
     if (co) {
         bool neg = co->type == FL_YN_SCALAR && co->value[0] == '-';
         int64_t ms;
-        if ((rc = want(c, co, FL_YN_SCALAR, "clock_offset")) < 0)
+        if ((rc = want(c, co, FL_YN_SCALAR, "'clock_offset'")) < 0)
             return rc;
         if (fl_scn_duration_parse(co->value + neg, &ms) < 0)
-            return verr(c, co->loc, "clock_offset must be a duration like 5s or -250ms, not '%s'",
+            return verr(c, co->loc, "'clock_offset' must be a duration like 5s or -250ms, not '%s'",
                         co->value);
         h->clock_offset_ms = neg ? -ms : ms;
         h->clock_offset_set = true;
@@ -353,10 +363,10 @@ static int load_host_options(struct vctx *c, struct fl_scn_host *h, const ynode 
         return rc;
     const ynode *size = fl_scn_yaml_get(disk, "size", NULL);
     if (size) {
-        if ((rc = want(c, size, FL_YN_SCALAR, "disk size")) < 0)
+        if ((rc = want(c, size, FL_YN_SCALAR, "'size'")) < 0)
             return rc;
         if (fl_scn_size_parse(size->value, &h->disk_size) < 0)
-            return verr(c, size->loc, "disk size must be a size like 4096, 512K, 64M or 1G, not '%s'",
+            return verr(c, size->loc, "disk 'size' must be a size like 4096, 512K, 64M or 1G, not '%s'",
                         size->value);
         if (h->disk_size == 0)
             return verr(c, size->loc, "disk size must be larger than 0 (omit it for no limit)");
@@ -365,7 +375,7 @@ static int load_host_options(struct vctx *c, struct fl_scn_host *h, const ynode 
     }
     const ynode *dirs = fl_scn_yaml_get(disk, "dirs", NULL);
     if (dirs && !fl_scn_yaml_is_null(dirs)) {
-        if ((rc = want(c, dirs, FL_YN_SEQ, "disk dirs")) < 0)
+        if ((rc = want(c, dirs, FL_YN_SEQ, "'dirs'")) < 0)
             return rc;
         if (!(h->dirs = zalloc(c, dirs->n, sizeof *h->dirs)))
             return -ENOMEM;
@@ -380,7 +390,7 @@ static int load_host_options(struct vctx *c, struct fl_scn_host *h, const ynode 
     }
     const ynode *files = fl_scn_yaml_get(disk, "files", NULL);
     if (files && !fl_scn_yaml_is_null(files)) {
-        if ((rc = want(c, files, FL_YN_MAP, "disk files")) < 0)
+        if ((rc = want(c, files, FL_YN_MAP, "'files'")) < 0)
             return rc;
         if (!(h->files = zalloc(c, files->n, sizeof *h->files)))
             return -ENOMEM;
@@ -760,7 +770,7 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
         memcpy(keys, base_keys, sizeof base_keys);
         for (size_t j = 0; j < s->n_jobs; j++)
             keys[ARRAY_LEN(base_keys) + j] = s->jobs[j].name;
-        rc = check_keys(c, run, keys, nk, "run (command, env, port, stop_when, grace, or a job name)");
+        rc = check_keys(c, run, keys, nk, "run");
         free(keys);
         if (rc < 0)
             return rc;
@@ -768,7 +778,7 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
     const ynode *cmd = fl_scn_yaml_get(run, "command", NULL);
     const ynode *env = fl_scn_yaml_get(run, "env", NULL);
     if (cmd) {
-        if ((rc = want(c, cmd, FL_YN_SCALAR, "run command")) < 0 ||
+        if ((rc = want(c, cmd, FL_YN_SCALAR, "'command'")) < 0 ||
             (rc = check_template(c, cmd)) < 0)
             return rc;
     }
@@ -786,7 +796,7 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
                 return rc;
             jcmd = fl_scn_yaml_get(jo, "command", NULL);
             jenv = fl_scn_yaml_get(jo, "env", NULL);
-            if (jcmd && ((rc = want(c, jcmd, FL_YN_SCALAR, "run command")) < 0 ||
+            if (jcmd && ((rc = want(c, jcmd, FL_YN_SCALAR, "'command'")) < 0 ||
                          (rc = check_template(c, jcmd)) < 0))
                 return rc;
         }
@@ -818,7 +828,7 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
     const ynode *port = fl_scn_yaml_get(run, "port", NULL);
     if (port) {
         long p;
-        if ((rc = get_long(c, port, "run port", 1, 65535, &p)) < 0)
+        if ((rc = get_long(c, port, "'port'", 1, 65535, &p)) < 0)
             return rc;
         s->run.base_port = (int)p;
     }
@@ -840,7 +850,7 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
         free(per_host);
     }
     const ynode *grace = fl_scn_yaml_get(run, "grace", NULL);
-    if (grace && (rc = get_duration(c, grace, "run grace", true, &s->run.grace_ms)) < 0)
+    if (grace && (rc = get_duration(c, grace, "'grace'", true, &s->run.grace_ms)) < 0)
         return rc;
     const ynode *sw = fl_scn_yaml_get(run, "stop_when", NULL);
     if (sw && !(sw->type == FL_YN_SCALAR && strcmp(sw->value, "all") == 0)) {
@@ -851,8 +861,8 @@ static int load_run(struct vctx *c, const ynode *run, struct fl_scn_loc top)
             items = (const ynode *const *)sw->items;
             n = sw->n;
             if (n == 0)
-                return verr(c, sw->loc, "stop_when is empty (omit it to wait for every job)");
-        } else if ((rc = want(c, sw, FL_YN_SCALAR, "stop_when")) < 0) {
+                return verr(c, sw->loc, "'stop_when' is empty (omit it to wait for every job)");
+        } else if ((rc = want(c, sw, FL_YN_SCALAR, "'stop_when'")) < 0) {
             return rc;
         }
         if (!(s->run.stop_jobs = zalloc(c, n, sizeof *s->run.stop_jobs)))
@@ -943,7 +953,7 @@ static int load_shared(struct vctx *c, const ynode *sh)
             return verr(c, it->loc, "shared entry has no 'path'");
         if (!h)
             return verr(c, it->loc, "shared entry has no 'hosts'");
-        if ((rc = get_str(c, p, "shared path", &e->path)) < 0 ||
+        if ((rc = get_str(c, p, "'path'", &e->path)) < 0 ||
             (rc = check_rel_path(c, p, "shared path")) < 0)
             return rc;
         for (size_t q = 0; q + 1 < s->n_shared; q++)
@@ -970,7 +980,115 @@ static int load_shared(struct vctx *c, const ynode *sh)
 
 /* ---- regexes ----------------------------------------------------------- */
 
-/* Compiles a regex node into r.  \d and \D are rewritten to [0-9], [^0-9]. */
+/*
+ * glibc's regcomp copies the tree of a repeated expression once per
+ * repetition ("(a{200}){200}" holds 40000 copies of a), so nested counted
+ * repetitions take memory exponential in their nesting.  Estimate the size
+ * of the expanded tree and refuse expressions far beyond any log pattern;
+ * also refuse stacked repetition operators ("a+*"), undefined in POSIX.
+ */
+static int check_regex_shape(struct vctx *c, const ynode *n, const char *what, const char *re)
+{
+    enum { MAX_DEPTH = 32 };
+    const double max_cost = 200000;
+    double cost[MAX_DEPTH + 1] = {0}, last = 0;
+    int depth = 0;
+    bool prev_rep = false, in_bracket = false;
+
+    if (strlen(re) > 4096)
+        return verr(c, n->loc, "bad regex in %s: longer than 4096 characters", what);
+    for (const char *p = re; *p; p++) {
+        bool rep = false;
+        double mult = 0;
+        if (in_bracket) {
+            if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+                char close[3] = {p[1], ']', 0};
+                const char *e = strstr(p + 2, close);
+                if (e)
+                    p = e + 1;
+            } else if (*p == ']') {
+                in_bracket = false;
+            }
+            continue;
+        }
+        switch (*p) {
+        case '\\':
+            if (p[1])
+                p++;
+            last = 1;
+            cost[depth] += 1;
+            break;
+        case '[':
+            in_bracket = true;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']')
+                p++;
+            last = 1;
+            cost[depth] += 1;
+            break;
+        case '(':
+            if (depth == MAX_DEPTH)
+                return verr(c, n->loc, "bad regex in %s: groups nested deeper than %d", what,
+                            MAX_DEPTH);
+            cost[++depth] = 0;
+            break;
+        case ')':
+            if (depth > 0) {
+                last = cost[depth] + 1;
+                cost[--depth] += last;
+            }
+            break;
+        case '*': case '?':
+            rep = true;
+            mult = 1;
+            break;
+        case '+':
+            rep = true;
+            mult = 2;
+            break;
+        case '{':
+            if (isdigit((unsigned char)p[1])) {
+                char *end;
+                long lo = strtol(p + 1, &end, 10), hi = lo;
+                if (*end == ',')
+                    hi = isdigit((unsigned char)end[1]) ? strtol(end + 1, &end, 10) : lo + 1;
+                rep = true;
+                mult = (double)(hi > lo ? hi : lo) + 1;
+                const char *close = strchr(p, '}');
+                if (close)
+                    p = close;
+                break;
+            }
+            last = 1;               /* a literal brace */
+            cost[depth] += 1;
+            break;
+        default:
+            last = 1;
+            cost[depth] += 1;
+            break;
+        }
+        if (rep) {
+            if (prev_rep)
+                return verr(c, n->loc,
+                            "bad regex in %s: stacked repetition operators (like 'a+*') are not supported",
+                            what);
+            cost[depth] += last * (mult - 1);
+            last *= mult;
+        }
+        prev_rep = rep;
+        if (cost[depth] > max_cost || last > max_cost)
+            return verr(c, n->loc, "bad regex in %s: too complex (nested repetitions expand too far)",
+                        what);
+    }
+    return 0;
+}
+
+/*
+ * Compiles a regex node into r (POSIX ERE with glibc's \w \W \s \S \b \B \< \>).
+ * As people write them out of habit, \d and \D are rewritten to [0-9] and
+ * [^0-9], and inside a bracket \d, \w, \s to 0-9, [:alnum:]_, [:space:].
+ */
 static int load_regex(struct vctx *c, const ynode *n, const char *what, struct fl_scn_regex *r)
 {
     int rc;
@@ -1001,6 +1119,16 @@ static int load_regex(struct vctx *c, const ynode *n, const char *what, struct f
                 *o++ = *++p;
             continue;
         }
+        if (in_bracket && p[0] == '\\' && strchr("dws", p[1]) && p[1]) {
+            o = stpcpy(o, p[1] == 'd' ? "0-9" : p[1] == 'w' ? "[:alnum:]_" : "[:space:]");
+            p++;
+            continue;
+        }
+        if (in_bracket && p[0] == '\\' && strchr("DWS", p[1]) && p[1]) {
+            free(tr);
+            return verr(c, n->loc, "bad regex in %s: '\\%c' is not supported inside [...]", what,
+                        p[1]);
+        }
         if (in_bracket && *p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
             char close = p[1];
             const char *e = p + 2;
@@ -1018,6 +1146,10 @@ static int load_regex(struct vctx *c, const ynode *n, const char *what, struct f
         *o++ = *p;
     }
     *o = 0;
+    if ((rc = check_regex_shape(c, n, what, tr)) < 0) {
+        free(tr);
+        return rc;
+    }
     rc = regcomp(&r->re, tr, REG_EXTENDED | REG_NEWLINE);
     free(tr);
     if (rc != 0) {
@@ -1117,7 +1249,7 @@ static int resolve_target(struct vctx *c, const ynode *n, const char *kind, stru
     }
     if (strchr(n->value, ':')) {
         int j, k;
-        if ((rc = resolve_job_task(c, n, kind, &j, &k)) < 0)
+        if ((rc = resolve_job_task(c, n, what, &j, &k)) < 0)
             return rc;
         t->kind = FL_SCN_TGT_TASK;
         t->task = fl_scn_task_index(s, j, k);
@@ -1155,7 +1287,7 @@ static int load_count(struct vctx *c, const ynode *m, unsigned *count)
     *count = 1;
     if (!n)
         return 0;
-    if ((rc = get_long(c, n, "count", 1, 1000000000L, &v)) < 0)
+    if ((rc = get_long(c, n, "'count'", 1, 1000000000L, &v)) < 0)
         return rc;
     *count = (unsigned)v;
     return 0;
@@ -1181,7 +1313,7 @@ static int load_trigger(struct vctx *c, const ynode *key, const ynode *v, struct
     t->count = 1;
     if (strcmp(key->value, "at") == 0) {
         t->kind = FL_SCN_TRIG_AT;
-        if ((rc = get_duration(c, v, "at", true, &t->at_ms)) < 0)
+        if ((rc = get_duration(c, v, "'at'", true, &t->at_ms)) < 0)
             return rc;
         if (t->at_ms >= s->timeout_ms)
             return verr(c, v->loc, "fault at %s comes after the run's timeout (%" PRId64 "ms)",
@@ -1192,16 +1324,19 @@ static int load_trigger(struct vctx *c, const ynode *key, const ynode *v, struct
     static const char *const ev_keys[] = {"event", "host", "job", "count", "where"};
     static const char *const log_keys[] = {"match", "host", "job", "count"};
     t->kind = ev ? FL_SCN_TRIG_EVENT : FL_SCN_TRIG_LOG;
-    if (v->type != FL_YN_MAP)
-        return want(c, v, FL_YN_MAP, ev ? "'after' (e.g. after: {event: save.done, host: w0})"
-                                        : "'on_log' (e.g. on_log: {host: w0, match: 'step 100'})");
+    if (v->type != FL_YN_MAP) {
+        char b[64];
+        return verr(c, v->loc, "'%s' must be a mapping like %s, not %s", key->value,
+                    ev ? "{event: save.done, host: w0}" : "{host: w0, match: 'step 100'}",
+                    describe(v, b, sizeof b));
+    }
     if ((rc = check_keys(c, v, ev ? ev_keys : log_keys, ev ? 5 : 4, ev ? "after" : "on_log")) < 0)
         return rc;
     const ynode *h = fl_scn_yaml_get(v, "host", NULL);
     const ynode *j = fl_scn_yaml_get(v, "job", NULL);
-    if (h && (rc = resolve_host(c, h, key->value, &t->host)) < 0)
+    if (h && (rc = resolve_host(c, h, ev ? "'after'" : "'on_log'", &t->host)) < 0)
         return rc;
-    if (j && (rc = resolve_job_task(c, j, key->value, &t->job, &t->task)) < 0)
+    if (j && (rc = resolve_job_task(c, j, ev ? "'after'" : "'on_log'", &t->job, &t->task)) < 0)
         return rc;
     if ((rc = load_count(c, v, &t->count)) < 0)
         return rc;
@@ -1209,7 +1344,7 @@ static int load_trigger(struct vctx *c, const ynode *key, const ynode *v, struct
         const ynode *e = fl_scn_yaml_get(v, "event", NULL);
         if (!e)
             return verr(c, v->loc, "'after' needs 'event' (the event kind, e.g. save.done)");
-        if ((rc = get_str(c, e, "event", &t->event)) < 0)
+        if ((rc = get_str(c, e, "'event'", &t->event)) < 0)
             return rc;
         if (!valid_event_name(t->event))
             return verr(c, e->loc, "bad event kind '%s' (letters, digits, '.', '_', '-')", t->event);
@@ -1379,8 +1514,12 @@ static int load_fault(struct vctx *c, const ynode *it, struct fl_scn_fault *f)
     } else {
         static const char *const lkeys[] = {"host", "threads"};
         a->kind = FL_SCN_ACT_LIMIT;
-        if ((rc = want(c, av, FL_YN_MAP, "limit (e.g. limit: {host: w0, threads: 64})")) < 0 ||
-            (rc = check_keys(c, av, lkeys, 2, "limit")) < 0)
+        if (av->type != FL_YN_MAP) {
+            char b[64];
+            return verr(c, av->loc, "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
+                        describe(av, b, sizeof b));
+        }
+        if ((rc = check_keys(c, av, lkeys, 2, "limit")) < 0)
             return rc;
         const ynode *h = fl_scn_yaml_get(av, "host", NULL), *th = fl_scn_yaml_get(av, "threads", NULL);
         if (!h)
@@ -1388,7 +1527,7 @@ static int load_fault(struct vctx *c, const ynode *it, struct fl_scn_fault *f)
         if (!th)
             return verr(c, av->loc, "limit needs 'threads' (the most tasks the host may run)");
         if ((rc = resolve_target(c, h, "limit", &a->target)) < 0 ||
-            (rc = get_long(c, th, "threads", 1, 1L << 22, &a->threads)) < 0)
+            (rc = get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0)
             return rc;
         a->host = a->target.host;
     }
@@ -1398,7 +1537,7 @@ static int load_fault(struct vctx *c, const ynode *it, struct fl_scn_fault *f)
     if (sig) {
         if (a->kind != FL_SCN_ACT_KILL)
             return verr(c, sk->loc, "'signal' applies only to kill");
-        if ((rc = want(c, sig, FL_YN_SCALAR, "signal")) < 0)
+        if ((rc = want(c, sig, FL_YN_SCALAR, "'signal'")) < 0)
             return rc;
         int sn = fl_scn_signal_parse(sig->value);
         if (sn < 0) {
@@ -1415,7 +1554,7 @@ static int load_fault(struct vctx *c, const ynode *it, struct fl_scn_fault *f)
             a->kind == FL_SCN_ACT_REPLACE)
             return verr(c, sk->loc, "'for' does not apply to %s (it heals pause, crash_host, partition and limit)",
                         kind);
-        if ((rc = get_duration(c, fo, "for", false, &f->for_ms)) < 0)
+        if ((rc = get_duration(c, fo, "'for'", false, &f->for_ms)) < 0)
             return rc;
     }
     const ynode *va = fl_scn_yaml_get(it, "variant", &sk);
@@ -1504,7 +1643,7 @@ static int load_check(struct vctx *c, const ynode *k, const ynode *v, struct fl_
         return rc;
     const ynode *e = fl_scn_yaml_get(v, "exit", NULL);
     if (e) {
-        if ((rc = want(c, e, FL_YN_SCALAR, "exit")) < 0)
+        if ((rc = want(c, e, FL_YN_SCALAR, "'exit'")) < 0)
             return rc;
         ck->exit_loc = e->loc;
         if (strcasecmp(e->value, "nonzero") == 0 || strcasecmp(e->value, "non-zero") == 0)
@@ -1514,9 +1653,9 @@ static int load_check(struct vctx *c, const ynode *k, const ynode *v, struct fl_
         else {
             long x;
             if (!isdigit((unsigned char)e->value[0]))
-                return verr(c, e->loc, "exit must be a number 0..255, 'nonzero' or 'any', not '%s'",
+                return verr(c, e->loc, "'exit' must be a number 0..255, 'nonzero' or 'any', not '%s'",
                             e->value);
-            if ((rc = get_long(c, e, "exit", 0, 255, &x)) < 0)
+            if ((rc = get_long(c, e, "'exit'", 0, 255, &x)) < 0)
                 return rc;
             ck->exit = FL_SCN_EXIT_CODE;
             ck->exit_code = (int)x;
@@ -1524,7 +1663,7 @@ static int load_check(struct vctx *c, const ynode *k, const ynode *v, struct fl_
     }
     const ynode *sg = fl_scn_yaml_get(v, "signal", NULL);
     if (sg) {
-        if ((rc = want(c, sg, FL_YN_SCALAR, "signal")) < 0)
+        if ((rc = want(c, sg, FL_YN_SCALAR, "'signal'")) < 0)
             return rc;
         ck->signal_loc = sg->loc;
         if (strcasecmp(sg->value, "any") == 0) {
@@ -1554,7 +1693,7 @@ static int load_check(struct vctx *c, const ynode *k, const ynode *v, struct fl_
     const ynode *co = fl_scn_yaml_get(v, "core", NULL);
     if (co) {
         bool b;
-        if ((rc = get_bool(c, co, "core", &b)) < 0)
+        if ((rc = get_bool(c, co, "'core'", &b)) < 0)
             return rc;
         ck->core = b;
         ck->core_loc = co->loc;
@@ -1590,11 +1729,11 @@ static int load_file_checks(struct vctx *c, const ynode *v, struct fl_scn_expect
         if (!p)
             return verr(c, it->loc, "file check needs 'path'");
         if ((rc = resolve_host(c, h, "file check", &f->host)) < 0 ||
-            (rc = get_str(c, p, "path", &f->path)) < 0)
+            (rc = get_str(c, p, "'path'", &f->path)) < 0)
             return rc;
         if (p->value[0] != '/' && (rc = check_rel_path(c, p, "path")) < 0)
             return rc;
-        if (e && (rc = get_bool(c, e, "exists", &f->exists)) < 0)
+        if (e && (rc = get_bool(c, e, "'exists'", &f->exists)) < 0)
             return rc;
     }
     return 0;
@@ -1624,7 +1763,7 @@ static int load_event_checks(struct vctx *c, const ynode *v, struct fl_scn_expec
         const ynode *mx = fl_scn_yaml_get(it, "max", NULL);
         if (!ev)
             return verr(c, it->loc, "event check needs 'event'");
-        if ((rc = get_str(c, ev, "event", &e->event)) < 0)
+        if ((rc = get_str(c, ev, "'event'", &e->event)) < 0)
             return rc;
         if (!valid_event_name(e->event))
             return verr(c, ev->loc, "bad event kind '%s' (letters, digits, '.', '_', '-')", e->event);
@@ -1638,9 +1777,9 @@ static int load_event_checks(struct vctx *c, const ynode *v, struct fl_scn_expec
                 return verr(c, j->loc, "event check 'job' takes a job name, not a task");
         }
         e->min = mx ? 0 : 1;
-        if (mn && (rc = get_long(c, mn, "min", 0, LONG_MAX, &e->min)) < 0)
+        if (mn && (rc = get_long(c, mn, "'min'", 0, LONG_MAX, &e->min)) < 0)
             return rc;
-        if (mx && (rc = get_long(c, mx, "max", 0, LONG_MAX, &e->max)) < 0)
+        if (mx && (rc = get_long(c, mx, "'max'", 0, LONG_MAX, &e->max)) < 0)
             return rc;
         if (mx && e->max < e->min)
             return verr(c, mx->loc, "max %ld is below min %ld", e->max, e->min);
@@ -1798,13 +1937,13 @@ static int load_top(struct vctx *c, const ynode *root)
     const ynode *n = fl_scn_yaml_get(root, "name", NULL);
     if (!n)
         return verr(c, top, "missing 'name' (e.g. name: my-scenario)");
-    if ((rc = get_str(c, n, "name", &s->name)) < 0)
+    if ((rc = get_str(c, n, "'name'", &s->name)) < 0)
         return rc;
     if (!valid_scenario_name(s->name))
         return verr(c, n->loc, "bad name '%s' (lower-case letters, digits, '.', '_' and '-')", s->name);
     n = fl_scn_yaml_get(root, "about", NULL);
     if (n && !fl_scn_yaml_is_null(n))
-        rc = get_str(c, n, "about", &s->about);
+        rc = get_str(c, n, "'about'", &s->about);
     else
         rc = dup_str(c, "", &s->about);
     if (rc < 0)
@@ -1812,27 +1951,27 @@ static int load_top(struct vctx *c, const ynode *root)
     n = fl_scn_yaml_get(root, "seed", NULL);
     if (n) {
         char *end;
-        if ((rc = want(c, n, FL_YN_SCALAR, "seed")) < 0)
+        if ((rc = want(c, n, FL_YN_SCALAR, "'seed'")) < 0)
             return rc;
         errno = 0;
         unsigned long long v = strtoull(n->value, &end, 10);
         if (!isdigit((unsigned char)n->value[0]) || *end || errno)
-            return verr(c, n->loc, "seed must be a whole number 0..18446744073709551615, not '%s'",
+            return verr(c, n->loc, "'seed' must be a whole number 0..18446744073709551615, not '%s'",
                         n->value);
         s->seed = v;
         s->seed_set = true;
     }
     s->timeout_ms = FL_SCN_DEFAULT_TIMEOUT_MS;
     n = fl_scn_yaml_get(root, "timeout", NULL);
-    if (n && (rc = get_duration(c, n, "timeout", false, &s->timeout_ms)) < 0)
+    if (n && (rc = get_duration(c, n, "'timeout'", false, &s->timeout_ms)) < 0)
         return rc;
     n = fl_scn_yaml_get(root, "workdir", NULL);
     if (n) {
-        if ((rc = get_str(c, n, "workdir", &s->workdir)) < 0)
+        if ((rc = get_str(c, n, "'workdir'", &s->workdir)) < 0)
             return rc;
         if (s->workdir[0] != '/' || strcmp(s->workdir, "/") == 0 || strstr(s->workdir, "/../") ||
             (strlen(s->workdir) >= 3 && strcmp(s->workdir + strlen(s->workdir) - 3, "/..") == 0))
-            return verr(c, n->loc, "workdir must be an absolute path below / (e.g. /srv/faultline), not '%s'",
+            return verr(c, n->loc, "'workdir' must be an absolute path below / (e.g. /srv/faultline), not '%s'",
                         s->workdir);
         static const char *const bad[] = {"/proc", "/sys", "/dev", "/etc", "/tmp", "/run"};
         for (size_t i = 0; i < ARRAY_LEN(bad); i++) {

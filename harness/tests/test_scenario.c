@@ -459,6 +459,27 @@ FL_TEST(scenario, load_error_unknown_names_suggest)
                  "s.yaml:11:26: unknown host 'pss0' in event check (did you mean 'ps0'?)");
 }
 
+FL_TEST(scenario, load_error_regex_syntax_and_shape)
+{
+    expect_error(BASE "expect:\n  all:\n    all: {log_matches: 'a(b'}\n",
+                 "s.yaml:10:24: bad regex in 'log_matches': Unmatched ( or \\(");
+    /* Stacked repetitions are undefined in POSIX and explode in glibc. */
+    expect_error(BASE "expect:\n  all:\n    all: {log_matches: 'a++'}\n",
+                 "s.yaml:10:24: bad regex in 'log_matches': stacked repetition operators (like 'a+*') are not supported");
+    expect_error(BASE "expect:\n  all:\n    all: {log_not_matches: '((a{99}){99}){99}'}\n",
+                 "s.yaml:10:28: bad regex in 'log_not_matches': too complex (nested repetitions expand too far)");
+    /* \d is rewritten to [0-9]; GNU \w, \s and \b work as in grep -E. */
+    char err[512];
+    struct fl_scenario *s = NULL;
+    FL_REQUIRE_EQ(load_str(BASE "expect:\n  all:\n    all: {log_matches: '^\\d{4}-\\d{2} \\w+\\s[[:digit:]\\d]\\b'}\n",
+                           &s, err, sizeof err), 0);
+    const regex_t *re = &s->expects[0].checks[0].log_matches.re;
+    FL_ASSERT_EQ(regexec(re, "2024-05 step 7", 0, NULL, 0), 0);
+    FL_ASSERT_NE(regexec(re, "2024-0x step 7", 0, NULL, 0), 0);
+    FL_ASSERT_NE(regexec(re, "2024-05 step d", 0, NULL, 0), 0);
+    fl_scenario_free(s);
+}
+
 FL_TEST(scenario, load_error_template_columns)
 {
     /* Plain scalar: column of the '{'. */
