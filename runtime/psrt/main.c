@@ -10,18 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Defined by runtime/psrt/inspect.c (the checkpoint library's inspector). */
-int psrt_inspect_main(int argc, char **argv) __attribute__((weak));
+/* Defined by runtime/psrt/inspect.c (the checkpoint library's inspector).
+ * Not weak: a weak reference would not pull inspect.o out of libpsrt.a. */
+int psrt_inspect_main(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "inspect")) {
-        if (!psrt_inspect_main) {
-            fprintf(stderr, "psrt: inspect is not built yet\n");
-            return 2;
-        }
+    if (argc > 1 && !strcmp(argv[1], "inspect"))
         return psrt_inspect_main(argc - 1, argv + 1);
-    }
     if (argc > 1 && !strcmp(argv[1], "predict"))
         return psrt_predict_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "bench"))
