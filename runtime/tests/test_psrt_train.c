@@ -1,0 +1,68 @@
+/*
+ * test_psrt_train.c: real psrt clusters on loopback (2 ps + 3 workers,
+ * separate processes, a separate working directory = disk per task) train
+ * each model to its target loss with the robust protocol, every process
+ * exits 0, the checkpoints are where the protocol says, and predictions
+ * from the export match the true model.
+ */
+#include "runtime/tests/psrt_cluster.h"
+
+#include <math.h>
+
+static double final_loss(const char *log)
+{
+    const char *p = strstr(log, "final loss ");
+    return p ? atof(p + strlen("final loss ")) : NAN;
+}
+
+static void train(const char *model, const char *extra, double target)
+{
+    struct pc c;
+    char common[512];
+    snprintf(common, sizeof common,
+             "--model=%s --checkpoint_protocol=robust --save_checkpoint_steps=100 "
+             "--connect_timeout_secs=10 --export_dir=./export %s",
+             model, extra);
+    pc_init(&c, 2, 3, common);
+    pc_start_all(&c, NULL, NULL);
+    int r = pc_wait_all(&c, 25);
+    char *log = pc_read("w0.log");
+    FL_REQUIRE_MSG(r == 0, "chief exited %d:\n%s", r, log);
+    double loss = final_loss(log);
+    FL_ASSERT_MSG(loss <= target, "%s: final loss %g above target %g:\n%s", model, loss, target,
+                  log);
+    FL_ASSERT_CONTAINS(log, "reached");
+    /* the chief's state names the last step; both ps keep their own copy */
+    char *st = pc_read("w0/train_logs/checkpoint");
+    FL_ASSERT_CONTAINS(st, "model_checkpoint_path: \"model.ckpt-");
+    FL_ASSERT(pc_exists("ps0/train_logs/ps0/checkpoint"));
+    FL_ASSERT(pc_exists("ps1/train_logs/ps1/checkpoint"));
+    FL_ASSERT(pc_exists("w0/export/1/variables/variables.index"));
+    free(st);
+    free(log);
+}
+
+FL_TEST_T(psrt_train, linear_2ps_3workers_reaches_target, 40)
+{
+    train("linear", "--max_steps=300", 1e-3);
+    /* the export answers like the true model y = 0.1 x + 0.3 */
+    char *out = NULL;
+    int r = fl_test_sh(&out, "printf '0\\n1\\n2.5\\n' | %s predict --model %s/w0/export",
+                       fl_test_bin("psrt"), fl_test_dir());
+    FL_REQUIRE_EQ(r, 0);
+    double y[3];
+    FL_REQUIRE_EQ(sscanf(out, "%lf %lf %lf", &y[0], &y[1], &y[2]), 3);
+    FL_ASSERT_MSG(fabs(y[0] - 0.3) < 0.03 && fabs(y[1] - 0.4) < 0.03 && fabs(y[2] - 0.55) < 0.05,
+                  "predictions %g %g %g", y[0], y[1], y[2]);
+    free(out);
+}
+
+FL_TEST_T(psrt_train, softmax_2ps_3workers_reaches_target, 40)
+{
+    train("softmax", "--max_steps=300", 0.5);
+}
+
+FL_TEST_T(psrt_train, sparse_lr_2ps_3workers_reaches_target, 40)
+{
+    train("sparse_lr", "--max_steps=2000", 0.55);
+}
