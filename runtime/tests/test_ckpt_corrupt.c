@@ -96,7 +96,7 @@ FL_TEST(ckpt, corrupt_index_truncated_at_every_block_boundary)
             continue;
         FL_REQUIRE_EQ(spit(tpath("m.index"), orig, cuts[i]), 0);
         struct ckpt_err e;
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "index truncated to %zu of %zu bytes", cuts[i], len);
         expect_clear_error(open_and_read_all(prefix, &e), &e, tpath("m.index"), what);
     }
@@ -113,7 +113,7 @@ FL_TEST(ckpt, corrupt_index_truncated_at_every_byte)
     for (size_t cut = 0; cut < len; cut++) {
         FL_REQUIRE_EQ(spit(tpath("v.index"), orig, cut), 0);
         struct ckpt_err e;
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "index truncated to %zu bytes", cut);
         expect_clear_error(open_and_read_all(prefix, &e), &e, tpath("v.index"), what);
     }
@@ -135,7 +135,7 @@ FL_TEST(ckpt, corrupt_index_every_bit_flip_is_detected)
         p[bit / 8] ^= (unsigned char)(1u << (bit % 8));
         FL_REQUIRE_EQ(spit(tpath("v.index"), p, len), 0);
         struct ckpt_err e;
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "index bit %zu flipped", bit);
         int rc = open_and_read_all(prefix, &e);
         expect_clear_error(rc, &e, tpath("v.index"), what);
@@ -176,7 +176,7 @@ FL_TEST(ckpt, corrupt_index_bit_flip_in_every_region_of_a_large_index)
             p[spots[s]] ^= (unsigned char)(1u << bit);
             FL_REQUIRE_EQ(spit(tpath("m.index"), p, len), 0);
             struct ckpt_err e;
-            char what[64];
+            char what[128];
             snprintf(what, sizeof what, "byte %zu bit %d flipped", spots[s], bit);
             expect_clear_error(open_and_read_all(prefix, &e), &e, tpath("m.index"), what);
         }

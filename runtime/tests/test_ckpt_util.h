@@ -33,6 +33,8 @@ __attribute__((format(printf, 1, 2), unused)) static const char *tpath(const cha
 /* Whole file into malloc'd memory (NULL when unreadable). */
 __attribute__((unused)) static unsigned char *slurp(const char *path, size_t *len)
 {
+    if (len)
+        *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
