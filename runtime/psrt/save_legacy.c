@@ -203,6 +203,7 @@ int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err
         psrt_ev("save.failed", "step=%lld error=%s", step, psrt_ev_q(err->msg));
         return r;
     }
+    psrt_log("checkpoint saved: %s", prefix);
     psrt_ev("save.done", "step=%lld prefix=%s", step, psrt_ev_q(prefix));
     return 0;
 }

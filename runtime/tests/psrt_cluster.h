@@ -71,6 +71,12 @@ static __attribute__((unused)) const char *pc_dir(const char *name)
     static int k;
     char *b = buf[k++ & 7];
     snprintf(b, PATH_MAX, "%s/%s", fl_test_dir(), name);
+    for (char *p = b + strlen(fl_test_dir()) + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(b, 0777);
+            *p = '/';
+        }
     mkdir(b, 0777);
     return b;
 }
