@@ -26,10 +26,14 @@
  * eth0 has no IPv6 link-local address (addrgenmode none): no DAD/RS/MLD
  * traffic floods the bridge; lo keeps ::1.
  *
- * Partitions are nftables rules (bridge family, table "faultline") in the
- * switch namespace matching the switch-side port names, so a partition stays
- * in force across a host's restart (its port is re-created with the same
- * name).  Every frame (ARP and IPv4 alike) between blocked ports is dropped.
+ * Partitions are nftables rules (bridge family, table "faultline", one base
+ * chain "p<rule id>" on the forward hook per partition/block) in the switch
+ * namespace matching the switch-side port names, so a partition stays in
+ * force across a host's restart (its port is re-created with the same
+ * name).  A partition drops every frame (ARP and IPv4 alike) between groups.
+ *
+ * Commit returns when every new port is forwarding (it runs the kernel's
+ * pending link-state work itself), so the first ARP/SYN is never lost.
  *
  * Lifecycle / states of a host slot idx:
  *   DETACHED --attach--> QUEUED --commit--> ATTACHED --detach--> DETACHED
@@ -136,9 +140,12 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups,
                         const size_t *group_sizes, size_t ngroups, int *rule_id,
                         char *err, size_t errlen);
 
-/* One-way block: frames from any `from` host to any `to` host are dropped;
- * the reverse direction passes (TCP therefore stalls both ways, UDP and
- * ARP replies flow from `to` to `from`).  Both lists must be non-empty. */
+/* One-way block: every frame but ARP from any `from` host to any `to` host
+ * is dropped; the reverse direction passes.  ARP passes both ways, or the
+ * open direction could not resolve addresses (its ARP replies would travel
+ * the blocked way).  So UDP from `to` reaches `from`, UDP from `from` to `to`
+ * is lost, and TCP stalls both ways (its ACKs are blocked).  Both lists must
+ * be non-empty. */
 int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom,
                     const int *to, size_t nto, int *rule_id,
                     char *err, size_t errlen);
