@@ -393,7 +393,9 @@ const char *fl_scn_variant_name(const struct fl_scenario *s, size_t v, char *buf
  * Parses a selector: "all", a bare value of some dimension ("legacy"; an
  * error if that value belongs to several dimensions), or "k=v[,k2=v2...]".
  * Returns -EINVAL on bad syntax or an unknown value, -ENOENT for an unknown
- * key, with a message naming it and suggesting the closest valid name.
+ * key or when the scenario has no variants at all (so that a CLI running a
+ * directory can skip scenarios a --variant does not apply to), with a
+ * message naming it and suggesting the closest valid name.
  * 'sel' is zeroed first; free with fl_scn_selector_free().
  */
 int fl_scn_selector_parse(const struct fl_scenario *s, const char *text,

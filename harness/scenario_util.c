@@ -469,7 +469,7 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
     if (s->n_dims == 0) {
         snprintf(err, errlen,
                  "variant selector '%s' but the scenario has no variants (use 'all')", text);
-        return -EINVAL;
+        return -ENOENT;
     }
     for (;;) {
         size_t len = strcspn(p, ",");

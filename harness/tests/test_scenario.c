@@ -657,8 +657,11 @@ FL_TEST(scenario, variant_none_is_default)
                            &s, err, sizeof err), 0);
     FL_ASSERT_EQ(fl_scn_variant_count(s), 1);
     FL_ASSERT(fl_scn_selector_match(s, &s->expects[0].sel, 0));
-    FL_ASSERT_EQ(fl_scn_selector_parse(s, "legacy", &sel, err, sizeof err), -EINVAL);
+    FL_ASSERT_EQ(fl_scn_selector_parse(s, "legacy", &sel, err, sizeof err), -ENOENT);
     FL_ASSERT_STREQ(err, "variant selector 'legacy' but the scenario has no variants (use 'all')");
+    struct fl_scn_selector f = {0};
+    FL_ASSERT_EQ(fl_scn_variant_filter_add(s, &f, "protocol=legacy", err, sizeof err), -ENOENT);
+    fl_scn_selector_free(&f);
     fl_scenario_free(s);
 }
 
