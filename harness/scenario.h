@@ -92,7 +92,9 @@ struct fl_scn_job {
     int *task_hosts;            /* host index of each task; n_tasks >= 1 */
     size_t n_tasks;
     size_t first_task;          /* flat index of task 0 in s->tasks */
-    char *command;              /* template: run.<job>.command or run.command */
+    char *command;              /* template: run.<job>.command or run.command; a folded
+                                   (>) scalar is joined into one line, trailing
+                                   newlines are dropped (see template.h for how it runs) */
     struct fl_scn_loc command_loc;
     struct fl_scn_env *env;     /* run.env merged with run.<job>.env (job wins) */
     size_t n_env;
@@ -151,7 +153,11 @@ struct fl_scn_kv {
     char *value;
 };
 
-/* A compiled POSIX ERE (regcomp REG_EXTENDED | REG_NEWLINE). */
+/*
+ * A compiled POSIX ERE (regcomp REG_EXTENDED | REG_NEWLINE), matched per
+ * line.  src is the text as written; \d and \D were rewritten to [0-9] and
+ * [^0-9] (and \d \w \s inside brackets) before compiling.
+ */
 struct fl_scn_regex {
     char *src;                  /* NULL = not set */
     regex_t re;                 /* valid when src != NULL */
@@ -172,7 +178,8 @@ struct fl_scn_trigger {
     int host;                   /* EVENT/LOG: host index, -1 = any */
     int job;                    /* EVENT/LOG: job index, -1 = any */
     int task;                   /* EVENT/LOG: task within job ("job: ps:1"), -1 = any */
-    unsigned count;             /* EVENT/LOG: fire on the count-th match; default 1 */
+    unsigned count;             /* EVENT/LOG: fire on the count-th match (over every task
+                                   passing the filters); default 1 */
     struct fl_scn_kv *where;    /* EVENT: every key must be present with this value */
     size_t n_where;
     struct fl_scn_regex match;  /* LOG: matched against each output line (stdout and stderr) */
@@ -210,9 +217,10 @@ struct fl_scn_hostset {
 struct fl_scn_action {
     enum fl_scn_action_kind kind;
     struct fl_scn_loc loc;
-    struct fl_scn_target target;    /* KILL, PAUSE */
+    struct fl_scn_target target;    /* KILL, PAUSE; also RESTART, REPLACE, CRASH_HOST and
+                                       LIMIT, as written (a task there names its host) */
     int signal;                     /* KILL: default SIGKILL */
-    int host;                       /* RESTART, REPLACE, CRASH_HOST, LIMIT; else -1 */
+    int host;                       /* RESTART, REPLACE, CRASH_HOST, LIMIT: target.host; else -1 */
     /*
      * PARTITION.  Both ways (!oneway): traffic between hosts of different
      * groups is dropped in both directions; hosts in no group are unaffected;
