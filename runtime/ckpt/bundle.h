@@ -132,6 +132,10 @@ enum {
     /* Index blocks: snappy compressed when that saves >= 1/8 (LevelDB rule).
      * TensorFlow writes them uncompressed; byte identity needs this off. */
     CKPT_W_SNAPPY  = 1u << 2,
+    /* By default the writer asks the kernel to start writing the data file
+     * back every 16 MiB (sync_file_range), so that a CKPT_SYNC finish waits
+     * for little; this turns that off. */
+    CKPT_W_NO_WRITEBACK = 1u << 3,
 };
 
 struct ckpt_writer_opts {
