@@ -216,11 +216,18 @@ static __attribute__((unused)) void pc_start_all(struct pc *c, const char *extra
 static __attribute__((unused)) int pc_wait_all(struct pc *c, double timeout)
 {
     int chief = pc_wait(c->w[0], timeout);
-    for (int i = 1; i < c->nw; i++)
-        if (c->w[i] > 0) {
+    for (int i = 1; i < c->nw; i++) {
+        if (c->w[i] <= 0)
+            continue;
+        if (chief == 0) {
             int r = pc_wait(c->w[i], 10);
-            FL_ASSERT_MSG(chief != 0 || r == 0, "worker %d exited %d", i, r);
+            FL_ASSERT_MSG(r == 0, "worker %d exited %d", i, r);
+        } else {
+            kill(c->w[i], SIGKILL); /* would wait for the model until its timeout */
+            pc_wait(c->w[i], 5);
         }
+        c->w[i] = 0;
+    }
     for (int i = 0; i < c->nps; i++) {
         if (c->ps[i] <= 0)
             continue;
