@@ -40,11 +40,13 @@ void psrt_flags_usage(FILE *out)
 "        softmax:   784-dim inputs, 10 classes (S002's MNIST shape), target loss 0.5\n"
 "        sparse_lr: logistic regression on hashed sparse features (S000, S003),\n"
 "                   target loss 0.55\n"
+"        bench_dense: benchmarks only, one variable of --dense_floats per ps\n"
 "  --optimizer=sgd|adagrad|ftrl|adam  (default per model: adagrad, adagrad, ftrl)\n"
 "  --learning_rate=X           (default per model)\n"
 "  --batch_size=N              examples per step (default per model)\n"
 "  --max_steps=N               stop when the global step reaches N (default 1000)\n"
 "  --sparse_features=N         hashed feature space of sparse_lr (default 33554432)\n"
+"  --dense_floats=N            bench_dense: floats per variable (default 1048576)\n"
 "  --seed=N                    initialisation and data seed (default 1)\n"
 "  --step_delay=SECS           sleep per step on every worker (tests; default 0)\n"
 "  --log_every_steps=N         chief logs loss every N of its steps (default 10)\n"
@@ -185,6 +187,11 @@ static int copy_str(char *dst, size_t cap, const char *v)
     return 0;
 }
 
+int64_t psrt_flags_features(const struct psrt_flags *f)
+{
+    return !strcmp(f->model, "bench_dense") ? f->dense_floats : f->sparse_features;
+}
+
 void psrt_flags_free(struct psrt_flags *f)
 {
     free(f->ps);
@@ -214,6 +221,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
     f->ps_exit_on_chief_done = true;
     f->log_every = 10;
     f->sparse_features = 33554432;
+    f->dense_floats = 1 << 20;
     bool have_ps = false, have_workers = false;
     const char *ps_s = NULL, *w_s = NULL;
 
@@ -348,6 +356,9 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
         } else if (!strcmp(name, "sparse_features")) {
             rc = parse_ll(val, &ll, 1);
             f->sparse_features = ll;
+        } else if (!strcmp(name, "dense_floats")) {
+            rc = parse_ll(val, &ll, 1);
+            f->dense_floats = ll;
         } else if (!strcmp(name, "step_delay")) {
             rc = parse_double(val, &f->step_delay);
         } else {

@@ -485,7 +485,8 @@ static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct p
     pthread_rwlock_unlock(&ps->state);
 }
 
-/* Push request: u64 nkeys, u32 ndense, pad, dense grads, keys, sparse grads. */
+/* Push request: u64 nkeys, u32 ndense, pad, dense grads, pad to 8, keys,
+ * sparse grads. */
 static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
     uint64_t nkeys = psrt_buf_get_u64(req);
@@ -498,6 +499,7 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     const float *dg[PSRT_MAX_VARS];
     for (int i = 0; i < ps->ndense; i++)
         dg[i] = psrt_buf_get(req, (size_t)ps->dense[i].spec->n * 4);
+    psrt_buf_skip_align8(req);
     const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
     const float *sg = psrt_buf_get(req, ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0);
     if (req->bad || (nkeys && !ps->has_sparse)) {
@@ -892,7 +894,7 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
         return -ENOMEM;
     ps->f = f;
     ps->task = f->task;
-    if (psrt_model_init(&ps->model, f->model, f->nps, f->sparse_features)) {
+    if (psrt_model_init(&ps->model, f->model, f->nps, psrt_flags_features(f))) {
         psrt_err_set(err, -EINVAL, "unknown model %s", f->model);
         free(ps);
         return -EINVAL;

@@ -91,6 +91,7 @@ struct psrt_flags {
     bool ps_exit_on_chief_done;
     long long log_every;         /* chief logs/reports loss every N of its steps */
     int64_t sparse_features;     /* hashed feature space of sparse_lr */
+    int64_t dense_floats;        /* bench_dense: floats per variable */
     double step_delay;           /* seconds each worker sleeps per step (tests) */
 };
 
@@ -99,6 +100,9 @@ struct psrt_flags {
 int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, size_t errlen);
 void psrt_flags_free(struct psrt_flags *f);
 void psrt_flags_usage(FILE *out);
+/* The model's size parameter: --dense_floats for bench_dense, else
+ * --sparse_features. */
+int64_t psrt_flags_features(const struct psrt_flags *f);
 /* "host:port" list parser (exported for tests). */
 int psrt_flags_hostports(const char *s, struct psrt_hostport **out, int *n);
 
@@ -378,7 +382,8 @@ struct psrt_model {
     int64_t features;         /* sparse_lr hashed feature space */
 };
 const struct psrt_model_ops *psrt_model_find(const char *name);
-extern const struct psrt_model_ops psrt_model_linear, psrt_model_softmax, psrt_model_sparse_lr;
+extern const struct psrt_model_ops psrt_model_linear, psrt_model_softmax, psrt_model_sparse_lr,
+    psrt_model_bench_dense;
 /* Defines the variables and places them on nps ps tasks: global_step on ps
  * 0, then each dense variable round robin (replica_device_setter order),
  * sparse variables on every ps by row. */

@@ -159,7 +159,7 @@ static int ensure_connected(struct psrt_worker *w, struct psrt_err *err)
 
 /* ---- chief: preparing the model ------------------------------------------ */
 
-static int init_all(struct psrt_worker *w, struct psrt_err *err)
+int psrt_worker_init_all(struct psrt_worker *w, struct psrt_err *err)
 {
     struct psrt_call calls[256];
     uint64_t seed = w->f->seed;
@@ -193,7 +193,7 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         return 0;
     }
     w->restored_step = -1;
-    r = init_all(w, err);
+    r = psrt_worker_init_all(w, err);
     if (!r)
         psrt_log("initialized all variables (no checkpoint in %s)", w->f->train_dir);
     return r;
@@ -327,7 +327,7 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
         calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
         calls[n].iov[0] = (struct iovec){&hdr[p], 16};
         int k = 1;
-        for (int v = 0; v < w->m.nvars && k < 6; v++) {
+        for (int v = 0; v < w->m.nvars && k < 5; v++) {
             const struct psrt_var *var = &w->m.vars[v];
             if (var->kind != PSRT_VAR_DENSE || var->ps != p)
                 continue;
@@ -336,6 +336,12 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
         }
         for (int64_t i = 0; i < w->pn[p]; i++)
             w->pgrad[p][i] = w->sgrad[w->pidx[p][i]];
+        size_t dense_bytes = 0;
+        for (int j = 1; j < k; j++)
+            dense_bytes += calls[n].iov[j].iov_len;
+        static const uint64_t zero_pad = 0;
+        if (dense_bytes % 8)
+            calls[n].iov[k++] = (struct iovec){(void *)&zero_pad, 8 - dense_bytes % 8};
         calls[n].iov[k++] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
         calls[n].iov[k++] = (struct iovec){w->pgrad[p], (size_t)w->pn[p] * 4};
         calls[n].niov = k;
@@ -355,14 +361,14 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
 
 /* ---- setup ------------------------------------------------------------------ */
 
-static int setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_err *err)
+int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_err *err)
 {
     memset(w, 0, sizeof *w);
     w->f = f;
     w->nps = f->nps;
     w->chief = f->task == 0;
     w->restored_step = -1;
-    if (psrt_model_init(&w->m, f->model, f->nps, f->sparse_features))
+    if (psrt_model_init(&w->m, f->model, f->nps, psrt_flags_features(f)))
         return -EINVAL;
     w->conn = calloc((size_t)w->nps, sizeof *w->conn);
     w->resp = calloc((size_t)w->nps, sizeof *w->resp);
@@ -391,7 +397,7 @@ static int setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_
     return 0;
 }
 
-static int connect_all(struct psrt_worker *w, struct psrt_err *err)
+int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err)
 {
     for (int p = 0; p < w->nps; p++) {
         int r = psrt_conn_connect(w->conn[p], w->f->connect_timeout, err);
@@ -577,12 +583,12 @@ int psrt_worker_main(const struct psrt_flags *f)
 {
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
-    int r = setup(w, f, &err);
+    int r = psrt_worker_setup(w, f, &err);
     if (r) {
         psrt_log("setup failed: %s", strerror(-r));
         return 1;
     }
-    r = connect_all(w, &err);
+    r = psrt_worker_connect(w, &err);
     if (r) {
         print_fatal("connecting to the ps tasks", &err);
         return 1;

@@ -34,6 +34,13 @@ struct psrt_worker {
     long long chief_steps;
 };
 
+/* Allocates the worker's state for flags f (no network yet). */
+int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_err *err);
+/* Connects to every ps (--connect_timeout_secs). */
+int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err);
+/* Init on every ps (fresh variables from --seed). */
+int psrt_worker_init_all(struct psrt_worker *w, struct psrt_err *err);
+
 /* One call to one ps, for fan-out. */
 struct psrt_call {
     int ps;
