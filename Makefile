@@ -45,7 +45,7 @@ HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_CKPT)
 FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
-BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/ckpt-bench
+BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench
 
 .PHONY: all deps check run bench fuzz install clean
 all: $(BINS)
@@ -73,6 +73,11 @@ $(eval $(call archive,$(LIB_REPORTS),$(REPORTS_SRC)))
 $(O)/bin/faultline: $(O)/obj/harness/main.o $(HARNESS_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/main.o $(HARNESS_LIBS) $(LDLIBS)
+
+# A probe that the integration tests run on hosts (no nc/python needed).
+$(O)/bin/fl-probe: $(O)/obj/harness/tools/fl_probe.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +76,8 @@ fail:
             kill(h[i].pid, SIGKILL);
     for (int i = 0; i < n; i++)
         fl_host_kill(&h[i]);
+    while (waitpid(-1, NULL, 0) > 0)
+        ;
     fl_fabric_destroy(fab);
     char hosts[PATH_MAX];
     snprintf(hosts, sizeof hosts, "%s/hosts", base);

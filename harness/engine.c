@@ -307,6 +307,8 @@ static int setup_dirs(struct engine *e)
             .mounts = hr->mounts,
             .nmounts = hr->nmounts,
             .cgroup = hr->has_cgroup ? hr->cgroup : NULL,
+            .expose = e->expose,
+            .nexpose = 2,
         };
         hr->h.pidfd = -1;
     }
@@ -936,16 +938,13 @@ static void teardown(struct engine *e)
             kill(e->hosts[i].h.pid, SIGKILL);
     for (size_t i = 0; i < s->n_hosts; i++)
         fl_host_kill(&e->hosts[i].h);
-    /* processes are dead with their hosts; reap what is left */
+    /* every process is dead with its host; reap them all (and the inits) */
     int st;
-    for (struct proc *p = e->procs; p; p = p->next)
-        if (p->running) {
-            while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
-                ;
-            p->running = false;
-        }
-    while (waitpid(-1, &st, WNOHANG) > 0)
-        ;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, 0)) > 0 || (pid < 0 && errno == EINTR))
+        for (struct proc *p = e->procs; p; p = p->next)
+            if (p->pid == pid)
+                p->running = false;
     fl_fabric_destroy(e->fab);
     e->fab = NULL;
     if (e->any_cgroup)
@@ -1021,6 +1020,8 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     snprintf(e->dir, sizeof e->dir, "%s/runs/%s", out_abs, e->run_id);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", e->dir);
     snprintf(e->ev_path, sizeof e->ev_path, "%s/ev.sock", e->dir);
+    e->expose[0] = e->dir;
+    e->expose[1] = o->bin_dir;
     fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
 
     e->hosts = calloc(s->n_hosts, sizeof *e->hosts);
@@ -1080,9 +1081,10 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                 eng_start_task(e, (int)t);
         start_shell(e);
     } else {
+        fl_faults_tick_setup(e);    /* at: 0s network and limit faults, before any task */
         for (size_t t = 0; t < s->n_tasks && !e->error[0]; t++)
             eng_start_task(e, (int)t);
-        fl_faults_tick(e);      /* at: 0s faults */
+        fl_faults_tick(e);          /* at: 0s faults on processes */
     }
     loop(e);
 

@@ -101,6 +101,7 @@ struct engine {
     struct watch w_sig, w_timer, w_listen;
     struct fl_evsrv *ev;
     char ev_path[PATH_MAX];
+    const char *expose[2];      /* run dir and bin dir, visible in every host */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;
 
@@ -134,6 +135,7 @@ void eng_signal_proc(struct engine *e, struct proc *p, int sig);
 /* faults.c */
 void fl_faults_init(struct engine *e);
 void fl_faults_tick(struct engine *e);          /* time triggers and heals */
+void fl_faults_tick_setup(struct engine *e);    /* due partitions/limits, before tasks start */
 int64_t fl_faults_next_deadline(const struct engine *e);   /* ms since start, -1 none */
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);

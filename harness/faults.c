@@ -315,6 +315,18 @@ void fl_faults_tick(struct engine *e)
     }
 }
 
+void fl_faults_tick_setup(struct engine *e)
+{
+    int64_t now = eng_now(e);
+    for (size_t i = 0; i < e->nfaults; i++) {
+        struct fault_rt *fr = &e->faults[i];
+        enum fl_scn_action_kind k = fr->f->action.kind;
+        if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT &&
+            now >= fr->f->trigger.at_ms && (k == FL_SCN_ACT_PARTITION || k == FL_SCN_ACT_LIMIT))
+            fire(e, fr);
+    }
+}
+
 int64_t fl_faults_next_deadline(const struct engine *e)
 {
     int64_t next = -1;

@@ -58,7 +58,7 @@ struct ready_msg {
 
 enum init_step {
     STEP_OK, STEP_PDEATHSIG, STEP_HOSTNAME, STEP_MOUNT_DISK, STEP_MOUNT_TMP,
-    STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS,
+    STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS, STEP_MOUNT_EXPOSE,
 };
 
 static const char *step_name(int step)
@@ -66,7 +66,7 @@ static const char *step_name(int step)
     static const char *names[] = {
         "ready", "prctl(PR_SET_PDEATHSIG)", "sethostname", "mount disk at workdir",
         "mount /tmp", "mount /etc/hosts", "mount shared path", "mount /proc",
-        "signalfd",
+        "signalfd", "expose a directory under /tmp",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -136,6 +136,21 @@ int fl_host_global_init(char *err, size_t errlen)
     return 0;
 }
 
+static int mkdir_p_in_child(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int bind_mount(const char *src, const char *dst)
 {
     return mount(src, dst, NULL, MS_BIND | MS_REC, NULL);
@@ -192,10 +207,36 @@ static __attribute__((noreturn)) void init_main(struct fl_host *h)
         msg.step = STEP_MOUNT_HOSTS;
         goto fail;
     }
-    /* /tmp last: the sources above may live under the harness's /tmp. */
+    /* /tmp last: the sources above may live under the harness's /tmp.
+     * Directories to expose that lie under /tmp are held by O_PATH fds
+     * across the mount and bound again at their paths inside the new /tmp. */
+    int keep[8];
+    const char *keep_path[8];
+    size_t nkeep = 0;
+    for (size_t i = 0; i < s->nexpose && nkeep < 8; i++) {
+        if (strncmp(s->expose[i], "/tmp/", 5) != 0)
+            continue;
+        int fd = open(s->expose[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            msg.step = STEP_MOUNT_EXPOSE;
+            goto fail;
+        }
+        keep_path[nkeep] = s->expose[i];
+        keep[nkeep++] = fd;
+    }
     if (bind_mount(s->tmp_dir, "/tmp") < 0) {
         msg.step = STEP_MOUNT_TMP;
         goto fail;
+    }
+    for (size_t k = 0; k < nkeep; k++) {
+        char src[64];
+        snprintf(src, sizeof src, "/proc/self/fd/%d", keep[k]);
+        if (mkdir_p_in_child(keep_path[k]) < 0 ||
+            mount(src, keep_path[k], NULL, MS_BIND, NULL) < 0) {
+            msg.step = STEP_MOUNT_EXPOSE;
+            goto fail;
+        }
+        close(keep[k]);
     }
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         msg.step = STEP_MOUNT_PROC;
@@ -319,10 +360,10 @@ int fl_host_kill(struct fl_host *h)
 {
     if (h->state == FL_HOST_DOWN)
         return 0;
-    kill(h->pid, SIGKILL);
-    int st;
-    while (waitpid(h->pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    /* No waiting here: a dead init is reaped only after every process of its
+     * PID namespace has been reaped by its parent (us), so the caller reaps
+     * init along with the rest (waitpid(-1)) in its SIGCHLD handling. */
+    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
     close(h->pidfd);
     h->pidfd = -1;
     h->state = FL_HOST_DOWN;
@@ -331,11 +372,13 @@ int fl_host_kill(struct fl_host *h)
 
 bool fl_host_reaped(struct fl_host *h, pid_t pid)
 {
-    if (h->state == FL_HOST_DOWN || h->pid != pid)
+    if (h->pid != pid)
         return false;
-    close(h->pidfd);
-    h->pidfd = -1;
-    h->state = FL_HOST_DOWN;
+    if (h->state != FL_HOST_DOWN) {
+        close(h->pidfd);
+        h->pidfd = -1;
+        h->state = FL_HOST_DOWN;
+    }
     return true;
 }
 

@@ -28,6 +28,11 @@ struct fl_host_spec {
     const struct fl_host_mount *mounts;   /* extra binds (shared paths) */
     size_t nmounts;
     const char *cgroup;         /* cgroup dir that init and every process join, or NULL */
+    /* Directories that stay visible at the same path inside the host even
+     * when they lie under /tmp (which the host's own /tmp covers): the run
+     * directory (event socket) and faultline's bin directory. */
+    const char *const *expose;
+    size_t nexpose;
 };
 
 enum fl_host_state { FL_HOST_DOWN, FL_HOST_STARTING, FL_HOST_UP };
@@ -54,11 +59,13 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen);
 int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errlen);
 
 /* Kills a host at once (init SIGKILL: the kernel kills everything in its PID
- * namespace) and reaps init. The namespaces vanish with the last process. */
+ * namespace).  Does not wait: the caller reaps init and the host's processes
+ * with waitpid(-1) (init's exit completes only once they are all reaped).
+ * The host is DOWN at once and may be started again. */
 int fl_host_kill(struct fl_host *h);
 
-/* Handles a SIGCHLD for pid: returns true (and marks the host down) if pid was
- * this host's init. */
+/* Handles a reaped pid: returns true (and marks the host down, if it was not)
+ * if pid was this host's current init. */
 bool fl_host_reaped(struct fl_host *h, pid_t pid);
 
 struct fl_spawn {

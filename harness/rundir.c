@@ -230,10 +230,28 @@ void fl_state_free(struct fl_state *st)
     st->nhosts = 0;
 }
 
+/* State letter of a process (field 3 of /proc/PID/stat), 0 if gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
 bool fl_pid_alive(pid_t pid, unsigned long long starttime)
 {
     if (pid <= 0)
         return false;
+    char state = proc_state(pid);
+    if (state == 0 || state == 'Z' || state == 'X')
+        return false;       /* gone, or a zombie nobody has reaped yet */
     unsigned long long now = fl_proc_starttime(pid);
     return now != 0 && (starttime == 0 || now == starttime);
 }

@@ -1,0 +1,361 @@
+/*
+ * test_engine.c: integration tests of the harness on real namespaces: the
+ * real faultline binary runs the scenarios in harness/tests/scenarios/ with
+ * real hosts, processes, sockets, nftables rules, cgroups and a real SQLite
+ * database in the test's directory.  Each scenario states its own
+ * expectations, so a run's exit status is the verdict; the tests add what a
+ * scenario cannot say about itself (the database rows, what is left on the
+ * machine, parallel runs, SIGKILL + gc).
+ */
+#include "harness/rundir.h"
+#include "harness/tests/fl_test.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *scn(const char *name)
+{
+    static char path[4][4096];
+    static int k;
+    char *p = path[k++ % 4];
+    snprintf(p, 4096, "%s/harness/tests/scenarios/%s", fl_test_root(), name);
+    return p;
+}
+
+/* faultline run with the test's own --out and --db; returns its exit status. */
+static int run(char **out, const char *args)
+{
+    return fl_test_sh(out, "%s run -q --out %s/out --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                      fl_test_dir(), fl_test_dir(), args);
+}
+
+static int db_count(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    sqlite3 *db;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* Processes whose environment names a faultline run under our --out. */
+static int count_run_processes(const char *run_id)
+{
+    char want[128];
+    snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], *env;
+        size_t len;
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        if (fl_read_file(path, &env, &len) < 0)
+            continue;
+        for (size_t off = 0; off < len; off += strlen(env + off) + 1)
+            if (!strcmp(env + off, want)) {
+                n++;
+                break;
+            }
+        free(env);
+    }
+    closedir(d);
+    return n;
+}
+
+static void require_setup(void)
+{
+    fl_test_need_root();
+    if (access(fl_test_bin("fl-probe"), X_OK) != 0)
+        FL_SKIP("build/bin/fl-probe is not built");
+}
+
+FL_TEST_T(engine, run_disk_private_and_shared_path, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("disks.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "PASS  it-disks");
+    /* four file checks and the reader's checks, all recorded as passed */
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE name='file' AND passed=1"), 4);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE passed=0"), 0);
+    free(out);
+}
+
+FL_TEST_T(engine, run_partition_blocks_then_heals, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("partition.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM faults WHERE kind='partition' AND healed_ms IS NOT NULL"), 1);
+    free(out);
+}
+
+FL_TEST_T(engine, run_oneway_partition_one_direction, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("oneway.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+}
+
+FL_TEST_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("restart.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "PASS  it-restart how=restart");
+    FL_ASSERT_CONTAINS(out, "PASS  it-restart how=replace");
+    /* two generations of the node task in each variant */
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
+    free(out);
+}
+
+FL_TEST_T(engine, run_crash_host_kills_every_process, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("crash.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE host='a' AND signal=9"), 2);
+    free(out);
+}
+
+FL_TEST_T(engine, run_limit_threads_on_one_host, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("limit.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+}
+
+FL_TEST_T(engine, sync_point_kill_lands_at_same_step_20_of_20, 180)
+{
+    require_setup();
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --repeat 20 --out %s/out --db %s/fl.db %s 2>&1",
+                    fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("sync.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    /* every one of the 20 runs killed at step 17 and no later */
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE scenario='it-sync-point' AND verdict='pass'"), 20);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=18'"), 0);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=17'"), 20);
+    free(out);
+}
+
+FL_TEST_T(engine, parallel_runs_both_pass, 90)
+{
+    require_setup();
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "%s run -q --out %s/out --db %s/fl.db %s > %s/p1.txt 2>&1 & "
+             "%s run -q --out %s/out --db %s/fl.db %s > %s/p2.txt 2>&1 & "
+             "wait %%1; a=$?; wait %%2; b=$?; echo $a $b",
+             fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir(),
+             fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir());
+    char *out;
+    fl_test_sh(&out, "bash -c '%s'", cmd);
+    FL_ASSERT_STREQ(out, "0 0\n");
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE scenario='it-partition' AND verdict='pass'"), 2);
+    free(out);
+}
+
+FL_TEST_T(engine, bad_scenario_exits_2_and_creates_nothing, 30)
+{
+    static const struct {
+        const char *name, *text, *want;
+    } cases[] = {
+        {"yaml.yaml", "name: x\nhosts: [a, b\n", ":3:1:"},
+        {"key.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\nfualts: []\n",
+         "5:1: unknown key 'fualts' in scenario (did you mean 'faults'?)"},
+        {"host.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\n"
+                      "faults:\n  - {at: 1s, kill: b}\n", "6:20:"},
+        {"type.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\ntimeout: [1]\n",
+         "5:10:"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", fl_test_dir(), cases[i].name);
+        FILE *f = fopen(path, "w");
+        fputs(cases[i].text, f);
+        fclose(f);
+        char *out;
+        int rc = fl_test_sh(&out, "%s run -q --out %s/out-%zu --db %s/db-%zu.db %s 2>&1",
+                            fl_test_bin("faultline"), fl_test_dir(), i, fl_test_dir(), i, path);
+        FL_ASSERT_MSG(rc == 2, "%s: exit %d, want 2: %s", cases[i].name, rc, out);
+        FL_ASSERT_CONTAINS(out, path);
+        FL_ASSERT_CONTAINS(out, cases[i].want);
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/out-%zu", fl_test_dir(), i);
+        FL_ASSERT_MSG(access(dir, F_OK) != 0, "%s: %s was created", cases[i].name, dir);
+        snprintf(dir, sizeof dir, "%s/db-%zu.db", fl_test_dir(), i);
+        FL_ASSERT_MSG(access(dir, F_OK) != 0, "%s: %s was created", cases[i].name, dir);
+        free(out);
+    }
+}
+
+/* Waits (bounded) until pred() holds, polling the machine's real state. */
+static bool wait_until(bool (*pred)(void *), void *arg, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (pred(arg))
+            return true;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return pred(arg);
+}
+
+struct gc_ctx {
+    char runs[4096];
+    char run_id[128];
+    char dir[4096];
+};
+
+/* The run is up when its state lists hosts with pids and a task has logged. */
+static bool run_is_up(void *arg)
+{
+    struct gc_ctx *g = arg;
+    DIR *d = opendir(g->runs);
+    if (!d)
+        return false;
+    struct dirent *e;
+    bool up = false;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(g->run_id, sizeof g->run_id, "%s", e->d_name);
+        snprintf(g->dir, sizeof g->dir, "%s/%s", g->runs, e->d_name);
+        char log[8192];
+        snprintf(log, sizeof log, "%s/logs/a.sleeper.0.0.log", g->dir);
+        char *text;
+        if (fl_read_file(log, &text, NULL) == 0) {
+            up = strstr(text, "UP") != NULL;
+            free(text);
+        }
+    }
+    closedir(d);
+    return up;
+}
+
+static bool run_processes_gone(void *arg)
+{
+    return count_run_processes(((struct gc_ctx *)arg)->run_id) == 0;
+}
+
+static bool inits_gone(void *arg)
+{
+    struct fl_state *st = arg;
+    for (size_t i = 0; i < st->nhosts; i++)
+        if (fl_pid_alive(st->hosts[i].pid, st->hosts[i].starttime))
+            return false;
+    return !fl_pid_alive(st->switch_pid, st->switch_start);
+}
+
+FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
+{
+    require_setup();
+    struct gc_ctx g;
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    char dbpath[4096];
+    snprintf(dbpath, sizeof dbpath, "%s/fl.db", fl_test_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        int null = open("/dev/null", 1);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", dbpath,
+              scn("long.yaml"), (char *)NULL);
+        _exit(127);
+    }
+    FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
+    struct fl_state st;
+    FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
+    FL_ASSERT_EQ(st.nhosts, 2);
+    FL_ASSERT_EQ(st.ncgroups, 1);
+    char cg[4096];
+    snprintf(cg, sizeof cg, "%s", st.cgroups[0]);
+    struct stat sb;
+    FL_ASSERT_EQ(stat(cg, &sb), 0);
+    FL_ASSERT(count_run_processes(g.run_id) >= 2);
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    /* The kernel takes the hosts down with the harness (PDEATHSIG, anchor). */
+    FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived the harness",
+                  g.run_id);
+    FL_ASSERT_MSG(wait_until(inits_gone, &st, 5000), "host inits or the switch outlived the harness");
+    fl_state_free(&st);
+
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, g.run_id);
+    free(out);
+    FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "run directory %s left", g.dir);
+    FL_ASSERT_MSG(stat(cg, &sb) != 0, "cgroup %s left", cg);
+    /* nothing of the run in this mount namespace either */
+    char *mounts;
+    FL_REQUIRE_EQ(fl_read_file("/proc/self/mounts", &mounts, NULL), 0);
+    FL_ASSERT(strstr(mounts, g.run_id) == NULL);
+    free(mounts);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'", g.run_id);
+    FL_ASSERT_EQ(db_count(sql), 1);
+    /* a second gc finds nothing */
+    rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_CONTAINS(out, "nothing to remove");
+    free(out);
+}
+
+FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("crash.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    char runs[4096];
+    snprintf(runs, sizeof runs, "%s/out/runs", fl_test_dir());
+    DIR *d = opendir(runs);
+    int left = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.')
+            left++;
+    if (d)
+        closedir(d);
+    FL_ASSERT_EQ(left, 0);
+    char *id;
+    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()), 0);
+    FL_REQUIRE(id[0] != 0);
+    FL_ASSERT_EQ(count_run_processes(id), 0);
+    free(id);
+}
