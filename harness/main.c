@@ -300,7 +300,7 @@ static int cmd_run(int argc, char **argv)
         {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+qv:s:r:d:o:kj:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "qv:s:r:d:o:kj:", opts, NULL)) != -1) {
         switch (ch) {
         case 'v':
             if (c.nvariants < 64)
@@ -437,7 +437,7 @@ static int cmd_shell(int argc, char **argv)
                                          {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+v:o:kS", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "v:o:kS", opts, NULL)) != -1) {
         switch (ch) {
         case 'v': if (c.nvariants < 64) c.variants[c.nvariants++] = optarg; break;
         case 'o': c.out = optarg; break;
@@ -506,7 +506,7 @@ static int cmd_runs(int argc, char **argv)
         {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+d:s:v:V:l:S:HC:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "d:s:v:V:l:S:HC:", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': c.db = optarg; break;
         case 's': ro.scenario = optarg; break;

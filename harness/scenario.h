@@ -238,7 +238,7 @@ struct fl_scn_fault {
     struct fl_scn_loc loc;          /* of the list item */
     struct fl_scn_trigger trigger;
     struct fl_scn_action action;
-    int64_t for_ms;                 /* 0 = permanent (no heal); only PAUSE, CRASH_HOST, PARTITION, LIMIT */
+    int64_t for_ms;                 /* 0 = permanent (no heal); kill: relaunch after; restart/replace: downtime */
     bool has_variant;               /* applies only to variants matching 'variant' */
     struct fl_scn_selector variant;
 };

@@ -286,10 +286,6 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     }
     const ynode *fo = fl_scn_yaml_get(it, "for", &sk);
     if (fo) {
-        if (a->kind == FL_SCN_ACT_KILL || a->kind == FL_SCN_ACT_RESTART ||
-            a->kind == FL_SCN_ACT_REPLACE)
-            return fl_scn_verr(c, sk->loc, "'for' does not apply to %s (it heals pause, crash_host, partition and limit)",
-                        kind);
         if ((rc = fl_scn_get_duration(c, fo, "'for'", false, &f->for_ms)) < 0)
             return rc;
     }

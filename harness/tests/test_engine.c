@@ -359,3 +359,124 @@ FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
     FL_ASSERT_EQ(count_run_processes(id), 0);
     free(id);
 }
+
+FL_TEST_T(engine, kill_for_relaunches_and_pause_freezes, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, scn("relaunch.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE job='node'"), 2);
+    /* the napper was frozen for the 300 ms between its two events */
+    FL_ASSERT_GE(db_count("SELECT e.t_ms - b.t_ms FROM events b, events e "
+                          "WHERE b.kind='nap.begin' AND e.kind='nap.end'"), 300);
+}
+
+static bool file_has(void *arg)
+{
+    const char **a = arg;
+    char *text;
+    if (fl_read_file(a[0], &text, NULL) < 0)
+        return false;
+    bool ok = strstr(text, a[1]) != NULL;
+    free(text);
+    return ok;
+}
+
+FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
+{
+    require_setup();
+    struct gc_ctx g;
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096], db[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
+              scn("long.yaml"), (char *)NULL);
+        _exit(127);
+    }
+    FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
+    struct fl_state st;
+    FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
+    char cg[4096];
+    snprintf(cg, sizeof cg, "%s", st.cgroups[0]);
+    kill(pid, SIGTERM);
+    int ws;
+    waitpid(pid, &ws, 0);
+    FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "faultline exit status %d", ws);
+    /* everything was removed by the run itself, before it exited */
+    FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
+    for (size_t i = 0; i < st.nhosts; i++)
+        FL_ASSERT(!fl_pid_alive(st.hosts[i].pid, st.hosts[i].starttime));
+    struct stat sb;
+    FL_ASSERT_MSG(stat(cg, &sb) != 0, "cgroup %s left", cg);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error' AND reason='interrupted'",
+             g.run_id);
+    FL_ASSERT_EQ(db_count(sql), 1);
+    fl_state_free(&st);
+}
+
+FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
+{
+    require_setup();
+    char fifo[4096], sout[4096];
+    snprintf(fifo, sizeof fifo, "%s/in", fl_test_dir());
+    snprintf(sout, sizeof sout, "%s/shell.out", fl_test_dir());
+    FL_REQUIRE_EQ(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        int in = open(fifo, O_RDONLY);
+        int o = open(sout, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(in, 0);
+        dup2(o, 1);
+        dup2(o, 2);
+        execl(fl_test_bin("faultline"), "faultline", "shell", "--out", out, scn("disks.yaml"), "b",
+              (char *)NULL);
+        _exit(127);
+    }
+    int w = open(fifo, O_WRONLY);
+    FL_REQUIRE(w >= 0);
+    const char *ready[2] = {sout, "Another terminal"};
+    FL_REQUIRE_MSG(wait_until(file_has, ready, 20000), "the shell did not come up");
+    struct gc_ctx g;
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    DIR *d = opendir(g.runs);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            snprintf(g.run_id, sizeof g.run_id, "%s", e->d_name);
+    closedir(d);
+    char *out;
+    int rc = fl_test_sh(&out, "%s exec --out %s/out %s b -- sh -c 'hostname; echo from-exec > note' 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), g.run_id);
+    FL_ASSERT_MSG(rc == 0, "exec exited %d: %s", rc, out);
+    FL_ASSERT_STREQ(out, "b\n");
+    free(out);
+    /* the shell on b sees what exec wrote on b's disk, and is host b */
+    const char *cmds = "hostname; cat note; exit\n";
+    FL_REQUIRE(write(w, cmds, strlen(cmds)) == (ssize_t)strlen(cmds));
+    close(w);
+    int ws;
+    waitpid(pid, &ws, 0);
+    FL_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    char *text;
+    FL_REQUIRE_EQ(fl_read_file(sout, &text, NULL), 0);
+    FL_ASSERT_CONTAINS(text, "\nb\nfrom-exec\n");
+    free(text);
+    FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
+    /* exec into a run that is gone says so */
+    rc = fl_test_sh(&out, "%s exec --out %s/out %s b -- true 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir(), g.run_id);
+    FL_ASSERT_EQ(rc, 2);
+    free(out);
+}
