@@ -1,13 +1,401 @@
 /*
- * bench.c: `psrt bench ...`, the drivers behind bench/psrt.sh (filled in
- * below as the benchmarks land).
+ * bench.c: `psrt bench ...`, the measuring drivers behind bench/psrt.sh.
+ * Each prints one line of key=value results on stdout; bench/psrt.sh starts
+ * the ps tasks, runs the baselines and prints the BENCH lines.
+ *
+ *   psrt bench table [--keys=N]
+ *       one core: sparse SGD updates per second on a ps's row table
+ *       (existing rows), against the same number of random-access updates
+ *       of a plain float array (the memory-bound ceiling).
+ *   psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R]
+ *       one worker pushes N (uint64 key, float32 gradient) pairs spread
+ *       over the ps tasks (SGD applied there), then pulls the N values back
+ *       into the caller's order; median of R runs, each on fresh tables.
+ *       The ps tasks run --model=sparse_lr --optimizer=sgd.
+ *   psrt bench dense --ps_hosts=H:P,... [--dense_floats=N] [--secs=S]
+ *       pull + push of every dense variable (bench_dense, one per ps) in a
+ *       loop for S seconds: payload bytes per second.
+ *   psrt bench robust --ps_hosts=H:P,... --dense_floats=N --train_dir=D
+ *       one robust save of the whole model (each ps's shard durable on its
+ *       disk and the whole checkpoint durable on the chief's), then one
+ *       robust restore (each ps from its own copy): seconds each.
  */
-#include "runtime/psrt/psrt.h"
+#include "runtime/psrt/worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *arg(int argc, char **argv, const char *name, const char *def)
+{
+    size_t l = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (!strncmp(argv[i], name, l) && argv[i][l] == '=')
+            return argv[i] + l + 1;
+    return def;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- table ------------------------------------------------------------- */
+
+static int bench_table(int argc, char **argv)
+{
+    size_t n = (size_t)atoll(arg(argc, argv, "--keys", "5000000"));
+    struct psrt_table t;
+    if (psrt_table_init(&t, 1, 0, NULL, 1 << 16))
+        return 1;
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_SGD, 0.1f);
+    uint64_t *keys = malloc(n * 8);
+    float *g = malloc(n * 4);
+    uint32_t *idx = malloc(n * 4);
+    float *arr = calloc(n, 4);
+    if (!keys || !g || !idx || !arr)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = psrt_mix64(i * 0x9e3779b97f4a7c15ull + 17);
+        g[i] = 1e-3f;
+    }
+    double t0 = psrt_now();
+    psrt_table_push(&t, &o, keys, g, n, NULL); /* inserts */
+    double t1 = psrt_now();
+    /* shuffle the update order */
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = psrt_mix64(i) % (i + 1);
+        uint64_t k = keys[i];
+        keys[i] = keys[j];
+        keys[j] = k;
+    }
+    double t2 = psrt_now();
+    psrt_table_push(&t, &o, keys, g, n, NULL); /* updates */
+    double t3 = psrt_now();
+    psrt_table_clear(&t);
+    double tw0 = psrt_now();
+    psrt_table_push(&t, &o, keys, g, n, NULL); /* inserts into a warm table */
+    double tw1 = psrt_now();
+    float *out = malloc(n * 4);
+    double tp0 = psrt_now();
+    psrt_table_pull(&t, keys, n, out);
+    double tp1 = psrt_now();
+    free(out);
+    /* the baseline: random updates of a plain array as large as the table's
+     * entry array (16 bytes a row), with the same prefetching */
+    size_t rows = (size_t)t.mask + 1;
+    struct {
+        uint64_t k;
+        float pad, v;
+    } *big = calloc(rows, 16);
+    if (!big)
+        return 1;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)(psrt_mix64(keys[i]) & (rows - 1));
+    for (size_t i = 0; i < rows; i += 256)
+        big[i].v = 0; /* fault the pages in first, as the table's are */
+    double t4 = psrt_now();
+    for (size_t i = 0; i < n; i++) {
+        if (i + 16 < n)
+            __builtin_prefetch(&big[idx[i + 16]], 1);
+        big[idx[i]].v -= 0.1f * g[i];
+    }
+    double t5 = psrt_now();
+    free(big);
+    (void)arr;
+    printf("insert_per_s=%.0f warm_insert_per_s=%.0f update_per_s=%.0f lookup_per_s=%.0f "
+           "array_update_per_s=%.0f\n",
+           (double)n / (t1 - t0), (double)n / (tw1 - tw0), (double)n / (t3 - t2), (double)n / (tp1 - tp0),
+           (double)n / (t5 - t4));
+    return 0;
+}
+
+/* ---- sparse push/pull ------------------------------------------------------ */
+
+static int parse_flags(struct psrt_flags *f, const char *ps_hosts, const char *model,
+                       const char *opt, const char *extra)
+{
+    char line[4096], err[512];
+    snprintf(line, sizeof line,
+             "--job_name=worker --ps_hosts=%s --worker_hosts=127.0.0.1:1 --model=%s "
+             "--optimizer=%s --connect_timeout_secs=20 --rpc_timeout_secs=600 %s",
+             ps_hosts, model, opt, extra ? extra : "");
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "psrt";
+    for (char *t = strtok(line, " "); t && argc < 31; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    if (psrt_flags_parse(f, argc, argv, err, sizeof err)) {
+        fprintf(stderr, "psrt bench: %s\n", err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int bench_sparse(int argc, char **argv)
+{
+    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
+    size_t n = (size_t)atoll(arg(argc, argv, "--pairs", "10000000"));
+    int reps = atoi(arg(argc, argv, "--reps", "3"));
+    if (!hosts || reps < 1)
+        return 2;
+    struct psrt_flags f;
+    if (parse_flags(&f, hosts, "sparse_lr", "sgd", NULL))
+        return 2;
+    struct psrt_worker W, *w = &W;
+    struct psrt_err err = {0};
+    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err)) {
+        fprintf(stderr, "psrt bench: %s\n", err.msg);
+        return 1;
+    }
+    int nps = w->nps;
+    uint64_t *keys = malloc(n * 8);
+    float *g = malloc(n * 4), *vals = malloc(n * 4);
+    uint64_t **pk = calloc((size_t)nps, sizeof *pk);
+    float **pg = calloc((size_t)nps, sizeof *pg);
+    uint32_t **pi = calloc((size_t)nps, sizeof *pi);
+    size_t *pn = calloc((size_t)nps, sizeof *pn);
+    for (int p = 0; p < nps; p++) {
+        pk[p] = malloc(n * 8);
+        pg[p] = malloc(n * 4);
+        pi[p] = malloc(n * 4);
+    }
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = psrt_mix64(i + 0xabcdef);
+        g[i] = (float)(i % 7) * 0.01f;
+    }
+    /* dense variables each ps holds (sparse_lr/bias on one of them) */
+    size_t dense_floats[256] = {0};
+    for (int v = 0; v < w->m.nvars; v++)
+        if (w->m.vars[v].kind == PSRT_VAR_DENSE)
+            dense_floats[w->m.vars[v].ps] += (size_t)w->m.vars[v].n;
+    double push_t[64], pull_t[64];
+    static const uint64_t zero[8];
+    int bad_values = 0;
+    for (int rep = 0; rep < reps && rep < 64; rep++) {
+        if (psrt_worker_init_all(w, &err)) {
+            fprintf(stderr, "psrt bench: %s\n", err.msg);
+            return 1;
+        }
+        double t0 = psrt_now();
+        for (int p = 0; p < nps; p++)
+            pn[p] = 0;
+        for (size_t i = 0; i < n; i++) {
+            int p = psrt_row_ps(keys[i], nps);
+            size_t j = pn[p]++;
+            pk[p][j] = keys[i];
+            pg[p][j] = g[i];
+            pi[p][j] = (uint32_t)i;
+        }
+        struct psrt_call calls[256];
+        struct {
+            uint64_t nkeys;
+            uint32_t nd, pad;
+        } hdr[256];
+        for (int p = 0; p < nps; p++) {
+            hdr[p].nkeys = pn[p];
+            hdr[p].nd = dense_floats[p] ? 1 : 0;
+            hdr[p].pad = 0;
+            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
+            int k = 0;
+            calls[p].iov[k++] = (struct iovec){&hdr[p], 16};
+            if (dense_floats[p]) {
+                size_t db = dense_floats[p] * 4;
+                calls[p].iov[k++] = (struct iovec){(void *)zero, db};
+                if (db % 8)
+                    calls[p].iov[k++] = (struct iovec){(void *)zero, 8 - db % 8};
+            }
+            calls[p].iov[k++] = (struct iovec){pk[p], pn[p] * 8};
+            calls[p].iov[k++] = (struct iovec){pg[p], pn[p] * 4};
+            calls[p].niov = k;
+        }
+        double tpart = psrt_now();
+        int bad = psrt_worker_calls(w, calls, nps);
+        double t1 = psrt_now();
+        if (getenv("PSRT_BENCH_DEBUG"))
+            fprintf(stderr, "partition %.1f ms, push calls %.1f ms\n", (tpart - t0) * 1e3,
+                    (t1 - tpart) * 1e3);
+        if (bad >= 0) {
+            fprintf(stderr, "psrt bench: push: %s\n", calls[bad].err.msg);
+            return 1;
+        }
+        /* pull the same keys back, into the caller's order */
+        uint64_t nk[256];
+        for (int p = 0; p < nps; p++) {
+            nk[p] = pn[p];
+            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL};
+            calls[p].iov[0] = (struct iovec){&nk[p], 8};
+            calls[p].iov[1] = (struct iovec){pk[p], pn[p] * 8};
+            calls[p].niov = 2;
+        }
+        bad = psrt_worker_calls(w, calls, nps);
+        if (bad >= 0) {
+            fprintf(stderr, "psrt bench: pull: %s\n", calls[bad].err.msg);
+            return 1;
+        }
+        for (int p = 0; p < nps; p++) {
+            struct psrt_buf *b = &w->resp[p];
+            b->off = 0;
+            psrt_buf_get_u64(b);
+            psrt_buf_get_u32(b);
+            psrt_buf_skip_align8(b);
+            psrt_buf_get(b, dense_floats[p] * 4);
+            const float *v = psrt_buf_get(b, pn[p] * 4);
+            if (!v) {
+                fprintf(stderr, "psrt bench: short pull reply\n");
+                return 1;
+            }
+            const uint32_t *ix = pi[p];
+            for (size_t j = 0; j < pn[p]; j++)
+                vals[ix[j]] = v[j];
+        }
+        double t2 = psrt_now();
+        push_t[rep] = t1 - t0;
+        pull_t[rep] = t2 - t1;
+        /* check: SGD with lr 1.0 from zero gives -g */
+        for (size_t i = 0; i < n; i += 9973)
+            bad_values += vals[i] != -f.learning_rate * g[i] &&
+                          vals[i] != (float)(-(double)(float)f.learning_rate * g[i]);
+    }
+    qsort(push_t, (size_t)reps, sizeof(double), cmp_double);
+    qsort(pull_t, (size_t)reps, sizeof(double), cmp_double);
+    printf("pairs=%zu push_ms=%.1f pull_ms=%.1f bad_values=%d\n", n, push_t[reps / 2] * 1e3,
+           pull_t[reps / 2] * 1e3, bad_values);
+    return bad_values ? 1 : 0;
+}
+
+/* ---- dense pull + push -------------------------------------------------------- */
+
+static int bench_dense(int argc, char **argv)
+{
+    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
+    double secs = atof(arg(argc, argv, "--secs", "3"));
+    char extra[128];
+    snprintf(extra, sizeof extra, "--dense_floats=%s", arg(argc, argv, "--dense_floats", "4194304"));
+    if (!hosts)
+        return 2;
+    struct psrt_flags f;
+    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
+        return 2;
+    struct psrt_worker W, *w = &W;
+    struct psrt_err err = {0};
+    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
+        psrt_worker_init_all(w, &err)) {
+        fprintf(stderr, "psrt bench: %s\n", err.msg);
+        return 1;
+    }
+    int nps = w->nps;
+    size_t floats[256] = {0};
+    float *grad[256] = {0};
+    for (int v = 0; v < w->m.nvars; v++)
+        floats[w->m.vars[v].ps] += (size_t)w->m.vars[v].n;
+    for (int p = 0; p < nps; p++) {
+        grad[p] = malloc(floats[p] * 4 + 8);
+        for (size_t i = 0; i < floats[p]; i++)
+            grad[p][i] = 1e-6f;
+    }
+    uint64_t bytes = 0, rounds = 0, zero = 0;
+    double t0 = psrt_now(), t = t0;
+    while (t - t0 < secs) {
+        struct psrt_call calls[256];
+        for (int p = 0; p < nps; p++) {
+            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL};
+            calls[p].iov[0] = (struct iovec){&zero, 8};
+            calls[p].niov = 1;
+        }
+        int bad = psrt_worker_calls(w, calls, nps);
+        if (bad >= 0) {
+            fprintf(stderr, "psrt bench: pull: %s\n", calls[bad].err.msg);
+            return 1;
+        }
+        for (int p = 0; p < nps; p++)
+            bytes += w->resp[p].len;
+        struct {
+            uint64_t nkeys;
+            uint32_t nd, pad;
+        } hdr[256];
+        for (int p = 0; p < nps; p++) {
+            hdr[p].nkeys = 0;
+            hdr[p].nd = floats[p] ? 1 : 0;
+            hdr[p].pad = 0;
+            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
+            calls[p].iov[0] = (struct iovec){&hdr[p], 16};
+            calls[p].iov[1] = (struct iovec){grad[p], floats[p] * 4};
+            calls[p].iov[2] = (struct iovec){&zero, (floats[p] * 4) % 8 ? 4 : 0};
+            calls[p].niov = 3;
+            bytes += 16 + floats[p] * 4;
+        }
+        bad = psrt_worker_calls(w, calls, nps);
+        if (bad >= 0) {
+            fprintf(stderr, "psrt bench: push: %s\n", calls[bad].err.msg);
+            return 1;
+        }
+        rounds++;
+        t = psrt_now();
+    }
+    printf("rounds=%llu bytes=%llu secs=%.3f gbit_per_s=%.3f\n", (unsigned long long)rounds,
+           (unsigned long long)bytes, t - t0, (double)bytes * 8 / (t - t0) / 1e9);
+    return 0;
+}
+
+/* ---- robust save and restore ---------------------------------------------------- */
+
+static int bench_robust(int argc, char **argv)
+{
+    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
+    const char *dir = arg(argc, argv, "--train_dir", NULL);
+    if (!hosts || !dir)
+        return 2;
+    char extra[2048];
+    snprintf(extra, sizeof extra, "--dense_floats=%s --train_dir=%s --checkpoint_protocol=robust",
+             arg(argc, argv, "--dense_floats", "67108864"), dir);
+    struct psrt_flags f;
+    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
+        return 2;
+    struct psrt_worker W, *w = &W;
+    struct psrt_err err = {0};
+    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
+        psrt_worker_init_all(w, &err)) {
+        fprintf(stderr, "psrt bench: %s\n", err.msg);
+        return 1;
+    }
+    uint64_t bytes = 0;
+    for (int v = 0; v < w->m.nvars; v++)
+        bytes += (uint64_t)w->m.vars[v].n * 4;
+    double t0 = psrt_now();
+    if (psrt_save_robust(w, 1, &err)) {
+        fprintf(stderr, "psrt bench: save: %s\n", err.msg);
+        return 1;
+    }
+    double t1 = psrt_now();
+    long long step = -1;
+    int r = psrt_restore_latest(w, &step, &err);
+    double t2 = psrt_now();
+    if (r != 1) {
+        fprintf(stderr, "psrt bench: restore: %s\n", r ? err.msg : "no checkpoint found");
+        return 1;
+    }
+    printf("bytes=%llu save_s=%.3f restore_s=%.3f\n", (unsigned long long)bytes, t1 - t0, t2 - t1);
+    return 0;
+}
 
 int psrt_bench_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "psrt bench: no benchmark named\n");
+    if (argc < 2) {
+        fprintf(stderr, "usage: psrt bench table|sparse|dense|robust [--flag=value ...]\n");
+        return 2;
+    }
+    psrt_log_init("bench", 0);
+    if (!strcmp(argv[1], "table"))
+        return bench_table(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "sparse"))
+        return bench_sparse(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "dense"))
+        return bench_dense(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "robust"))
+        return bench_robust(argc - 1, argv + 1);
+    fprintf(stderr, "psrt bench: unknown benchmark '%s'\n", argv[1]);
     return 2;
 }

@@ -21,8 +21,8 @@ struct sparse_lookup {
 static float lookup(void *ctx, uint64_t key)
 {
     struct sparse_lookup *s = ctx;
-    int64_t r = psrt_table_find(&s->t, key);
-    return r < 0 ? 0.0f : s->t.val[r];
+    const float *v = psrt_table_lookup(&s->t, key);
+    return v ? v[0] : 0.0f;
 }
 
 static int find_version(const char *dir, char *out, size_t len)
@@ -135,9 +135,9 @@ int psrt_predict_main(int argc, char **argv)
             const uint64_t *k = kt->data;
             const float *val = vt->data;
             for (size_t i = 0; i < kt->len / 8; i++) {
-                int64_t row = psrt_table_insert(&sl.t, k[i]);
-                if (row >= 0)
-                    sl.t.val[row] = val[i];
+                float *dst = psrt_table_insert(&sl.t, k[i], NULL);
+                if (dst)
+                    dst[0] = val[i];
             }
         }
     }

@@ -179,17 +179,21 @@ static int snapshot(struct ps *ps, struct psrt_tl *l)
     }
     if (ps->has_sparse) {
         const struct psrt_table *t = &ps->table;
-        int64_t nr = (int64_t)t->nrows, w = t->width;
+        uint64_t *keys = NULL, nr64 = 0;
+        float *vals = NULL, *sl[2] = {NULL, NULL};
+        if (psrt_table_export(t, &keys, &vals, sl, &nr64))
+            goto oom;
+        int64_t nr = (int64_t)nr64, w = t->width;
         int64_t kd[1] = {nr}, vd[2] = {nr, w};
         const char *base = ps->sparse_spec->name;
         snprintf(name, sizeof name, "%s/part_%d/keys", base, ps->task);
-        ADD(name, CKPT_DT_INT64, 1, kd, t->rowkey, (size_t)nr * 8);
+        psrt_tl_add(l, name, CKPT_DT_INT64, 1, kd, keys, (size_t)nr * 8);
         snprintf(name, sizeof name, "%s/part_%d/values", base, ps->task);
-        ADD(name, CKPT_DT_FLOAT, 2, vd, t->val, (size_t)(nr * w) * 4);
+        psrt_tl_add(l, name, CKPT_DT_FLOAT, 2, vd, vals, (size_t)(nr * w) * 4);
         for (int s = 0; s < nslots; s++) {
             snprintf(name, sizeof name, "%s/part_%d/%s", base, ps->task,
                      psrt_optim_slot_suffix(ps->opt.kind, s));
-            ADD(name, CKPT_DT_FLOAT, 2, vd, t->slot[s], (size_t)(nr * w) * 4);
+            psrt_tl_add(l, name, CKPT_DT_FLOAT, 2, vd, sl[s], (size_t)(nr * w) * 4);
         }
         if (ps->opt.kind == PSRT_OPT_ADAM) {
             snprintf(name, sizeof name, "%s/part_%d/beta1_power", base, ps->task);
@@ -302,12 +306,13 @@ static int load(struct ps *ps, const struct psrt_tl *l, const char *from, struct
         const uint64_t *k = keys->data;
         size_t w = (size_t)t->width;
         for (int64_t i = 0; i < nr; i++) {
-            int64_t row = psrt_table_insert(t, k[i]);
-            if (row < 0) {
+            uint32_t row;
+            float *v = psrt_table_insert(t, k[i], &row);
+            if (!v) {
                 psrt_err_set(err, -ENOMEM, "no memory for %lld sparse rows", (long long)nr);
                 return -ENOMEM;
             }
-            memcpy(t->val + (size_t)row * w, (const float *)vals->data + (size_t)i * w, w * 4);
+            memcpy(v, (const float *)vals->data + (size_t)i * w, w * 4);
             for (int s = 0; s < nslots; s++)
                 memcpy(t->slot[s] + (size_t)row * w, (const float *)sl[s]->data + (size_t)i * w,
                        w * 4);
@@ -521,7 +526,11 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     int r = 0;
     if (nkeys) {
         pthread_mutex_lock(&ps->table_mu);
+        double t0 = psrt_now();
         r = psrt_table_push(&ps->table, &ps->opt, keys, sg, nkeys, &ps->table_pw);
+        if (getenv("PSRT_BENCH_DEBUG"))
+            psrt_log("applied %llu sparse updates in %.1f ms", (unsigned long long)nkeys,
+                     (psrt_now() - t0) * 1e3);
         psrt_optim_advance(&ps->opt, &ps->table_pw);
         pthread_mutex_unlock(&ps->table_mu);
     }

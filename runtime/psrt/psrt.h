@@ -265,19 +265,24 @@ void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s,
 void psrt_optim_advance(const struct psrt_optim *o, struct psrt_adam_pow *pw);
 
 /* ---- sparse rows (table.c) ------------------------------------------------
- * Open addressing, linear probing, uint64 key -> row index; rows of width
- * floats for the value and each slot, in arrays grown by doubling. */
+ * Open addressing, linear probing, uint64 key -> {row, value}; width-1
+ * values inline in the entry, wider values and optimizer slots in arrays
+ * indexed by row. */
+struct psrt_entry {
+    uint64_t key;
+    uint32_t row;
+    float v;            /* the value when width == 1 */
+};
 struct psrt_table {
-    uint64_t *keys;     /* slot keys; EMPTY marks a free slot */
-    uint32_t *rows;     /* slot -> row */
+    struct psrt_entry *e;
     uint64_t mask;      /* nslots - 1 */
     int bits;
     uint64_t nrows, rowcap;
     int width, nslots_opt;
-    float *val;         /* nrows * width */
-    float *slot[2];
-    uint64_t *rowkey;   /* row -> key (for saving) */
-    bool has_empty_key; uint32_t empty_row;
+    float *val;         /* nrows * width (width > 1 only) */
+    float *slot[2];     /* nrows * width per optimizer slot */
+    bool has_empty_key;
+    struct psrt_entry empty;
     float slot_init[2];
 };
 #define PSRT_TABLE_EMPTY UINT64_MAX
@@ -285,14 +290,21 @@ int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *sl
                     uint64_t expect);
 void psrt_table_free(struct psrt_table *t);
 void psrt_table_clear(struct psrt_table *t);
-/* Row of key, or -1 (lookup) / a new zero row (insert; -ENOMEM as -1 too). */
+/* Row of key, or -1. */
 int64_t psrt_table_find(const struct psrt_table *t, uint64_t key);
-int64_t psrt_table_insert(struct psrt_table *t, uint64_t key);
+/* Value (width floats) of key, or NULL. */
+const float *psrt_table_lookup(const struct psrt_table *t, uint64_t key);
+/* Value of key, created (zeros, initial slots) when absent; *row gets its
+ * row.  NULL when out of memory. */
+float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row);
 /* Batched, with prefetching: out[i*width..] = value of keys[i] (0 if absent). */
 void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n, float *out);
 /* Batched apply of gradients grads[i*width..] to keys[i] (rows created). */
 int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
                     const float *grads, size_t n, const struct psrt_adam_pow *pw);
+/* Every row sorted by key: malloc'd keys[n], vals[n*width], slots[s][n*width]. */
+int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals, float **slots,
+                      uint64_t *n);
 /* Partition of a sparse row over nps ps tasks (the "mod" strategy on a
  * mixed key). */
 static inline uint64_t psrt_mix64(uint64_t x)
@@ -304,7 +316,7 @@ static inline uint64_t psrt_mix64(uint64_t x)
 }
 static inline int psrt_row_ps(uint64_t key, int nps)
 {
-    return (int)(psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) % (uint64_t)nps);
+    return (int)(((unsigned __int128)psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) * (uint64_t)nps) >> 64);
 }
 
 /* ---- data (data.c) ---------------------------------------------------------- */

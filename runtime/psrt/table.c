@@ -1,15 +1,21 @@
 /*
  * table.c: the rows of a sparse variable held by one ps: uint64 key -> row,
- * open addressing with linear probing over a power-of-two slot array, rows
- * (value and optimizer slots, `width` floats each) in arrays that grow by
- * doubling, in insertion order.
+ * open addressing with linear probing over a power-of-two array of 16-byte
+ * entries {key, row, value}.  For width-1 variables (sparse_lr's weights)
+ * the value lives in the entry itself, so an SGD update or a pull touches
+ * one cache line; wider rows and the optimizer's slots live in arrays
+ * indexed by row (grown by doubling).
  *
- * Batched pull and push walk their keys with software prefetching (the slot
- * of key i+D is requested while key i is processed) so that a batch of
- * millions of random keys is bound by memory throughput, not latency.
- * Invariants: load factor <= 1/2 (the slot array doubles first); every
- * non-EMPTY slot's row < nrows and rowkey[row] == its key; the key
- * PSRT_TABLE_EMPTY itself lives outside the slots (has_empty_key).
+ * Batched pull and push walk their keys with software prefetching (the
+ * entry of key i+D is requested while key i is processed, and the slot rows
+ * of key i+D/2 once its entry is known) so that millions of random keys are
+ * bound by memory throughput, not latency; the entry array is 2 MiB aligned
+ * and advised for transparent huge pages (fewer TLB misses).
+ * Invariants: load factor <= 3/4 (the array doubles first); every entry
+ * with key != EMPTY has row < nrows; the key PSRT_TABLE_EMPTY itself lives
+ * outside the array (has_empty_key).  Export sorts rows by key, so a saved
+ * table does not depend on insertion history or table size: restoring and
+ * saving again gives the same bytes.
  */
 #include "runtime/psrt/psrt.h"
 
@@ -30,22 +36,15 @@ static void *big_alloc(size_t n)
     return malloc(n ? n : 1);
 }
 
-static int alloc_slots(struct psrt_table *t, int bits)
+static struct psrt_entry *alloc_entries(int bits)
 {
     size_t n = (size_t)1 << bits;
-    uint64_t *k = big_alloc(n * sizeof *k);
-    uint32_t *r = big_alloc(n * sizeof *r);
-    if (!k || !r) {
-        free(k);
-        free(r);
-        return -ENOMEM;
-    }
-    memset(k, 0xff, n * sizeof *k);
-    t->keys = k;
-    t->rows = r;
-    t->bits = bits;
-    t->mask = n - 1;
-    return 0;
+    struct psrt_entry *e = big_alloc(n * sizeof *e);
+    if (!e)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        e[i].key = PSRT_TABLE_EMPTY;
+    return e;
 }
 
 static inline uint64_t slot_of(const struct psrt_table *t, uint64_t key)
@@ -63,20 +62,18 @@ static int grow_rows(struct psrt_table *t, uint64_t need)
     if (cap > UINT32_MAX)
         return -ENOMEM;
     size_t w = (size_t)t->width;
-    float *v = realloc(t->val, cap * w * sizeof(float));
-    if (!v)
-        return -ENOMEM;
-    t->val = v;
+    if (w > 1) {
+        float *v = realloc(t->val, cap * w * sizeof(float));
+        if (!v)
+            return -ENOMEM;
+        t->val = v;
+    }
     for (int s = 0; s < t->nslots_opt; s++) {
         float *p = realloc(t->slot[s], cap * w * sizeof(float));
         if (!p)
             return -ENOMEM;
         t->slot[s] = p;
     }
-    uint64_t *rk = realloc(t->rowkey, cap * sizeof *rk);
-    if (!rk)
-        return -ENOMEM;
-    t->rowkey = rk;
     t->rowcap = cap;
     return 0;
 }
@@ -90,138 +87,177 @@ int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *sl
     for (int i = 0; i < nslots && i < 2; i++)
         t->slot_init[i] = slot_init ? slot_init[i] : 0;
     int bits = 10;
-    while (((uint64_t)1 << bits) < expect * 2)
+    while (((uint64_t)1 << bits) * 3 < expect * 4)
         bits++;
-    int r = alloc_slots(t, bits);
-    if (r)
-        return r;
+    t->e = alloc_entries(bits);
+    if (!t->e)
+        return -ENOMEM;
+    t->bits = bits;
+    t->mask = ((uint64_t)1 << bits) - 1;
     return grow_rows(t, expect > 1024 ? expect : 1024);
 }
 
 void psrt_table_free(struct psrt_table *t)
 {
-    free(t->keys);
-    free(t->rows);
+    free(t->e);
     free(t->val);
     free(t->slot[0]);
     free(t->slot[1]);
-    free(t->rowkey);
     memset(t, 0, sizeof *t);
 }
 
 void psrt_table_clear(struct psrt_table *t)
 {
-    memset(t->keys, 0xff, (t->mask + 1) * sizeof *t->keys);
+    for (uint64_t i = 0; i <= t->mask; i++)
+        t->e[i].key = PSRT_TABLE_EMPTY;
     t->nrows = 0;
     t->has_empty_key = false;
 }
 
 static int rehash(struct psrt_table *t)
 {
-    uint64_t *ok = t->keys;
-    uint32_t *orows = t->rows;
+    struct psrt_entry *old = t->e, *ne = alloc_entries(t->bits + 1);
     uint64_t on = t->mask + 1;
-    int r = alloc_slots(t, t->bits + 1);
-    if (r)
-        return r;
+    if (!ne)
+        return -ENOMEM;
+    t->e = ne;
+    t->bits++;
+    t->mask = ((uint64_t)1 << t->bits) - 1;
     for (uint64_t i = 0; i < on; i++) {
-        if (ok[i] == PSRT_TABLE_EMPTY)
+        if (old[i].key == PSRT_TABLE_EMPTY)
             continue;
-        uint64_t s = slot_of(t, ok[i]);
-        while (t->keys[s] != PSRT_TABLE_EMPTY)
+        uint64_t s = slot_of(t, old[i].key);
+        while (t->e[s].key != PSRT_TABLE_EMPTY)
             s = (s + 1) & t->mask;
-        t->keys[s] = ok[i];
-        t->rows[s] = orows[i];
+        t->e[s] = old[i];
     }
-    free(ok);
-    free(orows);
+    free(old);
     return 0;
+}
+
+static inline float *value_of(struct psrt_table *t, struct psrt_entry *e)
+{
+    return t->width == 1 ? &e->v : t->val + (size_t)e->row * (size_t)t->width;
+}
+
+/* The entry of key, or NULL. */
+static struct psrt_entry *find(const struct psrt_table *t, uint64_t key)
+{
+    if (key == PSRT_TABLE_EMPTY)
+        return t->has_empty_key ? (struct psrt_entry *)&t->empty : NULL;
+    uint64_t s = slot_of(t, key);
+    for (;;) {
+        struct psrt_entry *e = &t->e[s];
+        if (e->key == key)
+            return e;
+        if (e->key == PSRT_TABLE_EMPTY)
+            return NULL;
+        s = (s + 1) & t->mask;
+    }
 }
 
 int64_t psrt_table_find(const struct psrt_table *t, uint64_t key)
 {
-    if (key == PSRT_TABLE_EMPTY)
-        return t->has_empty_key ? (int64_t)t->empty_row : -1;
-    uint64_t s = slot_of(t, key);
-    for (;;) {
-        uint64_t k = t->keys[s];
-        if (k == key)
-            return t->rows[s];
-        if (k == PSRT_TABLE_EMPTY)
-            return -1;
-        s = (s + 1) & t->mask;
-    }
+    const struct psrt_entry *e = find(t, key);
+    return e ? (int64_t)e->row : -1;
 }
 
-static int64_t new_row(struct psrt_table *t, uint64_t key)
+const float *psrt_table_lookup(const struct psrt_table *t, uint64_t key)
+{
+    struct psrt_entry *e = find(t, key);
+    return e ? value_of((struct psrt_table *)t, e) : NULL;
+}
+
+static struct psrt_entry *new_row(struct psrt_table *t, struct psrt_entry *e, uint64_t key)
 {
     if (grow_rows(t, t->nrows + 1))
-        return -1;
-    uint64_t row = t->nrows++;
+        return NULL;
+    uint32_t row = (uint32_t)t->nrows++;
     size_t w = (size_t)t->width;
-    memset(t->val + row * w, 0, w * sizeof(float));
+    e->key = key;
+    e->row = row;
+    e->v = 0;
+    if (w > 1)
+        memset(t->val + row * w, 0, w * sizeof(float));
     for (int s = 0; s < t->nslots_opt; s++)
         for (size_t j = 0; j < w; j++)
             t->slot[s][row * w + j] = t->slot_init[s];
-    t->rowkey[row] = key;
-    return (int64_t)row;
+    return e;
 }
 
-int64_t psrt_table_insert(struct psrt_table *t, uint64_t key)
+/* Entry of key, created (zero value, initial slots) if absent; NULL on ENOMEM. */
+static struct psrt_entry *upsert(struct psrt_table *t, uint64_t key)
 {
     if (key == PSRT_TABLE_EMPTY) {
         if (!t->has_empty_key) {
-            int64_t r = new_row(t, key);
-            if (r < 0)
-                return -1;
+            if (!new_row(t, &t->empty, key))
+                return NULL;
             t->has_empty_key = true;
-            t->empty_row = (uint32_t)r;
         }
-        return t->empty_row;
+        return &t->empty;
     }
-    if ((t->nrows + 1) * 2 > t->mask + 1 && rehash(t))
-        return -1;
+    if ((t->nrows + 1) * 4 > (t->mask + 1) * 3 && rehash(t))
+        return NULL;
     uint64_t s = slot_of(t, key);
     for (;;) {
-        uint64_t k = t->keys[s];
-        if (k == key)
-            return t->rows[s];
-        if (k == PSRT_TABLE_EMPTY)
-            break;
+        struct psrt_entry *e = &t->e[s];
+        if (e->key == key)
+            return e;
+        if (e->key == PSRT_TABLE_EMPTY)
+            return new_row(t, e, key);
         s = (s + 1) & t->mask;
     }
-    int64_t r = new_row(t, key);
-    if (r < 0)
-        return -1;
-    t->keys[s] = key;
-    t->rows[s] = (uint32_t)r;
-    return r;
 }
 
-#define PF 16
+float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
+{
+    struct psrt_entry *e = upsert(t, key);
+    if (!e)
+        return NULL;
+    if (row)
+        *row = e->row;
+    return value_of(t, e);
+}
+
+#define PF 32
 
 void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n, float *out)
 {
     const size_t w = (size_t)t->width;
+    uint64_t ring[PF];
+    size_t pre = n < PF ? n : PF;
+    for (size_t i = 0; i < pre; i++) {
+        ring[i] = slot_of(t, keys[i]);
+        __builtin_prefetch(&t->e[ring[i]]);
+    }
     for (size_t i = 0; i < n; i++) {
-        if (i + PF < n)
-            __builtin_prefetch(&t->keys[slot_of(t, keys[i + PF])]);
-        if (i + PF / 2 < n) {
-            int64_t r = -1;
-            uint64_t k = keys[i + PF / 2];
-            if (k != PSRT_TABLE_EMPTY) {
-                uint64_t s = slot_of(t, k);
-                __builtin_prefetch(&t->rows[s]);
-                (void)r;
+        uint64_t key = keys[i], s = ring[i % PF];
+        if (i + PF < n) {
+            uint64_t s2 = slot_of(t, keys[i + PF]);
+            ring[i % PF] = s2;
+            __builtin_prefetch(&t->e[s2]);
+        }
+        const struct psrt_entry *e;
+        if (key == PSRT_TABLE_EMPTY) {
+            e = find(t, key);
+        } else {
+            for (;;) {
+                e = &t->e[s];
+                if (e->key == key)
+                    break;
+                if (e->key == PSRT_TABLE_EMPTY) {
+                    e = NULL;
+                    break;
+                }
+                s = (s + 1) & t->mask;
             }
         }
-        int64_t r = psrt_table_find(t, keys[i]);
-        if (r < 0)
+        if (!e)
             memset(out + i * w, 0, w * sizeof(float));
         else if (w == 1)
-            out[i] = t->val[r];
+            out[i] = e->v;
         else
-            memcpy(out + i * w, t->val + (size_t)r * w, w * sizeof(float));
+            memcpy(out + i * w, t->val + (size_t)e->row * w, w * sizeof(float));
     }
 }
 
@@ -229,24 +265,149 @@ int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint
                     const float *grads, size_t n, const struct psrt_adam_pow *pw)
 {
     const size_t w = (size_t)t->width;
-    /* Grow once up front so that prefetched addresses stay valid. */
-    while ((t->nrows + n) * 2 > t->mask + 1)
-        if (rehash(t))
+    /* A fresh table grows once to fit the whole batch instead of doubling
+     * through every size; a populated one grows only if new keys need it
+     * (a stale prefetch after a rehash is harmless). */
+    if (t->nrows == 0)
+        while (n * 4 > (t->mask + 1) * 3)
+            if (rehash(t))
+                return -ENOMEM;
+    if (w > 1 || t->nslots_opt)
+        if (grow_rows(t, t->nrows + n))
             return -ENOMEM;
-    if (grow_rows(t, t->nrows + n))
-        return -ENOMEM;
+    if (o->kind == PSRT_OPT_SGD && w == 1) {
+        /* the hot path: slot indices computed once, in a ring PF ahead */
+        const float lr = o->lr;
+        uint64_t ring[PF];
+        size_t pre = n < PF ? n : PF;
+        for (size_t i = 0; i < pre; i++) {
+            ring[i] = slot_of(t, keys[i]);
+            __builtin_prefetch(&t->e[ring[i]], 1);
+        }
+        int bits = t->bits;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t key = keys[i], s = ring[i % PF];
+            if (i + PF < n) {
+                uint64_t s2 = slot_of(t, keys[i + PF]);
+                ring[i % PF] = s2;
+                __builtin_prefetch(&t->e[s2], 1);
+            }
+            struct psrt_entry *e;
+            if (key == PSRT_TABLE_EMPTY || t->bits != bits ||
+                (t->nrows + 1) * 4 > (t->mask + 1) * 3) {
+                e = upsert(t, key); /* rare: special key, growth */
+                bits = t->bits;
+                if (!e)
+                    return -ENOMEM;
+            } else {
+                for (;;) {
+                    e = &t->e[s];
+                    if (e->key == key)
+                        break;
+                    if (e->key == PSRT_TABLE_EMPTY) {
+                        e = new_row(t, e, key);
+                        if (!e)
+                            return -ENOMEM;
+                        break;
+                    }
+                    s = (s + 1) & t->mask;
+                }
+            }
+            e->v -= lr * grads[i];
+        }
+        return 0;
+    }
+    /* rows of keys[i + PF/2] are known once their entry line arrived */
     for (size_t i = 0; i < n; i++) {
         if (i + PF < n)
-            __builtin_prefetch(&t->keys[slot_of(t, keys[i + PF])], 1);
-        int64_t r = psrt_table_insert(t, keys[i]);
-        if (r < 0)
+            __builtin_prefetch(&t->e[slot_of(t, keys[i + PF])], 1);
+        if (i + PF / 2 < n && t->nslots_opt) {
+            const struct psrt_entry *ahead = find(t, keys[i + PF / 2]);
+            if (ahead)
+                for (int s = 0; s < t->nslots_opt; s++)
+                    __builtin_prefetch(&t->slot[s][(size_t)ahead->row * w], 1);
+        }
+        struct psrt_entry *e = upsert(t, keys[i]);
+        if (!e)
             return -ENOMEM;
-        float *s[2] = {t->slot[0] ? t->slot[0] + (size_t)r * w : NULL,
-                       t->slot[1] ? t->slot[1] + (size_t)r * w : NULL};
-        if (o->kind == PSRT_OPT_SGD && w == 1)
-            t->val[r] -= o->lr * grads[i];
-        else
-            psrt_optim_apply_row(o, t->val + (size_t)r * w, s, grads + i * w, (int64_t)w, pw);
+        float *s[2] = {t->slot[0] ? t->slot[0] + (size_t)e->row * w : NULL,
+                       t->slot[1] ? t->slot[1] + (size_t)e->row * w : NULL};
+        psrt_optim_apply_row(o, value_of(t, e), s, grads + i * w, (int64_t)w, pw);
     }
+    return 0;
+}
+
+/* ---- export ------------------------------------------------------------- */
+
+struct kr {
+    uint64_t key;
+    struct psrt_entry *e;
+};
+
+static int radix_sort(struct kr *a, struct kr *tmp, size_t n)
+{
+    size_t *count = malloc(65537 * sizeof *count);
+    if (!count)
+        return -ENOMEM;
+    for (int shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65537 * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[((a[i].key >> shift) & 0xffff) + 1]++;
+        for (int b = 0; b < 65536; b++)
+            count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++)
+            tmp[count[(a[i].key >> shift) & 0xffff]++] = a[i];
+        memcpy(a, tmp, n * sizeof *a);
+    }
+    free(count);
+    return 0;
+}
+
+int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals, float **slots,
+                      uint64_t *nout)
+{
+    size_t n = t->nrows, w = (size_t)t->width, k = 0;
+    struct kr *a = malloc((n ? n : 1) * sizeof *a), *tmp = malloc((n ? n : 1) * sizeof *a);
+    uint64_t *ko = malloc((n ? n : 1) * 8);
+    float *vo = malloc((n ? n : 1) * w * 4);
+    float *so[2] = {NULL, NULL};
+    for (int s = 0; s < t->nslots_opt; s++)
+        so[s] = malloc((n ? n : 1) * w * 4);
+    if (!a || !tmp || !ko || !vo || (t->nslots_opt > 0 && !so[0]) || (t->nslots_opt > 1 && !so[1])) {
+        free(a);
+        free(tmp);
+        free(ko);
+        free(vo);
+        free(so[0]);
+        free(so[1]);
+        return -ENOMEM;
+    }
+    for (uint64_t i = 0; i <= t->mask; i++)
+        if (t->e[i].key != PSRT_TABLE_EMPTY)
+            a[k++] = (struct kr){t->e[i].key, &t->e[i]};
+    if (t->has_empty_key)
+        a[k++] = (struct kr){t->empty.key, (struct psrt_entry *)&t->empty};
+    if (radix_sort(a, tmp, k)) {
+        free(a);
+        free(tmp);
+        free(ko);
+        free(vo);
+        free(so[0]);
+        free(so[1]);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < k; i++) {
+        ko[i] = a[i].key;
+        memcpy(vo + i * w, value_of((struct psrt_table *)t, a[i].e), w * 4);
+        for (int s = 0; s < t->nslots_opt; s++)
+            memcpy(so[s] + i * w, t->slot[s] + (size_t)a[i].e->row * w, w * 4);
+    }
+    free(a);
+    free(tmp);
+    *keys = ko;
+    *vals = vo;
+    slots[0] = so[0];
+    slots[1] = so[1];
+    *nout = k;
     return 0;
 }
