@@ -14,14 +14,14 @@
 #          drop_caches is not used so other work on the machine keeps its
 #          cache), then dd of=/dev/null bs=8M vs. ckpt-bench read (every
 #          tensor read into memory and its crc32c checked).
-# Each figure is the median of BUNDLE_BENCH_ROUNDS rounds (default 3), the
+# Each figure is the median of BUNDLE_BENCH_ROUNDS rounds (default 5), the
 # order of dd and bundle alternating between rounds.  The files live in a
 # temporary directory under ${TMPDIR:-/tmp}, removed at exit (also on error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mib=${BUNDLE_BENCH_MIB:-1024}
-rounds=${BUNDLE_BENCH_ROUNDS:-3}
+rounds=${BUNDLE_BENCH_ROUNDS:-5}
 bin=build/bin/ckpt-bench
 [ -x "$bin" ] || make -s "$bin" >&2
 bytes=$((mib * 1024 * 1024))

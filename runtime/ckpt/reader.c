@@ -26,7 +26,9 @@
 #include "runtime/ckpt/crc.h"
 #include "runtime/ckpt/internal.h"
 
-#define READ_CHUNK (4u << 20)
+#ifndef READ_CHUNK
+#define READ_CHUNK (2u << 20) /* read, then crc while it is in cache */
+#endif
 #define MAX_SHARDS (1 << 20)
 
 struct shard {
@@ -434,21 +436,6 @@ static int check_extent(struct ckpt_reader *r, const struct ckpt_entry *e, struc
     return 0;
 }
 
-/* Asks the kernel to start reading the tensor's bytes [off, off + AHEAD)
- * while the current chunk is read and checked: large sequential reads keep
- * the device busy instead of alternating read and crc. */
-#define READ_AHEAD (4 * READ_CHUNK)
-static void read_ahead(struct ckpt_reader *r, const struct ckpt_entry *e, uint64_t off)
-{
-    if (r->mem || off >= (uint64_t)e->size || off % READ_AHEAD != READ_CHUNK % READ_AHEAD)
-        return;
-    struct shard *s = &r->shards[e->shard_id];
-    if (s->fd < 0)
-        return;
-    uint64_t n = (uint64_t)e->size - off < READ_AHEAD ? (uint64_t)e->size - off : READ_AHEAD;
-    posix_fadvise(s->fd, (off_t)((uint64_t)e->offset + off), (off_t)n, POSIX_FADV_WILLNEED);
-}
-
 static int readable(struct ckpt_reader *r, const struct ckpt_entry *e, struct ckpt_err *err)
 {
     if (e->nslices > 0)
@@ -551,7 +538,6 @@ int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *e, void *bu
     uint8_t *p = buf;
     for (uint64_t off = 0; off < (uint64_t)e->size;) {
         size_t k = (uint64_t)e->size - off < READ_CHUNK ? (size_t)((uint64_t)e->size - off) : READ_CHUNK;
-        read_ahead(r, e, off + k);
         if ((rc = read_at(r, e, off, p + off, k, err)))
             return rc;
         crc = ckpt_crc32c_extend(crc, p + off, k);
@@ -652,7 +638,6 @@ int ckpt_reader_verify_entry(struct ckpt_reader *r, const struct ckpt_entry *e, 
     uint32_t crc = 0;
     for (uint64_t off = 0; off < (uint64_t)e->size;) {
         size_t k = (uint64_t)e->size - off < bl ? (size_t)((uint64_t)e->size - off) : bl;
-        read_ahead(r, e, off + k);
         if ((rc = read_at(r, e, off, buf, k, err))) {
             free(buf);
             return rc;
