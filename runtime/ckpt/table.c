@@ -87,7 +87,10 @@ static size_t bb_estimate(const struct blockb *b)
 
 static void bb_add(struct blockb *b, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
 {
+    static const uint8_t empty[1];
     size_t shared = 0;
+    if (!key) /* an empty key held in a never-grown buffer */
+        key = empty;
     if (b->counter < b->interval) {
         size_t min = klen < b->last.len ? klen : b->last.len;
         while (shared < min && b->last.p[shared] == key[shared])
