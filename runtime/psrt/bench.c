@@ -171,7 +171,7 @@ static int bench_sparse(int argc, char **argv)
     for (int v = 0; v < w->m.nvars; v++)
         if (w->m.vars[v].kind == PSRT_VAR_DENSE)
             dense_floats[w->m.vars[v].ps] += (size_t)w->m.vars[v].n;
-    double push_t[64], pull_t[64];
+    double push_t[64], pull_t[64], sink_t[64];
     static const uint64_t zero[8];
     int bad_values = 0;
     for (int rep = 0; rep < reps && rep < 64; rep++) {
@@ -254,6 +254,21 @@ static int bench_sparse(int argc, char **argv)
         double t2 = psrt_now();
         push_t[rep] = t1 - t0;
         pull_t[rep] = t2 - t1;
+        /* the baseline: the same bytes sent to the same ps tasks, discarded
+         * there (transport only: no partitioning, no table) */
+        for (int p = 0; p < nps; p++) {
+            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_BENCH_SINK};
+            calls[p].iov[0] = (struct iovec){pk[p], pn[p] * 8};
+            calls[p].iov[1] = (struct iovec){pg[p], pn[p] * 4};
+            calls[p].niov = 2;
+        }
+        double t3 = psrt_now();
+        bad = psrt_worker_calls(w, calls, nps);
+        sink_t[rep] = psrt_now() - t3;
+        if (bad >= 0) {
+            fprintf(stderr, "psrt bench: sink: %s\n", calls[bad].err.msg);
+            return 1;
+        }
         /* check: SGD with lr 1.0 from zero gives -g */
         for (size_t i = 0; i < n; i += 9973)
             bad_values += vals[i] != -f.learning_rate * g[i] &&
@@ -261,8 +276,9 @@ static int bench_sparse(int argc, char **argv)
     }
     qsort(push_t, (size_t)reps, sizeof(double), cmp_double);
     qsort(pull_t, (size_t)reps, sizeof(double), cmp_double);
-    printf("pairs=%zu push_ms=%.1f pull_ms=%.1f bad_values=%d\n", n, push_t[reps / 2] * 1e3,
-           pull_t[reps / 2] * 1e3, bad_values);
+    qsort(sink_t, (size_t)reps, sizeof(double), cmp_double);
+    printf("pairs=%zu push_ms=%.1f pull_ms=%.1f transfer_ms=%.1f bad_values=%d\n", n,
+           push_t[reps / 2] * 1e3, pull_t[reps / 2] * 1e3, sink_t[reps / 2] * 1e3, bad_values);
     return bad_values ? 1 : 0;
 }
 

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench/psrt.sh: psrt's figures, one BENCH line each (format of bench/run):
+#   ps_sparse_updates_per_core  sparse SGD updates/s on one core of a ps (existing
+#                               rows, random order) vs random updates of a plain
+#                               array of the same size (the memory-bound ceiling)
+#   ps_sparse_push_10m          one worker pushes 10M (uint64, float32) pairs over
+#   ps_sparse_pull_10m          2 ps on loopback (SGD applied on push), then pulls
+#                               them back (ms, median of 5) vs sending the same
+#                               bytes to the same ps tasks, discarded there
+#   ps_dense_pushpull           dense pull+push between a worker and 2 ps in two
+#                               network namespaces joined by a veth pair (Gbit/s)
+#                               vs iperf3 between the same namespaces; loopback
+#                               for both when namespaces cannot be made here
+#   ckpt_robust_save_1g         robust save of a 1 GiB model over 4 ps (MiB/s;
+#                               each shard durable on its ps and on the chief:
+#                               2 GiB written and fsynced) vs dd writing 1 GiB
+#                               with conv=fsync
+#   ckpt_robust_restore_1g      robust restore of it (each ps from its own copy)
+#                               vs dd reading the 1 GiB file back
+# The namespaces are made with `ip -n` (the veth is created inside the first
+# namespace with its peer in the second: nothing touches the root namespace)
+# and removed, with every process started here, by the EXIT trap.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=$PWD/build/bin/psrt
+[ -x "$B" ] || { echo "bench/psrt.sh: build psrt first (make)" >&2; exit 1; }
+W=$(mktemp -d /tmp/psrt-bench.XXXXXX)
+pids=()
+NS_A="psrtb-a-$$"
+NS_B="psrtb-b-$$"
+ns_made=0
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$ns_made" = 1 ]; then
+    ip netns del "$NS_A" 2>/dev/null || true
+    ip netns del "$NS_B" 2>/dev/null || true
+  fi
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+bench() { # name value unit baseline baseline_value
+  awk -v n="$1" -v v="$2" -v u="$3" -v b="$4" -v bv="$5" 'BEGIN {
+    printf "BENCH name=%s value=%.6g unit=%s baseline=%s baseline_value=%.6g ratio=%.4f\n",
+           n, v, u, b, bv, (bv > 0 ? v / bv : 0) }'
+}
+kv() { # key line -> value
+  echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
+}
+# start_ps DIR TASK NPS "PREFIX" FLAGS... ; sets PORT (read from its log)
+start_ps() {
+  local dir=$1 task=$2 nps=$3 prefix=$4; shift 4
+  local hosts; hosts=$(printf '127.0.0.1:0,%.0s' $(seq "$nps")); hosts=${hosts%,}
+  mkdir -p "$W/$dir"
+  (cd "$W/$dir" && exec $prefix "$B" --job_name=ps --task_index="$task" --ps_hosts="$hosts" \
+      --worker_hosts=127.0.0.1:1 "$@" >"$W/$dir.log" 2>&1) &
+  pids+=($!)
+  for _ in $(seq 500); do
+    PORT=$(grep -o 'on port [0-9]*' "$W/$dir.log" 2>/dev/null | awk '{print $3}') || true
+    [ -n "${PORT:-}" ] && return 0
+    sleep 0.01
+  done
+  echo "bench/psrt.sh: ps $dir did not start: $(cat "$W/$dir.log")" >&2
+  return 1
+}
+stop_all() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+
+# ---- sparse: one core, then 10M pairs over 2 ps --------------------------
+line=$("$B" bench table --keys=5000000)
+bench ps_sparse_updates_per_core "$(kv update_per_s "$line")" updates_per_s \
+  random_array_update "$(kv array_update_per_s "$line")"
+
+start_ps s0 0 2 "" --model=sparse_lr --optimizer=sgd; p0=$PORT
+start_ps s1 1 2 "" --model=sparse_lr --optimizer=sgd; p1=$PORT
+line=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5)
+stop_all
+bench ps_sparse_push_10m "$(kv push_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
+bench ps_sparse_pull_10m "$(kv pull_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
+
+# ---- dense: two hosts -----------------------------------------------------
+addr_b=127.0.0.1
+in_a=""
+in_b=""
+if ip netns add "$NS_A" 2>/dev/null && ip netns add "$NS_B" 2>/dev/null; then
+  ns_made=1
+  if ip -n "$NS_A" link add veth-a type veth peer name veth-b netns "$NS_B" &&
+     ip -n "$NS_A" addr add 10.201.0.1/24 dev veth-a &&
+     ip -n "$NS_B" addr add 10.201.0.2/24 dev veth-b &&
+     ip -n "$NS_A" link set veth-a up && ip -n "$NS_B" link set veth-b up &&
+     ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up; then
+    addr_b=10.201.0.2
+    in_a="ip netns exec $NS_A"
+    in_b="ip netns exec $NS_B"
+  fi
+fi
+[ -z "$in_a" ] && echo "bench/psrt.sh: no network namespaces here: dense figures on loopback" >&2
+$in_b iperf3 -s -1 -p 5299 >"$W/iperf-s.log" 2>&1 &
+pids+=($!)
+sleep 0.3
+ip_gbit=$($in_a iperf3 -c "$addr_b" -p 5299 -t 3 -f g 2>/dev/null |
+  awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i-1) }')
+start_ps d0 0 2 "$in_b" --model=bench_dense --dense_floats=4194304; d0=$PORT
+start_ps d1 1 2 "$in_b" --model=bench_dense --dense_floats=4194304; d1=$PORT
+line=$($in_a "$B" bench dense --ps_hosts=$addr_b:$d0,$addr_b:$d1 --dense_floats=4194304 --secs=3)
+stop_all
+bench ps_dense_pushpull "$(kv gbit_per_s "$line")" gbit_per_s iperf3 "${ip_gbit:-0}"
+
+# ---- robust checkpoint of 1 GiB over 4 ps -----------------------------------
+t0=$(now)
+dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none
+t1=$(now)
+dd if="$W/dd.bin" of=/dev/null bs=8M status=none
+t2=$(now)
+rm -f "$W/dd.bin"
+dd_w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print 1024 / (b - a) }')
+dd_r=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print 1024 / (b - a) }')
+hosts=""
+for i in 0 1 2 3; do
+  start_ps "r$i" "$i" 4 "" --model=bench_dense --dense_floats=67108864 --checkpoint_protocol=robust \
+    --train_dir=./train_logs
+  hosts="$hosts,127.0.0.1:$PORT"
+done
+mkdir -p "$W/chief"
+line=$(cd "$W/chief" && "$B" bench robust --ps_hosts="${hosts#,}" --dense_floats=67108864 \
+  --train_dir=./train_logs)
+stop_all
+mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
+bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(kv save_s "$line")" 'BEGIN { print m / s }')" \
+  MiB_per_s dd_fsync_write "$dd_w"
+bench ckpt_robust_restore_1g "$(awk -v m="$mib" -v s="$(kv restore_s "$line")" 'BEGIN { print m / s }')" \
+  MiB_per_s dd_read "$dd_r"
