@@ -212,7 +212,7 @@ static void host_path(struct engine *e, int host, const char *path, char *out, s
         for (size_t k = 0; k < sd->n_hosts; k++)
             mine |= sd->hosts[k] == host;
         if (mine && !strncmp(rel, sd->path, pl) && (rel[pl] == '/' || !rel[pl])) {
-            snprintf(out, len, "%s/shared/%zu%s", e->dir, m, rel + pl);
+            snprintf(out, len, "%s/shared/%zu%s", e->fsdir, m, rel + pl);
             return;
         }
     }

@@ -214,6 +214,14 @@ static int setup_dirs(struct engine *e)
     }
     snprintf(path, sizeof path, "%s/logs", e->dir);
     fl_mkdir_p(path, 0755);
+    /* Every disk, /tmp and shared path of the run lives on one tmpfs in the
+     * harness's private mount namespace: creating them costs microseconds,
+     * and they all vanish with one unmount (or with the harness). */
+    if ((rc = fl_mkdir_p(e->fsdir, 0755)) < 0 ||
+        (mount("fl-fs", e->fsdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0 && (rc = -errno))) {
+        eng_error(e, "mount tmpfs at %s: %s", e->fsdir, strerror(-rc));
+        return rc;
+    }
     /* a copy of the scenario, for replay */
     char *text;
     size_t len;
@@ -246,7 +254,7 @@ static int setup_dirs(struct engine *e)
     }
     /* shared paths */
     for (size_t m = 0; m < s->n_shared; m++) {
-        snprintf(path, sizeof path, "%s/shared/%zu", e->dir, m);
+        snprintf(path, sizeof path, "%s/shared/%zu", e->fsdir, m);
         if ((rc = fl_mkdir_p(path, 0755)) < 0) {
             eng_error(e, "mkdir %s: %s", path, strerror(-rc));
             return rc;
@@ -259,8 +267,8 @@ static int setup_dirs(struct engine *e)
             need_cg[s->faults[f].action.host] = true;
     for (size_t i = 0; i < s->n_hosts; i++) {
         struct host_rt *hr = &e->hosts[i];
-        snprintf(hr->disk, sizeof hr->disk, "%s/hosts/%s/disk", e->dir, s->hosts[i].name);
-        snprintf(hr->tmp, sizeof hr->tmp, "%s/hosts/%s/tmp", e->dir, s->hosts[i].name);
+        snprintf(hr->disk, sizeof hr->disk, "%s/hosts/%s/disk", e->fsdir, s->hosts[i].name);
+        snprintf(hr->tmp, sizeof hr->tmp, "%s/hosts/%s/tmp", e->fsdir, s->hosts[i].name);
         fl_fabric_addr_str((int)i, hr->addr, sizeof hr->addr);
         if ((rc = make_disk(e, (int)i, true)) < 0)
             break;
@@ -275,7 +283,7 @@ static int setup_dirs(struct engine *e)
                 if (s->shared[m].hosts[k] == (int)i) {
                     hr->mounts = realloc(hr->mounts, (hr->nmounts + 1) * sizeof *hr->mounts);
                     struct fl_host_mount *hm = &hr->mounts[hr->nmounts++];
-                    if (asprintf(&hm->src, "%s/shared/%zu", e->dir, m) < 0 ||
+                    if (asprintf(&hm->src, "%s/shared/%zu", e->fsdir, m) < 0 ||
                         asprintf(&hm->dst, "%s/%s", s->workdir, s->shared[m].path) < 0)
                         abort();
                 }
@@ -1020,6 +1028,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     snprintf(e->dir, sizeof e->dir, "%s/runs/%s", out_abs, e->run_id);
     snprintf(res->run_dir, sizeof res->run_dir, "%s", e->dir);
     snprintf(e->ev_path, sizeof e->ev_path, "%s/ev.sock", e->dir);
+    snprintf(e->fsdir, sizeof e->fsdir, "%s/fs", e->dir);
     e->expose[0] = e->dir;
     e->expose[1] = o->bin_dir;
     fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
@@ -1116,16 +1125,16 @@ judge:
                        res->duration_ms);
     e->rec = NULL;
     eng_write_state(e);
-    /* the run directory: all of it with --keep; the logs when it did not pass */
-    if (!o->keep) {
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/hosts", e->dir);
-        fl_rm_rf(path);
-        snprintf(path, sizeof path, "%s/shared", e->dir);
-        fl_rm_rf(path);
-        if (!strcmp(res->verdict, "pass"))
-            fl_rm_rf(e->dir);
+    /* the run directory: with --keep, a copy of every disk too; else the
+     * logs when the run did not pass, nothing when it did */
+    if (o->keep) {
+        int rc = fl_copy_tree(e->fsdir, e->dir);
+        if (rc < 0)
+            fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->run_id, strerror(-rc));
     }
+    fl_rm_rf(e->fsdir);
+    if (!o->keep && !strcmp(res->verdict, "pass"))
+        fl_rm_rf(e->dir);
     free_engine(e);
     return 0;
 }

@@ -101,6 +101,7 @@ struct engine {
     struct watch w_sig, w_timer, w_listen;
     struct fl_evsrv *ev;
     char ev_path[PATH_MAX];
+    char fsdir[PATH_MAX];       /* tmpfs holding every disk, /tmp and shared dir */
     const char *expose[2];      /* run dir and bin dir, visible in every host */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;

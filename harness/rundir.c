@@ -88,6 +88,75 @@ int fl_rm_rf(const char *path)
     return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
 }
 
+static const char *copy_src, *copy_dst;
+static int copy_err;
+
+static int copy_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    char to[PATH_MAX];
+    if (snprintf(to, sizeof to, "%s%s", copy_dst, p + strlen(copy_src)) >= (int)sizeof to) {
+        copy_err = -ENAMETOOLONG;
+        return 0;
+    }
+    int rc = 0;
+    if (flag == FTW_D) {
+        if (mkdir(to, sb->st_mode & 07777) < 0 && errno != EEXIST)
+            rc = -errno;
+    } else if (flag == FTW_SL) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        if (n >= 0) {
+            target[n] = 0;
+            if (symlink(target, to) < 0 && errno != EEXIST)
+                rc = -errno;
+        }
+    } else if (flag == FTW_F && S_ISREG(sb->st_mode)) {
+        int in = open(p, O_RDONLY | O_CLOEXEC);
+        int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, sb->st_mode & 07777);
+        if (in < 0 || out < 0)
+            rc = -errno;
+        bool plain = false;     /* copy_file_range refuses other filesystems */
+        char buf[65536];
+        while (rc == 0) {
+            ssize_t n = plain ? read(in, buf, sizeof buf)
+                              : copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+            if (n < 0 && !plain && (errno == EXDEV || errno == EINVAL || errno == ENOSYS)) {
+                plain = true;
+                continue;
+            }
+            if (n < 0)
+                rc = -errno;
+            if (n <= 0)
+                break;
+            if (plain && write(out, buf, (size_t)n) != n)
+                rc = -EIO;
+        }
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+    }
+    if (rc == 0 && flag != FTW_SL)
+        if (chown(to, sb->st_uid, sb->st_gid) < 0) { /* not fatal */ }
+    if (rc < 0 && copy_err == 0)
+        copy_err = rc;
+    return 0;
+}
+
+int fl_copy_tree(const char *src, const char *dst)
+{
+    int rc = fl_mkdir_p(dst, 0755);
+    if (rc < 0)
+        return rc;
+    copy_src = src;
+    copy_dst = dst;
+    copy_err = 0;
+    if (nftw(src, copy_one, 64, FTW_PHYS) < 0)
+        return -errno;
+    return copy_err;
+}
+
 int fl_write_file(const char *path, const void *buf, size_t len)
 {
     char tmp[PATH_MAX];

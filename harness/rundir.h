@@ -6,9 +6,11 @@
  *   scenario.yaml    a copy of the scenario file
  *   etc-hosts        /etc/hosts of every host
  *   ev.sock          the event channel
- *   hosts/<h>/disk   each host's disk (mounted at the workdir)
- *   hosts/<h>/tmp    each host's /tmp
- *   shared/<i>       each shared: path
+ *   fs/              a tmpfs (in the harness's mount namespace) holding:
+ *     hosts/<h>/disk each host's disk (mounted at the workdir)
+ *     hosts/<h>/tmp  each host's /tmp
+ *     shared/<i>     each shared: path
+ *   hosts/, shared/  a copy of fs/ at the end, with --keep
  *   logs/<host>.<job>.<task>.<gen>.log   each process's stdout+stderr
  */
 #ifndef FL_RUNDIR_H
@@ -52,6 +54,9 @@ int fl_mkdir_p(const char *path, mode_t mode);
 /* rm -rf that does not cross mount points (it unmounts what it finds under
  * path in the caller's mount namespace first, lazily). */
 int fl_rm_rf(const char *path);
+/* Copies the tree under src into dst (created if missing): directories,
+ * regular files, symlinks; owners and modes kept. */
+int fl_copy_tree(const char *src, const char *dst);
 /* Writes a whole file atomically (tmp + rename). */
 int fl_write_file(const char *path, const void *buf, size_t len);
 /* Reads a whole file; *buf malloc'd and NUL-terminated. */

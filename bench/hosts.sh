@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# bench/hosts.sh: bring-up plus teardown of N hosts (namespaces, disks, /tmp,
+# /etc/hosts, switch, veths, addresses) by faultline, against a shell script
+# doing the same with `ip` commands (bench/hosts_ip_baseline.sh), in the same
+# run.  Durations in seconds: a ratio below 1 means faultline is faster.
+# Prints: BENCH name=hosts_up_down_N value=S unit=s baseline=ip_script_N ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fl=build/bin/faultline
+for n in 16 64 256; do
+  ours=$($fl _bench-hosts "$n" 5)
+  base=$(bash bench/hosts_ip_baseline.sh "$n")
+  ratio=$(awk -v a="$ours" -v b="$base" 'BEGIN { printf "%.4f", a / b }')
+  echo "BENCH name=hosts_up_down_$n value=$ours unit=s baseline=ip_script_$n baseline_value=$base ratio=$ratio"
+done
