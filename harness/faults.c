@@ -26,6 +26,7 @@
 #include "harness/cgroup.h"
 #include "harness/engine_int.h"
 #include "harness/recorder.h"
+#include "harness/trigger.h"
 #include "netem/fabric.h"
 
 #include <errno.h>
@@ -308,7 +309,7 @@ void fl_faults_tick(struct engine *e)
     int64_t now = eng_now(e);
     for (size_t i = 0; i < e->nfaults; i++) {
         struct fault_rt *fr = &e->faults[i];
-        if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT && now >= fr->f->trigger.at_ms)
+        if (fr->st == F_PENDING && fl_trig_due(&fr->f->trigger, now))
             fire(e, fr);
         else if (fr->st == F_ACTIVE && now >= fr->heal_at)
             heal(e, fr, true);
@@ -343,32 +344,13 @@ int64_t fl_faults_next_deadline(const struct engine *e)
     return next;
 }
 
-static bool who_matches(const struct fl_scn_trigger *t, int host, int job, int task)
-{
-    if (t->host >= 0 && t->host != host)
-        return false;
-    if (t->job >= 0 && t->job != job)
-        return false;
-    if (t->task >= 0 && t->task != task)
-        return false;
-    return true;
-}
-
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev)
 {
     for (size_t i = 0; i < e->nfaults; i++) {
         struct fault_rt *fr = &e->faults[i];
         const struct fl_scn_trigger *t = &fr->f->trigger;
-        if (fr->st != F_PENDING || t->kind != FL_SCN_TRIG_EVENT || strcmp(t->event, ev->kind))
-            continue;
-        if (!who_matches(t, host, job, task))
-            continue;
-        bool ok = true;
-        for (size_t k = 0; ok && k < t->n_where; k++) {
-            const char *v = fl_ev_get(ev, t->where[k].key);
-            ok = v && !strcmp(v, t->where[k].value);
-        }
-        if (ok && ++fr->matches >= (t->count ? t->count : 1))
+        if (fr->st == F_PENDING && fl_trig_event_matches(t, host, job, task, ev) &&
+            ++fr->matches >= (t->count ? t->count : 1))
             fire(e, fr);
     }
 }
@@ -378,11 +360,8 @@ void fl_faults_on_line(struct engine *e, int host, int job, int task, const char
     for (size_t i = 0; i < e->nfaults; i++) {
         struct fault_rt *fr = &e->faults[i];
         const struct fl_scn_trigger *t = &fr->f->trigger;
-        if (fr->st != F_PENDING || t->kind != FL_SCN_TRIG_LOG || !t->match.src)
-            continue;
-        if (!who_matches(t, host, job, task))
-            continue;
-        if (regexec(&t->match.re, line, 0, NULL, 0) == 0 && ++fr->matches >= (t->count ? t->count : 1))
+        if (fr->st == F_PENDING && fl_trig_line_matches(t, host, job, task, line) &&
+            ++fr->matches >= (t->count ? t->count : 1))
             fire(e, fr);
     }
 }
