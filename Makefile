@@ -111,7 +111,7 @@ fuzz:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(DESTDIR)$(PREFIX)/bin/
 
 clean:
 	rm -rf $(O)

@@ -26,18 +26,24 @@
 
 int fl_mkdir_p(const char *path, mode_t mode)
 {
+    /* The common case (parent exists) costs one syscall. */
+    if (mkdir(path, mode) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
         return -ENAMETOOLONG;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+    char *slash = strrchr(buf, '/');
+    while (slash && slash > buf && slash[-1] == '/')
+        slash--;
+    if (!slash || slash == buf)
+        return -ENOENT;
+    *slash = 0;
+    int rc = fl_mkdir_p(buf, mode);
+    if (rc < 0)
+        return rc;
+    if (mkdir(path, mode) < 0 && errno != EEXIST)
         return -errno;
     return 0;
 }
