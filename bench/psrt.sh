@@ -15,8 +15,9 @@
 #                               each shard durable on its ps and on the chief:
 #                               2 GiB written and fsynced) vs dd writing 1 GiB
 #                               with conv=fsync
-#   ckpt_robust_restore_1g      robust restore of it (each ps from its own copy)
-#                               vs dd reading the 1 GiB file back
+#   ckpt_robust_restore_1g      robust restore of it (each ps from its own copy,
+#                               crc-checked) vs dd reading the 1 GiB file back
+#                               from the disk (O_DIRECT: what a restart reads)
 # The namespaces are made with `ip -n` (the veth is created inside the first
 # namespace with its peer in the second: nothing touches the root namespace)
 # and removed, with every process started here, by the EXIT trap.
@@ -71,7 +72,10 @@ stop_all() {
   pids=()
 }
 
+only=${PSRT_BENCH_ONLY:-sparse,dense,robust}   # a subset, for development
+
 # ---- sparse: one core, then 10M pairs over 2 ps --------------------------
+if [[ ,$only, == *,sparse,* ]]; then
 line=$("$B" bench table --keys=5000000)
 bench ps_sparse_updates_per_core "$(kv update_per_s "$line")" updates_per_s \
   random_array_update "$(kv array_update_per_s "$line")"
@@ -82,8 +86,10 @@ line=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000
 stop_all
 bench ps_sparse_push_10m "$(kv push_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
 bench ps_sparse_pull_10m "$(kv pull_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
+fi
 
 # ---- dense: two hosts -----------------------------------------------------
+if [[ ,$only, == *,dense,* ]]; then
 addr_b=127.0.0.1
 in_a=""
 in_b=""
@@ -110,12 +116,14 @@ start_ps d1 1 2 "$in_b" --model=bench_dense --dense_floats=4194304; d1=$PORT
 line=$($in_a "$B" bench dense --ps_hosts=$addr_b:$d0,$addr_b:$d1 --dense_floats=4194304 --secs=3)
 stop_all
 bench ps_dense_pushpull "$(kv gbit_per_s "$line")" gbit_per_s iperf3 "${ip_gbit:-0}"
+fi
 
 # ---- robust checkpoint of 1 GiB over 4 ps -----------------------------------
+if [[ ,$only, == *,robust,* ]]; then
 t0=$(now)
 dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none
 t1=$(now)
-dd if="$W/dd.bin" of=/dev/null bs=8M status=none
+dd if="$W/dd.bin" of=/dev/null bs=8M iflag=direct status=none
 t2=$(now)
 rm -f "$W/dd.bin"
 dd_w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print 1024 / (b - a) }')
@@ -135,3 +143,4 @@ bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(kv save_s "$line")" 'BEGIN 
   MiB_per_s dd_fsync_write "$dd_w"
 bench ckpt_robust_restore_1g "$(awk -v m="$mib" -v s="$(kv restore_s "$line")" 'BEGIN { print m / s }')" \
   MiB_per_s dd_read "$dd_r"
+fi

@@ -16,6 +16,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+void *psrt_alloc_big(size_t n)
+{
+    /* plain malloc: main() raises glibc's mmap and trim thresholds so that
+     * freed big buffers stay mapped and are reused by the next save or
+     * pull instead of being faulted in again */
+    return malloc(n ? n : 1);
+}
 
 uint32_t psrt_crc32c(uint32_t crc, const void *p, size_t n)
 {
@@ -82,7 +91,16 @@ int psrt_buf_reserve(struct psrt_buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra)
         cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
+    uint8_t *p;
+    if (cap >= (4u << 20) && b->len < (1u << 20)) {
+        p = psrt_alloc_big(cap);
+        if (p && b->len)
+            memcpy(p, b->p, b->len);
+        if (p)
+            free(b->p);
+    } else {
+        p = realloc(b->p, cap);
+    }
     if (!p) {
         b->bad = true;
         return -ENOMEM;

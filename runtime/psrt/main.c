@@ -6,6 +6,7 @@
  */
 #include "runtime/psrt/psrt.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +21,11 @@ int main(int argc, char **argv)
         return psrt_inspect_main(argc - 1, argv + 1);
     if (argc > 1 && !strcmp(argv[1], "predict"))
         return psrt_predict_main(argc - 1, argv + 1);
-    if (argc > 1 && !strcmp(argv[1], "bench"))
+    if (argc > 1 && !strcmp(argv[1], "bench")) {
+        mallopt(M_MMAP_THRESHOLD, 1 << 30);
+        mallopt(M_TRIM_THRESHOLD, 1 << 30);
         return psrt_bench_main(argc - 1, argv + 1);
+    }
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "help")) {
             psrt_flags_usage(stdout);
@@ -38,6 +42,10 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* keep freed big buffers (snapshots, replies) for reuse: first touches of
+     * fresh memory are what big saves and pulls would otherwise pay for */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
     psrt_log_init(f.job, f.task);
     psrt_fault_init();
     psrt_ev_open(f.job, f.task);

@@ -51,6 +51,21 @@ struct ps_var {
     pthread_mutex_t mu;
 };
 
+/* A snapshot shared by the reply being sent and the background writer. */
+struct shared_tl {
+    struct psrt_tl l;
+    atomic_int refs;
+};
+
+static void shared_put(void *arg)
+{
+    struct shared_tl *s = arg;
+    if (atomic_fetch_sub(&s->refs, 1) == 1) {
+        psrt_tl_free(&s->l);
+        free(s);
+    }
+}
+
 struct ps {
     const struct psrt_flags *f;
     struct psrt_model model;
@@ -71,6 +86,15 @@ struct ps {
     pthread_mutex_t table_mu;
     char robust_dir[1200];
     struct psrt_server *srv;
+    /* robust: the local copy being written in the background */
+    pthread_mutex_t bg_mu;
+    pthread_t bg;
+    bool bg_active;
+    int bg_rc;
+    struct psrt_err bg_err;
+    struct shared_tl *bg_l;
+    char bg_name[512];
+    int64_t bg_step;
 };
 
 /* ---- naming ----------------------------------------------------------- */
@@ -148,7 +172,7 @@ static int snapshot(struct ps *ps, struct psrt_tl *l)
 #define ADD(nm, dt, rk, dims, src, len)                                                     \
     do {                                                                                    \
         size_t len_ = (len);                                                                \
-        void *c_ = malloc(len_ ? len_ : 1);                                                 \
+        void *c_ = psrt_alloc_big(len_);                                                    \
         if (!c_)                                                                            \
             goto oom;                                                                       \
         memcpy(c_, (src), len_);                                                            \
@@ -738,42 +762,117 @@ static void h_snapshot(struct ps *ps, struct psrt_reply *rep)
     psrt_tl_free(&l);
 }
 
-/* RobustSave: i64 step, str name -> this ps's tensors (after writing them
- * durably to its own disk). */
+/* The background writer of this ps's own durable copy. */
+static void *bg_write(void *arg)
+{
+    struct ps *ps = arg;
+    double t0 = psrt_now();
+    ps->bg_rc = robust_write(ps, &ps->bg_l->l, ps->bg_name, &ps->bg_err);
+    if (getenv("PSRT_BENCH_DEBUG"))
+        psrt_log("robust save: local copy durable in %.3f s", psrt_now() - t0);
+    shared_put(ps->bg_l);
+    ps->bg_l = NULL;
+    if (ps->bg_rc) {
+        psrt_log("robust save of %s/%s failed: %s", ps->robust_dir, ps->bg_name, ps->bg_err.msg);
+    } else {
+        char prefix[1400];
+        robust_prefix(ps, ps->bg_name, prefix, sizeof prefix);
+        psrt_ev("save.shard_written", "shard=%d step=%lld path=%s", ps->task,
+                (long long)ps->bg_step, psrt_ev_q(prefix));
+    }
+    return NULL;
+}
+
+/* Waits for the background writer; its result (0 when none ran). */
+static int bg_join(struct ps *ps, const char *name, struct psrt_err *err)
+{
+    int r = 0;
+    if (ps->bg_active) {
+        pthread_join(ps->bg, NULL);
+        ps->bg_active = false;
+        if (name && strcmp(name, ps->bg_name) != 0) {
+            psrt_err_set(err, -ESTALE, "ps task %d: commit of %s, but the last save here was %s",
+                         ps->task, name, ps->bg_name);
+            return -ESTALE;
+        }
+        r = ps->bg_rc;
+        if (r && err)
+            *err = ps->bg_err;
+    } else if (name) {
+        psrt_err_set(err, -ESTALE, "ps task %d: commit of %s, which was not saved here", ps->task,
+                     name);
+        r = -ESTALE;
+    }
+    return r;
+}
+
+/* RobustSave: i64 step, str name -> this ps's tensors.  The same snapshot is
+ * written durably to this ps's own disk in the background; RobustCommit
+ * waits for that write and fails if it failed. */
 static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
     int64_t step = (int64_t)psrt_buf_get_u64(req);
     char name[512];
-    struct psrt_err err = {0};
     if (psrt_buf_get_str(req, name, sizeof name) || strchr(name, '/')) {
         rep->status = -EBADMSG;
         return;
     }
+    pthread_mutex_lock(&ps->bg_mu);
+    bg_join(ps, NULL, NULL); /* an abandoned save */
     struct psrt_tl l;
+    double t0 = psrt_now();
     pthread_rwlock_wrlock(&ps->state);
     int r = atomic_load(&ps->ready) ? snapshot(ps, &l) : -EAGAIN;
     pthread_rwlock_unlock(&ps->state);
-    if (r == -EAGAIN) {
-        set_not_ready(rep, ps->task);
+    if (getenv("PSRT_BENCH_DEBUG"))
+        psrt_log("robust save: snapshot in %.3f s", psrt_now() - t0);
+    if (r) {
+        pthread_mutex_unlock(&ps->bg_mu);
+        if (r == -EAGAIN)
+            set_not_ready(rep, ps->task);
+        else
+            rep->status = r;
         return;
     }
-    if (r) {
-        rep->status = r;
-        return;
-    }
-    r = robust_write(ps, &l, name, &err);
-    if (r) {
-        psrt_log("robust save of %s/%s failed: %s", ps->robust_dir, name, err.msg);
+    struct shared_tl *sh = malloc(sizeof *sh);
+    if (!sh) {
         psrt_tl_free(&l);
-        reply_err(rep, &err);
+        pthread_mutex_unlock(&ps->bg_mu);
+        rep->status = -ENOMEM;
         return;
     }
-    char prefix[1400];
-    robust_prefix(ps, name, prefix, sizeof prefix);
-    psrt_ev("save.shard_written", "shard=%d step=%lld path=%s", ps->task, (long long)step,
-            psrt_ev_q(prefix));
-    psrt_tl_encode(&l, &rep->out);
-    psrt_tl_free(&l);
+    sh->l = l;
+    atomic_store(&sh->refs, 2); /* the reply and the writer */
+    int n = psrt_tl_encode_iov(&sh->l, &rep->out, rep->ext, 64);
+    if (n < 0) { /* too many tensors for one zero-copy reply: copy */
+        psrt_buf_reset(&rep->out);
+        psrt_tl_encode(&sh->l, &rep->out);
+        atomic_store(&sh->refs, 1);
+    } else {
+        rep->next = n;
+        rep->done = shared_put;
+        rep->done_arg = sh;
+    }
+    ps->bg_l = sh;
+    snprintf(ps->bg_name, sizeof ps->bg_name, "%s", name);
+    ps->bg_step = step;
+    ps->bg_rc = 0;
+    r = pthread_create(&ps->bg, NULL, bg_write, ps);
+    if (r) { /* no thread: write it here */
+        bg_write(ps);
+        ps->bg_active = false;
+        if (ps->bg_rc) {
+            reply_err(rep, &ps->bg_err);
+            pthread_mutex_unlock(&ps->bg_mu);
+            return;
+        }
+        /* done already; commit finds no pending writer for this name */
+        ps->bg_active = false;
+        snprintf(ps->bg_name, sizeof ps->bg_name, "%s", name);
+    } else {
+        ps->bg_active = true;
+    }
+    pthread_mutex_unlock(&ps->bg_mu);
 }
 
 /* RobustCommit: i64 step, str name, u32 max_to_keep. */
@@ -787,7 +886,12 @@ static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
     }
     uint32_t keep = psrt_buf_get_u32(req);
     struct psrt_err err = {0};
-    if (robust_commit(ps, name, keep ? (int)keep : 5, &err))
+    pthread_mutex_lock(&ps->bg_mu);
+    bool written_inline = !ps->bg_active && !strcmp(ps->bg_name, name) && ps->bg_rc == 0;
+    int r = written_inline ? 0 : bg_join(ps, name, &err);
+    ps->bg_name[0] = 0;
+    pthread_mutex_unlock(&ps->bg_mu);
+    if (r || robust_commit(ps, name, keep ? (int)keep : 5, &err))
         reply_err(rep, &err);
 }
 
@@ -919,6 +1023,7 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
     pthread_rwlock_init(&ps->state, &ra);
     pthread_mutex_init(&ps->step_mu, NULL);
     pthread_mutex_init(&ps->table_mu, NULL);
+    pthread_mutex_init(&ps->bg_mu, NULL);
     int nslots = psrt_optim_nslots(ps->opt.kind);
     for (int i = 0; i < ps->model.nvars; i++) {
         const struct psrt_var *v = &ps->model.vars[i];
@@ -934,12 +1039,15 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
             continue;
         struct ps_var *pv = &ps->dense[ps->ndense++];
         pv->spec = v;
-        pv->w = calloc((size_t)v->n, 4);
+        pv->w = psrt_alloc_big((size_t)v->n * 4);
         if (!pv->w)
             goto oom;
-        for (int s = 0; s < nslots; s++)
-            if (!(pv->slot[s] = calloc((size_t)v->n, 4)))
+        memset(pv->w, 0, (size_t)v->n * 4);
+        for (int s = 0; s < nslots; s++) {
+            if (!(pv->slot[s] = psrt_alloc_big((size_t)v->n * 4)))
                 goto oom;
+            memset(pv->slot[s], 0, (size_t)v->n * 4);
+        }
         pthread_mutex_init(&pv->mu, NULL);
     }
     snprintf(ps->robust_dir, sizeof ps->robust_dir, "%s/ps%d", f->train_dir, f->task);

@@ -128,6 +128,8 @@ struct psrt_frame_hdr {
     uint32_t pcrc;
 };
 uint32_t psrt_crc32c(uint32_t crc, const void *p, size_t n); /* extend; 0 = empty */
+/* malloc for big buffers (free() releases it); one place to tune them. */
+void *psrt_alloc_big(size_t n);
 void psrt_frame_encode(uint8_t out[PSRT_FRAME_HDR], const struct psrt_frame_hdr *h);
 /* -EPROTO (magic/version/kind), -EBADMSG (header crc), -EMSGSIZE (len > max). */
 int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h, uint64_t max_len);
@@ -197,12 +199,37 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
 int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
                    int32_t *status, struct psrt_err *err);
 
+/* Several calls to distinct peers at once: every request is sent and every
+ * reply read as the sockets allow (poll), so transfers to and from several
+ * ps overlap.  Per call: rc (transport; the connection is then closed),
+ * status and *resp as psrt_conn_call.  Returns the first rc, or 0. */
+#define PSRT_MULTI_IOV 12
+struct psrt_mcall {
+    struct psrt_conn *c;
+    int op;
+    uint32_t flags;
+    const struct iovec *iov;
+    int niov;
+    struct psrt_buf *resp;
+    int32_t status;
+    int rc;
+    struct psrt_err *err;
+};
+int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout);
+
 /* Server side. A handler gets the request payload and fills the reply
  * payload; a non-zero status sends the reply payload as an error message. */
 struct psrt_reply {
     int32_t status;
     struct psrt_buf out;
     int exit_after;          /* handler asks the server to stop after sending */
+    /* Zero-copy replies: when next > 0 the payload is ext[0..next) (which
+     * may point into out) instead of out; done(done_arg) runs after the
+     * reply was sent (or failed). */
+    struct iovec ext[64];
+    int next;
+    void (*done)(void *);
+    void *done_arg;
 };
 typedef void (*psrt_handler)(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
                              struct psrt_reply *rep);
@@ -428,6 +455,11 @@ struct psrt_tensor *psrt_tl_add(struct psrt_tl *l, const char *name, int dtype, 
 const struct psrt_tensor *psrt_tl_find(const struct psrt_tl *l, const char *name);
 /* Serialise (count, then name, dtype, rank, dims, len, bytes 8-aligned). */
 void psrt_tl_encode(const struct psrt_tl *l, struct psrt_buf *b);
+/* The same encoding without copying tensor bytes: metadata goes to meta,
+ * and iov[0..n) alternates metadata pieces and tensor data (valid while l
+ * lives).  Returns n, or -ENOSPC when maxiov is too small. */
+int psrt_tl_encode_iov(const struct psrt_tl *l, struct psrt_buf *meta, struct iovec *iov,
+                       int maxiov);
 /* Parses in place: tensors point into b (owns = false). */
 int psrt_tl_decode(struct psrt_tl *l, struct psrt_buf *b);
 /* Writes every tensor as one bundle prefix; flags CKPT_SYNC etc.

@@ -141,8 +141,8 @@ static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, 
     h.pcrc = crc;
     uint8_t hdr[PSRT_FRAME_HDR];
     psrt_frame_encode(hdr, &h);
-    struct iovec stackv[9], *v = stackv;
-    if (niov + 1 > 9) {
+    struct iovec stackv[72], *v = stackv;
+    if (niov + 1 > 72) {
         v = malloc(sizeof *v * (size_t)(niov + 1));
         if (!v)
             return -ENOMEM;
@@ -350,6 +350,197 @@ int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iov
     return psrt_conn_recv(c, timeout, resp, status, err);
 }
 
+/* ---- several calls at once, multiplexed with poll ----------------------- */
+
+enum { M_SEND, M_HDR, M_BODY, M_DONE };
+
+struct mstate {
+    uint8_t hdr_out[PSRT_FRAME_HDR];
+    struct iovec v[PSRT_MULTI_IOV + 1];
+    int nv, vi;
+    uint8_t hdr_in[PSRT_FRAME_HDR];
+    size_t got;
+    struct psrt_frame_hdr h;
+    int stage;
+};
+
+static void mfail(struct psrt_mcall *m, int r, const char *what)
+{
+    const char *why = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
+                      : r == -EPROTO  ? "bad frame (magic, version or kind)"
+                      : r == -EMSGSIZE ? "frame too large"
+                                       : strerror(-r);
+    psrt_err_set(m->err, r == -EPIPE ? -ECONNRESET : r, "%s: %s %s: %s", m->c->peer, what,
+                 psrt_op_name(m->op), why);
+    m->rc = m->err->code;
+    psrt_conn_close(m->c);
+}
+
+int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout)
+{
+    double deadline = psrt_now() + timeout;
+    struct mstate st[64];
+    struct pollfd pfd[64];
+    int idx[64], left = 0, failed = 0;
+    if (n > 64)
+        return -EINVAL;
+    for (int i = 0; i < n; i++) {
+        struct mstate *s = &st[i];
+        m[i].rc = 0;
+        m[i].status = 0;
+        s->stage = M_DONE;
+        if (m[i].c->fd < 0) {
+            psrt_err_set(m[i].err, -ENOTCONN, "%s: not connected", m[i].c->peer);
+            m[i].rc = -ENOTCONN;
+            failed++;
+            continue;
+        }
+        if (psrt_fault("psrt/rpc/send")) {
+            mfail(&m[i], -ECONNRESET, "sending");
+            failed++;
+            continue;
+        }
+        struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = (uint16_t)m[i].op,
+                                   .flags = m[i].flags, .id = m[i].c->next_id++};
+        uint32_t crc = 0;
+        s->nv = 1;
+        for (int k = 0; k < m[i].niov && k < PSRT_MULTI_IOV; k++) {
+            h.len += m[i].iov[k].iov_len;
+            crc = psrt_crc32c(crc, m[i].iov[k].iov_base, m[i].iov[k].iov_len);
+            if (m[i].iov[k].iov_len)
+                s->v[s->nv++] = m[i].iov[k];
+        }
+        h.pcrc = crc;
+        psrt_frame_encode(s->hdr_out, &h);
+        s->v[0] = (struct iovec){s->hdr_out, sizeof s->hdr_out};
+        s->vi = 0;
+        s->got = 0;
+        s->stage = M_SEND;
+        left++;
+    }
+    while (left > 0) {
+        int np = 0;
+        for (int i = 0; i < n; i++) {
+            if (st[i].stage == M_DONE)
+                continue;
+            pfd[np] = (struct pollfd){.fd = m[i].c->fd,
+                                      .events = st[i].stage == M_SEND ? POLLOUT : POLLIN};
+            idx[np++] = i;
+        }
+        double rem = deadline - psrt_now();
+        if (rem <= 0) {
+            for (int k = 0; k < np; k++)
+                mfail(&m[idx[k]], -ETIMEDOUT, "waiting on");
+            break;
+        }
+        int r = poll(pfd, (nfds_t)np, rem > 1e6 ? 1000000000 : (int)(rem * 1000) + 1);
+        if (r < 0 && errno != EINTR)
+            return -errno;
+        for (int k = 0; k < np && r > 0; k++) {
+            if (!pfd[k].revents)
+                continue;
+            int i = idx[k];
+            struct mstate *s = &st[i];
+            struct psrt_mcall *c = &m[i];
+            int fd = c->c->fd;
+            for (;;) { /* make as much progress as the socket allows */
+                if (s->stage == M_SEND) {
+                    ssize_t w = writev(fd, s->v + s->vi, s->nv - s->vi);
+                    if (w < 0) {
+                        if (errno == EINTR)
+                            continue;
+                        if (errno != EAGAIN) {
+                            mfail(c, -errno, "sending");
+                            s->stage = M_DONE;
+                            left--;
+                        }
+                        break;
+                    }
+                    size_t adv = (size_t)w;
+                    while (s->vi < s->nv && adv >= s->v[s->vi].iov_len)
+                        adv -= s->v[s->vi++].iov_len;
+                    if (s->vi < s->nv) {
+                        s->v[s->vi].iov_base = (char *)s->v[s->vi].iov_base + adv;
+                        s->v[s->vi].iov_len -= adv;
+                        continue;
+                    }
+                    s->stage = M_HDR;
+                    s->got = 0;
+                    break; /* wait for POLLIN */
+                }
+                if (s->stage == M_HDR) {
+                    ssize_t g = recv(fd, s->hdr_in + s->got, sizeof s->hdr_in - s->got, 0);
+                    if (g <= 0) {
+                        if (g < 0 && errno == EINTR)
+                            continue;
+                        if (g < 0 && errno == EAGAIN)
+                            break;
+                        mfail(c, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+                        s->stage = M_DONE;
+                        left--;
+                        break;
+                    }
+                    s->got += (size_t)g;
+                    if (s->got < sizeof s->hdr_in)
+                        continue;
+                    int e = psrt_frame_decode(s->hdr_in, &s->h, PSRT_FRAME_MAX);
+                    if (!e && s->h.kind != PSRT_KIND_RESP)
+                        e = -EPROTO;
+                    if (e) {
+                        mfail(c, e, "receiving reply to");
+                        s->stage = M_DONE;
+                        left--;
+                        break;
+                    }
+                    psrt_buf_reset(c->resp);
+                    if (psrt_buf_reserve(c->resp, s->h.len ? s->h.len : 1)) {
+                        mfail(c, -ENOMEM, "receiving reply to");
+                        s->stage = M_DONE;
+                        left--;
+                        break;
+                    }
+                    s->stage = M_BODY;
+                    s->got = 0;
+                }
+                if (s->stage == M_BODY) {
+                    if (s->got < s->h.len) {
+                        ssize_t g = recv(fd, c->resp->p + s->got, s->h.len - s->got, 0);
+                        if (g <= 0) {
+                            if (g < 0 && errno == EINTR)
+                                continue;
+                            if (g < 0 && errno == EAGAIN)
+                                break;
+                            mfail(c, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+                            s->stage = M_DONE;
+                            left--;
+                            break;
+                        }
+                        s->got += (size_t)g;
+                        if (s->got < s->h.len)
+                            continue;
+                    }
+                    c->resp->len = s->h.len;
+                    c->resp->off = 0;
+                    if (psrt_crc32c(0, c->resp->p, c->resp->len) != s->h.pcrc)
+                        mfail(c, -EBADMSG, "receiving reply to");
+                    else if (psrt_fault("psrt/rpc/recv"))
+                        mfail(c, -ECONNRESET, "receiving reply to");
+                    else
+                        c->status = s->h.status;
+                    s->stage = M_DONE;
+                    left--;
+                    break;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (m[i].rc)
+            return m[i].rc;
+    (void)failed;
+    return 0;
+}
+
 /* ---- server ---------------------------------------------------------------- */
 
 struct srv_conn {
@@ -400,8 +591,16 @@ static void handle_one(void *arg)
     s->h(s->ctx, h.op, h.flags, &sc->in, &sc->rep);
     atomic_fetch_add(&s->served, 1);
     struct iovec iov = {sc->rep.out.p, sc->rep.out.len};
-    r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, &iov, 1,
-                   psrt_now() + 600);
+    if (sc->rep.next > 0)
+        r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, sc->rep.ext,
+                       sc->rep.next, psrt_now() + 600);
+    else
+        r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, &iov, 1,
+                       psrt_now() + 600);
+    if (sc->rep.done)
+        sc->rep.done(sc->rep.done_arg);
+    sc->rep.done = NULL;
+    sc->rep.next = 0;
     int exit_after = sc->rep.exit_after;
     if (sc->in.cap > (64u << 20)) /* do not keep huge buffers per idle connection */
         psrt_buf_free(&sc->in);

@@ -4,16 +4,18 @@
  * chief.
  *
  *   1. save.begin.  RobustSave to every ps holding variables: each takes a
- *      consistent snapshot of its variables (state lock), writes it durably
- *      to its OWN disk as <train_dir>/ps<i>/model.ckpt-N (temp names,
- *      fsync of files and directory, rename: ckpt_writer_finish with
- *      CKPT_SYNC; mkdir -p, so any layout works) and returns the same
- *      bytes to the chief (save.shard_written on the ps).
+ *      consistent snapshot of its variables (state lock), returns it to the
+ *      chief, and writes the same snapshot durably to its OWN disk as
+ *      <train_dir>/ps<i>/model.ckpt-N in the background (temp names, fsync
+ *      of files and directory, rename: ckpt_writer_finish with CKPT_SYNC;
+ *      mkdir -p, so any layout works; save.shard_written on the ps when
+ *      durable), overlapping with step 2.
  *   2. The chief writes every ps's tensors as ONE TensorFlow bundle
  *      <train_dir>/model.ckpt-N.{index,data-00000-of-00001} on its disk,
  *      durably and atomically (same writer rules): a complete, verifiable
  *      checkpoint that TensorFlow and `psrt inspect` can read.
- *   3. RobustCommit to every ps: each adds model.ckpt-N to its own
+ *   3. RobustCommit to every ps: each waits for its background write (a
+ *      failed write fails the save) and adds model.ckpt-N to its own
  *      <train_dir>/ps<i>/checkpoint state file (atomic, fsynced) and drops
  *      its copies beyond max_to_keep.
  *   4. The chief updates <train_dir>/checkpoint (atomic, fsynced) and
@@ -77,6 +79,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
         goto cleanup;
     }
+    double t_rsave = psrt_now();
     /* 2. the chief's complete copy */
     fe = psrt_fault("psrt/save/chief_write");
     if (fe) {
@@ -119,13 +122,15 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         from_ckpt(err, &ce, r);
         goto cleanup;
     }
+    double t_chief = psrt_now();
     /* 3. every ps commits its copy */
     psrt_buf_reset(&req);
     psrt_buf_u64(&req, (uint64_t)step);
     psrt_buf_str(&req, name);
     psrt_buf_u32(&req, (uint32_t)f->max_to_keep);
     for (int i = 0; i < n; i++) {
-        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RCOMMIT};
+        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RCOMMIT,
+                                      .timeout = f->rpc_timeout * 10};
         calls[i].iov[0] = (struct iovec){req.p, req.len};
         calls[i].niov = 1;
     }
@@ -137,6 +142,9 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     }
     /* 4. the chief's state file, last */
     r = psrt_update_state(w, prefix, CKPT_SYNC, err);
+    if (getenv("PSRT_BENCH_DEBUG"))
+        psrt_log("robust save phases: shards to the chief %.3f s, chief's copy %.3f s, ps "
+                 "commits %.3f s", t_rsave - t0, t_chief - t_rsave, psrt_now() - t_chief);
 cleanup:
     if (cw)
         ckpt_writer_abort(cw);

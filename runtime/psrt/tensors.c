@@ -71,6 +71,47 @@ void psrt_tl_encode(const struct psrt_tl *l, struct psrt_buf *b)
     }
 }
 
+int psrt_tl_encode_iov(const struct psrt_tl *l, struct psrt_buf *meta, struct iovec *iov,
+                       int maxiov)
+{
+    static const uint8_t zero[8];
+    size_t start[4096], end[4096];
+    if (l->n + 1 > 4096 || 3 * l->n + 1 > maxiov)
+        return -ENOSPC;
+    uint64_t off = 0;        /* offset in the stream */
+    size_t chunk = meta->len;
+    psrt_buf_u32(meta, (uint32_t)l->n);
+    for (int i = 0; i < l->n; i++) {
+        const struct psrt_tensor *t = &l->t[i];
+        psrt_buf_str(meta, t->name);
+        psrt_buf_u32(meta, (uint32_t)t->dtype);
+        psrt_buf_u32(meta, (uint32_t)t->rank);
+        for (int d = 0; d < t->rank; d++)
+            psrt_buf_u64(meta, (uint64_t)t->dims[d]);
+        psrt_buf_u64(meta, t->len);
+        size_t here = off + (meta->len - chunk);
+        psrt_buf_put(meta, zero, (8 - here % 8) % 8);
+        start[i] = chunk;
+        end[i] = meta->len;
+        off += meta->len - chunk;
+        off += t->len + (8 - t->len % 8) % 8;
+        chunk = meta->len;
+    }
+    if (meta->bad)
+        return -ENOMEM;
+    int n = 0;
+    for (int i = 0; i < l->n; i++) {
+        iov[n++] = (struct iovec){meta->p + start[i], end[i] - start[i]};
+        if (l->t[i].len)
+            iov[n++] = (struct iovec){l->t[i].data, l->t[i].len};
+        if (l->t[i].len % 8)
+            iov[n++] = (struct iovec){(void *)zero, 8 - l->t[i].len % 8};
+    }
+    if (l->n == 0)
+        iov[n++] = (struct iovec){meta->p, meta->len};
+    return n;
+}
+
 int psrt_tl_decode(struct psrt_tl *l, struct psrt_buf *b)
 {
     memset(l, 0, sizeof *l);
@@ -167,7 +208,7 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
             r = -EBADMSG;
             goto fail;
         }
-        void *data = malloc(e->size ? (size_t)e->size : 1);
+        void *data = psrt_alloc_big((size_t)e->size);
         if (!data) {
             psrt_err_set(err, -ENOMEM, "%s: no memory for tensor '%s'", prefix, e->name);
             r = -ENOMEM;

@@ -102,17 +102,26 @@ int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
         }
         psrt_latch_wait_free(l);
     } else {
-        for (int i = 0; i < n; i++)
-            calls[i].rc = psrt_conn_send(w->conn[calls[i].ps], calls[i].op, calls[i].flags,
-                                         calls[i].iov, calls[i].niov, calls[i].timeout,
-                                         &calls[i].err);
-        for (int i = 0; i < n; i++) {
-            if (calls[i].rc)
-                continue;
-            calls[i].rc = psrt_conn_recv(w->conn[calls[i].ps], calls[i].timeout,
-                                         &w->resp[calls[i].ps], &calls[i].status, &calls[i].err);
-            if (!calls[i].rc && calls[i].status)
-                status_err(&calls[i], &w->resp[calls[i].ps]);
+        struct psrt_mcall m[64];
+        double timeout = 0;
+        for (int done = 0; done < n; done += 64) {
+            int k = n - done < 64 ? n - done : 64;
+            for (int i = 0; i < k; i++) {
+                struct psrt_call *c = &calls[done + i];
+                m[i] = (struct psrt_mcall){.c = w->conn[c->ps], .op = c->op, .flags = c->flags,
+                                           .iov = c->iov, .niov = c->niov,
+                                           .resp = &w->resp[c->ps], .err = &c->err};
+                if (c->timeout > timeout)
+                    timeout = c->timeout;
+            }
+            psrt_conn_multi(m, k, timeout);
+            for (int i = 0; i < k; i++) {
+                struct psrt_call *c = &calls[done + i];
+                c->rc = m[i].rc;
+                c->status = m[i].status;
+                if (!c->rc && c->status)
+                    status_err(c, &w->resp[c->ps]);
+            }
         }
     }
     for (int i = 0; i < n; i++)
