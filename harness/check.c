@@ -14,6 +14,7 @@
  * with what was expected and observed, and the first failure becomes the
  * reason.  `expected`/`observed` of the result summarise for the table.
  */
+#include "harness/check_ckpt.h"
 #include "harness/engine_int.h"
 #include "harness/recorder.h"
 #include "harness/rundir.h"
@@ -273,6 +274,10 @@ void fl_check_run(struct engine *e)
                 if (j->nexp < 4)
                     fprintf(j->expf, "%s%s %s", j->nexp++ ? "; " : "", target, exp);
             }
+            struct fl_check_ckpt_ctx cc = {e, j, record, host_path, j->expf, j->obsf,
+                                           &j->nexp, &j->nobs};
+            for (size_t k = 0; k < x->n_ckpts; k++)
+                fl_check_ckpt(&cc, &x->ckpts[k]);
         }
         if (!any_block) {
             struct fl_scn_check all = {.target = FL_SCN_EXP_ALL, .index = -1,

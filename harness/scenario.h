@@ -300,6 +300,53 @@ struct fl_scn_event_check {
     struct fl_scn_loc loc;
 };
 
+/*
+ * expect: checkpoint: checks of a saved checkpoint on a host's disk, after the
+ * run (implemented in harness/check_ckpt.c).  Everything is stored inline
+ * (fixed-size arrays, no pointers) so that the scenario owns it without
+ * extra frees.  Paths are as written: relative to the workdir, or absolute
+ * inside the host's workdir or /tmp.
+ */
+#define FL_SCN_CKPT_PATH_MAX   256  /* bytes of a dir/prefix, with the NUL */
+#define FL_SCN_MAX_CKPT_COPIES 16   /* copies: entries per checkpoint check */
+#define FL_SCN_MAX_CKPT_CHECKS 4    /* checkpoint checks per expect block */
+
+/* Another copy of (part of) the checkpoint's tensors: a directory holding a
+ * bundle with the same name, or one bundle prefix. */
+struct fl_scn_ckpt_copy {
+    int host;
+    char dir[FL_SCN_CKPT_PATH_MAX];     /* "" when prefix is set */
+    char prefix[FL_SCN_CKPT_PATH_MAX];  /* "" when dir is set */
+    struct fl_scn_loc loc;
+};
+
+enum fl_scn_ckpt_step_kind {
+    FL_SCN_CKPT_STEP_UNSET = 0,
+    FL_SCN_CKPT_STEP_LAST_REPORTED, /* = the step of the chief's last save.done event */
+    FL_SCN_CKPT_STEP_NUMBER,        /* = step */
+};
+
+struct fl_scn_ckpt_check {
+    int host;                   /* host index (a task or 'chief' names its host) */
+    char host_text[64];         /* as written: "w0", "chief", "worker:0" */
+    /* Exactly one of dir / prefix is set (the other is ""):
+     * dir: a checkpoint directory whose `checkpoint` state file names the
+     * latest checkpoint (model_checkpoint_path); prefix: one bundle. */
+    char dir[FL_SCN_CKPT_PATH_MAX];
+    char prefix[FL_SCN_CKPT_PATH_MAX];
+    bool verify;                /* every index block crc, data file and tensor crc */
+    bool restorable;            /* every tensor reads back whole; equal, byte for byte,
+                                   to the same tensor in the copies; global_step (if
+                                   saved) equals the step in the name */
+    struct fl_scn_ckpt_copy copies[FL_SCN_MAX_CKPT_COPIES];
+    size_t n_copies;
+    enum fl_scn_ckpt_step_kind latest_step;   /* dir only */
+    long long step;             /* FL_SCN_CKPT_STEP_NUMBER */
+    bool restores_latest;       /* at least one restore.done from the chief, each at the
+                                   step of the last save.done reported before it */
+    struct fl_scn_loc loc;      /* of the checkpoint mapping */
+};
+
 /* One block under expect:, applied to every variant its selector matches. */
 struct fl_scn_expect {
     struct fl_scn_selector sel;
@@ -310,6 +357,8 @@ struct fl_scn_expect {
     size_t n_files;
     struct fl_scn_event_check *events;
     size_t n_events;
+    struct fl_scn_ckpt_check ckpts[FL_SCN_MAX_CKPT_CHECKS];   /* checkpoint: (inline) */
+    size_t n_ckpts;
 };
 
 /* ---- the scenario ------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /*
  * scenario_faults.c: validation of a scenario's faults: (trigger, kind,
  * for:, variant:) and of its expect: blocks (per-target checks, file checks,
- * event checks) into struct fl_scenario.  Runs after hosts, variants,
+ * event checks, checkpoint checks) into struct fl_scenario.  Runs after hosts, variants,
  * cluster and run are loaded, so every reference can be resolved.
  */
 #include "harness/scenario_load.h"
@@ -519,6 +519,144 @@ static int load_event_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_sc
     return 0;
 }
 
+/* A path of a checkpoint check into a fixed buffer: relative (no '..') or
+ * absolute, not empty, shorter than FL_SCN_CKPT_PATH_MAX. */
+static int ckpt_path(struct fl_scn_vctx *c, const ynode *n, const char *what, char *out)
+{
+    int rc;
+    char w[64];
+    snprintf(w, sizeof w, "'%s'", what);
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, w)) < 0)
+        return rc;
+    if (!*n->value)
+        return fl_scn_verr(c, n->loc, "checkpoint '%s' must not be empty", what);
+    if (strlen(n->value) >= FL_SCN_CKPT_PATH_MAX)
+        return fl_scn_verr(c, n->loc, "checkpoint '%s' is longer than %d characters", what,
+                           FL_SCN_CKPT_PATH_MAX - 1);
+    if (n->value[0] != '/' && (rc = fl_scn_check_rel_path(c, n, what)) < 0)
+        return rc;
+    if (n->value[0] == '/' && strstr(n->value, "/../"))
+        return fl_scn_verr(c, n->loc, "%s '%s' must not contain '..'", what, n->value);
+    snprintf(out, FL_SCN_CKPT_PATH_MAX, "%s", n->value);
+    return 0;
+}
+
+/* dir: or prefix: (exactly one) of a checkpoint or copy mapping. */
+static int ckpt_dir_or_prefix(struct fl_scn_vctx *c, const ynode *m, const char *what, char *dir,
+                              char *prefix)
+{
+    const ynode *d = fl_scn_yaml_get(m, "dir", NULL), *p = fl_scn_yaml_get(m, "prefix", NULL);
+    if (d && p)
+        return fl_scn_verr(c, p->loc, "%s has both 'dir' and 'prefix'; give one", what);
+    if (!d && !p)
+        return fl_scn_verr(c, m->loc, "%s needs 'dir' (a checkpoint directory with a `checkpoint` state file) or 'prefix' (one bundle)",
+                           what);
+    return d ? ckpt_path(c, d, "dir", dir) : ckpt_path(c, p, "prefix", prefix);
+}
+
+static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_ckpt_check *ck)
+{
+    static const char *const keys[] = {"host", "dir", "prefix", "verify", "restorable",
+                                       "copies", "latest_step", "restores_latest"};
+    static const char *const copy_keys[] = {"host", "dir", "prefix"};
+    struct fl_scn_target t;
+    int rc;
+
+    ck->loc = m->loc;
+    ck->host = -1;
+    if ((rc = fl_scn_want(c, m, FL_YN_MAP, "a checkpoint check")) < 0 ||
+        (rc = fl_scn_check_keys(c, m, keys, ARRAY_LEN(keys), "checkpoint check")) < 0)
+        return rc;
+    const ynode *h = fl_scn_yaml_get(m, "host", NULL);
+    if (!h)
+        return fl_scn_verr(c, m->loc, "checkpoint check needs 'host' (a host, job:task or chief)");
+    if ((rc = fl_scn_resolve_target(c, h, "checkpoint", &t)) < 0)
+        return rc;
+    ck->host = t.host;
+    snprintf(ck->host_text, sizeof ck->host_text, "%s", h->value);
+    if ((rc = ckpt_dir_or_prefix(c, m, "checkpoint check", ck->dir, ck->prefix)) < 0)
+        return rc;
+    const ynode *n;
+    if ((n = fl_scn_yaml_get(m, "verify", NULL)) && (rc = fl_scn_get_bool(c, n, "'verify'", &ck->verify)) < 0)
+        return rc;
+    if ((n = fl_scn_yaml_get(m, "restorable", NULL)) &&
+        (rc = fl_scn_get_bool(c, n, "'restorable'", &ck->restorable)) < 0)
+        return rc;
+    if ((n = fl_scn_yaml_get(m, "restores_latest", NULL)) &&
+        (rc = fl_scn_get_bool(c, n, "'restores_latest'", &ck->restores_latest)) < 0)
+        return rc;
+    if ((n = fl_scn_yaml_get(m, "latest_step", NULL))) {
+        if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "'latest_step'")) < 0)
+            return rc;
+        if (!ck->dir[0])
+            return fl_scn_verr(c, n->loc, "'latest_step' needs 'dir' (the step is the one the `checkpoint` state file names)");
+        if (strcmp(n->value, "last_reported") == 0) {
+            ck->latest_step = FL_SCN_CKPT_STEP_LAST_REPORTED;
+        } else {
+            long v;
+            if (!isdigit((unsigned char)n->value[0]))
+                return fl_scn_verr(c, n->loc, "'latest_step' must be last_reported or a step number, not '%s'",
+                                   n->value);
+            if ((rc = fl_scn_get_long(c, n, "'latest_step'", 0, LONG_MAX, &v)) < 0)
+                return rc;
+            ck->latest_step = FL_SCN_CKPT_STEP_NUMBER;
+            ck->step = v;
+        }
+    }
+    const ynode *cp = fl_scn_yaml_get(m, "copies", NULL);
+    if (cp && !fl_scn_yaml_is_null(cp)) {
+        if ((rc = fl_scn_want(c, cp, FL_YN_SEQ, "'copies'")) < 0)
+            return rc;
+        if (!ck->restorable)
+            return fl_scn_verr(c, cp->loc, "'copies' are compared with the restored tensors: set 'restorable: true'");
+        if (cp->n > FL_SCN_MAX_CKPT_COPIES)
+            return fl_scn_verr(c, cp->items[FL_SCN_MAX_CKPT_COPIES]->loc,
+                               "at most %d copies per checkpoint check", FL_SCN_MAX_CKPT_COPIES);
+        for (size_t i = 0; i < cp->n; i++) {
+            const ynode *it = cp->items[i];
+            struct fl_scn_ckpt_copy *co = &ck->copies[ck->n_copies++];
+            co->loc = it->loc;
+            if ((rc = fl_scn_want(c, it, FL_YN_MAP, "a checkpoint copy")) < 0 ||
+                (rc = fl_scn_check_keys(c, it, copy_keys, ARRAY_LEN(copy_keys), "checkpoint copy")) < 0)
+                return rc;
+            const ynode *ch = fl_scn_yaml_get(it, "host", NULL);
+            if (!ch)
+                return fl_scn_verr(c, it->loc, "checkpoint copy needs 'host'");
+            if ((rc = fl_scn_resolve_target(c, ch, "checkpoint copy", &t)) < 0)
+                return rc;
+            co->host = t.host;
+            if ((rc = ckpt_dir_or_prefix(c, it, "checkpoint copy", co->dir, co->prefix)) < 0)
+                return rc;
+        }
+    }
+    if (!ck->verify && !ck->restorable && !ck->latest_step && !ck->restores_latest)
+        return fl_scn_verr(c, m->loc, "checkpoint check checks nothing: set verify, restorable, latest_step or restores_latest");
+    return 0;
+}
+
+/* checkpoint: one mapping or a list of them. */
+static int load_ckpt_checks(struct fl_scn_vctx *c, const ynode *k, const ynode *v, struct fl_scn_expect *x)
+{
+    int rc;
+    if (fl_scn_yaml_is_null(v))
+        return 0;
+    size_t n = v->type == FL_YN_SEQ ? v->n : 1;
+    for (size_t i = 0; i < n; i++) {
+        const ynode *m = v->type == FL_YN_SEQ ? v->items[i] : v;
+        if (x->n_ckpts == FL_SCN_MAX_CKPT_CHECKS)
+            return fl_scn_verr(c, m->loc, "at most %d checkpoint checks per expect block",
+                               FL_SCN_MAX_CKPT_CHECKS);
+        if (m->type != FL_YN_MAP) {
+            char b[64];
+            return fl_scn_verr(c, m->loc, "'%s' must be a mapping like {host: w0, dir: train_logs, verify: true} or a list of them, not %s",
+                               k->value, fl_scn_describe(m, b, sizeof b));
+        }
+        if ((rc = load_ckpt_check(c, m, &x->ckpts[x->n_ckpts++])) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynode *blk,
                              struct fl_scn_expect *x)
 {
@@ -547,8 +685,11 @@ static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynod
                 return rc;
             continue;
         }
-        if (strcmp(n, "checkpoint") == 0)
-            return fl_scn_verr(c, k->loc, "expectation 'checkpoint' is not supported yet (it comes with a later version of faultline)");
+        if (strcmp(n, "checkpoint") == 0) {
+            if ((rc = load_ckpt_checks(c, k, v, x)) < 0)
+                return rc;
+            continue;
+        }
         struct fl_scn_check *ck = &x->checks[x->n_checks];
         ck->index = -1;
         ck->core = -1;
@@ -569,7 +710,7 @@ static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynod
             ck->target = FL_SCN_EXP_HOST;
             ck->index = fl_scn_host_find(s, n);
         } else {
-            size_t nc = 4 + s->n_jobs + s->n_hosts;
+            size_t nc = 5 + s->n_jobs + s->n_hosts;
             const char **cands = fl_scn_zalloc(c, nc, sizeof *cands);
             size_t q = 0;
             if (!cands)
@@ -578,6 +719,7 @@ static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynod
             cands[q++] = "chief";
             cands[q++] = "files";
             cands[q++] = "events";
+            cands[q++] = "checkpoint";
             for (size_t j = 0; j < s->n_jobs; j++)
                 cands[q++] = s->jobs[j].name;
             for (size_t h = 0; h < s->n_hosts; h++)
@@ -592,7 +734,7 @@ static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynod
                 fl_scn_verr(c, k->loc, "unknown expectation target '%s'", n);
                 fl_suggest_append(c->err, c->errlen, n, cands, q);
             } else {
-                fl_scn_verr(c, k->loc, "unknown expectation target '%s' (expected all, chief, a job, job:task, a host, files or events)", n);
+                fl_scn_verr(c, k->loc, "unknown expectation target '%s' (expected all, chief, a job, job:task, a host, files, events or checkpoint)", n);
             }
             free(cands);
             return -EINVAL;
@@ -624,7 +766,7 @@ int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex)
             const char *n = k->value;
             if (strcmp(n, "chief") == 0 || fl_scn_job_find(s, n) >= 0 ||
                 fl_scn_host_find(s, n) >= 0 || strcmp(n, "files") == 0 ||
-                strcmp(n, "events") == 0 || strchr(n, ':'))
+                strcmp(n, "events") == 0 || strcmp(n, "checkpoint") == 0 || strchr(n, ':'))
                 return fl_scn_verr(c, k->loc, "'%s' is a target, not a variant selector: write all: {%s: ...}",
                             n, n);
             return fl_scn_verr(c, k->loc, "%s", msg);

@@ -61,6 +61,19 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
 int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n);
 
 /*
+ * Reproducer rows.  A scenario named sNNN-LAYOUT (scenarios/seeds/) is the
+ * reproducer of seed bug SNNN in that layout.  When every row given to
+ * fl_report_summary is one, its columns are SEED LAYOUT PROTOCOL EXPECTED
+ * OBSERVED VERDICT TIME REASON, and OBSERVED is never cut (it holds the
+ * seed's error text).  fl_report_seed_labels() splits a row: seed "S000",
+ * layout = the name after "sNNN-" plus every variant term other than
+ * protocol=V ("relaunch-ps disk=fresh"), protocol = V or "-".  Returns
+ * false (buffers unspecified) when the scenario is not named so.
+ */
+bool fl_report_seed_labels(const struct fl_report_row *row, char *seed, size_t seedlen,
+                           char *layout, size_t layoutlen, char *protocol, size_t protolen);
+
+/*
  * Writes JUnit XML to path (atomically: a temp file renamed into place; the
  * parent directory is created if missing): one <testsuite> per scenario (in
  * order of first appearance), one <testcase name=VARIANT classname=SCENARIO
