@@ -425,3 +425,40 @@ FL_TEST_T(psrt_ckpt, robust_run_reports_events_in_protocol_order, 40)
     free(ev);
     unsetenv("FAULTLINE_EVENTS");
 }
+
+/* ---- named fault points ------------------------------------------------------ */
+
+FL_TEST_T(psrt_ckpt, fault_points_fail_the_save_where_named, 40)
+{
+    struct pc c;
+    pc_init(&c, 2, 1,
+            "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=50 "
+            "--max_steps=200 --connect_timeout_secs=10");
+    /* ps 1 cannot make its own copy durable (EIO) */
+    struct pc_opts o = {.env = "PSRT_FIU=psrt/save/shard_sync=5"};
+    pc_start(&c, "ps", 0, "ps0", NULL);
+    pc_start_opts(&c, "ps", 1, "ps1", NULL, &o);
+    pc_start(&c, "worker", 0, "w0", NULL);
+    int r = pc_wait_all(&c, 25);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "fsync ./train_logs/ps1/model.ckpt-0: Input/output error");
+    FL_ASSERT(!pc_exists("w0/train_logs/checkpoint")); /* never reported */
+    free(log);
+    /* legacy: the merge fails on the last ps with the errno given */
+    struct pc d;
+    pc_init(&d, 2, 1,
+            "--model=linear --checkpoint_protocol=legacy --save_checkpoint_steps=50 "
+            "--max_steps=200 --connect_timeout_secs=10");
+    struct pc_opts e = {.env = "PSRT_FIU=psrt/save/merge=28"};
+    pc_start(&d, "ps", 0, "L", NULL);
+    pc_start_opts(&d, "ps", 1, "L", NULL, &e);
+    pc_start(&d, "worker", 0, "L", NULL);
+    r = pc_wait_all(&d, 25);
+    log = pc_read("L.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "ResourceExhaustedError: ");
+    FL_ASSERT_CONTAINS(log, "part-00000-of-00002.index; No space left on device");
+    FL_ASSERT_CONTAINS(log, "MergeV2Checkpoints[_device=\"/job:ps/replica:0/task:1/cpu:0\"]");
+    free(log);
+}
