@@ -461,7 +461,7 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         if (ck->verify)
             fprintf(cx->obsf, " verified");
         if (ck->restorable && ck->n_copies)
-            fprintf(cx->obsf, "%s bit-exact with %zu copies", ck->verify ? "," : "", ck->n_copies);
+            fprintf(cx->obsf, "%s bit-exact with %zu cop%s", ck->verify ? "," : "", ck->n_copies, ck->n_copies == 1 ? "y" : "ies");
         else if (ck->restorable)
             fprintf(cx->obsf, "%s restorable", ck->verify ? "," : "");
         if (ck->latest_step)
