@@ -175,7 +175,7 @@ static int bench_sparse(int argc, char **argv)
     static const uint64_t zero[8];
     int bad_values = 0;
     for (int rep = 0; rep < reps && rep < 64; rep++) {
-        if (psrt_worker_init_all(w, &err)) {
+        if (psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
             fprintf(stderr, "psrt bench: %s\n", err.msg);
             return 1;
         }
@@ -298,7 +298,7 @@ static int bench_dense(int argc, char **argv)
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
     if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err)) {
+        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
         fprintf(stderr, "psrt bench: %s\n", err.msg);
         return 1;
     }
@@ -373,7 +373,7 @@ static int bench_robust(int argc, char **argv)
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
     if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err)) {
+        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
         fprintf(stderr, "psrt bench: %s\n", err.msg);
         return 1;
     }

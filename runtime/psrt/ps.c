@@ -5,8 +5,12 @@
  * runs its side of every checkpoint protocol on its own disk.
  *
  * States: UNINITIALIZED (fresh process: pulls and pushes answer -EAGAIN,
- * "not ready") -> READY (after Init, a successful Restore or Load) ->
- * EXITING (after Shutdown).  A failed Restore leaves the state as it was.
+ * "not ready") -> INITIALIZED (after Init, a successful Restore or Load:
+ * the chief may save, training may not start yet) -> OPEN (the chief's
+ * Open, after its first save: every worker trains; TensorFlow's workers
+ * start only once the chief's session is up) -> EXITING (after Shutdown).
+ * Init, Restore and Load from any state go back to INITIALIZED.  A failed
+ * Restore leaves the state as it was.
  * Invariants: pull/push hold the state lock shared and a variable's mutex
  * (or the table mutex) while touching it; Init, Restore, Load and every
  * snapshot hold the state lock exclusively (writer-preferring), so a saved
@@ -51,6 +55,8 @@ struct ps_var {
     pthread_mutex_t mu;
 };
 
+enum { PS_UNINITIALIZED = 0, PS_INITIALIZED = 1, PS_OPEN = 2 };
+
 /* A snapshot shared by the reply being sent and the background writer. */
 struct shared_tl {
     struct psrt_tl l;
@@ -73,7 +79,7 @@ struct ps {
     int task;
     uint64_t incarnation;
     pthread_rwlock_t state;
-    atomic_int ready;
+    atomic_int ready;        /* PS_UNINITIALIZED, PS_INITIALIZED, PS_OPEN */
     atomic_bool done;        /* the chief said training is over */
     pthread_mutex_t step_mu;
     int64_t global_step;
@@ -454,7 +460,7 @@ static void h_init(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     pthread_mutex_lock(&ps->step_mu);
     init_values(ps, seed);
     pthread_mutex_unlock(&ps->step_mu);
-    atomic_store(&ps->ready, 1);
+    atomic_store(&ps->ready, PS_INITIALIZED);
     pthread_rwlock_unlock(&ps->state);
     psrt_log("variables initialized");
 }
@@ -471,7 +477,7 @@ static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct p
         return;
     }
     pthread_rwlock_rdlock(&ps->state);
-    if (!atomic_load(&ps->ready)) {
+    if (atomic_load(&ps->ready) != PS_OPEN) {
         pthread_rwlock_unlock(&ps->state);
         set_not_ready(rep, ps->task);
         return;
@@ -536,7 +542,7 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         return;
     }
     pthread_rwlock_rdlock(&ps->state);
-    if (!atomic_load(&ps->ready)) {
+    if (atomic_load(&ps->ready) != PS_OPEN) {
         pthread_rwlock_unlock(&ps->state);
         set_not_ready(rep, ps->task);
         return;
@@ -732,7 +738,7 @@ static void h_restore(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
         r = load(ps, &l, prefix, &err);
         pthread_mutex_unlock(&ps->step_mu);
         if (!r)
-            atomic_store(&ps->ready, 1);
+            atomic_store(&ps->ready, PS_INITIALIZED);
         pthread_rwlock_unlock(&ps->state);
     }
     psrt_tl_free(&l);
@@ -950,7 +956,7 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         r = load(ps, &l, "(sent by the chief)", &err);
         pthread_mutex_unlock(&ps->step_mu);
         if (!r)
-            atomic_store(&ps->ready, 1);
+            atomic_store(&ps->ready, PS_INITIALIZED);
         pthread_rwlock_unlock(&ps->state);
     }
     if (!r && name[0] && !strchr(name, '/')) {
@@ -989,6 +995,13 @@ static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
     case PSRT_OP_RCOMMIT: h_rcommit(ps, req, rep); break;
     case PSRT_OP_RQUERY: h_rquery(ps, rep); break;
     case PSRT_OP_LOAD: h_load(ps, req, rep); break;
+    case PSRT_OP_OPEN:
+        if (atomic_load(&ps->ready) == PS_UNINITIALIZED) {
+            set_not_ready(rep, ps->task);
+        } else {
+            atomic_store(&ps->ready, PS_OPEN);
+        }
+        break;
     case PSRT_OP_SHUTDOWN:
         psrt_log("chief reports training done: shutting down");
         atomic_store(&ps->done, true);

@@ -172,6 +172,7 @@ enum psrt_op {
     PSRT_OP_SHUTDOWN,      /* chief done: exit 0 */
     PSRT_OP_ECHO,          /* bench/tests: returns the payload */
     PSRT_OP_BENCH_SINK,    /* bench: discards the payload */
+    PSRT_OP_OPEN,          /* chief: the model is ready, every worker may train */
     PSRT_OP_MAX
 };
 const char *psrt_op_name(int op);

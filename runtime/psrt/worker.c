@@ -187,6 +187,20 @@ int psrt_worker_init_all(struct psrt_worker *w, struct psrt_err *err)
     return 0;
 }
 
+int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err)
+{
+    struct psrt_call calls[256];
+    int n = 0;
+    for (int p = 0; p < w->nps && n < 256; p++)
+        calls[n++] = (struct psrt_call){.ps = p, .op = PSRT_OP_OPEN};
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        return calls[bad].rc ? calls[bad].rc : calls[bad].status;
+    }
+    return 0;
+}
+
 /* Restore the latest checkpoint or initialise: TensorFlow's
  * SessionManager.prepare_session on the chief. */
 static int prepare(struct psrt_worker *w, struct psrt_err *err)
@@ -436,7 +450,7 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
                 return STEP_DONE;
             if (r && psrt_conn_is_open(w->conn[p]))
                 return r;
-            if (r || !ready)
+            if (r || ready != 2)
                 all = 0;
         }
         if (all)
@@ -470,10 +484,11 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
             return ensure_connected(w, err) ? r : 0; /* retry the step */
         if (!ready) {
             psrt_log("ps task %d lost its variables (relaunched): preparing the model again", p);
-            return prepare(w, err);
+            r = prepare(w, err);
+            return r ? r : psrt_worker_open_all(w, err);
         }
     }
-    return 0;
+    return psrt_worker_open_all(w, err); /* e.g. a restore by an earlier chief */
 }
 
 /* ---- chief: saving ------------------------------------------------------------ */
@@ -649,6 +664,11 @@ int psrt_worker_main(const struct psrt_flags *f)
             }
         }
         w->last_save_time = psrt_now();
+        r = psrt_worker_open_all(w, &err);
+        if (r) {
+            print_fatal("opening the model to the workers", &err);
+            return 1;
+        }
     }
     double t0 = psrt_now();
     for (;;) {

@@ -40,6 +40,8 @@ int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct 
 int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err);
 /* Init on every ps (fresh variables from --seed). */
 int psrt_worker_init_all(struct psrt_worker *w, struct psrt_err *err);
+/* Open on every ps: the model is ready, every worker may pull and push. */
+int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err);
 
 /* One call to one ps, for fan-out. */
 struct psrt_call {

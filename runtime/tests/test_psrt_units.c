@@ -366,8 +366,13 @@ static void ps_protocol(int mode)
     x.resp.off = 8;
     FL_ASSERT_EQ(psrt_buf_get_u32(&x.resp), 0);
     /* Init -> READY */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_OPEN, 0, NULL, 0), -EAGAIN); /* nothing to open yet */
     uint64_t seed = 1;
     FL_ASSERT_EQ(call(&x, PSRT_OP_INIT, 0, &seed, 8), 0);
+    /* INITIALIZED: the chief may save, nobody trains until Open */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, PSRT_PULL_RESERVE, &zero, 8), -EAGAIN);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_SNAPSHOT, 0, NULL, 0), 0);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_OPEN, 0, NULL, 0), 0);
     for (int s = 1; s <= 3; s++) {
         FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, PSRT_PULL_RESERVE, &zero, 8), 0);
         x.resp.off = 0;
