@@ -14,14 +14,20 @@
 #          drop_caches is not used so other work on the machine keeps its
 #          cache), then dd of=/dev/null bs=8M vs. ckpt-bench read (every
 #          tensor read into memory and its crc32c checked).
-# Each figure is the median of BUNDLE_BENCH_ROUNDS rounds (default 5), the
-# order of dd and bundle alternating between rounds.  The files live in a
+# Each figure is the best of BUNDLE_BENCH_ROUNDS rounds (default 7), the
+# order of dd and bundle alternating between rounds.  Best, not median: on
+# this shared virtual disk every measurement, dd's and the bundle's alike,
+# lands either near 300-900 or near 1700-3300 MB/s depending on what else
+# the host is doing, so a median flips between the two clusters from run to
+# run; interference only ever slows a round down, so the best round of each
+# side is the figure that compares.  Every round and the medians are printed
+# on stderr.  The files live in a
 # temporary directory under ${TMPDIR:-/tmp}, removed at exit (also on error).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mib=${BUNDLE_BENCH_MIB:-1024}
-rounds=${BUNDLE_BENCH_ROUNDS:-5}
+rounds=${BUNDLE_BENCH_ROUNDS:-7}
 bin=build/bin/ckpt-bench
 [ -x "$bin" ] || make -s "$bin" >&2
 bytes=$((mib * 1024 * 1024))
@@ -42,9 +48,17 @@ evict() {
   done
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+best() { printf '%s\n' "$@" | sort -g | tail -n 1; }
+
+# The file system may be mounted with `discard`: removing the previous
+# round's files queues TRIMs that would slow whichever write comes next.
+# syncfs (sync -f) commits them, and any other dirty data, before each timed
+# write, so both writes start from the same state.
+settle() { sync -f "$dir"; }
 
 dd_write() {
   local t0 t1
+  settle
   t0=$(now)
   dd if=/dev/zero of="$dir/dd.bin" bs=8M count=$((mib / 8)) conv=fsync status=none
   t1=$(now)
@@ -58,7 +72,7 @@ dd_read() {
   t1=$(now)
   rate "$t0" "$t1"
 }
-bundle_write() { "$bin" write "$dir/bundle" "$mib" 16 2>>"$dir/log"; }
+bundle_write() { settle; "$bin" write "$dir/bundle" "$mib" 16 2>>"$dir/log"; }
 bundle_read() {
   evict "$dir/bundle.index" "$dir/bundle.data-00000-of-00001"
   "$bin" read "$dir/bundle" 2>>"$dir/log"
@@ -81,5 +95,7 @@ line() {
   awk -v n="$1" -v v="$2" -v bn="$3" -v b="$4" \
     'BEGIN { printf "BENCH name=%s value=%s unit=MB/s baseline=%s baseline_value=%s ratio=%.3f\n", n, v, bn, b, v / b }'
 }
-line bundle_write_1g "$(median "${bw[@]}")" dd_write_1g "$(median "${dw[@]}")"
-line bundle_read_1g "$(median "${br[@]}")" dd_read_1g "$(median "${dr[@]}")"
+echo "bench/bundle.sh: medians: write bundle $(median "${bw[@]}") dd $(median "${dw[@]}");" \
+  "read bundle $(median "${br[@]}") dd $(median "${dr[@]}") MB/s" >&2
+line bundle_write_1g "$(best "${bw[@]}")" dd_write_1g "$(best "${dw[@]}")"
+line bundle_read_1g "$(best "${br[@]}")" dd_read_1g "$(best "${dr[@]}")"
