@@ -705,7 +705,7 @@ int psrt_worker_main(const struct psrt_flags *f)
             if (due && gstep < f->max_steps) {
                 r = save(w, gstep, &err);
                 if (r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
-                    r == -ECONNREFUSED || r == -EPIPE) {
+                    r == -ECONNREFUSED || r == -EPIPE || r == -ESTALE || r == -ESHUTDOWN) {
                     /* a ps went away mid-save: recover, the save is not reported */
                     psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
                     int rr = recover(w, &err);
