@@ -39,6 +39,15 @@ static int run(char **out, const char *args)
                       fl_test_dir(), fl_test_dir(), args);
 }
 
+/* Runs a scenario that must pass (its own expectations say what passing is). */
+static void run_passes(const char *scenario)
+{
+    char *out;
+    int rc = run(&out, scn(scenario));
+    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", scenario, rc, out);
+    free(out);
+}
+
 static int db_count(const char *sql)
 {
     char path[4096];
@@ -106,20 +115,14 @@ FL_TEST_T(engine, run_disk_private_and_shared_path, 60)
 FL_TEST_T(engine, run_partition_blocks_then_heals, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("partition.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    run_passes("partition.yaml");
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM faults WHERE kind='partition' AND healed_ms IS NOT NULL"), 1);
-    free(out);
 }
 
 FL_TEST_T(engine, run_oneway_partition_one_direction, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("oneway.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
-    free(out);
+    run_passes("oneway.yaml");
 }
 
 FL_TEST_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
@@ -138,20 +141,14 @@ FL_TEST_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
 FL_TEST_T(engine, run_crash_host_kills_every_process, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("crash.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    run_passes("crash.yaml");
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE host='a' AND signal=9"), 2);
-    free(out);
 }
 
 FL_TEST_T(engine, run_limit_threads_on_one_host, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("limit.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
-    free(out);
+    run_passes("limit.yaml");
 }
 
 FL_TEST_T(engine, sync_point_kill_lands_at_same_step_20_of_20, 180)
@@ -338,10 +335,7 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
 FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("crash.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
-    free(out);
+    run_passes("crash.yaml");
     char runs[4096];
     snprintf(runs, sizeof runs, "%s/out/runs", fl_test_dir());
     DIR *d = opendir(runs);
@@ -363,10 +357,7 @@ FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
 FL_TEST_T(engine, kill_for_relaunches_and_pause_freezes, 60)
 {
     require_setup();
-    char *out;
-    int rc = run(&out, scn("relaunch.yaml"));
-    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
-    free(out);
+    run_passes("relaunch.yaml");
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE job='node'"), 2);
     /* the napper was frozen for the 300 ms between its two events */
     FL_ASSERT_GE(db_count("SELECT e.t_ms - b.t_ms FROM events b, events e "
