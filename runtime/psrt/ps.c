@@ -1074,8 +1074,11 @@ oom:
 int psrt_ps_serve(struct psrt_ps *p, int port, struct psrt_err *err)
 {
     struct ps *ps = (struct ps *)p;
-    return psrt_server_start(&ps->srv, NULL, port, ps->f->rpc_threads, ps->f->pool_threads,
-                             handler, ps, err);
+    int r = psrt_server_start(&ps->srv, NULL, port, ps->f->rpc_threads, ps->f->pool_threads,
+                              handler, ps, err);
+    if (!r)
+        psrt_server_set_timeout(ps->srv, ps->f->rpc_timeout);
+    return r;
 }
 
 int psrt_ps_port(struct psrt_ps *p) { return psrt_server_port(((struct ps *)p)->srv); }

@@ -241,6 +241,9 @@ struct psrt_server;
 int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, int mode,
                       int nthreads, psrt_handler h, void *ctx, struct psrt_err *err);
 int psrt_server_port(const struct psrt_server *s);
+/* Deadline for reading one request or writing one reply (default 600 s): a
+ * peer that stalls mid-frame releases its handler thread after it. */
+void psrt_server_set_timeout(struct psrt_server *s, double secs);
 /* Blocks until a handler set exit_after, or psrt_server_shutdown. */
 void psrt_server_wait(struct psrt_server *s);
 void psrt_server_shutdown(struct psrt_server *s);

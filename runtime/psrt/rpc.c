@@ -561,7 +561,13 @@ struct psrt_server {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
+    double io_timeout;  /* one request read or one reply written */
 };
+
+void psrt_server_set_timeout(struct psrt_server *s, double secs)
+{
+    s->io_timeout = secs > 0 ? secs : 600;
+}
 
 static void conn_close(struct srv_conn *sc)
 {
@@ -577,7 +583,7 @@ static void handle_one(void *arg)
     struct psrt_server *s = sc->s;
     struct psrt_frame_hdr h;
     bool eof = false;
-    int r = recv_frame(sc->fd, &h, &sc->in, psrt_now() + 600, &eof);
+    int r = recv_frame(sc->fd, &h, &sc->in, psrt_now() + s->io_timeout, &eof);
     if (r) {
         if (!eof && r != -ECONNRESET)
             psrt_log("rpc: dropping connection: bad request frame: %s", strerror(-r));
@@ -593,10 +599,10 @@ static void handle_one(void *arg)
     struct iovec iov = {sc->rep.out.p, sc->rep.out.len};
     if (sc->rep.next > 0)
         r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, sc->rep.ext,
-                       sc->rep.next, psrt_now() + 600);
+                       sc->rep.next, psrt_now() + s->io_timeout);
     else
         r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, &iov, 1,
-                       psrt_now() + 600);
+                       psrt_now() + s->io_timeout);
     if (sc->rep.done)
         sc->rep.done(sc->rep.done_arg);
     sc->rep.done = NULL;
@@ -666,6 +672,7 @@ int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, 
         return -ENOMEM;
     s->lfd = s->epfd = -1;
     s->mode = mode;
+    s->io_timeout = 600;
     s->h = h;
     s->ctx = ctx;
     pthread_mutex_init(&s->mu, NULL);
