@@ -66,3 +66,47 @@ FL_TEST_T(psrt_train, sparse_lr_2ps_3workers_reaches_target, 40)
 {
     train("sparse_lr", "--max_steps=2000", 0.55);
 }
+
+static int count_files(const char *rel_dir, const char *suffix)
+{
+    char *out = NULL;
+    fl_test_sh(&out, "ls %s/%s 2>/dev/null | grep -c '%s$'", fl_test_dir(), rel_dir, suffix);
+    int n = out ? atoi(out) : 0;
+    free(out);
+    return n;
+}
+
+FL_TEST_T(psrt_train, max_to_keep_and_save_secs_are_honoured, 40)
+{
+    struct pc c;
+    pc_init(&c, 2, 2,
+            "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=30 "
+            "--max_to_keep=2 --max_steps=300 --step_delay=0.002 --connect_timeout_secs=10");
+    pc_start_all(&c, NULL, NULL);
+    FL_REQUIRE_EQ(pc_wait_all(&c, 25), 0);
+    char *st = pc_read("w0/train_logs/checkpoint");
+    FL_ASSERT_CONTAINS(st, "model_checkpoint_path: \"model.ckpt-300\"");
+    int listed = 0;
+    for (const char *p = st; (p = strstr(p, "all_model_checkpoint_paths")); p++)
+        listed++;
+    FL_ASSERT_EQ(listed, 2);
+    free(st);
+    FL_ASSERT_EQ(count_files("w0/train_logs", ".index"), 2);
+    FL_ASSERT_EQ(count_files("ps0/train_logs/ps0", ".index"), 2);
+    FL_ASSERT_EQ(count_files("ps1/train_logs/ps1", ".index"), 2);
+
+    /* time-based saving: several saves during a run of about a second */
+    struct pc d;
+    pc_init(&d, 1, 1,
+            "--model=linear --checkpoint_protocol=legacy --save_checkpoint_secs=0.2 "
+            "--max_steps=150 --step_delay=0.006 --connect_timeout_secs=10");
+    pc_start(&d, "ps", 0, "t", NULL);
+    pc_start(&d, "worker", 0, "t", NULL);
+    FL_REQUIRE_EQ(pc_wait_all(&d, 25), 0);
+    char *log = pc_read("t.log");
+    int saves = 0;
+    for (const char *p = log; (p = strstr(p, "checkpoint saved: ")); p++)
+        saves++;
+    FL_ASSERT_MSG(saves >= 3, "%d saves:\n%s", saves, log);
+    free(log);
+}
