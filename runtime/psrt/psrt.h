@@ -315,6 +315,8 @@ struct psrt_table {
     bool has_empty_key;
     struct psrt_entry empty;
     float slot_init[2];
+    void *scratch;      /* bucketed batches */
+    size_t scratch_cap;
 };
 #define PSRT_TABLE_EMPTY UINT64_MAX
 int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *slot_init,

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define PF 32 /* prefetch distance, in keys */
+
 static void *big_alloc(size_t n)
 {
     void *p = NULL;
@@ -99,6 +101,7 @@ int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *sl
 
 void psrt_table_free(struct psrt_table *t)
 {
+    free(t->scratch);
     free(t->e);
     free(t->val);
     free(t->slot[0]);
@@ -219,11 +222,161 @@ float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
     return value_of(t, e);
 }
 
-#define PF 32
+
+/* Big SGD batches into a big table: radix-partition the updates by the
+ * region of the table they touch (BUCKET_BITS top bits of the slot), then
+ * apply them region by region, so that each region's entries stay in cache
+ * instead of every update missing it.  The scatter is stable: updates of one
+ * key keep their order.  If new keys make the table grow, the rest of the
+ * batch goes through the general path. */
+#define BUCKET_BITS 10
+#define BUCKET_MIN 65536
+
+struct upd {
+    uint64_t slot;
+    uint64_t key;
+    float g;
+    uint32_t pad;
+};
+
+static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
+                         const float *grads, size_t n)
+{
+    const int shift = t->bits - BUCKET_BITS;
+    const size_t nb = (size_t)1 << BUCKET_BITS;
+    if (t->scratch_cap < n) {
+        free(t->scratch);
+        t->scratch = malloc(n * sizeof(struct upd));
+        t->scratch_cap = t->scratch ? n : 0;
+        if (!t->scratch)
+            return -ENOMEM;
+    }
+    struct upd *u = t->scratch;
+    size_t *start = calloc(nb + 1, sizeof *start);
+    if (!start)
+        return -ENOMEM;
+    uint64_t *slots = malloc(n * sizeof *slots);
+    if (!slots) {
+        free(start);
+        return -ENOMEM;
+    }
+    double t0 = psrt_now();
+    for (size_t i = 0; i < n; i++) {
+        slots[i] = slot_of(t, keys[i]);
+        start[(slots[i] >> shift) + 1]++;
+    }
+    for (size_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    for (size_t i = 0; i < n; i++) {
+        size_t j = start[slots[i] >> shift]++;
+        u[j].slot = slots[i];
+        u[j].key = keys[i];
+        u[j].g = grads[i];
+    }
+    free(slots);
+    free(start);
+    double t1 = psrt_now();
+    bool grown = false;
+    for (size_t i = 0; i < n; i++) {
+        if (i + PF < n && !grown)
+            __builtin_prefetch(&t->e[u[i + PF].slot], 1);
+        uint64_t key = u[i].key, sl = u[i].slot;
+        struct psrt_entry *e;
+        if (key == PSRT_TABLE_EMPTY || grown || (t->nrows + 1) * 4 > (t->mask + 1) * 3) {
+            /* the table may grow: precomputed slots are stale from here on */
+            size_t before = t->mask;
+            e = upsert(t, key);
+            if (!e)
+                return -ENOMEM;
+            grown |= t->mask != before;
+        } else {
+            for (;;) {
+                e = &t->e[sl];
+                if (e->key == key)
+                    break;
+                if (e->key == PSRT_TABLE_EMPTY) {
+                    e = new_row(t, e, key);
+                    if (!e)
+                        return -ENOMEM;
+                    break;
+                }
+                sl = (sl + 1) & t->mask;
+            }
+        }
+        e->v -= lr * u[i].g;
+    }
+    if (getenv("PSRT_BENCH_DEBUG"))
+        fprintf(stderr, "bucketed push: scatter %.1f ms, apply %.1f ms\n", (t1 - t0) * 1e3,
+                (psrt_now() - t1) * 1e3);
+    return 0;
+}
+
+/* Big lookups, region by region like push_bucketed; results land in the
+ * caller's order.  0 on success, -ENOMEM (then the caller goes the simple
+ * way). */
+static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, float *out)
+{
+    const int shift = t->bits - BUCKET_BITS;
+    const size_t nb = (size_t)1 << BUCKET_BITS;
+    if (t->scratch_cap < n) {
+        free(t->scratch);
+        t->scratch = malloc(n * sizeof(struct upd));
+        t->scratch_cap = t->scratch ? n : 0;
+        if (!t->scratch)
+            return -ENOMEM;
+    }
+    struct upd *u = t->scratch;
+    size_t *start = calloc(nb + 1, sizeof *start);
+    uint64_t *slots = malloc(n * sizeof *slots);
+    if (!start || !slots) {
+        free(start);
+        free(slots);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        slots[i] = slot_of(t, keys[i]);
+        start[(slots[i] >> shift) + 1]++;
+    }
+    for (size_t b = 0; b < nb; b++)
+        start[b + 1] += start[b];
+    for (size_t i = 0; i < n; i++) {
+        size_t j = start[slots[i] >> shift]++;
+        u[j].slot = slots[i];
+        u[j].key = keys[i];
+        u[j].pad = (uint32_t)i;
+    }
+    free(slots);
+    free(start);
+    for (size_t i = 0; i < n; i++) {
+        if (i + PF < n)
+            __builtin_prefetch(&t->e[u[i + PF].slot]);
+        uint64_t key = u[i].key, sl = u[i].slot;
+        const struct psrt_entry *e;
+        if (key == PSRT_TABLE_EMPTY) {
+            e = find(t, key);
+        } else {
+            for (;;) {
+                e = &t->e[sl];
+                if (e->key == key)
+                    break;
+                if (e->key == PSRT_TABLE_EMPTY) {
+                    e = NULL;
+                    break;
+                }
+                sl = (sl + 1) & t->mask;
+            }
+        }
+        out[u[i].pad] = e ? e->v : 0.0f;
+    }
+    return 0;
+}
 
 void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n, float *out)
 {
     const size_t w = (size_t)t->width;
+    if (w == 1 && n >= BUCKET_MIN && n <= UINT32_MAX && t->bits > BUCKET_BITS + 6 &&
+        pull_bucketed((struct psrt_table *)t, keys, n, out) == 0)
+        return;
     uint64_t ring[PF];
     size_t pre = n < PF ? n : PF;
     for (size_t i = 0; i < pre; i++) {
@@ -275,6 +428,8 @@ int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint
     if (w > 1 || t->nslots_opt)
         if (grow_rows(t, t->nrows + n))
             return -ENOMEM;
+    if (o->kind == PSRT_OPT_SGD && w == 1 && n >= BUCKET_MIN && t->bits > BUCKET_BITS + 6)
+        return push_bucketed(t, o->lr, keys, grads, n);
     if (o->kind == PSRT_OPT_SGD && w == 1) {
         /* the hot path: slot indices computed once, in a ring PF ahead */
         const float lr = o->lr;
