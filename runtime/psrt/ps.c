@@ -520,19 +520,19 @@ static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct p
     pthread_rwlock_unlock(&ps->state);
 }
 
-/* Push request: u64 nkeys, u32 ndense, pad, dense grads, pad to 8, keys,
- * sparse grads. */
+/* Push request: u64 nkeys, u32 ndense (every dense variable of this ps, or 0:
+ * sparse rows only), pad, dense grads, pad to 8, keys, sparse grads. */
 static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
     uint64_t nkeys = psrt_buf_get_u64(req);
     uint32_t nd = psrt_buf_get_u32(req);
     psrt_buf_skip_align8(req);
-    if (nd != (uint32_t)ps->ndense) {
+    if (nd != 0 && nd != (uint32_t)ps->ndense) {
         rep->status = -EINVAL;
         return;
     }
     const float *dg[PSRT_MAX_VARS];
-    for (int i = 0; i < ps->ndense; i++)
+    for (int i = 0; i < (int)nd; i++)
         dg[i] = psrt_buf_get(req, (size_t)ps->dense[i].spec->n * 4);
     psrt_buf_skip_align8(req);
     const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
@@ -547,7 +547,7 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         set_not_ready(rep, ps->task);
         return;
     }
-    for (int i = 0; i < ps->ndense; i++) {
+    for (int i = 0; i < (int)nd; i++) {
         struct ps_var *v = &ps->dense[i];
         pthread_mutex_lock(&v->mu);
         psrt_optim_apply(&ps->opt, v->w, v->slot, dg[i], v->spec->n, &v->pw);

@@ -200,10 +200,12 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
 int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
                    int32_t *status, struct psrt_err *err);
 
-/* Several calls to distinct peers at once: every request is sent and every
- * reply read as the sockets allow (poll), so transfers to and from several
- * ps overlap.  Per call: rc (transport; the connection is then closed),
- * status and *resp as psrt_conn_call.  Returns the first rc, or 0. */
+/* Several calls at once: every request is sent and every reply read as the
+ * sockets allow (poll), so transfers to and from several ps overlap; calls
+ * on the same connection are pipelined in array order (each needs its own
+ * resp buffer).  Per call: rc (transport; the connection is then closed),
+ * status and *resp as psrt_conn_call.  Returns the first rc, or 0.  At most
+ * 256 calls. */
 #define PSRT_MULTI_IOV 12
 struct psrt_mcall {
     struct psrt_conn *c;

@@ -350,18 +350,34 @@ int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iov
     return psrt_conn_recv(c, timeout, resp, status, err);
 }
 
-/* ---- several calls at once, multiplexed with poll ----------------------- */
+/* ---- several calls at once, multiplexed with poll -----------------------
+ * Calls on distinct connections proceed in parallel; calls on the same
+ * connection are pipelined: sent back to back in array order, their
+ * replies read in the same order (the server answers a connection's
+ * requests in order).  Per connection: a send cursor (call, iovec
+ * progress) and a receive cursor (call, header or body progress); it is
+ * polled for POLLOUT while requests remain and POLLIN while replies are
+ * owed, so a big request to one peer never waits behind a big reply from
+ * another. */
 
-enum { M_SEND, M_HDR, M_BODY, M_DONE };
+#define MULTI_MAX 256
 
-struct mstate {
+struct mcall_state {
     uint8_t hdr_out[PSRT_FRAME_HDR];
     struct iovec v[PSRT_MULTI_IOV + 1];
-    int nv, vi;
+    int nv;
+};
+
+struct mconn {
+    struct psrt_conn *c;
+    int calls[MULTI_MAX];
+    int ncalls;
+    int send_i, vi;          /* call being sent, its iovec */
+    int recv_i;              /* call whose reply is being read */
     uint8_t hdr_in[PSRT_FRAME_HDR];
     size_t got;
     struct psrt_frame_hdr h;
-    int stage;
+    bool in_body, dead;
 };
 
 static void mfail(struct psrt_mcall *m, int r, const char *what)
@@ -373,171 +389,192 @@ static void mfail(struct psrt_mcall *m, int r, const char *what)
     psrt_err_set(m->err, r == -EPIPE ? -ECONNRESET : r, "%s: %s %s: %s", m->c->peer, what,
                  psrt_op_name(m->op), why);
     m->rc = m->err->code;
-    psrt_conn_close(m->c);
+}
+
+/* Fails every call of k not answered yet and closes its connection. */
+static void mconn_fail(struct psrt_mcall *m, struct mconn *k, int r, const char *what)
+{
+    for (int j = k->recv_i; j < k->ncalls; j++)
+        mfail(&m[k->calls[j]], r, what);
+    k->recv_i = k->send_i = k->ncalls;
+    k->dead = true;
+    psrt_conn_close(k->c);
+}
+
+/* Reads what is available on k; false when nothing more can be read now. */
+static void mconn_recv(struct psrt_mcall *m, struct mconn *k)
+{
+    int fd = k->c->fd;
+    while (k->recv_i < k->send_i) {
+        struct psrt_mcall *c = &m[k->calls[k->recv_i]];
+        if (!k->in_body) {
+            ssize_t g = recv(fd, k->hdr_in + k->got, sizeof k->hdr_in - k->got, 0);
+            if (g <= 0) {
+                if (g < 0 && errno == EINTR)
+                    continue;
+                if (g < 0 && errno == EAGAIN)
+                    return;
+                mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+                return;
+            }
+            k->got += (size_t)g;
+            if (k->got < sizeof k->hdr_in)
+                continue;
+            int e = psrt_frame_decode(k->hdr_in, &k->h, PSRT_FRAME_MAX);
+            if (!e && k->h.kind != PSRT_KIND_RESP)
+                e = -EPROTO;
+            psrt_buf_reset(c->resp);
+            if (!e && psrt_buf_reserve(c->resp, k->h.len ? k->h.len : 1))
+                e = -ENOMEM;
+            if (e) {
+                mconn_fail(m, k, e, "receiving reply to");
+                return;
+            }
+            k->in_body = true;
+            k->got = 0;
+        }
+        if (k->got < k->h.len) {
+            ssize_t g = recv(fd, c->resp->p + k->got, k->h.len - k->got, 0);
+            if (g <= 0) {
+                if (g < 0 && errno == EINTR)
+                    continue;
+                if (g < 0 && errno == EAGAIN)
+                    return;
+                mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+                return;
+            }
+            k->got += (size_t)g;
+            if (k->got < k->h.len)
+                continue;
+        }
+        c->resp->len = k->h.len;
+        c->resp->off = 0;
+        if (psrt_crc32c(0, c->resp->p, c->resp->len) != k->h.pcrc) {
+            mconn_fail(m, k, -EBADMSG, "receiving reply to");
+            return;
+        }
+        if (psrt_fault("psrt/rpc/recv")) {
+            mconn_fail(m, k, -ECONNRESET, "receiving reply to");
+            return;
+        }
+        c->status = k->h.status;
+        k->recv_i++;
+        k->in_body = false;
+        k->got = 0;
+    }
+}
+
+static void mconn_send(struct psrt_mcall *m, struct mcall_state *st, struct mconn *k)
+{
+    int fd = k->c->fd;
+    while (k->send_i < k->ncalls) {
+        struct mcall_state *s = &st[k->calls[k->send_i]];
+        ssize_t w = writev(fd, s->v + k->vi, s->nv - k->vi);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN)
+                mconn_fail(m, k, -errno, "sending");
+            return;
+        }
+        size_t adv = (size_t)w;
+        while (k->vi < s->nv && adv >= s->v[k->vi].iov_len)
+            adv -= s->v[k->vi++].iov_len;
+        if (k->vi < s->nv) {
+            s->v[k->vi].iov_base = (char *)s->v[k->vi].iov_base + adv;
+            s->v[k->vi].iov_len -= adv;
+            continue;
+        }
+        k->send_i++;
+        k->vi = 0;
+    }
 }
 
 int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout)
 {
     double deadline = psrt_now() + timeout;
-    struct mstate st[64];
-    struct pollfd pfd[64];
-    int idx[64], left = 0, failed = 0;
-    if (n > 64)
+    if (n > MULTI_MAX)
         return -EINVAL;
+    struct mcall_state *st = malloc(sizeof *st * (size_t)(n ? n : 1));
+    struct mconn *k = calloc((size_t)(n ? n : 1), sizeof *k);
+    struct pollfd pfd[MULTI_MAX];
+    int idx[MULTI_MAX], nk = 0;
+    if (!st || !k) {
+        free(st);
+        free(k);
+        return -ENOMEM;
+    }
     for (int i = 0; i < n; i++) {
-        struct mstate *s = &st[i];
         m[i].rc = 0;
         m[i].status = 0;
-        s->stage = M_DONE;
-        if (m[i].c->fd < 0) {
-            psrt_err_set(m[i].err, -ENOTCONN, "%s: not connected", m[i].c->peer);
-            m[i].rc = -ENOTCONN;
-            failed++;
-            continue;
-        }
-        if (psrt_fault("psrt/rpc/send")) {
-            mfail(&m[i], -ECONNRESET, "sending");
-            failed++;
-            continue;
-        }
+        int j = 0;
+        while (j < nk && k[j].c != m[i].c)
+            j++;
+        if (j == nk)
+            k[nk++].c = m[i].c;
+        k[j].calls[k[j].ncalls++] = i;
         struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = (uint16_t)m[i].op,
                                    .flags = m[i].flags, .id = m[i].c->next_id++};
         uint32_t crc = 0;
+        struct mcall_state *s = &st[i];
         s->nv = 1;
-        for (int k = 0; k < m[i].niov && k < PSRT_MULTI_IOV; k++) {
-            h.len += m[i].iov[k].iov_len;
-            crc = psrt_crc32c(crc, m[i].iov[k].iov_base, m[i].iov[k].iov_len);
-            if (m[i].iov[k].iov_len)
-                s->v[s->nv++] = m[i].iov[k];
+        for (int q = 0; q < m[i].niov && q < PSRT_MULTI_IOV; q++) {
+            h.len += m[i].iov[q].iov_len;
+            crc = psrt_crc32c(crc, m[i].iov[q].iov_base, m[i].iov[q].iov_len);
+            if (m[i].iov[q].iov_len)
+                s->v[s->nv++] = m[i].iov[q];
         }
         h.pcrc = crc;
         psrt_frame_encode(s->hdr_out, &h);
         s->v[0] = (struct iovec){s->hdr_out, sizeof s->hdr_out};
-        s->vi = 0;
-        s->got = 0;
-        s->stage = M_SEND;
-        left++;
     }
-    while (left > 0) {
+    for (int j = 0; j < nk; j++) {
+        if (k[j].c->fd < 0)
+            mconn_fail(m, &k[j], -ENOTCONN, "sending");
+        else if (psrt_fault("psrt/rpc/send"))
+            mconn_fail(m, &k[j], -ECONNRESET, "sending");
+    }
+    for (;;) {
         int np = 0;
-        for (int i = 0; i < n; i++) {
-            if (st[i].stage == M_DONE)
+        for (int j = 0; j < nk; j++) {
+            if (k[j].dead || k[j].recv_i == k[j].ncalls)
                 continue;
-            pfd[np] = (struct pollfd){.fd = m[i].c->fd,
-                                      .events = st[i].stage == M_SEND ? POLLOUT : POLLIN};
-            idx[np++] = i;
+            short ev = 0;
+            if (k[j].send_i < k[j].ncalls)
+                ev |= POLLOUT;
+            if (k[j].recv_i < k[j].send_i)
+                ev |= POLLIN;
+            pfd[np] = (struct pollfd){.fd = k[j].c->fd, .events = ev};
+            idx[np++] = j;
         }
+        if (np == 0)
+            break;
         double rem = deadline - psrt_now();
         if (rem <= 0) {
-            for (int k = 0; k < np; k++)
-                mfail(&m[idx[k]], -ETIMEDOUT, "waiting on");
+            for (int q = 0; q < np; q++)
+                mconn_fail(m, &k[idx[q]], -ETIMEDOUT, "waiting on");
             break;
         }
         int r = poll(pfd, (nfds_t)np, rem > 1e6 ? 1000000000 : (int)(rem * 1000) + 1);
         if (r < 0 && errno != EINTR)
-            return -errno;
-        for (int k = 0; k < np && r > 0; k++) {
-            if (!pfd[k].revents)
+            break;
+        for (int q = 0; q < np && r > 0; q++) {
+            struct mconn *kk = &k[idx[q]];
+            if (!pfd[q].revents)
                 continue;
-            int i = idx[k];
-            struct mstate *s = &st[i];
-            struct psrt_mcall *c = &m[i];
-            int fd = c->c->fd;
-            for (;;) { /* make as much progress as the socket allows */
-                if (s->stage == M_SEND) {
-                    ssize_t w = writev(fd, s->v + s->vi, s->nv - s->vi);
-                    if (w < 0) {
-                        if (errno == EINTR)
-                            continue;
-                        if (errno != EAGAIN) {
-                            mfail(c, -errno, "sending");
-                            s->stage = M_DONE;
-                            left--;
-                        }
-                        break;
-                    }
-                    size_t adv = (size_t)w;
-                    while (s->vi < s->nv && adv >= s->v[s->vi].iov_len)
-                        adv -= s->v[s->vi++].iov_len;
-                    if (s->vi < s->nv) {
-                        s->v[s->vi].iov_base = (char *)s->v[s->vi].iov_base + adv;
-                        s->v[s->vi].iov_len -= adv;
-                        continue;
-                    }
-                    s->stage = M_HDR;
-                    s->got = 0;
-                    break; /* wait for POLLIN */
-                }
-                if (s->stage == M_HDR) {
-                    ssize_t g = recv(fd, s->hdr_in + s->got, sizeof s->hdr_in - s->got, 0);
-                    if (g <= 0) {
-                        if (g < 0 && errno == EINTR)
-                            continue;
-                        if (g < 0 && errno == EAGAIN)
-                            break;
-                        mfail(c, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
-                        s->stage = M_DONE;
-                        left--;
-                        break;
-                    }
-                    s->got += (size_t)g;
-                    if (s->got < sizeof s->hdr_in)
-                        continue;
-                    int e = psrt_frame_decode(s->hdr_in, &s->h, PSRT_FRAME_MAX);
-                    if (!e && s->h.kind != PSRT_KIND_RESP)
-                        e = -EPROTO;
-                    if (e) {
-                        mfail(c, e, "receiving reply to");
-                        s->stage = M_DONE;
-                        left--;
-                        break;
-                    }
-                    psrt_buf_reset(c->resp);
-                    if (psrt_buf_reserve(c->resp, s->h.len ? s->h.len : 1)) {
-                        mfail(c, -ENOMEM, "receiving reply to");
-                        s->stage = M_DONE;
-                        left--;
-                        break;
-                    }
-                    s->stage = M_BODY;
-                    s->got = 0;
-                }
-                if (s->stage == M_BODY) {
-                    if (s->got < s->h.len) {
-                        ssize_t g = recv(fd, c->resp->p + s->got, s->h.len - s->got, 0);
-                        if (g <= 0) {
-                            if (g < 0 && errno == EINTR)
-                                continue;
-                            if (g < 0 && errno == EAGAIN)
-                                break;
-                            mfail(c, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
-                            s->stage = M_DONE;
-                            left--;
-                            break;
-                        }
-                        s->got += (size_t)g;
-                        if (s->got < s->h.len)
-                            continue;
-                    }
-                    c->resp->len = s->h.len;
-                    c->resp->off = 0;
-                    if (psrt_crc32c(0, c->resp->p, c->resp->len) != s->h.pcrc)
-                        mfail(c, -EBADMSG, "receiving reply to");
-                    else if (psrt_fault("psrt/rpc/recv"))
-                        mfail(c, -ECONNRESET, "receiving reply to");
-                    else
-                        c->status = s->h.status;
-                    s->stage = M_DONE;
-                    left--;
-                    break;
-                }
-            }
+            if (pfd[q].revents & (POLLIN | POLLERR | POLLHUP))
+                mconn_recv(m, kk);
+            if (!kk->dead && (pfd[q].revents & (POLLOUT | POLLERR)))
+                mconn_send(m, st, kk);
+            if (!kk->dead && kk->recv_i < kk->send_i)
+                mconn_recv(m, kk);
         }
     }
+    free(st);
+    free(k);
     for (int i = 0; i < n; i++)
         if (m[i].rc)
             return m[i].rc;
-    (void)failed;
     return 0;
 }
 
