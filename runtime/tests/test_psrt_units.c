@@ -584,3 +584,50 @@ FL_TEST(psrt_events, hello_event_and_sync_waits_for_ok)
     psrt_ev_close();
     close(h.lfd);
 }
+
+FL_TEST(psrt_rpc, multi_pipelines_calls_per_connection_in_order)
+{
+    struct ps_fixture x, y;
+    fixture(&x, "linear", PSRT_POOL, 10);
+    fixture(&y, "linear", PSRT_PER_REQUEST, 10);
+    enum { N = 7 };
+    struct psrt_mcall m[N];
+    struct psrt_err err[N];
+    struct psrt_buf resp[N];
+    char *payload[N];
+    struct iovec iov[N];
+    memset(resp, 0, sizeof resp);
+    for (int i = 0; i < N; i++) {
+        size_t n = (size_t)(i + 1) * 300000; /* big enough to interleave on the wire */
+        payload[i] = malloc(n);
+        for (size_t j = 0; j < n; j++)
+            payload[i][j] = (char)(i * 7 + j);
+        iov[i] = (struct iovec){payload[i], n};
+        m[i] = (struct psrt_mcall){.c = i % 3 ? x.c : y.c, .op = PSRT_OP_ECHO, .iov = &iov[i],
+                                   .niov = 1, .resp = &resp[i], .err = &err[i]};
+    }
+    FL_REQUIRE_EQ(psrt_conn_multi(m, N, 10), 0);
+    for (int i = 0; i < N; i++) {
+        FL_ASSERT_EQ(m[i].rc, 0);
+        FL_ASSERT_EQ(m[i].status, 0);
+        FL_ASSERT_EQ(resp[i].len, iov[i].iov_len);
+        if (resp[i].len == iov[i].iov_len)
+            FL_ASSERT_MEMEQ(resp[i].p, payload[i], resp[i].len);
+        free(payload[i]);
+        psrt_buf_free(&resp[i]);
+    }
+    /* a closed connection fails its calls with an error naming the peer */
+    psrt_conn_close(y.c);
+    char one = 1;
+    struct iovec o = {&one, 1};
+    m[0] = (struct psrt_mcall){.c = y.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1,
+                               .resp = &resp[0], .err = &err[0]};
+    m[1] = (struct psrt_mcall){.c = x.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1,
+                               .resp = &resp[1], .err = &err[1]};
+    FL_ASSERT_EQ(psrt_conn_multi(m, 2, 5), -ENOTCONN);
+    FL_ASSERT_CONTAINS(err[0].msg, "ps task 0 at 127.0.0.1:");
+    FL_ASSERT_EQ(m[1].rc, 0);
+    FL_ASSERT_EQ(resp[1].len, 1);
+    psrt_buf_free(&resp[0]);
+    psrt_buf_free(&resp[1]);
+}
