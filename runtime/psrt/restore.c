@@ -8,8 +8,9 @@
  * have the files: "Unsuccessful TensorSliceReader constructor: Failed to
  * get matching files on ...").
  *
- * robust: the latest checkpoint is the newest step that the chief's state
- * file or any ps's own state file names.  For each shard: the ps's own
+ * robust: the latest checkpoint is the one the chief's state file names
+ * (the record of reported saves); when the chief's disk was lost, the
+ * newest step the ps tasks' own state files name.  For each shard: the ps's own
  * durable copy (RestoreV2 from <train_dir>/ps<i>/), else the chief's
  * complete copy (the chief reads the shard's tensors, crc-checked, and
  * sends them: Load; the ps also writes them back to its disk, so the shard
@@ -131,7 +132,7 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
 {
     const struct psrt_flags *f = w->f;
     int order[256], n = psrt_model_shards(&w->m, order), r = 0;
-    long long best = -1;
+    long long best = -1, ps_best = -1;
     struct ckpt_state st;
     struct ckpt_err ce = {0};
     memset(&st, 0, sizeof st);
@@ -156,20 +157,29 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
         *err = calls[bad].err;
         return calls[bad].rc ? calls[bad].rc : calls[bad].status;
     }
-    /* present[i]: latest step ps order[i] holds locally is >= candidate */
-    for (int i = 0; i < n; i++) {
+    /* The chief's state file is the record of reported saves: when it is
+     * there, its checkpoint is the one.  Without it (the chief's disk was
+     * lost), the newest step any ps committed: at most one save newer than
+     * the last reported one (ps commit before the chief's state is written),
+     * complete on the ps tasks. */
+    for (int i = 0; i < n && best < 0; i++) {
         struct psrt_buf *b = &w->resp[order[i]];
         b->off = 0;
         uint32_t k = psrt_buf_get_u32(b);
+        long long mine = -1;
         for (uint32_t j = 0; j < k && !b->bad; j++) {
             char nm[512];
             psrt_buf_get_str(b, nm, sizeof nm);
             uint32_t present = psrt_buf_get_u32(b);
             long long s = step_of(nm);
-            if (present && s > best)
-                best = s;
+            if (present && s > mine)
+                mine = s;
         }
+        if (mine > ps_best)
+            ps_best = mine;
     }
+    if (best < 0)
+        best = ps_best;
     if (best < 0)
         return 0;
     *step = best;
