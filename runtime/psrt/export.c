@@ -123,7 +123,7 @@ static int export_legacy(struct psrt_worker *w, const char *dir, struct psrt_err
     }
     snprintf(prefix, sizeof prefix, "%s/variables", vdir);
     long long step = current_step(w);
-    r = psrt_legacy_sharded_save(w, prefix, step, err);
+    r = psrt_legacy_sharded_save(w, "save_1", prefix, step, err); /* the builder's own Saver */
     if (r)
         return r;
     return write_signature(w, dir, step, false, err);

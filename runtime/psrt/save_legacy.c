@@ -33,8 +33,8 @@ static void add_node(struct psrt_err *err, const char *node, const char *op, int
              ps);
 }
 
-int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long long step,
-                             struct psrt_err *err)
+int psrt_legacy_sharded_save(struct psrt_worker *w, const char *saver, const char *prefix,
+                             long long step, struct psrt_err *err)
 {
     int order[256];
     int n = psrt_model_shards(&w->m, order);
@@ -63,9 +63,9 @@ int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long lon
         if (!calls[bad].rc) {
             char node[64];
             if (bad == 0)
-                snprintf(node, sizeof node, "save/SaveV2");
+                snprintf(node, sizeof node, "%s/SaveV2", saver);
             else
-                snprintf(node, sizeof node, "save/SaveV2_%d", bad);
+                snprintf(node, sizeof node, "%s/SaveV2_%d", saver, bad);
             add_node(err, node, "SaveV2", order[bad]);
         }
         goto cleanup;
@@ -85,8 +85,11 @@ int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long lon
     if (bad >= 0) {
         *err = mc.err;
         r = mc.rc ? mc.rc : mc.status;
-        if (!mc.rc)
-            add_node(err, "save/MergeV2Checkpoints", "MergeV2Checkpoints", order[n - 1]);
+        if (!mc.rc) {
+            char node[64];
+            snprintf(node, sizeof node, "%s/MergeV2Checkpoints", saver);
+            add_node(err, node, "MergeV2Checkpoints", order[n - 1]);
+        }
         goto cleanup;
     }
     r = 0;
@@ -196,7 +199,7 @@ int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err
         r = -fe;
     }
     if (!r)
-        r = psrt_legacy_sharded_save(w, prefix, step, err);
+        r = psrt_legacy_sharded_save(w, "save", prefix, step, err);
     if (!r)
         r = psrt_update_state(w, prefix, 0, err);
     if (r) {

@@ -78,9 +78,10 @@ int psrt_restore_latest(struct psrt_worker *w, long long *step, struct psrt_err 
 int psrt_export(struct psrt_worker *w, struct psrt_err *err);
 /* Helpers shared by the protocols. */
 /* TensorFlow's sharded save: SaveV2 of every ps to <tmp>-i-of-n, then
- * MergeV2Checkpoints on the last into prefix. */
-int psrt_legacy_sharded_save(struct psrt_worker *w, const char *prefix, long long step,
-                             struct psrt_err *err);
+ * MergeV2Checkpoints on the last into prefix.  saver names the nodes in
+ * errors ("save", or "save_1" for SavedModelBuilder's). */
+int psrt_legacy_sharded_save(struct psrt_worker *w, const char *saver, const char *prefix,
+                             long long step, struct psrt_err *err);
 /* Kept checkpoints: reads train_dir's state, appends prefix, deletes what
  * falls beyond max_to_keep (errors logged), writes the state (flags:
  * CKPT_SYNC for robust). */

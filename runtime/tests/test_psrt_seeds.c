@@ -140,7 +140,7 @@ FL_TEST_T(psrt_seed, s002_legacy_export_fails_on_ps_disk_and_leftover_hides_it, 
     FL_ASSERT_EQ(r, 1);
     assert_matches(log, "NotFoundError: model/1/variables/variables_temp_[0-9a-f]{32}/"
                         "part-00000-of-00001\\.data-00000-of-00001; No such file or directory");
-    FL_ASSERT_CONTAINS(log, "_device=\"/job:ps/replica:0/task:0/cpu:0\"");
+    FL_ASSERT_CONTAINS(log, "[[Node: save_1/SaveV2 = SaveV2[_device=\"/job:ps/replica:0/task:0/cpu:0\"]");
     free(log);
     /* layout 1/3: ps and chief share a machine (directory): works */
     struct pc d;
