@@ -13,8 +13,9 @@
  *       into the caller's order; median of R runs, each on fresh tables.
  *       The ps tasks run --model=sparse_lr --optimizer=sgd.
  *   psrt bench dense --ps_hosts=H:P,... [--dense_floats=N] [--secs=S]
- *       pull + push of every dense variable (bench_dense, one per ps) in a
- *       loop for S seconds: payload bytes per second.
+ *       push + pull of every dense variable (bench_dense, one per ps),
+ *       pipelined on each connection, all ps at once, in a loop for S
+ *       seconds: payload bytes per second.
  *   psrt bench robust --ps_hosts=H:P,... --dense_floats=N --train_dir=D
  *                     [--phase=save|restore|all]
  *       save: two robust saves of the whole model (each ps's shard durable
@@ -340,40 +341,45 @@ static int bench_dense(int argc, char **argv)
             grad[p][i] = 1e-6f;
     }
     uint64_t bytes = 0, rounds = 0, zero = 0;
+    /* Each round: push the gradients to every ps and pull every variable,
+     * both pipelined on each ps's connection (the ps answers in order, so
+     * the pull sees the push), all ps at once. */
+    static struct psrt_buf rb[512];
+    struct psrt_mcall mc[512];
+    struct psrt_err merr[512];
+    struct iovec piov[256][3], liov[256][1];
+    struct {
+        uint64_t nkeys;
+        uint32_t nd, pad;
+    } hdr[256];
+    for (int p = 0; p < nps; p++) {
+        hdr[p].nkeys = 0;
+        hdr[p].nd = floats[p] ? 1 : 0;
+        hdr[p].pad = 0;
+        piov[p][0] = (struct iovec){&hdr[p], 16};
+        piov[p][1] = (struct iovec){grad[p], floats[p] * 4};
+        piov[p][2] = (struct iovec){&zero, (floats[p] * 4) % 8 ? 4 : 0};
+        liov[p][0] = (struct iovec){&zero, 8};
+    }
     double t0 = psrt_now(), t = t0;
     while (t - t0 < secs) {
-        struct psrt_call calls[256];
+        int n = 0;
         for (int p = 0; p < nps; p++) {
-            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL};
-            calls[p].iov[0] = (struct iovec){&zero, 8};
-            calls[p].niov = 1;
+            mc[n] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PUSH, .iov = piov[p],
+                                        .niov = 3, .resp = &rb[n], .err = &merr[n]};
+            n++;
+            mc[n] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PULL, .iov = liov[p],
+                                        .niov = 1, .resp = &rb[n], .err = &merr[n]};
+            n++;
         }
-        int bad = psrt_worker_calls(w, calls, nps);
-        if (bad >= 0) {
-            fprintf(stderr, "psrt bench: pull: %s\n", calls[bad].err.msg);
-            return 1;
-        }
-        for (int p = 0; p < nps; p++)
-            bytes += w->resp[p].len;
-        struct {
-            uint64_t nkeys;
-            uint32_t nd, pad;
-        } hdr[256];
-        for (int p = 0; p < nps; p++) {
-            hdr[p].nkeys = 0;
-            hdr[p].nd = floats[p] ? 1 : 0;
-            hdr[p].pad = 0;
-            calls[p] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
-            calls[p].iov[0] = (struct iovec){&hdr[p], 16};
-            calls[p].iov[1] = (struct iovec){grad[p], floats[p] * 4};
-            calls[p].iov[2] = (struct iovec){&zero, (floats[p] * 4) % 8 ? 4 : 0};
-            calls[p].niov = 3;
-            bytes += 16 + floats[p] * 4;
-        }
-        bad = psrt_worker_calls(w, calls, nps);
-        if (bad >= 0) {
-            fprintf(stderr, "psrt bench: push: %s\n", calls[bad].err.msg);
-            return 1;
+        int rc = psrt_conn_multi(mc, n, 60);
+        for (int i = 0; i < n; i++) {
+            if (rc || mc[i].rc || mc[i].status) {
+                fprintf(stderr, "psrt bench: %s: %s\n", psrt_op_name(mc[i].op),
+                        mc[i].rc ? merr[i].msg : "refused");
+                return 1;
+            }
+            bytes += mc[i].op == PSRT_OP_PULL ? rb[i].len : 16 + floats[i / 2] * 4;
         }
         rounds++;
         t = psrt_now();
