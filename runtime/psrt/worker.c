@@ -696,9 +696,15 @@ int psrt_worker_main(const struct psrt_flags *f)
             w->losses[w->nloss++ % 20] = loss;
             w->chief_steps++;
             if (w->chief_steps % f->log_every == 0) {
-                psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
-                         mean_loss(w));
-                psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
+                /* at most 100 lines and events a second, however fast the steps */
+                static double last_report;
+                double now = psrt_now();
+                if (now - last_report >= 0.01) {
+                    last_report = now;
+                    psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
+                             mean_loss(w));
+                    psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
+                }
             }
             bool due = (f->save_steps > 0 && gstep >= w->last_save_step + f->save_steps) ||
                        (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
