@@ -451,9 +451,15 @@ int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint
             if (key == PSRT_TABLE_EMPTY || t->bits != bits ||
                 (t->nrows + 1) * 4 > (t->mask + 1) * 3) {
                 e = upsert(t, key); /* rare: special key, growth */
-                bits = t->bits;
                 if (!e)
                     return -ENOMEM;
+                if (t->bits != bits) {
+                    /* the slots in the ring are for the old size: a probe
+                     * from a stale slot would miss the key and add it twice */
+                    bits = t->bits;
+                    for (size_t j = i + 1; j < n && j <= i + PF; j++)
+                        ring[j % PF] = slot_of(t, keys[j]);
+                }
             } else {
                 for (;;) {
                     e = &t->e[s];
