@@ -227,8 +227,12 @@ float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
  * region of the table they touch (BUCKET_BITS top bits of the slot), then
  * apply them region by region, so that each region's entries stay in cache
  * instead of every update missing it.  The scatter is stable: updates of one
- * key keep their order.  If new keys make the table grow, the rest of the
- * batch goes through the general path. */
+ * key keep their order, so the result is exactly what applying the batch in
+ * its order gives.  Records are 16 bytes (key, slot, gradient) and the hash
+ * is computed again in the scatter pass rather than stored: both passes are
+ * bound by memory traffic, not by the hash.  New rows are written in place
+ * (width 1, no slots: the row number is the only state).  If new keys make
+ * the table grow, the rest of the batch goes through upsert. */
 #define BUCKET_BITS 10
 #define BUCKET_MIN 65536
 
@@ -239,71 +243,112 @@ struct upd {
     uint32_t pad;
 };
 
+/* one update of a big push */
+struct supd {
+    uint64_t key;
+    uint32_t slot;
+    float g;
+};
+
+static int push_upsert(struct psrt_table *t, float lr, const struct supd *u, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct psrt_entry *e = upsert(t, u[i].key);
+        if (!e)
+            return -ENOMEM;
+        e->v -= lr * u[i].g;
+    }
+    return 0;
+}
+
+/* Applies u[0..n) in order; stops (returning how many were applied) at
+ * the EMPTY key or when a new row would make the table grow; (size_t)-1 on
+ * ENOMEM. */
+static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u, size_t n)
+{
+    struct psrt_entry *E = t->e;
+    const uint64_t mask = t->mask, limit = (mask + 1) * 3 / 4;
+    const bool plain = t->nslots_opt == 0 && t->width == 1;
+    uint64_t nrows = t->nrows;
+    size_t i = 0;
+    for (; i < n; i++) {
+        if (i + PF < n)
+            __builtin_prefetch(&E[u[i + PF].slot], 1);
+        uint64_t key = u[i].key, s = u[i].slot;
+        if (key == PSRT_TABLE_EMPTY || nrows + 1 > limit)
+            break;
+        struct psrt_entry *e;
+        for (;;) {
+            e = &E[s];
+            if (e->key == key)
+                break;
+            if (e->key == PSRT_TABLE_EMPTY) {
+                if (plain) { /* new_row: width 1, no slots, rows reserved */
+                    e->key = key;
+                    e->row = (uint32_t)nrows++;
+                    e->v = 0;
+                } else {
+                    t->nrows = nrows;
+                    e = new_row(t, e, key);
+                    nrows = t->nrows;
+                    if (!e)
+                        return (size_t)-1;
+                }
+                break;
+            }
+            s = (s + 1) & mask;
+        }
+        e->v -= lr * u[i].g;
+    }
+    t->nrows = nrows;
+    return i;
+}
+
 static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
                          const float *grads, size_t n)
 {
-    const int shift = t->bits - BUCKET_BITS;
+    const int bits = t->bits, shift = BUCKET_BITS; /* bucket = slot >> (bits - BUCKET_BITS) */
     const size_t nb = (size_t)1 << BUCKET_BITS;
-    if (t->scratch_cap < n) {
+    if (grow_rows(t, t->nrows + n)) /* row numbers only: width 1, no slots */
+        return -ENOMEM;
+    if (t->scratch_cap * sizeof(struct upd) < n * sizeof(struct supd)) {
         free(t->scratch);
         t->scratch = malloc(n * sizeof(struct upd));
         t->scratch_cap = t->scratch ? n : 0;
         if (!t->scratch)
             return -ENOMEM;
     }
-    struct upd *u = t->scratch;
-    size_t *start = calloc(nb + 1, sizeof *start);
-    if (!start)
-        return -ENOMEM;
-    uint64_t *slots = malloc(n * sizeof *slots);
-    if (!slots) {
-        free(start);
-        return -ENOMEM;
-    }
+    struct supd *u = t->scratch;
+    size_t start[(1 << BUCKET_BITS) + 1];
+    memset(start, 0, sizeof start);
     double t0 = psrt_now();
-    for (size_t i = 0; i < n; i++) {
-        slots[i] = slot_of(t, keys[i]);
-        start[(slots[i] >> shift) + 1]++;
-    }
+    for (size_t i = 0; i < n; i++)
+        start[(psrt_mix64(keys[i]) >> (64 - shift)) + 1]++;
     for (size_t b = 0; b < nb; b++)
         start[b + 1] += start[b];
     for (size_t i = 0; i < n; i++) {
-        size_t j = start[slots[i] >> shift]++;
-        u[j].slot = slots[i];
-        u[j].key = keys[i];
-        u[j].g = grads[i];
+        uint64_t h = psrt_mix64(keys[i]);
+        u[start[h >> (64 - shift)]++] = (struct supd){keys[i], (uint32_t)(h >> (64 - bits)),
+                                                      grads[i]};
     }
-    free(slots);
-    free(start);
     double t1 = psrt_now();
-    bool grown = false;
-    for (size_t i = 0; i < n; i++) {
-        if (i + PF < n && !grown)
-            __builtin_prefetch(&t->e[u[i + PF].slot], 1);
-        uint64_t key = u[i].key, sl = u[i].slot;
-        struct psrt_entry *e;
-        if (key == PSRT_TABLE_EMPTY || grown || (t->nrows + 1) * 4 > (t->mask + 1) * 3) {
-            /* the table may grow: precomputed slots are stale from here on */
-            size_t before = t->mask;
-            e = upsert(t, key);
-            if (!e)
+    size_t i = 0;
+    while (i < n) {
+        size_t a = apply_sorted(t, lr, u + i, n - i);
+        if (a == (size_t)-1)
+            return -ENOMEM;
+        i += a;
+        if (i == n)
+            break;
+        if (u[i].key == PSRT_TABLE_EMPTY && (t->nrows + 1) * 4 <= (t->mask + 1) * 3) {
+            if (push_upsert(t, lr, &u[i], 1)) /* it lives outside the array */
                 return -ENOMEM;
-            grown |= t->mask != before;
-        } else {
-            for (;;) {
-                e = &t->e[sl];
-                if (e->key == key)
-                    break;
-                if (e->key == PSRT_TABLE_EMPTY) {
-                    e = new_row(t, e, key);
-                    if (!e)
-                        return -ENOMEM;
-                    break;
-                }
-                sl = (sl + 1) & t->mask;
-            }
+            i++;
+            continue;
         }
-        e->v -= lr * u[i].g;
+        if (push_upsert(t, lr, u + i, n - i)) /* the table grows: slots are stale */
+            return -ENOMEM;
+        break;
     }
     if (getenv("PSRT_BENCH_DEBUG"))
         fprintf(stderr, "bucketed push: scatter %.1f ms, apply %.1f ms\n", (t1 - t0) * 1e3,
@@ -428,7 +473,8 @@ int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint
     if (w > 1 || t->nslots_opt)
         if (grow_rows(t, t->nrows + n))
             return -ENOMEM;
-    if (o->kind == PSRT_OPT_SGD && w == 1 && n >= BUCKET_MIN && t->bits > BUCKET_BITS + 6)
+    if (o->kind == PSRT_OPT_SGD && w == 1 && n >= BUCKET_MIN && t->bits > BUCKET_BITS + 6 &&
+        t->bits <= 32)
         return push_bucketed(t, o->lr, keys, grads, n);
     if (o->kind == PSRT_OPT_SGD && w == 1) {
         /* the hot path: slot indices computed once, in a ring PF ahead */

@@ -320,6 +320,62 @@ FL_TEST(psrt_table, push_pull_grow_and_sgd_apply)
     free(out);
 }
 
+/* Big SGD batches (bucketed on the ps) give exactly what small batches
+ * give: every key's updates applied in their order, repeated keys, the
+ * table's EMPTY key, and new keys that make a populated table grow
+ * mid-batch. */
+static void push_small(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *k,
+                       const float *g, size_t n)
+{
+    for (size_t i = 0; i < n; i += 1000)
+        psrt_table_push(t, o, k + i, g + i, n - i < 1000 ? n - i : 1000, NULL);
+}
+
+FL_TEST(psrt_table, big_push_matches_small_batches)
+{
+    enum { N = 400000 };
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_SGD, 0.25f);
+    uint64_t *k = malloc(N * 8);
+    float *g = malloc(N * 4), *want = malloc(N * 4), *got = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        /* a quarter repeats an earlier key; two are the table's EMPTY key */
+        k[i] = i % 4 == 3 ? k[(size_t)psrt_mix64((uint64_t)i) % (size_t)i]
+                          : psrt_mix64((uint64_t)i + 99);
+        if (i == 1001 || i == 250001)
+            k[i] = PSRT_TABLE_EMPTY;
+        g[i] = (float)(i % 29) * 0.37f - 3.1f;
+    }
+    struct psrt_table ref, t;
+    FL_REQUIRE_EQ(psrt_table_init(&ref, 1, 0, NULL, 16), 0);
+    FL_REQUIRE_EQ(psrt_table_init(&t, 1, 0, NULL, 16), 0);
+    /* a fresh table (sized for the batch at once), then one where the
+     * second batch's new keys (other seeds) make it grow */
+    push_small(&ref, &o, k, g, N / 2);
+    FL_REQUIRE_EQ(psrt_table_push(&t, &o, k, g, N / 2, NULL), 0);
+    FL_ASSERT_EQ(t.nrows, ref.nrows);
+    for (int i = 0; i < N; i++)
+        if (i % 4 != 3 && k[i] != PSRT_TABLE_EMPTY)
+            k[i] = psrt_mix64((uint64_t)i + 7) ^ 0x5555aaaa5555aaaaull;
+    push_small(&ref, &o, k, g, N);
+    int64_t bits_before = t.bits;
+    FL_REQUIRE_EQ(psrt_table_push(&t, &o, k, g, N, NULL), 0);
+    FL_ASSERT(t.bits > bits_before);
+    FL_ASSERT_EQ(t.nrows, ref.nrows);
+    psrt_table_pull(&ref, k, N, want);
+    psrt_table_pull(&t, k, N, got);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += memcmp(&got[i], &want[i], 4) != 0;
+    FL_ASSERT_EQ(bad, 0);
+    psrt_table_free(&ref);
+    psrt_table_free(&t);
+    free(k);
+    free(g);
+    free(want);
+    free(got);
+}
+
 /* ---- ps protocol over RPC, in process ----------------------------------------------------- */
 
 struct ps_fixture {
