@@ -236,19 +236,18 @@ float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
 #define BUCKET_BITS 10
 #define BUCKET_MIN 65536
 
-struct upd {
-    uint64_t slot;
-    uint64_t key;
-    float g;
-    uint32_t pad;
-};
-
-/* one update of a big push */
+/* one update of a big push; one lookup of a big pull */
 struct supd {
     uint64_t key;
     uint32_t slot;
     float g;
 };
+struct slook {
+    uint64_t key;
+    uint32_t slot, idx;
+};
+/* t->scratch holds scratch_cap of either */
+_Static_assert(sizeof(struct supd) == 16 && sizeof(struct slook) == 16, "scratch records");
 
 static int push_upsert(struct psrt_table *t, float lr, const struct supd *u, size_t n)
 {
@@ -311,9 +310,9 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
     const size_t nb = (size_t)1 << BUCKET_BITS;
     if (grow_rows(t, t->nrows + n)) /* row numbers only: width 1, no slots */
         return -ENOMEM;
-    if (t->scratch_cap * sizeof(struct upd) < n * sizeof(struct supd)) {
+    if (t->scratch_cap < n) {
         free(t->scratch);
-        t->scratch = malloc(n * sizeof(struct upd));
+        t->scratch = malloc(n * sizeof(struct supd));
         t->scratch_cap = t->scratch ? n : 0;
         if (!t->scratch)
             return -ENOMEM;
@@ -361,57 +360,49 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
  * way). */
 static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, float *out)
 {
-    const int shift = t->bits - BUCKET_BITS;
+    const int bits = t->bits;
     const size_t nb = (size_t)1 << BUCKET_BITS;
     if (t->scratch_cap < n) {
         free(t->scratch);
-        t->scratch = malloc(n * sizeof(struct upd));
+        t->scratch = malloc(n * sizeof(struct slook));
         t->scratch_cap = t->scratch ? n : 0;
         if (!t->scratch)
             return -ENOMEM;
     }
-    struct upd *u = t->scratch;
-    size_t *start = calloc(nb + 1, sizeof *start);
-    uint64_t *slots = malloc(n * sizeof *slots);
-    if (!start || !slots) {
-        free(start);
-        free(slots);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++) {
-        slots[i] = slot_of(t, keys[i]);
-        start[(slots[i] >> shift) + 1]++;
-    }
+    struct slook *u = t->scratch;
+    size_t start[(1 << BUCKET_BITS) + 1];
+    memset(start, 0, sizeof start);
+    for (size_t i = 0; i < n; i++)
+        start[(psrt_mix64(keys[i]) >> (64 - BUCKET_BITS)) + 1]++;
     for (size_t b = 0; b < nb; b++)
         start[b + 1] += start[b];
     for (size_t i = 0; i < n; i++) {
-        size_t j = start[slots[i] >> shift]++;
-        u[j].slot = slots[i];
-        u[j].key = keys[i];
-        u[j].pad = (uint32_t)i;
+        uint64_t h = psrt_mix64(keys[i]);
+        u[start[h >> (64 - BUCKET_BITS)]++] =
+            (struct slook){keys[i], (uint32_t)(h >> (64 - bits)), (uint32_t)i};
     }
-    free(slots);
-    free(start);
+    const struct psrt_entry *E = t->e;
+    const uint64_t mask = t->mask;
     for (size_t i = 0; i < n; i++) {
         if (i + PF < n)
-            __builtin_prefetch(&t->e[u[i + PF].slot]);
+            __builtin_prefetch(&E[u[i + PF].slot]);
         uint64_t key = u[i].key, sl = u[i].slot;
         const struct psrt_entry *e;
         if (key == PSRT_TABLE_EMPTY) {
             e = find(t, key);
         } else {
             for (;;) {
-                e = &t->e[sl];
+                e = &E[sl];
                 if (e->key == key)
                     break;
                 if (e->key == PSRT_TABLE_EMPTY) {
                     e = NULL;
                     break;
                 }
-                sl = (sl + 1) & t->mask;
+                sl = (sl + 1) & mask;
             }
         }
-        out[u[i].pad] = e ? e->v : 0.0f;
+        out[u[i].idx] = e ? e->v : 0.0f;
     }
     return 0;
 }
@@ -420,6 +411,7 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
 {
     const size_t w = (size_t)t->width;
     if (w == 1 && n >= BUCKET_MIN && n <= UINT32_MAX && t->bits > BUCKET_BITS + 6 &&
+        t->bits <= 32 &&
         pull_bucketed((struct psrt_table *)t, keys, n, out) == 0)
         return;
     uint64_t ring[PF];
