@@ -11,10 +11,26 @@
 #                               network namespaces joined by a veth pair (Gbit/s)
 #                               vs iperf3 between the same namespaces; loopback
 #                               for both when namespaces cannot be made here
-#   ckpt_robust_save_1g         robust save of a 1 GiB model over 4 ps (MiB/s;
-#                               each shard durable on its ps and on the chief:
-#                               2 GiB written and fsynced) vs dd writing 1 GiB
-#                               with conv=fsync
+#   ckpt_robust_save_1g         robust save of a 1 GiB model over 4 ps.  A save
+#                               makes 2 GiB durable: every shard on its ps
+#                               (<train_dir>/ps<i>/) and the whole bundle on the
+#                               chief, and here every "host" is a directory on
+#                               the one disk of this machine.  So the like-for-
+#                               like baseline is dd_write_2g_fsync: dd writing
+#                               the same 2 GiB (bs=8M, conv=fsync) to that disk.
+#                               value and baseline_value are durable MiB/s (2048
+#                               MiB / seconds); the ratio is dd's time over the
+#                               save's.  The save's ratio against dd of 1 GiB
+#                               (the model's size; half the bytes) is printed on
+#                               stderr.  PSRT_BENCH_ROUNDS rounds (default 3)
+#                               of dd 2 GiB, dd 1 GiB and the save, in an order
+#                               rotating between rounds, each after syncfs;
+#                               best round of each (the shared virtual disk is
+#                               bimodal: see bench/bundle.sh), every round on
+#                               stderr.  The save timed is the first one of a
+#                               fresh chief (its buffers not yet allocated);
+#                               the ps tasks keep running across rounds, as
+#                               they do across the saves of a training run.
 #   ckpt_robust_restore_1g      robust restore of it by a new chief (each ps
 #                               from its own copy, crc-checked; the files are
 #                               dropped from the page cache first) vs dd
@@ -121,14 +137,8 @@ fi
 
 # ---- robust checkpoint of 1 GiB over 4 ps -----------------------------------
 if [[ ,$only, == *,robust,* ]]; then
-t0=$(now)
-dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none
-t1=$(now)
-dd if="$W/dd.bin" of=/dev/null bs=8M iflag=direct status=none
-t2=$(now)
-rm -f "$W/dd.bin"
-dd_w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print 1024 / (b - a) }')
-dd_r=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print 1024 / (b - a) }')
+rounds=${PSRT_BENCH_ROUNDS:-3}
+settle() { sync -f "$W"; }
 hosts=""
 for i in 0 1 2 3; do
   start_ps "r$i" "$i" 4 "" --model=bench_dense --dense_floats=67108864 --checkpoint_protocol=robust \
@@ -136,8 +146,41 @@ for i in 0 1 2 3; do
   hosts="$hosts,127.0.0.1:$PORT"
 done
 mkdir -p "$W/chief"
-line=$(cd "$W/chief" && "$B" bench robust --phase=save --ps_hosts="${hosts#,}" \
-  --dense_floats=67108864 --train_dir=./train_logs)
+dd2=() dd1=() sv=()
+m_dd() { # MiB -> appends seconds to dd2 or dd1
+  settle; local t0 t1; t0=$(now)
+  dd if=/dev/zero of="$W/dd.bin" bs=8M count=$(($1 / 8)) conv=fsync status=none
+  t1=$(now); rm -f "$W/dd.bin"
+  if [ "$1" = 2048 ]; then dd2+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+  else dd1+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"); fi
+}
+m_save() {
+  rm -rf "$W/chief/train_logs" "$W"/r?/train_logs; settle
+  line=$(cd "$W/chief" && "$B" bench robust --phase=save --ps_hosts="${hosts#,}" \
+    --dense_floats=67108864 --train_dir=./train_logs)
+  sv+=("$(kv save_s "$line")")
+}
+# the order rotates from round to round: whatever runs first meets the disk
+# as the previous round left it
+for r in $(seq "$rounds"); do
+  case $((r % 3)) in
+    1) m_dd 2048; m_save; m_dd 1024 ;;
+    2) m_save; m_dd 1024; m_dd 2048 ;;
+    0) m_dd 1024; m_dd 2048; m_save ;;
+  esac
+  echo "bench/psrt.sh: robust round $r: dd 2 GiB ${dd2[-1]} s, dd 1 GiB ${dd1[-1]} s, save ${sv[-1]} s" \
+       "(second save $(kv second_save_s "$line") s)" >&2
+done
+dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none # read below
+best() { printf '%s\n' "$@" | sort -g | head -n 1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
+echo "bench/psrt.sh: robust save: best ${sv[*]} -> $(best "${sv[@]}") s (median $(median "${sv[@]}")), dd 2 GiB best $(best "${dd2[@]}") s (median $(median "${dd2[@]}")), dd 1 GiB best $(best "${dd1[@]}") s; ratio vs dd 1 GiB: $(awk -v a="$(best "${dd1[@]}")" -v b="$(best "${sv[@]}")" 'BEGIN { printf "%.3f", a / b }')" >&2
+t1=$(now)
+dd if="$W/dd.bin" of=/dev/null bs=8M iflag=direct status=none
+t2=$(now)
+rm -f "$W/dd.bin"
+dd_r=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print 1024 / (b - a) }')
 # a restore after a restart reads from the disk: drop the saved files from the
 # page cache (they are ours; fsynced, so clean) and compare with O_DIRECT dd
 find "$W" -name 'model.ckpt-*' -type f -exec dd if={} iflag=nocache count=0 status=none \;
@@ -145,8 +188,8 @@ line2=$(cd "$W/chief" && "$B" bench robust --phase=restore --ps_hosts="${hosts#,
   --dense_floats=67108864 --train_dir=./train_logs)
 stop_all
 mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
-bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(kv save_s "$line")" 'BEGIN { print m / s }')" \
-  MiB_per_s dd_fsync_write "$dd_w"
+bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(best "${sv[@]}")" 'BEGIN { print 2 * m / s }')" \
+  durable_MiB_per_s dd_write_2g_fsync "$(awk -v s="$(best "${dd2[@]}")" 'BEGIN { print 2048 / s }')"
 bench ckpt_robust_restore_1g "$(awk -v m="$mib" -v s="$(kv restore_s "$line2")" 'BEGIN { print m / s }')" \
   MiB_per_s dd_read "$dd_r"
 fi
