@@ -145,6 +145,12 @@ FL_TEST_T(engine, run_crash_host_kills_every_process, 60)
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE host='a' AND signal=9"), 2);
 }
 
+FL_TEST_T(engine, run_disk_size_limit_gives_enospc, 60)
+{
+    require_setup();
+    run_passes("disk-size.yaml");
+}
+
 FL_TEST_T(engine, run_limit_threads_on_one_host, 60)
 {
     require_setup();
