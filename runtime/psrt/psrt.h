@@ -186,6 +186,9 @@ const char *psrt_conn_peer(const struct psrt_conn *c); /* "ps task 1 at h:p" */
  * and err naming the peer. */
 int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err);
 void psrt_conn_close(struct psrt_conn *c);
+/* Makes a call blocked on c in another thread fail now (shutdown; the
+ * connection is then closed by that call). */
+void psrt_conn_abort(struct psrt_conn *c);
 bool psrt_conn_is_open(const struct psrt_conn *c);
 /* One request/response.  iov: payload pieces.  resp receives the payload;
  * *status the peer's status (its message is the payload when status != 0).
@@ -199,6 +202,16 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
                    int niov, double timeout, struct psrt_err *err);
 int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
                    int32_t *status, struct psrt_err *err);
+/* A reply read in pieces, for payloads too big to hold: _begin reads the
+ * header (*len payload bytes, *status); _part reads the next n of them
+ * into buf (the caller takes exactly *len in all); _end checks the payload
+ * crc, which covers every piece: until it returns 0 the bytes are not
+ * verified.  Deadline: timeout from _begin.  Any error closes c and names
+ * the peer in err. */
+int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int32_t *status,
+                         struct psrt_err *err);
+int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err);
+int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err);
 
 /* Several calls at once: every request is sent and every reply read as the
  * sockets allow (poll), so transfers to and from several ps overlap; calls

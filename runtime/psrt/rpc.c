@@ -199,6 +199,10 @@ struct psrt_conn {
     char peer[400];
     int fd;
     uint64_t next_id;
+    /* a reply being streamed (psrt_conn_recv_begin ... _end) */
+    uint64_t st_left;
+    uint32_t st_crc, st_want;
+    double st_deadline;
 };
 
 struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name)
@@ -223,6 +227,12 @@ void psrt_conn_close(struct psrt_conn *c)
         close(c->fd);
         c->fd = -1;
     }
+}
+
+void psrt_conn_abort(struct psrt_conn *c)
+{
+    if (c && c->fd >= 0)
+        shutdown(c->fd, SHUT_RDWR);
 }
 
 void psrt_conn_free(struct psrt_conn *c)
@@ -337,6 +347,71 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, i
         return r;
     }
     *status = h.status;
+    return 0;
+}
+
+static int recv_fail(struct psrt_conn *c, int r, struct psrt_err *err)
+{
+    const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
+                       : r == -EPROTO  ? "bad frame (magic, version or kind)"
+                       : r == -EMSGSIZE ? "frame too large"
+                                        : strerror(-r);
+    psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
+    psrt_conn_close(c);
+    return r;
+}
+
+int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int32_t *status,
+                         struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        return -ENOTCONN;
+    }
+    c->st_deadline = psrt_now() + timeout;
+    uint8_t hdr[PSRT_FRAME_HDR];
+    struct psrt_frame_hdr h;
+    int r = recv_full(c->fd, hdr, sizeof hdr, c->st_deadline, NULL);
+    if (!r)
+        r = psrt_frame_decode(hdr, &h, PSRT_FRAME_MAX);
+    if (!r && h.kind != PSRT_KIND_RESP)
+        r = -EPROTO;
+    if (r)
+        return recv_fail(c, r, err);
+    c->st_left = h.len;
+    c->st_want = h.pcrc;
+    c->st_crc = 0;
+    *len = h.len;
+    *status = h.status;
+    return 0;
+}
+
+int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        return -ENOTCONN;
+    }
+    if (n > c->st_left)
+        return recv_fail(c, -EBADMSG, err);
+    int r = recv_full(c->fd, buf, n, c->st_deadline, NULL);
+    if (r)
+        return recv_fail(c, r, err);
+    c->st_crc = psrt_crc32c(c->st_crc, buf, n);
+    c->st_left -= n;
+    return 0;
+}
+
+int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        return -ENOTCONN;
+    }
+    if (c->st_left != 0 || c->st_crc != c->st_want)
+        return recv_fail(c, -EBADMSG, err);
+    if (psrt_fault("psrt/rpc/recv"))
+        return recv_fail(c, -ECONNRESET, err);
     return 0;
 }
 

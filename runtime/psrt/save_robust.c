@@ -43,6 +43,79 @@ static void from_ckpt(struct psrt_err *err, const struct ckpt_err *ce, int r)
     snprintf(err->msg, sizeof err->msg, "%s", buf);
 }
 
+/* One RobustSave reply, streamed into the chief's bundle: the tensor list
+ * (psrt_tl_encode's layout) is read piece by piece from the connection and
+ * each tensor's bytes are appended to the writer as they arrive, through
+ * one PIECE-sized buffer (the writer takes pieces that big straight from
+ * it).  The frame's crc is checked at the end, before anything is
+ * finished: a corrupt reply fails the save and the writer's temporary
+ * files are removed. */
+#define PIECE (8u << 20)
+
+struct sreader {
+    struct psrt_conn *c;
+    uint64_t off, len;
+    struct psrt_err *err;
+};
+
+static int sr_read(struct sreader *sr, void *buf, size_t n)
+{
+    if (n > sr->len - sr->off)
+        return -EBADMSG;
+    int r = psrt_conn_recv_part(sr->c, buf, n, sr->err);
+    sr->off += n;
+    return r;
+}
+
+static int sr_align8(struct sreader *sr)
+{
+    uint8_t pad[8];
+    return sr_read(sr, pad, (8 - sr->off % 8) % 8);
+}
+
+/* 0, a transport error (the connection is closed, err set), -EBADMSG for
+ * a reply that does not parse, or a ckpt error (ce set). */
+static int stream_shard(struct sreader *sr, struct ckpt_writer *cw, uint8_t *piece,
+                        uint64_t *bytes, struct ckpt_err *ce)
+{
+    uint32_t n, u;
+    int r = sr_read(sr, &n, 4);
+    if (r || n > 1000000)
+        return r ? r : -EBADMSG;
+    for (uint32_t i = 0; i < n; i++) {
+        char name[160];
+        uint32_t dtype, rank;
+        int64_t dims[2] = {0, 0};
+        uint64_t len;
+        if ((r = sr_read(sr, &u, 4)) || u >= sizeof name || (r = sr_read(sr, name, u)))
+            return r ? r : -EBADMSG;
+        name[u] = 0;
+        if ((r = sr_read(sr, &dtype, 4)) || (r = sr_read(sr, &rank, 4)) || rank > 2 ||
+            (r = sr_read(sr, dims, 8 * rank)) || (r = sr_read(sr, &len, 8)) ||
+            (r = sr_align8(sr)))
+            return r ? r : -EBADMSG;
+        int64_t el = ckpt_shape_elements((int)rank, dims);
+        if (el < 0 || ckpt_dtype_size((int)dtype) == 0 ||
+            (uint64_t)el * ckpt_dtype_size((int)dtype) != len || len > sr->len - sr->off)
+            return -EBADMSG;
+        r = ckpt_writer_begin(cw, name, (int)dtype, (int)rank, dims, ce);
+        for (uint64_t got = 0; !r && got < len;) {
+            size_t k = len - got < PIECE ? (size_t)(len - got) : PIECE;
+            r = sr_read(sr, piece, k);
+            if (r)
+                return r;
+            r = ckpt_writer_append(cw, piece, k, ce);
+            got += k;
+        }
+        if (r || (r = ckpt_writer_end(cw, ce)))
+            return r;
+        *bytes += len;
+        if ((r = sr_align8(sr)))
+            return r;
+    }
+    return sr->off == sr->len ? 0 : -EBADMSG;
+}
+
 int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
@@ -56,30 +129,31 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct ckpt_err ce = {0};
     struct psrt_buf req = {0};
     struct psrt_call calls[256];
+    int nsent = 0, nread = 0, fe;
+    uint8_t *piece = NULL;
     uint64_t bytes = 0;
 
-    int fe = psrt_fault("psrt/save/begin");
+    fe = psrt_fault("psrt/save/begin");
     if (fe) {
         psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix, strerror(fe));
         r = -fe;
         goto cleanup;
     }
-    /* 1. every ps: durable local copy, bytes back */
+    /* 1. every ps: snapshot, durable local copy in the background, bytes
+     * back.  Every request goes out at once; the replies are read one ps at
+     * a time and streamed into the chief's copy (2.) as they arrive
+     * (stream_shard), so the chief's copy goes to the disk while the ps
+     * tasks write theirs (the other replies wait in their sockets), and the
+     * chief holds 8 MiB of it in memory, not the whole model. */
     psrt_buf_u64(&req, (uint64_t)step);
     psrt_buf_str(&req, name);
-    for (int i = 0; i < n; i++) {
-        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RSAVE,
-                                      .timeout = f->rpc_timeout * 10};
-        calls[i].iov[0] = (struct iovec){req.p, req.len};
-        calls[i].niov = 1;
+    struct iovec riov = {req.p, req.len};
+    for (nsent = 0; nsent < n; nsent++) {
+        struct psrt_conn *c = w->conn[order[nsent]];
+        r = psrt_conn_send(c, PSRT_OP_RSAVE, 0, &riov, 1, f->rpc_timeout * 10, err);
+        if (r)
+            goto cleanup;
     }
-    int bad = psrt_worker_calls(w, calls, n);
-    if (bad >= 0) {
-        *err = calls[bad].err;
-        r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
-        goto cleanup;
-    }
-    double t_rsave = psrt_now();
     /* 2. the chief's complete copy */
     fe = psrt_fault("psrt/save/chief_write");
     if (fe) {
@@ -95,27 +169,55 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         from_ckpt(err, &ce, r);
         goto cleanup;
     }
-    for (int i = 0; i < n; i++) {
-        struct psrt_tl l;
-        struct psrt_buf *b = &w->resp[order[i]];
-        b->off = 0;
-        r = psrt_tl_decode(&l, b);
-        if (r) {
-            psrt_err_set(err, r, "malformed RobustSave reply from %s",
-                         psrt_conn_peer(w->conn[order[i]]));
+    piece = malloc(PIECE);
+    if (!piece) {
+        psrt_err_set(err, -ENOMEM, "save of %s: no memory for a %u-byte buffer", prefix, PIECE);
+        r = -ENOMEM;
+        goto cleanup;
+    }
+    for (; nread < n; nread++) {
+        int p = order[nread];
+        struct sreader sr = {.c = w->conn[p], .err = err};
+        int32_t status = 0;
+        r = psrt_conn_recv_begin(sr.c, f->rpc_timeout * 10, &sr.len, &status, err);
+        if (r)
+            goto cleanup;
+        if (status) { /* the payload is the message */
+            size_t k = sr.len < sizeof err->msg - 1 ? (size_t)sr.len : sizeof err->msg - 1;
+            char msg[sizeof err->msg];
+            if ((r = sr_read(&sr, msg, k)))
+                goto cleanup;
+            if (sr.len > k) { /* an overlong message: the rest is dropped */
+                psrt_conn_close(sr.c);
+            } else if ((r = psrt_conn_recv_end(sr.c, err))) {
+                goto cleanup;
+            }
+            if (k)
+                memcpy(err->msg, msg, k);
+            else
+                k = (size_t)snprintf(err->msg, sizeof err->msg, "%s: %s failed on %s",
+                                     psrt_err_class(status), psrt_op_name(PSRT_OP_RSAVE),
+                                     psrt_ps_device(p));
+            err->msg[k] = 0;
+            err->code = status;
+            r = status;
+            nread++;
             goto cleanup;
         }
-        for (int t = 0; t < l.n && !r; t++) {
-            r = ckpt_writer_add(cw, l.t[t].name, l.t[t].dtype, l.t[t].rank, l.t[t].dims,
-                                l.t[t].data, l.t[t].len, &ce);
-            bytes += l.t[t].len;
-        }
-        psrt_tl_free(&l);
-        if (r) {
+        r = stream_shard(&sr, cw, piece, &bytes, &ce);
+        if (!r)
+            r = psrt_conn_recv_end(sr.c, err); /* the crc over everything read */
+        else if (ce.msg[0]) /* the writer's error */
             from_ckpt(err, &ce, r);
+        else if (psrt_conn_is_open(sr.c)) /* not a transport error (those close it) */
+            psrt_err_set(err, r, "malformed RobustSave reply from %s", psrt_conn_peer(sr.c));
+        if (r) {
+            psrt_conn_close(sr.c); /* unread bytes, or closed already */
+            nread++;
             goto cleanup;
         }
     }
+    double t_rsave = psrt_now();
     r = ckpt_writer_finish(cw, CKPT_SYNC, &ce);
     cw = NULL;
     if (r) {
@@ -134,7 +236,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         calls[i].iov[0] = (struct iovec){req.p, req.len};
         calls[i].niov = 1;
     }
-    bad = psrt_worker_calls(w, calls, n);
+    int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;
         r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
@@ -143,12 +245,17 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     /* 4. the chief's state file, last */
     r = psrt_update_state(w, prefix, CKPT_SYNC, err);
     if (getenv("PSRT_BENCH_DEBUG"))
-        psrt_log("robust save phases: shards to the chief %.3f s, chief's copy %.3f s, ps "
-                 "commits %.3f s", t_rsave - t0, t_chief - t_rsave, psrt_now() - t_chief);
+        psrt_log("robust save phases: shards received and written %.3f s, chief's copy durable "
+                 "%.3f s, ps commits %.3f s", t_rsave - t0, t_chief - t_rsave,
+                 psrt_now() - t_chief);
 cleanup:
+    /* replies never read would answer the next call on those connections */
+    for (int i = nread; i < nsent; i++)
+        psrt_conn_close(w->conn[order[i]]);
     if (cw)
         ckpt_writer_abort(cw);
     psrt_buf_free(&req);
+    free(piece);
     for (int p = 0; p < w->nps; p++)
         if (w->resp[p].cap > (64u << 20))
             psrt_buf_free(&w->resp[p]);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-6 * (1 + fabs((double)(b))))
@@ -496,6 +497,73 @@ FL_TEST(psrt_rpc, corrupt_frame_closes_connection_and_server_survives)
     FL_ASSERT_EQ(x.resp.len, n);
     FL_ASSERT_MEMEQ(x.resp.p, big, n);
     free(big);
+}
+
+/* A reply read in pieces (how the chief streams a robust save into its
+ * bundle): an intact one verifies at the end; one whose payload crc does
+ * not match fails at the end, naming the peer, and closes the connection. */
+FL_TEST(psrt_rpc, streamed_reply_checks_crc_at_the_end)
+{
+    struct ps_fixture x;
+    fixture(&x, "linear", PSRT_POOL, 10);
+    size_t n = 5 << 20;
+    char *big = malloc(n), *back = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)(i * 7 + 3);
+    struct iovec iov = {big, n};
+    struct psrt_err e = {0};
+    uint64_t len = 0;
+    int32_t status = -1;
+    FL_REQUIRE_EQ(psrt_conn_send(x.c, PSRT_OP_ECHO, 0, &iov, 1, 10, &e), 0);
+    FL_REQUIRE_EQ(psrt_conn_recv_begin(x.c, 10, &len, &status, &e), 0);
+    FL_ASSERT_EQ(len, n);
+    FL_ASSERT_EQ(status, 0);
+    FL_REQUIRE_EQ(psrt_conn_recv_part(x.c, back, 1000, &e), 0);
+    FL_REQUIRE_EQ(psrt_conn_recv_part(x.c, back + 1000, n - 1000, &e), 0);
+    FL_ASSERT_EQ(psrt_conn_recv_end(x.c, &e), 0);
+    FL_ASSERT_MEMEQ(back, big, n);
+    FL_ASSERT(psrt_conn_is_open(x.c));
+    /* a peer whose reply payload does not match its crc */
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    FL_REQUIRE_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    FL_REQUIRE_EQ(listen(lfd, 1), 0);
+    socklen_t sl = sizeof a;
+    getsockname(lfd, (struct sockaddr *)&a, &sl);
+    pid_t pid = fork();
+    FL_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int fd = accept(lfd, NULL, NULL);
+        uint8_t hdr[PSRT_FRAME_HDR];
+        if (fd < 0 || read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
+            _exit(1);
+        struct psrt_frame_hdr h = {.kind = PSRT_KIND_RESP, .op = PSRT_OP_RSAVE, .len = 6,
+                                   .pcrc = psrt_crc32c(0, "abcdef", 6)};
+        psrt_frame_encode(hdr, &h);
+        if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr || write(fd, "abcdeX", 6) != 6)
+            _exit(1);
+        char c;
+        while (read(fd, &c, 1) > 0) {
+        }
+        _exit(0);
+    }
+    close(lfd);
+    struct psrt_conn *c = psrt_conn_new("127.0.0.1", ntohs(a.sin_port), "ps task 2");
+    FL_REQUIRE_EQ(psrt_conn_connect(c, 5, &e), 0);
+    FL_REQUIRE_EQ(psrt_conn_send(c, PSRT_OP_RSAVE, 0, &iov, 0, 5, &e), 0);
+    FL_REQUIRE_EQ(psrt_conn_recv_begin(c, 5, &len, &status, &e), 0);
+    FL_ASSERT_EQ(len, 6);
+    FL_REQUIRE_EQ(psrt_conn_recv_part(c, back, 6, &e), 0);
+    FL_ASSERT_EQ(psrt_conn_recv_end(c, &e), -EBADMSG);
+    FL_ASSERT_CONTAINS(e.msg, "ps task 2");
+    FL_ASSERT_CONTAINS(e.msg, "crc");
+    FL_ASSERT(!psrt_conn_is_open(c));
+    psrt_conn_free(c);
+    int st;
+    waitpid(pid, &st, 0);
+    free(big);
+    free(back);
 }
 
 FL_TEST(psrt_rpc, unreachable_peer_error_names_it)
