@@ -87,10 +87,23 @@ static void apply_n(const struct psrt_optim *o, float *w, float *const *s, const
 {
     const float lr = o->lr;
     switch (o->kind) {
-    case PSRT_OPT_SGD:
-        for (int64_t i = 0; i < n; i++)
+    case PSRT_OPT_SGD: {
+        /* 8 lanes at a time (-O2 does not vectorize this loop by itself):
+         * the same multiply and subtract per element, so the same bits */
+        typedef float v8f __attribute__((vector_size(32)));
+        const v8f lr8 = {lr, lr, lr, lr, lr, lr, lr, lr};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            v8f a, b;
+            memcpy(&a, w + i, sizeof a);
+            memcpy(&b, g + i, sizeof b);
+            a -= lr8 * b;
+            memcpy(w + i, &a, sizeof a);
+        }
+        for (; i < n; i++)
             w[i] -= lr * g[i];
         break;
+    }
     case PSRT_OPT_ADAGRAD: {
         float *a = s[0];
         for (int64_t i = 0; i < n; i++) {
