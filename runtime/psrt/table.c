@@ -303,34 +303,14 @@ static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u,
     return i;
 }
 
-static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
-                         const float *grads, size_t n)
+/* Applies segment u[0..n) of a bucketed push; *grown once the table had to
+ * grow (the rest of this segment went through upsert, and so must every
+ * later one: their slots are stale). */
+static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, size_t n,
+                         bool *grown)
 {
-    const int bits = t->bits, shift = BUCKET_BITS; /* bucket = slot >> (bits - BUCKET_BITS) */
-    const size_t nb = (size_t)1 << BUCKET_BITS;
-    if (grow_rows(t, t->nrows + n)) /* row numbers only: width 1, no slots */
-        return -ENOMEM;
-    if (t->scratch_cap < n) {
-        free(t->scratch);
-        t->scratch = malloc(n * sizeof(struct supd));
-        t->scratch_cap = t->scratch ? n : 0;
-        if (!t->scratch)
-            return -ENOMEM;
-    }
-    struct supd *u = t->scratch;
-    size_t start[(1 << BUCKET_BITS) + 1];
-    memset(start, 0, sizeof start);
-    double t0 = psrt_now();
-    for (size_t i = 0; i < n; i++)
-        start[(psrt_mix64(keys[i]) >> (64 - shift)) + 1]++;
-    for (size_t b = 0; b < nb; b++)
-        start[b + 1] += start[b];
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = psrt_mix64(keys[i]);
-        u[start[h >> (64 - shift)]++] = (struct supd){keys[i], (uint32_t)(h >> (64 - bits)),
-                                                      grads[i]};
-    }
-    double t1 = psrt_now();
+    if (*grown)
+        return push_upsert(t, lr, u, n);
     size_t i = 0;
     while (i < n) {
         size_t a = apply_sorted(t, lr, u + i, n - i);
@@ -345,13 +325,70 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
             i++;
             continue;
         }
-        if (push_upsert(t, lr, u + i, n - i)) /* the table grows: slots are stale */
+        *grown = true;
+        return push_upsert(t, lr, u + i, n - i);
+    }
+    return 0;
+}
+
+static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
+                         const float *grads, size_t n)
+{
+    const int bits = t->bits, shift = BUCKET_BITS; /* bucket = slot >> (bits - BUCKET_BITS) */
+    const size_t nb = (size_t)1 << BUCKET_BITS;
+    if (grow_rows(t, t->nrows + n)) /* row numbers only: width 1, no slots */
+        return -ENOMEM;
+    /* One pass into buckets of a fixed capacity, far above what hashed keys
+     * fill (mean n/nb, standard deviation about its square root); when one
+     * overflows anyway (many repeats of a key), two passes: sizes first. */
+    size_t cap = n / nb + n / nb / 8 + 256, need = nb * cap;
+    if (t->scratch_cap < need) {
+        free(t->scratch);
+        t->scratch = malloc(need * sizeof(struct supd));
+        t->scratch_cap = t->scratch ? need : 0;
+        if (!t->scratch)
             return -ENOMEM;
-        break;
+    }
+    struct supd *u = t->scratch;
+    size_t cnt[1 << BUCKET_BITS];
+    memset(cnt, 0, sizeof cnt);
+    double t0 = psrt_now();
+    bool fits = true;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = psrt_mix64(keys[i]);
+        size_t b = h >> (64 - shift);
+        if (cnt[b] == cap) {
+            fits = false;
+            break;
+        }
+        u[b * cap + cnt[b]++] = (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
+    }
+    if (!fits) {
+        size_t start[(1 << BUCKET_BITS) + 1];
+        memset(start, 0, sizeof start);
+        for (size_t i = 0; i < n; i++)
+            start[(psrt_mix64(keys[i]) >> (64 - shift)) + 1]++;
+        for (size_t b = 0; b < nb; b++)
+            start[b + 1] += start[b];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = psrt_mix64(keys[i]);
+            u[start[h >> (64 - shift)]++] =
+                (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
+        }
+    }
+    double t1 = psrt_now();
+    bool grown = false;
+    if (!fits) {
+        if (apply_segment(t, lr, u, n, &grown))
+            return -ENOMEM;
+    } else {
+        for (size_t b = 0; b < nb; b++)
+            if (apply_segment(t, lr, u + b * cap, cnt[b], &grown))
+                return -ENOMEM;
     }
     if (getenv("PSRT_BENCH_DEBUG"))
-        fprintf(stderr, "bucketed push: scatter %.1f ms, apply %.1f ms\n", (t1 - t0) * 1e3,
-                (psrt_now() - t1) * 1e3);
+        fprintf(stderr, "bucketed push: scatter %.1f ms (%s), apply %.1f ms\n",
+                (t1 - t0) * 1e3, fits ? "one pass" : "two passes", (psrt_now() - t1) * 1e3);
     return 0;
 }
 
