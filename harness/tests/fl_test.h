@@ -39,6 +39,9 @@ const char *fl_test_shared(void);
 const char *fl_test_bin(const char *name);
 /* Skips the test unless running as root. */
 void fl_test_need_root(void);
+/* First column of the first row of a query on the SQLite database at path,
+ * as an int; -1 when the database or the query fails. */
+int fl_test_db_int(const char *path, const char *sql);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to
  * *out (malloc'd, NUL-terminated) if out is not NULL, else to the test log. */
 int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

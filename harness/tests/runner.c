@@ -18,6 +18,7 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <sqlite3.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -143,6 +144,22 @@ void fl_test_need_root(void)
 {
     if (geteuid() != 0)
         FL_SKIP("needs root (namespaces, mounts)");
+}
+
+int fl_test_db_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
 }
 
 int fl_test_sh(char **out, const char *fmt, ...)

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,16 +51,7 @@ static int db_count(const char *sql)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
-    sqlite3 *db;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_stmt *st;
-    int n = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return fl_test_db_int(path, sql);
 }
 
 /* Processes whose environment names a faultline run under our --out. */
