@@ -154,6 +154,14 @@ fi
 if [[ ,$only, == *,robust,* ]]; then
 rounds=${PSRT_BENCH_ROUNDS:-3}
 settle() { sync -f "$W"; }
+# the restore's baseline, measured first as it always was: O_DIRECT read of
+# a 1 GiB file just written
+dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none
+t1=$(now)
+dd if="$W/dd.bin" of=/dev/null bs=8M iflag=direct status=none
+t2=$(now)
+rm -f "$W/dd.bin"
+dd_r=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print 1024 / (b - a) }')
 hosts=""
 for i in 0 1 2 3; do
   start_ps "r$i" "$i" 4 "" --model=bench_dense --dense_floats=67108864 --checkpoint_protocol=robust \
@@ -186,16 +194,10 @@ for r in $(seq "$rounds"); do
   echo "bench/psrt.sh: robust round $r: dd 2 GiB ${dd2[-1]} s, dd 1 GiB ${dd1[-1]} s, save ${sv[-1]} s" \
        "(second save $(kv second_save_s "$line") s)" >&2
 done
-dd if=/dev/zero of="$W/dd.bin" bs=8M count=128 conv=fsync status=none # read below
 best() { printf '%s\n' "$@" | sort -g | head -n 1; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
 echo "bench/psrt.sh: robust save: best ${sv[*]} -> $(best "${sv[@]}") s (median $(median "${sv[@]}")), dd 2 GiB best $(best "${dd2[@]}") s (median $(median "${dd2[@]}")), dd 1 GiB best $(best "${dd1[@]}") s; ratio vs dd 1 GiB: $(awk -v a="$(best "${dd1[@]}")" -v b="$(best "${sv[@]}")" 'BEGIN { printf "%.3f", a / b }')" >&2
-t1=$(now)
-dd if="$W/dd.bin" of=/dev/null bs=8M iflag=direct status=none
-t2=$(now)
-rm -f "$W/dd.bin"
-dd_r=$(awk -v a="$t1" -v b="$t2" 'BEGIN { print 1024 / (b - a) }')
 # a restore after a restart reads from the disk: drop the saved files from the
 # page cache (they are ours; fsynced, so clean) and compare with O_DIRECT dd
 find "$W" -name 'model.ckpt-*' -type f -exec dd if={} iflag=nocache count=0 status=none \;
