@@ -316,7 +316,7 @@ static int setup_dirs(struct engine *e)
             .nmounts = hr->nmounts,
             .cgroup = hr->has_cgroup ? hr->cgroup : NULL,
             .expose = e->expose,
-            .nexpose = 2,
+            .nexpose = 3,
         };
         hr->h.pidfd = -1;
     }
@@ -1031,6 +1031,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     snprintf(e->fsdir, sizeof e->fsdir, "%s/fs", e->dir);
     e->expose[0] = e->dir;
     e->expose[1] = o->bin_dir;
+    e->expose[2] = s->dir;
     fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
 
     e->hosts = calloc(s->n_hosts, sizeof *e->hosts);

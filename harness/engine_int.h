@@ -102,7 +102,7 @@ struct engine {
     struct fl_evsrv *ev;
     char ev_path[PATH_MAX];
     char fsdir[PATH_MAX];       /* tmpfs holding every disk, /tmp and shared dir */
-    const char *expose[2];      /* run dir and bin dir, visible in every host */
+    const char *expose[3];      /* run, bin and scenario dirs, visible in every host */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;
 

@@ -30,7 +30,8 @@ struct fl_host_spec {
     const char *cgroup;         /* cgroup dir that init and every process join, or NULL */
     /* Directories that stay visible at the same path inside the host even
      * when they lie under /tmp (which the host's own /tmp covers): the run
-     * directory (event socket) and faultline's bin directory. */
+     * directory (event socket), faultline's bin directory and the
+     * scenario's directory ({scenario_dir}). */
     const char *const *expose;
     size_t nexpose;
 };

@@ -467,3 +467,25 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     FL_ASSERT_EQ(rc, 2);
     free(out);
 }
+
+FL_TEST_T(engine, scenario_dir_under_tmp_visible_in_hosts, 60)
+{
+    require_setup();
+    /* The test's directory is under /tmp, which every host covers with its
+     * own /tmp: the scenario's directory must stay visible. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/data.txt", fl_test_dir());
+    FILE *f = fopen(path, "w");
+    fputs("from-the-scenario-dir\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/s.yaml", fl_test_dir());
+    f = fopen(path, "w");
+    fputs("name: it-scenario-dir\nhosts: [a]\ncluster: {reader: [a]}\n"
+          "run: {command: 'cat {scenario_dir}/data.txt'}\n"
+          "expect: {all: {reader: {exit: 0, log_matches: '^from-the-scenario-dir$'}}}\n", f);
+    fclose(f);
+    char *out;
+    int rc = run(&out, path);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+}
