@@ -63,6 +63,10 @@ void psrt_flags_usage(FILE *out)
 "        robust: each ps writes its shard durably to <train_dir>/ps<i>/ on its disk,\n"
 "                the chief writes the whole checkpoint durably to <train_dir>/; a\n"
 "                save is reported only when both copies and the state are durable.\n"
+"  --sharded_save=true|false   legacy only (default true): TensorFlow's Saver(sharded=...).\n"
+"                              false, the Supervisor's default Saver: the chief writes the\n"
+"                              whole checkpoint on its own disk, while restore still runs\n"
+"                              on each ps against its own disk (S004)\n"
 "  --export_dir=DIR            export after training to DIR/<version>/ (default off)\n"
 "  --export_version=N          (default 1)\n"
 "RPC:\n"
@@ -220,6 +224,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
     f->connect_timeout = 60;
     f->reconnect_timeout = 120;
     f->ps_exit_on_chief_done = true;
+    f->sharded_save = true;
     f->log_every = 10;
     f->sparse_features = 33554432;
     f->dense_floats = 1 << 20;
@@ -244,7 +249,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
         name[nl] = 0;
         if (eq)
             val = eq + 1;
-        static const char *const booleans[] = {"ps_exit_on_chief_done", NULL};
+        static const char *const booleans[] = {"ps_exit_on_chief_done", "sharded_save", NULL};
         bool is_bool = false;
         for (int b = 0; booleans[b]; b++)
             if (!strcmp(name, booleans[b]) ||
@@ -352,6 +357,10 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             rc = parse_bool(val, &f->ps_exit_on_chief_done);
         } else if (!strcmp(name, "nops_exit_on_chief_done")) {
             f->ps_exit_on_chief_done = false;
+        } else if (!strcmp(name, "sharded_save")) {
+            rc = parse_bool(val, &f->sharded_save);
+        } else if (!strcmp(name, "nosharded_save")) {
+            f->sharded_save = false;
         } else if (!strcmp(name, "log_every_steps")) {
             rc = parse_ll(val, &f->log_every, 1);
         } else if (!strcmp(name, "sparse_features")) {

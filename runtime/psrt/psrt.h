@@ -89,6 +89,7 @@ struct psrt_flags {
     double connect_timeout;      /* seconds, first contact with a peer */
     double reconnect_timeout;    /* seconds, a peer lost during training */
     bool ps_exit_on_chief_done;
+    bool sharded_save;           /* legacy: Saver(sharded=True) (default) or False */
     long long log_every;         /* chief logs/reports loss every N of its steps */
     int64_t sparse_features;     /* hashed feature space of sparse_lr */
     int64_t dense_floats;        /* bench_dense: floats per variable */

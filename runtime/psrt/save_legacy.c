@@ -12,6 +12,12 @@
  *      temp directories;
  *   3. the chief deletes checkpoints beyond max_to_keep from its own disk
  *      (errors only logged) and writes the `checkpoint` state file there.
+ * With --sharded_save=false, TensorFlow's Saver(sharded=False), the
+ * Supervisor's default: one SaveV2 on the chief's own device, so the chief
+ * gathers every variable and writes the whole bundle <prefix>.index and
+ * .data-00000-of-00001 on ITS disk (non-recursive mkdir, no fsync), then
+ * the state file.  Restore is unchanged (restore.c): RestoreV2 still runs
+ * on each ps against its own disk, where the files are not (S004).
  * Errors come back as TensorFlow prints them: the status text, then the
  * failing node and its device.  No fsync anywhere (TensorFlow 1.x did not).
  */
@@ -187,6 +193,59 @@ int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
     return r;
 }
 
+/* Saver(sharded=False): every variable through the chief, one bundle on
+ * the chief's disk. */
+static int unsharded_save(struct psrt_worker *w, const char *prefix, struct psrt_err *err)
+{
+    int order[256], n = psrt_model_shards(&w->m, order), r = 0;
+    struct psrt_call calls[256];
+    struct psrt_tl all = {0}, parts[256];
+    int nparts = 0;
+    for (int i = 0; i < n; i++)
+        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SNAPSHOT,
+                                      .timeout = w->f->rpc_timeout * 10};
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        return calls[bad].rc ? calls[bad].rc : calls[bad].status;
+    }
+    for (int i = 0; i < n && !r; i++) {
+        w->resp[order[i]].off = 0;
+        r = psrt_tl_decode(&parts[i], &w->resp[order[i]]);
+        if (r) {
+            psrt_err_set(err, r, "malformed Snapshot reply from ps task %d", order[i]);
+            break;
+        }
+        nparts++;
+        for (int t = 0; t < parts[i].n; t++) {
+            struct psrt_tensor *x = &parts[i].t[t];
+            psrt_tl_add(&all, x->name, x->dtype, x->rank, x->dims, x->data, x->len);
+        }
+    }
+    if (!r) {
+        int fe = psrt_fault("psrt/save/chief_write");
+        if (fe) {
+            char *d = ckpt_data_name(prefix, 0, 1);
+            psrt_err_path(err, -fe, d ? d : prefix);
+            free(d);
+            r = -fe;
+        } else {
+            r = psrt_tl_write_bundle(&all, prefix, CKPT_W_MKDIR, 0, err);
+            if (r) {
+                size_t l = strlen(err->msg);
+                snprintf(err->msg + l, sizeof err->msg - l,
+                         "\n\t [[Node: save/SaveV2 = SaveV2[_device=\"/job:worker/replica:0/task:%d/cpu:0\"]()]]",
+                         w->f->task);
+            }
+        }
+    }
+    all.owns = false;
+    psrt_tl_free(&all);
+    for (int i = 0; i < nparts; i++)
+        psrt_tl_free(&parts[i]);
+    return r;
+}
+
 int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err)
 {
     char prefix[1200];
@@ -199,7 +258,8 @@ int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err
         r = -fe;
     }
     if (!r)
-        r = psrt_legacy_sharded_save(w, "save", prefix, step, err);
+        r = w->f->sharded_save ? psrt_legacy_sharded_save(w, "save", prefix, step, err)
+                               : unsharded_save(w, prefix, err);
     if (!r)
         r = psrt_update_state(w, prefix, 0, err);
     if (r) {
