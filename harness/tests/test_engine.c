@@ -166,9 +166,9 @@ FL_TEST_T(engine, parallel_runs_both_pass, 90)
     require_setup();
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
-             "%s run -q --out %s/out --db %s/fl.db %s > %s/p1.txt 2>&1 & "
-             "%s run -q --out %s/out --db %s/fl.db %s > %s/p2.txt 2>&1 & "
-             "wait %%1; a=$?; wait %%2; b=$?; echo $a $b",
+             "%s run -q --out %s/out --db %s/fl.db %s > %s/p1.txt 2>&1 & p1=$!; "
+             "%s run -q --out %s/out --db %s/fl.db %s > %s/p2.txt 2>&1 & p2=$!; "
+             "wait $p1; a=$?; wait $p2; b=$?; echo $a $b",
              fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir(),
              fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir());
     char *out;
