@@ -19,8 +19,8 @@
  *   restores_latest  the chief restored at least once, each time from the
  *                  step of the last save.done it reported before.
  *
- * The chief's events are read back from the run's database rows (table
- * events, from the chief's host): the engine keeps only kinds in memory.
+ * The chief's save.done / restore.done steps come from the events the
+ * engine kept in memory (so the checks work with --no-db too).
  * Every check is recorded through check.c's record() with target HOST:PATH.
  */
 #include "harness/check_ckpt.h"
@@ -31,7 +31,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,71 +41,26 @@ struct reported {
     long long step;
 };
 
-/* step=N in an event's attributes, or -1. */
-static long long attr_step(const char *attrs)
-{
-    for (const char *p = attrs; p && *p; p = strchr(p, ' ')) {
-        while (*p == ' ')
-            p++;
-        if (!strncmp(p, "step=", 5)) {
-            char *end;
-            long long v = strtoll(p + 5, &end, 10);
-            return end != p + 5 && (*end == ' ' || !*end) ? v : -1;
-        }
-    }
-    return -1;
-}
-
-/* The chief's save.done / restore.done events of this run, from the
- * database.  0, or -1 with why. */
+/* The chief's save.done / restore.done events of this run, in the order
+ * they arrived.  0, or -1 with why. */
 static int load_reported(struct engine *e, struct reported **out, size_t *n, char *why,
                          size_t len)
 {
-    *out = NULL;
+    int chief_host = e->s->tasks[e->s->chief_task].host;
     *n = 0;
-    if (!e->o->rec || !e->rec) {
-        snprintf(why, len, "no event record (run without --no-db to check reported steps)");
+    *out = calloc(e->nevents ? e->nevents : 1, sizeof **out);
+    if (!*out) {
+        snprintf(why, len, "out of memory");
         return -1;
     }
-    fl_rec_flush(e->o->rec);
-    sqlite3 *db = fl_rec_db(e->o->rec);
-    sqlite3_stmt *st = NULL;
-    const char *host = e->s->hosts[e->s->tasks[e->s->chief_task].host].name;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT kind, attrs FROM events WHERE run = ?1 AND host = ?2 AND "
-                           "kind IN ('save.done', 'restore.done') ORDER BY t_ms, rowid",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(why, len, "reading the event record: %s", sqlite3_errmsg(db));
-        return -1;
+    for (size_t i = 0; i < e->nevents; i++) {
+        const struct ev_seen *ev = &e->events[i];
+        if (ev->host != chief_host)
+            continue;
+        bool restore = !strcmp(ev->kind, "restore.done");
+        if (restore || !strcmp(ev->kind, "save.done"))
+            (*out)[(*n)++] = (struct reported){.restore = restore, .step = ev->step};
     }
-    sqlite3_bind_int64(st, 1, fl_rec_run_rowid(e->rec));
-    sqlite3_bind_text(st, 2, host, -1, SQLITE_STATIC);
-    int rc;
-    size_t cap = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *kind = (const char *)sqlite3_column_text(st, 0);
-        const char *attrs = (const char *)sqlite3_column_text(st, 1);
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct reported *nr = realloc(*out, cap * sizeof **out);
-            if (!nr) {
-                rc = SQLITE_NOMEM;
-                break;
-            }
-            *out = nr;
-        }
-        (*out)[(*n)++] = (struct reported){.restore = kind && !strcmp(kind, "restore.done"),
-                                           .step = attr_step(attrs)};
-    }
-    if (rc != SQLITE_DONE) {
-        snprintf(why, len, "reading the event record: %s", sqlite3_errmsg(db));
-        sqlite3_finalize(st);
-        free(*out);
-        *out = NULL;
-        *n = 0;
-        return -1;
-    }
-    sqlite3_finalize(st);
     return 0;
 }
 

@@ -647,6 +647,8 @@ static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *e
     snprintf(es->kind, sizeof es->kind, "%s", ev->kind);
     es->host = host;
     es->job = job;
+    const char *step = fl_ev_get(ev, "step");
+    es->step = step ? atoll(step) : -1;
     fl_faults_on_event(e, host, job, task, ev);
     if (ev->type == FL_EV_SYNC)
         fl_evsrv_reply(c, ev->seq);

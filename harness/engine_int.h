@@ -83,6 +83,7 @@ struct fault_rt {
 struct ev_seen {
     char kind[64];
     int host, job;
+    long long step;             /* its step= attribute, -1 when none */
 };
 
 struct engine {
