@@ -22,16 +22,7 @@ static int db_int(const char *sql)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
-    sqlite3 *db;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_stmt *st;
-    int n = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return n;
+    return fl_test_db_int(path, sql);
 }
 
 /* Number of scenario files of a seed ("s000"). */

@@ -258,6 +258,23 @@ static bool ps_in_step(const struct psrt_worker *w, int p)
     return psrt_model_ps_has_vars(&w->m, p);
 }
 
+/* Splits a batch's sparse keys by the ps that holds their rows (pkeys,
+ * pidx, pn per ps); *nkeys is the batch's number of sparse keys. */
+static int split_keys(struct psrt_worker *w, const struct psrt_batch *b, int64_t *nkeys)
+{
+    *nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
+    if (grow_sparse(w, (size_t)*nkeys + 1))
+        return -ENOMEM;
+    for (int p = 0; p < w->nps; p++)
+        w->pn[p] = 0;
+    for (int64_t i = 0; i < *nkeys; i++) {
+        int p = psrt_row_ps(b->keys[i], w->nps);
+        w->pkeys[p][w->pn[p]] = b->keys[i];
+        w->pidx[p][w->pn[p]++] = (uint32_t)i;
+    }
+    return 0;
+}
+
 /* Returns the global step this step was, STEP_DONE, or NEED_RECOVERY (err
  * set, a transport error or a ps not ready), or another negative errno. */
 static long long do_step(struct psrt_worker *w, long long local_step, double *loss,
@@ -269,16 +286,9 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
                             psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
     if (r)
         return r;
-    int64_t nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
-    if (grow_sparse(w, (size_t)nkeys + 1))
+    int64_t nkeys;
+    if (split_keys(w, b, &nkeys))
         return -ENOMEM;
-    for (int p = 0; p < w->nps; p++)
-        w->pn[p] = 0;
-    for (int64_t i = 0; i < nkeys; i++) {
-        int p = psrt_row_ps(b->keys[i], w->nps);
-        w->pkeys[p][w->pn[p]] = b->keys[i];
-        w->pidx[p][w->pn[p]++] = (uint32_t)i;
-    }
     /* Pull */
     struct psrt_call calls[256];
     uint64_t nk[256];
@@ -550,16 +560,9 @@ static int eval_loss(struct psrt_worker *w, double *loss, struct psrt_err *err)
     int r = w->m.ops->batch(&w->m, b, 1000, psrt_rng_seed_for(f->seed ^ 0xe7a1, 999999, 0));
     if (r)
         return r;
-    int64_t nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
-    if (grow_sparse(w, (size_t)nkeys + 1))
+    int64_t nkeys;
+    if (split_keys(w, b, &nkeys))
         return -ENOMEM;
-    for (int p = 0; p < w->nps; p++)
-        w->pn[p] = 0;
-    for (int64_t i = 0; i < nkeys; i++) {
-        int p = psrt_row_ps(b->keys[i], w->nps);
-        w->pkeys[p][w->pn[p]] = b->keys[i];
-        w->pidx[p][w->pn[p]++] = (uint32_t)i;
-    }
     struct psrt_call calls[256];
     uint64_t nk[256];
     int n = 0;
