@@ -275,52 +275,39 @@ static int split_keys(struct psrt_worker *w, const struct psrt_batch *b, int64_t
     return 0;
 }
 
-/* Returns the global step this step was, STEP_DONE, or NEED_RECOVERY (err
- * set, a transport error or a ps not ready), or another negative errno. */
-static long long do_step(struct psrt_worker *w, long long local_step, double *loss,
-                         struct psrt_err *err)
+/* One Pull per ps that holds variables of this step, for the keys
+ * split_keys() gave it (nk holds the key counts the calls point to);
+ * flags0 goes to ps 0's call.  Returns the number of calls. */
+static int build_pulls(struct psrt_worker *w, struct psrt_call *calls, uint64_t *nk,
+                       uint32_t flags0)
 {
-    const struct psrt_flags *f = w->f;
-    struct psrt_batch *b = &w->batch;
-    int r = w->m.ops->batch(&w->m, b, f->batch_size,
-                            psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
-    if (r)
-        return r;
-    int64_t nkeys;
-    if (split_keys(w, b, &nkeys))
-        return -ENOMEM;
-    /* Pull */
-    struct psrt_call calls[256];
-    uint64_t nk[256];
     int n = 0;
     for (int p = 0; p < w->nps && n < 256; p++) {
         if (!ps_in_step(w, p))
             continue;
         nk[p] = (uint64_t)w->pn[p];
-        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL,
-                                      .flags = p == 0 ? PSRT_PULL_RESERVE : 0};
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL, .flags = p == 0 ? flags0 : 0};
         calls[n].iov[0] = (struct iovec){&nk[p], 8};
         calls[n].iov[1] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
         calls[n].niov = 2;
         n++;
     }
-    int bad = psrt_worker_calls(w, calls, n);
-    if (bad >= 0) {
-        *err = calls[bad].err;
-        if (calls[bad].status == -ESHUTDOWN)
-            return STEP_DONE;
-        if (calls[bad].rc || calls[bad].status == -EAGAIN)
-            return NEED_RECOVERY;
-        return calls[bad].status;
-    }
-    long long gstep = 0;
+    return n;
+}
+
+/* Reads the Pull replies into the dense variables and sparse values;
+ * *gstep is ps 0's global step.  0, or -EBADMSG naming the peer. */
+static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int n,
+                      long long *gstep, struct psrt_err *err)
+{
+    *gstep = 0;
     for (int i = 0; i < n; i++) {
         int p = calls[i].ps;
         struct psrt_buf *rb = &w->resp[p];
         rb->off = 0;
         long long s = (long long)psrt_buf_get_u64(rb);
         if (p == 0)
-            gstep = s;
+            *gstep = s;
         uint32_t nd = psrt_buf_get_u32(rb);
         psrt_buf_skip_align8(rb);
         uint32_t seen = 0;
@@ -342,6 +329,39 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
         for (int64_t i2 = 0; i2 < w->pn[p]; i2++)
             w->svals[w->pidx[p][i2]] = sv[i2];
     }
+    return 0;
+}
+
+/* Returns the global step this step was, STEP_DONE, or NEED_RECOVERY (err
+ * set, a transport error or a ps not ready), or another negative errno. */
+static long long do_step(struct psrt_worker *w, long long local_step, double *loss,
+                         struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    struct psrt_batch *b = &w->batch;
+    int r = w->m.ops->batch(&w->m, b, f->batch_size,
+                            psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
+    if (r)
+        return r;
+    int64_t nkeys;
+    if (split_keys(w, b, &nkeys))
+        return -ENOMEM;
+    /* Pull */
+    struct psrt_call calls[256];
+    uint64_t nk[256];
+    int n = build_pulls(w, calls, nk, PSRT_PULL_RESERVE);
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad >= 0) {
+        *err = calls[bad].err;
+        if (calls[bad].status == -ESHUTDOWN)
+            return STEP_DONE;
+        if (calls[bad].rc || calls[bad].status == -EAGAIN)
+            return NEED_RECOVERY;
+        return calls[bad].status;
+    }
+    long long gstep = 0;
+    if ((r = read_pulls(w, calls, n, &gstep, err)) < 0)
+        return r;
     if (gstep < 0)
         return STEP_DONE;
     *loss = w->m.ops->grad(&w->m, b, w->dense, w->svals, w->dgrad, w->sgrad);
@@ -565,43 +585,15 @@ static int eval_loss(struct psrt_worker *w, double *loss, struct psrt_err *err)
         return -ENOMEM;
     struct psrt_call calls[256];
     uint64_t nk[256];
-    int n = 0;
-    for (int p = 0; p < w->nps && n < 256; p++) {
-        if (!ps_in_step(w, p))
-            continue;
-        nk[p] = (uint64_t)w->pn[p];
-        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PULL};
-        calls[n].iov[0] = (struct iovec){&nk[p], 8};
-        calls[n].iov[1] = (struct iovec){w->pkeys[p], (size_t)w->pn[p] * 8};
-        calls[n].niov = 2;
-        n++;
-    }
+    int n = build_pulls(w, calls, nk, 0);
     int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;
         return calls[bad].rc ? calls[bad].rc : calls[bad].status;
     }
-    for (int i = 0; i < n; i++) {
-        int p = calls[i].ps;
-        struct psrt_buf *rb = &w->resp[p];
-        rb->off = 0;
-        psrt_buf_get_u64(rb);
-        psrt_buf_get_u32(rb);
-        psrt_buf_skip_align8(rb);
-        for (int v = 0; v < w->m.nvars; v++) {
-            const struct psrt_var *var = &w->m.vars[v];
-            if (var->kind != PSRT_VAR_DENSE || var->ps != p)
-                continue;
-            const void *src = psrt_buf_get(rb, (size_t)var->n * 4);
-            if (src)
-                memcpy(w->dense[v], src, (size_t)var->n * 4);
-        }
-        const float *sv = psrt_buf_get(rb, (size_t)w->pn[p] * 4);
-        if (rb->bad)
-            return -EBADMSG;
-        for (int64_t i2 = 0; i2 < w->pn[p]; i2++)
-            w->svals[w->pidx[p][i2]] = sv[i2];
-    }
+    long long gstep;
+    if ((r = read_pulls(w, calls, n, &gstep, err)) < 0)
+        return r;
     *loss = w->m.ops->grad(&w->m, b, w->dense, w->svals, w->dgrad, w->sgrad);
     return 0;
 }
