@@ -69,22 +69,9 @@ static int one_round(int n, const char *base, double *secs)
                                           .hosts_file = etc};
         h[i].pidfd = -1;
         hp[i] = &h[i];
-        if ((rc = fl_host_start(&h[i], err, sizeof err)) < 0)
-            goto fail;
-        if ((rc = fl_fabric_attach(fab, i, h[i].pid, err, sizeof err)) < 0)
-            goto fail;
     }
-    double t1 = now_s();
-    if ((rc = fl_fabric_commit(fab, err, sizeof err)) < 0)
-        goto fail;
-    double t2 = now_s();
-    if ((rc = fl_host_wait_ready(hp, (size_t)n, err, sizeof err)) < 0)
-        goto fail;
-    double t3 = now_s();
-    if (getenv("FL_BENCH_VERBOSE"))
-        fprintf(stderr, "start+attach %.3f commit %.3f ready %.3f\n", t1 - t0, t2 - t1, t3 - t2);
-fail:;
-    double t3x = now_s();
+    rc = fl_host_up_batch(hp, (size_t)n, fab, err, sizeof err);
+fail:
     if (rc < 0)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);
     for (int i = 0; i < n; i++)
@@ -95,14 +82,11 @@ fail:;
     while (waitpid(-1, NULL, 0) > 0)
         ;
     fl_fabric_destroy(fab);
-    double t4 = now_s();
     char hosts[PATH_MAX];
     snprintf(hosts, sizeof hosts, "%s/hosts", base);
     umount2(hosts, MNT_DETACH);
     rmdir(hosts);
     *secs = now_s() - t0;
-    if (getenv("FL_BENCH_VERBOSE"))
-        fprintf(stderr, "down %.3f rm %.3f\n", t4 - t3x, now_s() - t4);
     free(h);
     free(hp);
     free(paths);

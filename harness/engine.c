@@ -330,26 +330,11 @@ static int hosts_up_all(struct engine *e)
     const struct fl_scenario *s = e->s;
     char err[1024];
     struct fl_host **hp = calloc(s->n_hosts, sizeof *hp);
-    int rc = 0;
-    for (size_t i = 0; i < s->n_hosts; i++) {
-        hp[i] = &e->hosts[i].h;
-        if ((rc = fl_host_start(hp[i], err, sizeof err)) < 0) {
-            eng_error(e, "%s", err);
-            goto out;
-        }
-    }
     for (size_t i = 0; i < s->n_hosts; i++)
-        if ((rc = fl_fabric_attach(e->fab, (int)i, hp[i]->pid, err, sizeof err)) < 0) {
-            eng_error(e, "%s", err);
-            goto out;
-        }
-    if ((rc = fl_fabric_commit(e->fab, err, sizeof err)) < 0) {
+        hp[i] = &e->hosts[i].h;
+    int rc = fl_host_up_batch(hp, s->n_hosts, e->fab, err, sizeof err);
+    if (rc < 0)
         eng_error(e, "%s", err);
-        goto out;
-    }
-    if ((rc = fl_host_wait_ready(hp, s->n_hosts, err, sizeof err)) < 0)
-        eng_error(e, "%s", err);
-out:
     free(hp);
     eng_write_state(e);
     return rc;

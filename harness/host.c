@@ -25,6 +25,7 @@
  * DOWN.
  */
 #include "harness/host.h"
+#include "netem/fabric.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -516,4 +517,17 @@ int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *
         return -e;
     }
     return 0;
+}
+
+int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, char *err,
+                     size_t errlen)
+{
+    int rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = fl_host_start(hosts[i], err, errlen)) < 0 ||
+            (rc = fl_fabric_attach(fab, hosts[i]->spec.idx, hosts[i]->pid, err, errlen)) < 0)
+            return rc;
+    if ((rc = fl_fabric_commit(fab, err, errlen)) < 0)
+        return rc;
+    return fl_host_wait_ready(hosts, n, err, errlen);
 }

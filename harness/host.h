@@ -59,6 +59,13 @@ int fl_host_global_init(char *err, size_t errlen);
 int fl_host_start(struct fl_host *h, char *err, size_t errlen);
 int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errlen);
 
+/* Brings a batch of hosts up the fast way: every init cloned, every veth
+ * plugged into the fabric in one netlink batch, then all waited for.  On
+ * error the hosts already started are left for the caller to kill. */
+struct fl_fabric;
+int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, char *err,
+                     size_t errlen);
+
 /* Kills a host at once (init SIGKILL: the kernel kills everything in its PID
  * namespace).  Does not wait: the caller reaps init and the host's processes
  * with waitpid(-1) (init's exit completes only once they are all reaped).
