@@ -351,10 +351,7 @@ int eng_host_up(struct engine *e, int i, bool fresh_disk)
         return rc;
     hr->h.generation++;
     struct fl_host *hp = &hr->h;
-    if ((rc = fl_host_start(hp, err, sizeof err)) < 0 ||
-        (rc = fl_fabric_attach(e->fab, i, hp->pid, err, sizeof err)) < 0 ||
-        (rc = fl_fabric_commit(e->fab, err, sizeof err)) < 0 ||
-        (rc = fl_host_wait_ready(&hp, 1, err, sizeof err)) < 0) {
+    if ((rc = fl_host_up_batch(&hp, 1, e->fab, err, sizeof err)) < 0) {
         eng_error(e, "bringing host %s back: %s", e->s->hosts[i].name, err);
         fl_host_kill(hp);
         return rc;
