@@ -3,6 +3,10 @@
 # /etc/hosts, switch, veths, addresses) by faultline, against a shell script
 # doing the same with `ip` commands (bench/hosts_ip_baseline.sh), in the same
 # run.  Durations in seconds: a ratio below 1 means faultline is faster.
+# faultline's figure is the best of 5 rounds; each round, and the baseline,
+# starts once the kernel has freed the previous round's namespaces (the
+# kernel does that asynchronously after teardown; how long it took is shown
+# on stderr for every round).
 # Prints: BENCH name=hosts_up_down_N value=S unit=s baseline=ip_script_N ...
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -641,6 +641,7 @@ static void reap(struct engine *e)
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        fl_host_note_reaped(pid);
         if (pid == e->shell_pid) {
             e->shell_pid = -pid;    /* done */
             continue;
@@ -933,10 +934,12 @@ static void teardown(struct engine *e)
     /* every process is dead with its host; reap them all (and the inits) */
     int st;
     pid_t pid;
-    while ((pid = waitpid(-1, &st, 0)) > 0 || (pid < 0 && errno == EINTR))
+    while ((pid = waitpid(-1, &st, 0)) > 0 || (pid < 0 && errno == EINTR)) {
+        fl_host_note_reaped(pid);
         for (struct proc *p = e->procs; p; p = p->next)
             if (p->pid == pid)
                 p->running = false;
+    }
     fl_fabric_destroy(e->fab);
     e->fab = NULL;
     if (e->any_cgroup)

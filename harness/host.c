@@ -8,6 +8,10 @@
  * working directory, its own /tmp, the run's /etc/hosts, any shared paths and
  * a /proc of its own, sets the hostname, reports ready on a pipe shared by all
  * inits, then only reaps orphans until it is killed or the harness goes away.
+ * Init shares the harness's memory (CLONE_VM, on a stack of its own, making
+ * raw system calls only; see rawsys.h): cloning hundreds of hosts then costs
+ * no page-table copies.  A large batch is plugged into the fabric by a
+ * second thread while the first is still cloning (fl_host_up_batch).
  *
  * Processes are not started by init: the harness forks them straight into the
  * host (setns to init's PID namespace for the fork, then the child joins the
@@ -26,17 +30,20 @@
  */
 #include "harness/host.h"
 #include "netem/fabric.h"
+#include "harness/rawsys.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -137,77 +144,142 @@ int fl_host_global_init(char *err, size_t errlen)
     return 0;
 }
 
-static int mkdir_p_in_child(const char *path)
+/* Init stacks.  Init is cloned with CLONE_VM (see rawsys.h), so it runs on
+ * a stack of its own carved from this pool; a stack is reused only after
+ * its init has been reaped (fl_host_note_reaped), never while it may run.
+ * The bottom of each stack holds the init's arguments. */
+#define INIT_STACK_SIZE (64 * 1024)
+
+struct init_args {
+    struct fl_host *h;
+    int generation;
+    char cgroup_procs[4096];    /* "<cgroup>/cgroup.procs", or "" */
+};
+
+struct init_stack {
+    pid_t pid;                  /* 0 = free, -1 = being cloned */
+    void *mem;
+};
+static struct init_stack *stacks;
+static size_t nstacks;
+
+static struct init_stack *stack_get(void)
 {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
+    for (size_t i = 0; i < nstacks; i++)
+        if (stacks[i].pid == 0) {
+            stacks[i].pid = -1;
+            return &stacks[i];
+        }
+    void *mem = mmap(NULL, INIT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct init_stack *n = realloc(stacks, (nstacks + 1) * sizeof *stacks);
+    if (!n) {
+        munmap(mem, INIT_STACK_SIZE);
+        return NULL;
+    }
+    stacks = n;
+    stacks[nstacks] = (struct init_stack){-1, mem};
+    return &stacks[nstacks++];
+}
+
+void fl_host_note_reaped(pid_t pid)
+{
+    for (size_t i = 0; i < nstacks; i++)
+        if (stacks[i].pid == pid && pid > 0) {
+            stacks[i].pid = 0;
+            return;
+        }
+}
+
+/* Everything below runs in init, on its own stack, sharing the harness's
+ * memory: raw system calls only (no errno), no stdio, no allocation, and
+ * nothing written outside init's stack. */
+
+static char *utoa_in_child(char *end, unsigned v)
+{
+    *--end = 0;
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+static long mkdir_p_in_child(const char *path)
+{
+    char buf[1024];
+    size_t len = strlen(path);
+    if (len >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
         *p = 0;
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -1;
+        long r = fl_rs3(SYS_mkdirat, AT_FDCWD, buf, 0755);
+        if (r < 0 && r != -EEXIST)
+            return r;
         *p = '/';
     }
-    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+    long r = fl_rs3(SYS_mkdirat, AT_FDCWD, buf, 0755);
+    return r < 0 && r != -EEXIST ? r : 0;
 }
 
-static int bind_mount(const char *src, const char *dst)
+static long bind_mount(const char *src, const char *dst)
 {
-    return mount(src, dst, NULL, MS_BIND | MS_REC, NULL);
+    return fl_rs5(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL);
 }
 
-/* Runs in the cloned child: PID 1 of the host's new namespaces. */
-static __attribute__((noreturn)) void init_main(struct fl_host *h)
+static __attribute__((noreturn)) void init_exit(int code)
 {
-    const struct fl_host_spec *s = &h->spec;
-    struct ready_msg msg = {s->idx, h->generation, 0, STEP_OK};
+    for (;;)
+        fl_rs1(SYS_exit_group, code);
+}
+
+/* PID 1 of the host's new namespaces. */
+static int init_main(void *arg)
+{
+    const struct init_args *a = arg;
+    const struct fl_host_spec *s = &a->h->spec;
+    struct ready_msg msg = {s->idx, a->generation, 0, STEP_OK};
     int rfd = ready_pipe[1], afd = anchor_pipe[0];
+    long r;
 
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
-        msg.step = STEP_PDEATHSIG;
-        goto fail;
-    }
+#define INIT_TRY(call, at)    \
+    do {                      \
+        if ((r = (call)) < 0) { \
+            msg.step = (at);   \
+            goto fail;        \
+        }                     \
+    } while (0)
+
+    INIT_TRY(fl_rs2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL), STEP_PDEATHSIG);
     /* Keep only the two pipes; stdin/stdout to /dev/null, stderr stays. */
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-    }
-    if (dup2(rfd, 3) < 0 || dup2(afd, 4) < 0) {
-        msg.step = STEP_SIGNALS;
-        goto fail;
-    }
+    long null = fl_rs4(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC, 0);
+    if (null >= 0 && null != 0)
+        fl_rs3(SYS_dup3, null, 0, 0);
+    if (null >= 0 && null != 1)
+        fl_rs3(SYS_dup3, null, 1, 0);
+    INIT_TRY(rfd == 3 ? 0 : fl_rs3(SYS_dup3, rfd, 3, 0), STEP_SIGNALS);
+    INIT_TRY(afd == 4 ? 0 : fl_rs3(SYS_dup3, afd, 4, 0), STEP_SIGNALS);
     rfd = 3;
     afd = 4;
-    syscall(SYS_close_range, 5U, ~0U, 0U);
-    if (s->cgroup) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/cgroup.procs", s->cgroup);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
+    fl_rs3(SYS_close_range, 5U, ~0U, 0U);
+    if (a->cgroup_procs[0]) {
+        long fd = fl_rs4(SYS_openat, AT_FDCWD, a->cgroup_procs, O_WRONLY | O_CLOEXEC, 0);
         if (fd >= 0) {
-            if (write(fd, "0\n", 2) < 0) { /* reported by the first spawn */ }
-            close(fd);
+            fl_rs3(SYS_write, fd, "0\n", 2);   /* a failure is reported by the first spawn */
+            fl_rs1(SYS_close, fd);
         }
     }
-    if (sethostname(s->name, strlen(s->name)) < 0) {
-        msg.step = STEP_HOSTNAME;
-        goto fail;
-    }
-    if (bind_mount(s->disk_dir, s->workdir) < 0) {
-        msg.step = STEP_MOUNT_DISK;
-        goto fail;
-    }
-    for (size_t i = 0; i < s->nmounts; i++) {
-        if (bind_mount(s->mounts[i].src, s->mounts[i].dst) < 0) {
-            msg.step = STEP_MOUNT_SHARED;
-            goto fail;
-        }
-    }
-    if (s->hosts_file && mount(s->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL) < 0) {
-        msg.step = STEP_MOUNT_HOSTS;
-        goto fail;
-    }
+    INIT_TRY(fl_rs2(SYS_sethostname, s->name, strlen(s->name)), STEP_HOSTNAME);
+    INIT_TRY(bind_mount(s->disk_dir, s->workdir), STEP_MOUNT_DISK);
+    for (size_t i = 0; i < s->nmounts; i++)
+        INIT_TRY(bind_mount(s->mounts[i].src, s->mounts[i].dst), STEP_MOUNT_SHARED);
+    if (s->hosts_file)
+        INIT_TRY(fl_rs5(SYS_mount, s->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL),
+                 STEP_MOUNT_HOSTS);
     /* /tmp last: the sources above may live under the harness's /tmp.
      * Directories to expose that lie under /tmp are held by O_PATH fds
      * across the mount and bound again at their paths inside the new /tmp. */
@@ -217,63 +289,53 @@ static __attribute__((noreturn)) void init_main(struct fl_host *h)
     for (size_t i = 0; i < s->nexpose && nkeep < 8; i++) {
         if (strncmp(s->expose[i], "/tmp/", 5) != 0)
             continue;
-        int fd = open(s->expose[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-            msg.step = STEP_MOUNT_EXPOSE;
-            goto fail;
-        }
+        long fd;
+        INIT_TRY(fd = fl_rs4(SYS_openat, AT_FDCWD, s->expose[i],
+                             O_PATH | O_DIRECTORY | O_CLOEXEC, 0), STEP_MOUNT_EXPOSE);
         keep_path[nkeep] = s->expose[i];
-        keep[nkeep++] = fd;
+        keep[nkeep++] = (int)fd;
     }
-    if (bind_mount(s->tmp_dir, "/tmp") < 0) {
-        msg.step = STEP_MOUNT_TMP;
-        goto fail;
-    }
+    INIT_TRY(bind_mount(s->tmp_dir, "/tmp"), STEP_MOUNT_TMP);
     for (size_t k = 0; k < nkeep; k++) {
-        char src[64];
-        snprintf(src, sizeof src, "/proc/self/fd/%d", keep[k]);
-        if (mkdir_p_in_child(keep_path[k]) < 0 ||
-            mount(src, keep_path[k], NULL, MS_BIND, NULL) < 0) {
-            msg.step = STEP_MOUNT_EXPOSE;
-            goto fail;
-        }
-        close(keep[k]);
+        char src[32] = "/proc/self/fd/", num[16];
+        const char *d = utoa_in_child(num + sizeof num, (unsigned)keep[k]);
+        memcpy(src + 14, d, strlen(d) + 1);
+        INIT_TRY(mkdir_p_in_child(keep_path[k]), STEP_MOUNT_EXPOSE);
+        INIT_TRY(fl_rs5(SYS_mount, src, keep_path[k], NULL, MS_BIND, NULL), STEP_MOUNT_EXPOSE);
+        fl_rs1(SYS_close, keep[k]);
     }
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-        msg.step = STEP_MOUNT_PROC;
-        goto fail;
-    }
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
-        msg.step = STEP_SIGNALS;
-        goto fail;
-    }
-    if (write(rfd, &msg, sizeof msg) != sizeof msg)
-        _exit(1);
-    close(rfd);
+    INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+             STEP_MOUNT_PROC);
+    unsigned long chld = 1UL << (SIGCHLD - 1);      /* the kernel's sigset */
+    INIT_TRY(fl_rs4(SYS_rt_sigprocmask, SIG_BLOCK, &chld, NULL, sizeof chld), STEP_SIGNALS);
+    long sfd;
+    INIT_TRY(sfd = fl_rs4(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK),
+             STEP_SIGNALS);
+#undef INIT_TRY
+    if (fl_rs3(SYS_write, rfd, &msg, sizeof msg) != sizeof msg)
+        init_exit(1);
+    fl_rs1(SYS_close, rfd);
     for (;;) {
-        struct pollfd p[2] = {{.fd = afd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
-            _exit(1);
+        struct pollfd p[2] = {{.fd = afd, .events = POLLIN}, {.fd = (int)sfd, .events = POLLIN}};
+        r = fl_rs5(SYS_ppoll, p, 2, NULL, NULL, 0);
+        if (r < 0 && r != -EINTR)
+            init_exit(1);
+        if (r <= 0)
+            continue;
         if (p[0].revents)           /* EOF or error: the harness is gone */
-            _exit(0);
+            init_exit(0);
         if (p[1].revents) {
             struct signalfd_siginfo si;
-            while (read(sfd, &si, sizeof si) == sizeof si)
+            while (fl_rs3(SYS_read, sfd, &si, sizeof si) == sizeof si)
                 ;
-            while (waitpid(-1, NULL, WNOHANG) > 0)
+            while (fl_rs4(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
                 ;
         }
     }
 fail:
-    msg.err = errno;
-    if (write(rfd, &msg, sizeof msg) < 0)
-        _exit(1);
-    _exit(1);
+    msg.err = (int)-r;
+    fl_rs3(SYS_write, rfd, &msg, sizeof msg);
+    init_exit(1);
 }
 
 int fl_host_start(struct fl_host *h, char *err, size_t errlen)
@@ -286,25 +348,39 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen)
         errf(err, errlen, "host %s: already started", h->spec.name);
         return -EBUSY;
     }
+    struct init_stack *st = stack_get();
+    if (!st) {
+        errf(err, errlen, "host %s: mmap of a %d KiB stack for init: %s", h->spec.name,
+             INIT_STACK_SIZE / 1024, strerror(errno));
+        return -ENOMEM;
+    }
+    struct init_args *a = st->mem;
+    a->h = h;
+    a->generation = h->generation;
+    a->cgroup_procs[0] = 0;
+    if (h->spec.cgroup &&
+        (size_t)snprintf(a->cgroup_procs, sizeof a->cgroup_procs, "%s/cgroup.procs",
+                         h->spec.cgroup) >= sizeof a->cgroup_procs) {
+        st->pid = 0;
+        errf(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, h->spec.cgroup);
+        return -ENAMETOOLONG;
+    }
     int pidfd = -1;
-    struct clone_args ca = {
-        .flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS |
-                 CLONE_NEWIPC | CLONE_PIDFD,
-        .pidfd = (uint64_t)(uintptr_t)&pidfd,
-        .exit_signal = SIGCHLD,
-    };
-    fflush(NULL);
-    long pid = syscall(SYS_clone3, &ca, sizeof ca);
+    int flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+                CLONE_PIDFD | SIGCHLD | (FL_RAWSYS ? CLONE_VM : 0);
+    /* 16-byte aligned top of the stack; the arguments sit at its bottom. */
+    char *top = (char *)st->mem + INIT_STACK_SIZE;
+    pid_t pid = clone(init_main, top, flags, a, &pidfd);
     if (pid < 0) {
         int e = errno;
-        errf(err, errlen, "host %s: clone3(new net, mount, pid, uts, ipc namespaces): %s",
+        st->pid = 0;
+        errf(err, errlen, "host %s: clone(new net, mount, pid, uts, ipc namespaces): %s",
              h->spec.name, strerror(e));
         return -e;
     }
-    if (pid == 0)
-        init_main(h);
+    st->pid = pid;
     fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-    h->pid = (pid_t)pid;
+    h->pid = pid;
     h->pidfd = pidfd;
     h->state = FL_HOST_STARTING;
     h->starttime = 0;
@@ -519,15 +595,88 @@ int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *
     return 0;
 }
 
+/* Bringing up a batch: the calling thread clones the inits while a second
+ * thread plugs them into the fabric in chunks of UP_CHUNK, so that the
+ * kernel's work for new namespaces (sysctl and sysfs registration) and for
+ * veth pairs runs on two cores at once.  The committer is the fabric's only
+ * user while the batch runs.  Small batches need no second thread. */
+#define UP_CHUNK 32
+
+struct committer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct fl_host **hosts;
+    struct fl_fabric *fab;
+    size_t cloned;              /* hosts[0..cloned) have an init; under mu */
+    bool done;                  /* no more clones coming; under mu */
+    int rc;                     /* first error of the committer */
+    char err[512];
+};
+
+static int commit_range(struct committer *c, size_t from, size_t to)
+{
+    int rc = 0;
+    for (size_t i = from; i < to && rc == 0; i++)
+        rc = fl_fabric_attach(c->fab, c->hosts[i]->spec.idx, c->hosts[i]->pid, c->err,
+                              sizeof c->err);
+    if (rc == 0)
+        rc = fl_fabric_commit(c->fab, c->err, sizeof c->err);
+    return rc;
+}
+
+static void *committer_main(void *arg)
+{
+    struct committer *c = arg;
+    size_t at = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->done && c->cloned - at < UP_CHUNK)
+            pthread_cond_wait(&c->cv, &c->mu);
+        size_t to = c->cloned;
+        bool last = c->done;
+        pthread_mutex_unlock(&c->mu);
+        if (to > at && c->rc == 0)
+            c->rc = commit_range(c, at, to);
+        at = to;
+        if (last)
+            return NULL;
+    }
+}
+
 int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, char *err,
                      size_t errlen)
 {
-    int rc;
-    for (size_t i = 0; i < n; i++)
-        if ((rc = fl_host_start(hosts[i], err, errlen)) < 0 ||
-            (rc = fl_fabric_attach(fab, hosts[i]->spec.idx, hosts[i]->pid, err, errlen)) < 0)
-            return rc;
-    if ((rc = fl_fabric_commit(fab, err, errlen)) < 0)
+    struct committer c = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                          .hosts = hosts, .fab = fab};
+    pthread_t th;
+    bool threaded = n > UP_CHUNK && pthread_create(&th, NULL, committer_main, &c) == 0;
+    int rc = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if ((rc = fl_host_start(hosts[i], err, errlen)) < 0)
+            break;
+        if (threaded && (i + 1) % UP_CHUNK == 0) {
+            pthread_mutex_lock(&c.mu);
+            c.cloned = i + 1;
+            pthread_cond_signal(&c.cv);
+            pthread_mutex_unlock(&c.mu);
+        }
+    }
+    if (threaded) {
+        pthread_mutex_lock(&c.mu);
+        c.cloned = i;
+        c.done = true;
+        pthread_cond_signal(&c.cv);
+        pthread_mutex_unlock(&c.mu);
+        pthread_join(th, NULL);
+    } else if (rc == 0) {
+        c.rc = commit_range(&c, 0, n);
+    }
+    if (rc < 0)
         return rc;
+    if (c.rc < 0) {
+        errf(err, errlen, "%s", c.err);
+        return c.rc;
+    }
     return fl_host_wait_ready(hosts, n, err, errlen);
 }

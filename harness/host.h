@@ -59,6 +59,11 @@ int fl_host_global_init(char *err, size_t errlen);
 int fl_host_start(struct fl_host *h, char *err, size_t errlen);
 int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errlen);
 
+/* Tells the host module that the harness reaped PID (any child: a no-op
+ * unless it was an init), so that the init's stack can be reused.  Call it
+ * for every pid waitpid returns. */
+void fl_host_note_reaped(pid_t pid);
+
 /* Brings a batch of hosts up the fast way: every init cloned, every veth
  * plugged into the fabric in one netlink batch, then all waited for.  On
  * error the hosts already started are left for the caller to kill. */

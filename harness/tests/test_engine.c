@@ -109,6 +109,16 @@ FL_TEST_T(engine, run_partition_blocks_then_heals, 60)
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM faults WHERE kind='partition' AND healed_ms IS NOT NULL"), 1);
 }
 
+/* More hosts than one bring-up chunk: inits are cloned while a second thread
+ * plugs earlier ones into the fabric; every client must reach h0. */
+FL_TEST_T(engine, run_40_hosts_each_reaches_h0, 60)
+{
+    require_setup();
+    run_passes("many-hosts.yaml");
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE name='log_matches' AND passed=1"), 39);
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE passed=0"), 0);
+}
+
 FL_TEST_T(engine, run_oneway_partition_one_direction, 60)
 {
     require_setup();
