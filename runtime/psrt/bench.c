@@ -183,14 +183,9 @@ static int bench_sparse(int argc, char **argv)
             return 1;
         }
         double t0 = psrt_now();
-        for (int p = 0; p < nps; p++)
-            pn[p] = 0;
-        for (size_t i = 0; i < n; i++) {
-            int p = psrt_row_ps(keys[i], nps);
-            size_t j = pn[p]++;
-            pk[p][j] = keys[i];
-            pg[p][j] = g[i];
-            pi[p][j] = (uint32_t)i;
+        if (psrt_split_keys(keys, g, n, nps, pk, pg, pi, pn)) {
+            fprintf(stderr, "psrt bench: out of memory\n");
+            return 1;
         }
         /* --chunk=N pipelines each ps's pairs in messages of N (the ps applies
          * one while the next is on the wire); default: one message per ps,

@@ -367,6 +367,11 @@ static inline int psrt_row_ps(uint64_t key, int nps)
 {
     return (int)(((unsigned __int128)psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) * (uint64_t)nps) >> 64);
 }
+/* Splits keys[0..n) by ps (split.c): pk[p] (and pv[p] from vals, pi[p]
+ * the input positions, each when non-NULL) get ps p's keys in input order,
+ * pn[p] their count.  Returns 0. */
+int psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
+                    uint64_t **pk, float **pv, uint32_t **pi, size_t *pn);
 
 /* ---- data (data.c) ---------------------------------------------------------- */
 struct psrt_rng {

@@ -265,14 +265,8 @@ static int split_keys(struct psrt_worker *w, const struct psrt_batch *b, int64_t
     *nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
     if (grow_sparse(w, (size_t)*nkeys + 1))
         return -ENOMEM;
-    for (int p = 0; p < w->nps; p++)
-        w->pn[p] = 0;
-    for (int64_t i = 0; i < *nkeys; i++) {
-        int p = psrt_row_ps(b->keys[i], w->nps);
-        w->pkeys[p][w->pn[p]] = b->keys[i];
-        w->pidx[p][w->pn[p]++] = (uint32_t)i;
-    }
-    return 0;
+    return psrt_split_keys(b->keys, NULL, (size_t)*nkeys, w->nps, w->pkeys, NULL, w->pidx,
+                           w->pn);
 }
 
 /* One Pull per ps that holds variables of this step, for the keys
@@ -326,7 +320,7 @@ static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int 
                          psrt_conn_peer(w->conn[p]));
             return -EBADMSG;
         }
-        for (int64_t i2 = 0; i2 < w->pn[p]; i2++)
+        for (size_t i2 = 0; i2 < w->pn[p]; i2++)
             w->svals[w->pidx[p][i2]] = sv[i2];
     }
     return 0;
@@ -387,7 +381,7 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
             calls[n].iov[k++] = (struct iovec){w->dgrad[v], (size_t)var->n * 4};
             hdr[p].nd++;
         }
-        for (int64_t i = 0; i < w->pn[p]; i++)
+        for (size_t i = 0; i < w->pn[p]; i++)
             w->pgrad[p][i] = w->sgrad[w->pidx[p][i]];
         size_t dense_bytes = 0;
         for (int j = 1; j < k; j++)

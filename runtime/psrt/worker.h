@@ -23,7 +23,7 @@ struct psrt_worker {
     uint64_t **pkeys;
     uint32_t **pidx;
     float **pgrad;
-    int64_t *pn;
+    size_t *pn;
     size_t *pcap;
     /* chief */
     long long last_save_step;
