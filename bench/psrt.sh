@@ -34,6 +34,13 @@
 #                               fresh chief (its buffers not yet allocated);
 #                               the ps tasks keep running across rounds, as
 #                               they do across the saves of a training run.
+#   ckpt_robust_save_1g_ps_disks_elsewhere
+#                               the same save with the ps tasks' shards on
+#                               tmpfs, standing for their own machines' disks
+#                               (written in parallel on a real cluster), so the
+#                               disk here takes the chief's 1 GiB bundle only:
+#                               the critical path of a save across hosts, vs
+#                               dd writing 1 GiB (conv=fsync) to that disk
 #   ckpt_robust_restore_1g      robust restore of it by a new chief (each ps
 #                               from its own copy, crc-checked; the files are
 #                               dropped from the page cache first) vs dd
@@ -57,7 +64,7 @@ cleanup() {
     ip netns del "$NS_A" 2>/dev/null || true
     ip netns del "$NS_B" 2>/dev/null || true
   fi
-  rm -rf "$W"
+  rm -rf "$W" "${SHM:-}"
 }
 trap cleanup EXIT
 
@@ -209,4 +216,28 @@ bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(best "${sv[@]}")" 'BEGIN { 
   durable_MiB_per_s dd_write_2g_fsync "$(awk -v s="$(best "${dd2[@]}")" 'BEGIN { print 2048 / s }')"
 bench ckpt_robust_restore_1g "$(awk -v m="$mib" -v s="$(kv restore_s "$line2")" 'BEGIN { print m / s }')" \
   MiB_per_s dd_read "$dd_r"
+
+# The same save with the ps tasks' disks elsewhere, as on separate machines:
+# their shards go to tmpfs (standing for the other machines' disks, written
+# in parallel), so this machine's disk takes the chief's 1 GiB bundle only,
+# the critical path of a save across hosts.  Against dd writing 1 GiB with
+# fsync to that disk; same rounds and rotation as above.
+SHM=$(mktemp -d /dev/shm/psrt-bench.XXXXXX)
+hosts=""
+for i in 0 1 2 3; do
+  start_ps "o$i" "$i" 4 "" --model=bench_dense --dense_floats=67108864 --checkpoint_protocol=robust \
+    --train_dir="$SHM/o$i/train_logs"
+  hosts="$hosts,127.0.0.1:$PORT"
+done
+dd1=() sv=()
+for r in $(seq "$rounds"); do
+  rm -rf "$SHM"/o?/train_logs
+  if (( r % 2 )); then m_dd 1024; m_save; else m_save; m_dd 1024; fi
+  echo "bench/psrt.sh: robust, ps disks elsewhere, round $r: dd 1 GiB ${dd1[-1]} s, save ${sv[-1]} s" >&2
+done
+stop_all
+rm -rf "$SHM"
+bench ckpt_robust_save_1g_ps_disks_elsewhere \
+  "$(awk -v m="$mib" -v s="$(best "${sv[@]}")" 'BEGIN { print m / s }')" \
+  durable_MiB_per_s dd_write_1g_fsync "$(awk -v s="$(best "${dd1[@]}")" 'BEGIN { print 1024 / s }')"
 fi

@@ -136,6 +136,12 @@ enum {
      * back every 16 MiB (sync_file_range), so that a CKPT_SYNC finish waits
      * for little; this turns that off. */
     CKPT_W_NO_WRITEBACK = 1u << 3,
+    /* The data file is written with O_DIRECT from two aligned buffers, one
+     * filling while the other is written asynchronously (Linux AIO): no
+     * page-cache copy, and the disk works while the caller produces more.
+     * Falls back to the default path where the filesystem refuses O_DIRECT
+     * (tmpfs).  The bytes on disk are the same either way. */
+    CKPT_W_DIRECT = 1u << 4,
 };
 
 struct ckpt_writer_opts {
@@ -149,6 +155,20 @@ struct ckpt_writer_opts {
  * TensorFlow's defaults with CKPT_W_MKDIR. */
 int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
                      const struct ckpt_writer_opts *opts, struct ckpt_err *err);
+
+/* Streams len bytes of the current tensor (like ckpt_writer_append) that
+ * fill() writes straight into the writer's buffer, in spans: fill(ctx, dst,
+ * n, &crc) puts n bytes at dst and sets crc to their crc32c (a socket
+ * reader that checksums what it receives anyway saves a pass), 0 or a
+ * negative errno.  A fill failure is returned as is, err untouched, and
+ * leaves the writer failed (abort it). */
+typedef int (*ckpt_fill_fn)(void *ctx, void *dst, size_t n, uint32_t *crc);
+int ckpt_writer_append_fill(struct ckpt_writer *w, size_t len, ckpt_fill_fn fill, void *ctx,
+                            struct ckpt_err *err);
+
+/* True when the writer's data file goes the direct path (CKPT_W_DIRECT was
+ * asked for and the filesystem takes O_DIRECT). */
+bool ckpt_writer_is_direct(const struct ckpt_writer *w);
 
 /* Adds a whole tensor of a fixed-size dtype: len must be
  * elements(shape) * ckpt_dtype_size(dtype).  Names must be unique and not "".

@@ -17,6 +17,9 @@ uint32_t ckpt_crc32c(const void *data, size_t n);
 /* crc32c of (whatever gave crc) followed by data[0..n); crc 0 = empty input. */
 uint32_t ckpt_crc32c_extend(uint32_t crc, const void *data, size_t n);
 
+/* crc32c of a || b from crc32c(a), crc32c(b) and b's length. */
+uint32_t ckpt_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 #define CKPT_CRC_MASK_DELTA 0xa282ead8u
 
 static inline uint32_t ckpt_crc_mask(uint32_t crc)

@@ -22,6 +22,14 @@
  * 16 MiB written, writeback of those bytes is started (sync_file_range
  * SYNC_FILE_RANGE_WRITE, asynchronous), so the disk works while the caller
  * produces more and the final fsync has little left to do.
+ *
+ * Direct path (CKPT_W_DIRECT): the data file is opened O_DIRECT and every
+ * byte goes through two 4 KiB-aligned buffers; a full buffer is submitted
+ * as one asynchronous write (io_submit) at its aligned offset while the
+ * other fills, so the page cache is never touched.  The last, partial
+ * buffer is written padded to 4 KiB and the file truncated back to its
+ * logical size before the fsync.  Invariant: at most one write in flight,
+ * always of the buffer not being filled.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +38,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/aio_abi.h>
+#include <stdbool.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/ckpt/bundle.h"
@@ -67,6 +81,14 @@ struct ckpt_writer {
     size_t hcap;
     int state;
     struct ckpt_err fail;
+    /* direct path */
+    bool direct;
+    uint8_t *dbuf[2];     /* buf == dbuf[fill] */
+    int fill;
+    aio_context_t aio;
+    bool inflight;        /* dbuf[!fill] is being written */
+    struct iocb cb;
+    uint64_t sized;       /* the file's size is at least this (see direct_submit) */
     /* the tensor being streamed */
     size_t cur;
     uint64_t cur_expected, cur_written;
@@ -132,13 +154,128 @@ static int write_out(struct ckpt_writer *w, const void *p, size_t n)
     return rc;
 }
 
+#define DIRECT_ALIGN 4096u
+
+/* Waits for the write in flight, if any. */
+static int direct_wait(struct ckpt_writer *w)
+{
+    if (!w->inflight)
+        return 0;
+    struct io_event ev;
+    long r;
+    while ((r = syscall(SYS_io_getevents, w->aio, 1L, 1L, &ev, NULL)) < 0 && errno == EINTR)
+        ;
+    w->inflight = false;
+    if (r < 0)
+        return -errno;
+    if (r != 1)
+        return -EIO;
+    if ((long long)ev.res < 0)
+        return (int)(long long)ev.res;
+    /* a short write (a full disk, typically): the rest synchronously, which
+     * either completes or says why not */
+    for (uint64_t done = (uint64_t)ev.res; done < w->cb.aio_nbytes;) {
+        ssize_t k = pwrite(w->fd, (const uint8_t *)(uintptr_t)w->cb.aio_buf + done,
+                           (size_t)(w->cb.aio_nbytes - done), (off_t)(w->cb.aio_offset + done));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -errno;
+        if (k == 0)
+            return -ENOSPC;
+        done += (uint64_t)k;
+    }
+    return 0;
+}
+
+/* Submits dbuf[fill] (n bytes, a multiple of DIRECT_ALIGN) at offset
+ * w->flushed and switches to the other buffer.  The file is made longer
+ * ahead of the writes (DIRECT_AHEAD at a time, cut back at finish): a
+ * direct write past the end of file is done synchronously by some
+ * filesystems (ext4), one inside it asynchronously. */
+#define DIRECT_AHEAD (64u << 20)
+static int direct_submit(struct ckpt_writer *w, size_t n)
+{
+    int rc = direct_wait(w);
+    if (rc)
+        return rc;
+    if (w->flushed + n > w->sized) {
+        uint64_t to = w->flushed + n + DIRECT_AHEAD;
+        /* allocated space where the filesystem can; a sparse length where
+         * it cannot (a full disk then shows in the write itself) */
+        if (fallocate(w->fd, 0, (off_t)w->sized, (off_t)(to - w->sized)) < 0 &&
+            ftruncate(w->fd, (off_t)to) < 0)
+            return -errno;
+        w->sized = to;
+    }
+    memset(&w->cb, 0, sizeof w->cb);
+    w->cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+    w->cb.aio_fildes = (uint32_t)w->fd;
+    w->cb.aio_buf = (uint64_t)(uintptr_t)w->dbuf[w->fill];
+    w->cb.aio_nbytes = n;
+    w->cb.aio_offset = (int64_t)w->flushed;
+    struct iocb *list[1] = {&w->cb};
+    long r;
+    while ((r = syscall(SYS_io_submit, w->aio, 1L, list)) < 0 && errno == EINTR)
+        ;
+    if (r != 1)
+        return r < 0 ? -errno : -EIO;
+    w->inflight = true;
+    w->flushed += n;
+    w->fill = !w->fill;
+    w->buf = w->dbuf[w->fill];
+    w->buflen = 0;
+    return 0;
+}
+
+/* Direct path, at finish: the last partial buffer, padded, then the file
+ * cut back to its logical size. */
+static int direct_flush_tail(struct ckpt_writer *w)
+{
+    uint64_t logical = w->flushed + w->buflen;
+    int rc = 0;
+    if (w->buflen) {
+        size_t n = (w->buflen + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
+        memset(w->buf + w->buflen, 0, n - w->buflen);
+        rc = direct_submit(w, n);
+    }
+    if (!rc)
+        rc = direct_wait(w);
+    if (!rc && w->sized != logical && ftruncate(w->fd, (off_t)logical) < 0)
+        rc = -errno;
+    w->flushed = logical;
+    return rc;
+}
+
 static int flush_buf(struct ckpt_writer *w)
 {
+    if (w->direct)
+        return 0;   /* full buffers only, by wr(); the tail at finish */
     if (!w->buflen)
         return 0;
     int rc = write_out(w, w->buf, w->buflen);
     w->buflen = 0;
     return rc;
+}
+
+/* Direct path of wr(): everything through the buffers. */
+static int wr_direct(struct ckpt_writer *w, const uint8_t *p, size_t n, uint32_t *crc)
+{
+    while (n) {
+        size_t k = w->bufcap - w->buflen < n ? w->bufcap - w->buflen : n;
+        memcpy(w->buf + w->buflen, p, k);
+        if (crc)
+            *crc = ckpt_crc32c_extend(*crc, w->buf + w->buflen, k);
+        w->buflen += k;
+        p += k;
+        n -= k;
+        if (w->buflen == w->bufcap) {
+            int rc = direct_submit(w, w->bufcap);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
 }
 
 /* Appends to the data file; extends *crc (if not NULL) over the bytes. */
@@ -148,7 +285,9 @@ static int wr(struct ckpt_writer *w, const void *p, size_t n, uint32_t *crc, con
     int rc = 0;
     if (n == 0)
         return 0;
-    if (w->buflen + n <= w->bufcap) {
+    if (w->direct) {
+        rc = wr_direct(w, p, n, crc);
+    } else if (w->buflen + n <= w->bufcap) {
         memcpy(w->buf + w->buflen, p, n);
         if (crc)
             *crc = ckpt_crc32c_extend(*crc, w->buf + w->buflen, n);
@@ -223,6 +362,8 @@ int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
     w->bufcap = w->o.buffer_size ? w->o.buffer_size : DEFAULT_BUFFER;
     if (w->bufcap < 4096)
         w->bufcap = 4096;
+    if (w->o.flags & CKPT_W_DIRECT)
+        w->bufcap = (w->bufcap + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
     w->prefix = strdup(prefix);
     w->data_final = ckpt_data_name(prefix, 0, 1);
     w->index_final = ckpt_index_name(prefix);
@@ -255,7 +396,37 @@ int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
             goto cleanup;
         }
     }
-    w->fd = open(w->data_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    struct statfs sfs;
+    if ((w->o.flags & CKPT_W_DIRECT) && statfs(dir, &sfs) == 0 &&
+        (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC)) {
+        /* memory, not a disk: O_DIRECT would only add work */
+    } else if (w->o.flags & CKPT_W_DIRECT) {
+        /* O_DIRECT where the filesystem takes it (EINVAL: it does not) and
+         * an AIO context; otherwise the buffered path */
+        w->fd = open(w->data_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0666);
+        if (w->fd < 0 && errno != EINVAL) {
+            rc = -errno;
+            ckpt_err_set(err, rc, "open", w->data_final, NULL, 0, "create (as %s): %s",
+                         w->data_tmp, strerror(-rc));
+            goto cleanup;
+        }
+        if (w->fd >= 0 && syscall(SYS_io_setup, 1U, &w->aio) == 0 &&
+            (w->dbuf[1] = aligned_alloc(DIRECT_ALIGN, w->bufcap)) != NULL) {
+            w->dbuf[0] = w->buf;
+            w->direct = true;
+        } else if (w->fd >= 0) {
+            /* no AIO here: the same file, buffered */
+            if (w->aio) {
+                syscall(SYS_io_destroy, w->aio);
+                w->aio = 0;
+            }
+            close(w->fd);
+            unlink(w->data_tmp);
+            w->fd = -1;
+        }
+    }
+    if (w->fd < 0)
+        w->fd = open(w->data_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (w->fd < 0) {
         rc = -errno;
         ckpt_err_set(err, rc, "open", w->data_final, NULL, 0, "create (as %s): %s", w->data_tmp,
@@ -383,6 +554,45 @@ int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len, stru
     return 0;
 }
 
+int ckpt_writer_append_fill(struct ckpt_writer *w, size_t len, ckpt_fill_fn fill, void *ctx,
+                            struct ckpt_err *err)
+{
+    if (w->state == W_FAILED)
+        return failed(w, err);
+    if (w->state != W_IN_TENSOR)
+        return fail(w, err, -EINVAL, NULL, w->prefix, NULL, "append without begin");
+    struct wentry *e = &w->ents[w->cur];
+    if (len > w->cur_expected - w->cur_written)
+        return fail(w, err, -EINVAL, NULL, w->prefix, e->name,
+                    "appending %zu bytes after %llu of %llu: more than the shape holds", len,
+                    (unsigned long long)w->cur_written, (unsigned long long)w->cur_expected);
+    while (len) {
+        int rc;
+        if (w->buflen == w->bufcap) {
+            rc = w->direct ? direct_submit(w, w->bufcap) : flush_buf(w);
+            if (rc)
+                return fail(w, err, rc, "write", w->data_final, e->name, "write (as %s): %s",
+                            w->data_tmp, strerror(-rc));
+        }
+        size_t k = w->bufcap - w->buflen < len ? w->bufcap - w->buflen : len;
+        uint32_t crc = 0;
+        rc = fill(ctx, w->buf + w->buflen, k, &crc);
+        if (rc) {
+            /* the caller's failure: the writer is unusable, err untouched */
+            ckpt_err_set(&w->fail, rc, NULL, w->prefix, e->name, strlen(e->name),
+                         "input failed while streaming the tensor");
+            w->state = W_FAILED;
+            return rc;
+        }
+        w->cur_crc = ckpt_crc32c_combine(w->cur_crc, crc, k);
+        w->buflen += k;
+        w->size += k;
+        w->cur_written += k;
+        len -= k;
+    }
+    return 0;
+}
+
 int ckpt_writer_end(struct ckpt_writer *w, struct ckpt_err *err)
 {
     if (w->state == W_FAILED)
@@ -469,6 +679,11 @@ int ckpt_writer_add_strings(struct ckpt_writer *w, const char *name, int rank,
     return pad(w, name, err);
 }
 
+bool ckpt_writer_is_direct(const struct ckpt_writer *w)
+{
+    return w->direct;
+}
+
 uint64_t ckpt_writer_data_size(const struct ckpt_writer *w)
 {
     return w->size;
@@ -476,6 +691,14 @@ uint64_t ckpt_writer_data_size(const struct ckpt_writer *w)
 
 static void free_writer(struct ckpt_writer *w)
 {
+    if (w->direct) {
+        direct_wait(w);     /* the kernel must be done with our buffers */
+        syscall(SYS_io_destroy, w->aio);
+        if (w->buf == w->dbuf[1])
+            w->buf = w->dbuf[0];
+        free(w->dbuf[1]);
+        w->direct = false;
+    }
     if (w->fd >= 0)
         close(w->fd);
     for (size_t i = 0; i < w->n; i++) {
@@ -497,6 +720,8 @@ void ckpt_writer_abort(struct ckpt_writer *w)
 {
     if (!w)
         return;
+    if (w->direct)
+        direct_wait(w);
     if (w->fd >= 0) {
         close(w->fd);
         w->fd = -1;
@@ -598,7 +823,7 @@ int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *e
                   "finish while the tensor is still being streamed");
         goto cleanup;
     }
-    if ((rc = flush_buf(w)) < 0) {
+    if ((rc = w->direct ? direct_flush_tail(w) : flush_buf(w)) < 0) {
         fail(w, err, rc, "write", w->data_final, NULL, "write (as %s): %s", w->data_tmp, strerror(-rc));
         goto cleanup;
     }

@@ -437,7 +437,7 @@ static int robust_write(struct ps *ps, const struct psrt_tl *l, const char *name
         psrt_err_set(err, -fe, "fsync %s: %s", prefix, strerror(fe));
         return -fe;
     }
-    return psrt_tl_write_bundle(l, prefix, CKPT_W_MKDIR_P, CKPT_SYNC, err);
+    return psrt_tl_write_bundle(l, prefix, CKPT_W_MKDIR_P | CKPT_W_DIRECT, CKPT_SYNC, err);
 }
 
 /* ---- handlers ----------------------------------------------------------- */

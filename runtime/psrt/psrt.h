@@ -212,6 +212,10 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
 int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int32_t *status,
                          struct psrt_err *err);
 int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err);
+/* The same, and *crc = crc32c of the n bytes received (computed once, for
+ * the frame's check and the caller's). */
+int psrt_conn_recv_part_crc(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
+                            struct psrt_err *err);
 int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err);
 
 /* Several calls at once: every request is sent and every reply read as the

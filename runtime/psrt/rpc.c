@@ -14,6 +14,7 @@
  * most one thread touches a connection at a time (ONESHOT gives that).
  */
 #include "runtime/psrt/psrt.h"
+#include "runtime/ckpt/crc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -398,6 +399,24 @@ int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_er
     if (r)
         return recv_fail(c, r, err);
     c->st_crc = psrt_crc32c(c->st_crc, buf, n);
+    c->st_left -= n;
+    return 0;
+}
+
+int psrt_conn_recv_part_crc(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
+                            struct psrt_err *err)
+{
+    if (c->fd < 0) {
+        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
+        return -ENOTCONN;
+    }
+    if (n > c->st_left)
+        return recv_fail(c, -EBADMSG, err);
+    int r = recv_full(c->fd, buf, n, c->st_deadline, NULL);
+    if (r)
+        return recv_fail(c, r, err);
+    *crc = psrt_crc32c(0, buf, n);
+    c->st_crc = ckpt_crc32c_combine(c->st_crc, *crc, n);
     c->st_left -= n;
     return 0;
 }

@@ -12,7 +12,8 @@
  *      durable), overlapping with step 2.
  *   2. The chief writes every ps's tensors as ONE TensorFlow bundle
  *      <train_dir>/model.ckpt-N.{index,data-00000-of-00001} on its disk,
- *      durably and atomically (same writer rules): a complete, verifiable
+ *      durably and atomically (same writer rules; O_DIRECT where the disk
+ *      takes it, see CKPT_W_DIRECT): a complete, verifiable
  *      checkpoint that TensorFlow and `psrt inspect` can read.
  *   3. RobustCommit to every ps: each waits for its background write (a
  *      failed write fails the save) and adds model.ckpt-N to its own
@@ -44,13 +45,11 @@ static void from_ckpt(struct psrt_err *err, const struct ckpt_err *ce, int r)
 }
 
 /* One RobustSave reply, streamed into the chief's bundle: the tensor list
- * (psrt_tl_encode's layout) is read piece by piece from the connection and
- * each tensor's bytes are appended to the writer as they arrive, through
- * one PIECE-sized buffer (the writer takes pieces that big straight from
- * it).  The frame's crc is checked at the end, before anything is
- * finished: a corrupt reply fails the save and the writer's temporary
- * files are removed. */
-#define PIECE (8u << 20)
+ * (psrt_tl_encode's layout) is read piece by piece from the connection,
+ * each tensor's bytes straight into the writer's buffer (sr_fill) and
+ * checksummed once for both the frame's crc and the tensor's.  The frame's
+ * crc is checked at the end, before anything is finished: a corrupt reply
+ * fails the save and the writer's temporary files are removed. */
 
 struct sreader {
     struct psrt_conn *c;
@@ -67,6 +66,18 @@ static int sr_read(struct sreader *sr, void *buf, size_t n)
     return r;
 }
 
+/* The writer's fill: socket bytes straight into its buffer, checksummed
+ * once for both the frame and the tensor. */
+static int sr_fill(void *ctx, void *dst, size_t n, uint32_t *crc)
+{
+    struct sreader *sr = ctx;
+    if (n > sr->len - sr->off)
+        return -EBADMSG;
+    int r = psrt_conn_recv_part_crc(sr->c, dst, n, crc, sr->err);
+    sr->off += n;
+    return r;
+}
+
 static int sr_align8(struct sreader *sr)
 {
     uint8_t pad[8];
@@ -75,7 +86,7 @@ static int sr_align8(struct sreader *sr)
 
 /* 0, a transport error (the connection is closed, err set), -EBADMSG for
  * a reply that does not parse, or a ckpt error (ce set). */
-static int stream_shard(struct sreader *sr, struct ckpt_writer *cw, uint8_t *piece,
+static int stream_shard(struct sreader *sr, struct ckpt_writer *cw,
                         uint64_t *bytes, struct ckpt_err *ce)
 {
     uint32_t n, u;
@@ -99,14 +110,8 @@ static int stream_shard(struct sreader *sr, struct ckpt_writer *cw, uint8_t *pie
             (uint64_t)el * ckpt_dtype_size((int)dtype) != len || len > sr->len - sr->off)
             return -EBADMSG;
         r = ckpt_writer_begin(cw, name, (int)dtype, (int)rank, dims, ce);
-        for (uint64_t got = 0; !r && got < len;) {
-            size_t k = len - got < PIECE ? (size_t)(len - got) : PIECE;
-            r = sr_read(sr, piece, k);
-            if (r)
-                return r;
-            r = ckpt_writer_append(cw, piece, k, ce);
-            got += k;
-        }
+        if (!r)
+            r = ckpt_writer_append_fill(cw, (size_t)len, sr_fill, sr, ce);
         if (r || (r = ckpt_writer_end(cw, ce)))
             return r;
         *bytes += len;
@@ -130,7 +135,6 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct psrt_buf req = {0};
     struct psrt_call calls[256];
     int nsent = 0, nread = 0, fe;
-    uint8_t *piece = NULL;
     uint64_t bytes = 0;
 
     fe = psrt_fault("psrt/save/begin");
@@ -163,16 +167,13 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         r = -fe;
         goto cleanup;
     }
-    struct ckpt_writer_opts o = {.flags = CKPT_W_MKDIR_P};
+    /* O_DIRECT with asynchronous writes where the disk takes them: the
+     * bytes skip the page cache and the disk writes one buffer while the
+     * next arrives from the network */
+    struct ckpt_writer_opts o = {.flags = CKPT_W_MKDIR_P | CKPT_W_DIRECT};
     r = ckpt_writer_open(&cw, prefix, &o, &ce);
     if (r) {
         from_ckpt(err, &ce, r);
-        goto cleanup;
-    }
-    piece = malloc(PIECE);
-    if (!piece) {
-        psrt_err_set(err, -ENOMEM, "save of %s: no memory for a %u-byte buffer", prefix, PIECE);
-        r = -ENOMEM;
         goto cleanup;
     }
     for (; nread < n; nread++) {
@@ -204,7 +205,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
             nread++;
             goto cleanup;
         }
-        r = stream_shard(&sr, cw, piece, &bytes, &ce);
+        r = stream_shard(&sr, cw, &bytes, &ce);
         if (!r)
             r = psrt_conn_recv_end(sr.c, err); /* the crc over everything read */
         else if (ce.msg[0]) /* the writer's error */
@@ -255,7 +256,6 @@ cleanup:
     if (cw)
         ckpt_writer_abort(cw);
     psrt_buf_free(&req);
-    free(piece);
     for (int p = 0; p < w->nps; p++)
         if (w->resp[p].cap > (64u << 20))
             psrt_buf_free(&w->resp[p]);

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
+#include <sys/mount.h>
 
 #include "runtime/ckpt/crc.h"
 #include "runtime/ckpt/internal.h"
@@ -437,6 +439,128 @@ FL_TEST(ckpt, bundle_write_is_atomic_until_finish)
     FL_ASSERT_CONTAINS(e.msg, "still being streamed");
     FL_ASSERT_EQ(count_names(dir, "q"), 0);
     FL_ASSERT_EQ(count_names(dir, "tempstate"), 0);
+}
+
+struct fill_src {
+    const uint8_t *p;
+    int calls;
+};
+
+static int fill_from(void *ctx, void *dst, size_t n, uint32_t *crc)
+{
+    struct fill_src *f = ctx;
+    memcpy(dst, f->p, n);
+    *crc = ckpt_crc32c(dst, n);
+    f->p += n;
+    f->calls++;
+    return 0;
+}
+
+/* Writes the same awkward tensors (sizes around the 4 KiB alignment and the
+ * buffer, streamed in odd pieces, by append or by append_fill) with the
+ * given flags; 1 if direct. */
+static int write_awkward(const char *prefix, unsigned flags, bool by_fill)
+{
+    static uint8_t big[3 * 65536 + 4099];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 131 + i / 977);
+    struct ckpt_writer *w;
+    struct ckpt_err e;
+    struct ckpt_writer_opts o = {.flags = flags | CKPT_W_MKDIR_P, .buffer_size = 65536};
+    FL_REQUIRE_MSG(ckpt_writer_open(&w, prefix, &o, &e) == 0, "%s", e.msg);
+    int direct = ckpt_writer_is_direct(w);
+    int64_t sizes[] = {1, 4095, 4096, 4097, 65535, 65536, 65537, (int64_t)sizeof big};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%zu", t);
+        FL_REQUIRE_EQ(ckpt_writer_begin(w, name, CKPT_DT_UINT8, 1, &sizes[t], &e), 0);
+        for (int64_t at = 0, step = 1; at < sizes[t]; at += step, step = step * 3 + 7) {
+            if (step > sizes[t] - at)
+                step = sizes[t] - at;
+            if (by_fill) {
+                struct fill_src f = {big + at, 0};
+                FL_REQUIRE_MSG(ckpt_writer_append_fill(w, (size_t)step, fill_from, &f, &e) == 0,
+                               "%s", e.msg);
+                FL_REQUIRE(f.p == big + at + step);
+            } else {
+                FL_REQUIRE_MSG(ckpt_writer_append(w, big + at, (size_t)step, &e) == 0, "%s",
+                               e.msg);
+            }
+        }
+        FL_REQUIRE_EQ(ckpt_writer_end(w, &e), 0);
+    }
+    FL_REQUIRE_EQ(ckpt_writer_add(w, "whole", CKPT_DT_UINT8, 1, &sizes[7], big, sizeof big, &e), 0);
+    FL_REQUIRE_MSG(ckpt_writer_finish(w, CKPT_SYNC, &e) == 0, "%s", e.msg);
+    return direct;
+}
+
+FL_TEST(ckpt, bundle_write_direct_and_fill_give_the_same_bytes)
+{
+    int d0 = write_awkward(tpath("b/p"), 0, false);
+    int d1 = write_awkward(tpath("d/p"), CKPT_W_DIRECT, false);
+    int d2 = write_awkward(tpath("f/p"), 0, true);
+    int d3 = write_awkward(tpath("g/p"), CKPT_W_DIRECT, true);
+    FL_ASSERT_EQ(d0, 0);
+    FL_ASSERT_EQ(d2, 0);
+    FL_ASSERT_EQ(d1, d3);
+    const char *suf[] = {".index", ".data-00000-of-00001"}, *other[] = {"d", "f", "g"};
+    for (int i = 0; i < 2; i++) {
+        size_t la, lb;
+        unsigned char *a = slurp(tpath("b/p%s", suf[i]), &la);
+        FL_REQUIRE(a != NULL);
+        for (int o = 0; o < 3; o++) {
+            unsigned char *b = slurp(tpath("%s/p%s", other[o], suf[i]), &lb);
+            FL_REQUIRE(b != NULL);
+            FL_ASSERT_MSG(la == lb && memcmp(a, b, la) == 0, "%s/p%s differs from b/p%s",
+                          other[o], suf[i], suf[i]);
+            free(b);
+        }
+        free(a);
+    }
+    /* and it reads back */
+    struct ckpt_reader *r;
+    struct ckpt_err e;
+    FL_REQUIRE_MSG(ckpt_reader_open(&r, tpath("d/p"), &e) == 0, "%s", e.msg);
+    ckpt_reader_close(r);
+    FL_ASSERT_EQ(count_names(tpath("d"), "tempstate"), 0);
+    if (!d1)
+        FL_SKIP("the test directory's filesystem refuses O_DIRECT: only the fallback was checked");
+}
+
+/* A real full disk on the direct path: a 4 MiB ext4 image on a loop device,
+ * mounted in a private mount namespace of this test (gone with it, and the
+ * loop device with its last mount). */
+FL_TEST_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60)
+{
+    fl_test_need_root();
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        FL_SKIP("needs a private mount namespace: %s", strerror(errno));
+    char cmd[8192];
+    const char *img = tpath("disk.img"), *mnt = tpath("mnt");
+    mkdir(mnt, 0755);
+    snprintf(cmd, sizeof cmd,
+             "truncate -s 4M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mount -o loop %s %s",
+             img, img, img, mnt);
+    if (system(cmd) != 0)
+        FL_SKIP("cannot make and loop-mount a small ext4 (mkfs.ext4, loop devices): %s", cmd);
+    static uint8_t data[8 << 20];
+    memset(data, 0x5a, sizeof data);
+    struct ckpt_writer *w;
+    struct ckpt_err e;
+    struct ckpt_writer_opts o = {.flags = CKPT_W_DIRECT, .buffer_size = 1 << 20};
+    int64_t n = (int64_t)sizeof data;
+    FL_REQUIRE_MSG(ckpt_writer_open(&w, tpath("mnt/p"), &o, &e) == 0, "%s", e.msg);
+    FL_ASSERT(ckpt_writer_is_direct(w));
+    int rc = ckpt_writer_add(w, "t", CKPT_DT_UINT8, 1, &n, data, sizeof data, &e);
+    if (rc == 0)
+        rc = ckpt_writer_finish(w, CKPT_SYNC, &e);
+    else
+        ckpt_writer_abort(w);
+    FL_ASSERT_EQ(rc, -ENOSPC);
+    FL_ASSERT_CONTAINS(e.msg, "No space left on device");
+    FL_ASSERT_EQ(count_names(mnt, "p"), 0);
+    snprintf(cmd, sizeof cmd, "umount %s", mnt);
+    FL_ASSERT_EQ(system(cmd), 0);
 }
 
 FL_TEST(ckpt, bundle_write_rejects_bad_arguments)

@@ -32,6 +32,27 @@ FL_TEST(ckpt, crc32c_extend_equals_whole)
     free(p);
 }
 
+FL_TEST(ckpt, crc32c_combine_equals_whole)
+{
+    size_t n = 3 * 65536 + 12345;
+    unsigned char *p = malloc(n);
+    FL_REQUIRE(p != NULL);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 2654435761u >> 11);
+    uint32_t whole = ckpt_crc32c(p, n);
+    size_t cuts[] = {0, 1, 7, 4096, 65536, 65537, n - 1, n};
+    for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+        size_t cut = cuts[c];
+        FL_ASSERT_EQ(ckpt_crc32c_combine(ckpt_crc32c(p, cut), ckpt_crc32c(p + cut, n - cut),
+                                         n - cut), whole);
+    }
+    /* three spans fold left to right */
+    uint32_t a = ckpt_crc32c(p, 1000), b = ckpt_crc32c(p + 1000, 5000),
+             d = ckpt_crc32c(p + 6000, n - 6000);
+    FL_ASSERT_EQ(ckpt_crc32c_combine(ckpt_crc32c_combine(a, b, 5000), d, n - 6000), whole);
+    free(p);
+}
+
 FL_TEST(ckpt, crc_mask_roundtrips_and_matches_tensorflow)
 {
     /* TensorFlow: Mask(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8 */
