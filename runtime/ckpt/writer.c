@@ -536,18 +536,27 @@ int ckpt_writer_begin(struct ckpt_writer *w, const char *name, int dtype, int ra
     return 0;
 }
 
-int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len, struct ckpt_err *err)
+/* 0 when len more bytes of the current tensor may be appended. */
+static int append_check(struct ckpt_writer *w, size_t len, struct ckpt_err *err)
 {
     if (w->state == W_FAILED)
         return failed(w, err);
     if (w->state != W_IN_TENSOR)
         return fail(w, err, -EINVAL, NULL, w->prefix, NULL, "append without begin");
-    struct wentry *e = &w->ents[w->cur];
     if (len > w->cur_expected - w->cur_written)
-        return fail(w, err, -EINVAL, NULL, w->prefix, e->name,
+        return fail(w, err, -EINVAL, NULL, w->prefix, w->ents[w->cur].name,
                     "appending %zu bytes after %llu of %llu: more than the shape holds", len,
                     (unsigned long long)w->cur_written, (unsigned long long)w->cur_expected);
-    int rc = wr(w, data, len, &w->cur_crc, e->name, err);
+    return 0;
+}
+
+int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len, struct ckpt_err *err)
+{
+    int rc = append_check(w, len, err);
+    if (rc)
+        return rc;
+    struct wentry *e = &w->ents[w->cur];
+    rc = wr(w, data, len, &w->cur_crc, e->name, err);
     if (rc)
         return rc;
     w->cur_written += len;
@@ -557,15 +566,10 @@ int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len, stru
 int ckpt_writer_append_fill(struct ckpt_writer *w, size_t len, ckpt_fill_fn fill, void *ctx,
                             struct ckpt_err *err)
 {
-    if (w->state == W_FAILED)
-        return failed(w, err);
-    if (w->state != W_IN_TENSOR)
-        return fail(w, err, -EINVAL, NULL, w->prefix, NULL, "append without begin");
+    int rc0 = append_check(w, len, err);
+    if (rc0)
+        return rc0;
     struct wentry *e = &w->ents[w->cur];
-    if (len > w->cur_expected - w->cur_written)
-        return fail(w, err, -EINVAL, NULL, w->prefix, e->name,
-                    "appending %zu bytes after %llu of %llu: more than the shape holds", len,
-                    (unsigned long long)w->cur_written, (unsigned long long)w->cur_expected);
     while (len) {
         int rc;
         if (w->buflen == w->bufcap) {

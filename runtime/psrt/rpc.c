@@ -387,7 +387,8 @@ int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int
     return 0;
 }
 
-int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
+/* The next n bytes of a streamed reply into buf (crc not yet extended). */
+static int recv_span(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
 {
     if (c->fd < 0) {
         psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
@@ -398,27 +399,27 @@ int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_er
     int r = recv_full(c->fd, buf, n, c->st_deadline, NULL);
     if (r)
         return recv_fail(c, r, err);
-    c->st_crc = psrt_crc32c(c->st_crc, buf, n);
     c->st_left -= n;
     return 0;
+}
+
+int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
+{
+    int r = recv_span(c, buf, n, err);
+    if (!r)
+        c->st_crc = psrt_crc32c(c->st_crc, buf, n);
+    return r;
 }
 
 int psrt_conn_recv_part_crc(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
                             struct psrt_err *err)
 {
-    if (c->fd < 0) {
-        psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
-        return -ENOTCONN;
+    int r = recv_span(c, buf, n, err);
+    if (!r) {
+        *crc = psrt_crc32c(0, buf, n);
+        c->st_crc = ckpt_crc32c_combine(c->st_crc, *crc, n);
     }
-    if (n > c->st_left)
-        return recv_fail(c, -EBADMSG, err);
-    int r = recv_full(c->fd, buf, n, c->st_deadline, NULL);
-    if (r)
-        return recv_fail(c, r, err);
-    *crc = psrt_crc32c(0, buf, n);
-    c->st_crc = ckpt_crc32c_combine(c->st_crc, *crc, n);
-    c->st_left -= n;
-    return 0;
+    return r;
 }
 
 int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err)
