@@ -100,12 +100,17 @@ static int send_iov(int fd, struct iovec *iov, int niov, double deadline)
     return 0;
 }
 
-static int recv_full(int fd, void *buf, size_t n, double deadline, bool *eof_at_start)
+/* Reads exactly n bytes; with crc, extends *crc over them as they arrive
+ * (while they are still in cache, instead of in a pass of its own). */
+static int recv_full_crc(int fd, void *buf, size_t n, double deadline, bool *eof_at_start,
+                         uint32_t *crc)
 {
     size_t got = 0;
     while (got < n) {
         ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
         if (r > 0) {
+            if (crc)
+                *crc = psrt_crc32c(*crc, (char *)buf + got, (size_t)r);
             got += (size_t)r;
             continue;
         }
@@ -125,6 +130,11 @@ static int recv_full(int fd, void *buf, size_t n, double deadline, bool *eof_at_
         return -errno;
     }
     return 0;
+}
+
+static int recv_full(int fd, void *buf, size_t n, double deadline, bool *eof_at_start)
+{
+    return recv_full_crc(fd, buf, n, deadline, eof_at_start, NULL);
 }
 
 static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, uint64_t id,
@@ -174,11 +184,12 @@ static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, do
     psrt_buf_reset(buf);
     if (psrt_buf_reserve(buf, h->len ? h->len : 1))
         return -ENOMEM;
-    r = recv_full(fd, buf->p, h->len, deadline, NULL);
+    uint32_t crc = 0;
+    r = recv_full_crc(fd, buf->p, h->len, deadline, NULL, &crc);
     if (r)
         return r;
     buf->len = h->len;
-    if (psrt_crc32c(0, buf->p, buf->len) != h->pcrc)
+    if (crc != h->pcrc)
         return -EBADMSG;
     if (psrt_fault("psrt/rpc/recv"))
         return -ECONNRESET;
@@ -387,8 +398,9 @@ int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int
     return 0;
 }
 
-/* The next n bytes of a streamed reply into buf (crc not yet extended). */
-static int recv_span(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
+/* The next n bytes of a streamed reply into buf; *crc extended over them. */
+static int recv_span(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
+                     struct psrt_err *err)
 {
     if (c->fd < 0) {
         psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
@@ -396,7 +408,7 @@ static int recv_span(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *
     }
     if (n > c->st_left)
         return recv_fail(c, -EBADMSG, err);
-    int r = recv_full(c->fd, buf, n, c->st_deadline, NULL);
+    int r = recv_full_crc(c->fd, buf, n, c->st_deadline, NULL, crc);
     if (r)
         return recv_fail(c, r, err);
     c->st_left -= n;
@@ -405,20 +417,16 @@ static int recv_span(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *
 
 int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err)
 {
-    int r = recv_span(c, buf, n, err);
-    if (!r)
-        c->st_crc = psrt_crc32c(c->st_crc, buf, n);
-    return r;
+    return recv_span(c, buf, n, &c->st_crc, err);
 }
 
 int psrt_conn_recv_part_crc(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
                             struct psrt_err *err)
 {
-    int r = recv_span(c, buf, n, err);
-    if (!r) {
-        *crc = psrt_crc32c(0, buf, n);
+    *crc = 0;
+    int r = recv_span(c, buf, n, crc, err);
+    if (!r)
         c->st_crc = ckpt_crc32c_combine(c->st_crc, *crc, n);
-    }
     return r;
 }
 
