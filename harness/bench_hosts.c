@@ -9,13 +9,15 @@
  * gone, asynchronously; left alone, that work from one round would land in
  * the next.  So each round starts on a settled kernel (netns_settle.c waits,
  * untimed, until every namespace of the last round is freed), and so does
- * whatever runs after this command (the ip baseline).  The time the kernel
- * took to free a round's namespaces after its teardown is shown on stderr.
+ * whatever runs after this command (the ip baseline).  How long after its
+ * teardown the kernel had freed a round's namespaces is shown on stderr (an
+ * upper bound: the wait includes two canary namespaces of its own).
  */
 #include "harness/cli.h"
 #include "harness/engine.h"
 #include "harness/host.h"
 #include "harness/netns_settle.h"
+#include "harness/monoclock.h"
 #include "harness/rundir.h"
 #include "netem/fabric.h"
 
@@ -28,15 +30,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int one_round(int n, const char *base, double *secs)
 {
@@ -47,7 +41,7 @@ static int one_round(int n, const char *base, double *secs)
     char etc[PATH_MAX];
     struct fl_fabric *fab = NULL;
     int rc = 0;
-    double t0 = now_s();
+    double t0 = fl_mono_s();
     snprintf(etc, sizeof etc, "%s/etc-hosts", base);
     FILE *f = fopen(etc, "w");
     fprintf(f, "127.0.0.1\tlocalhost\n");
@@ -99,7 +93,7 @@ fail:
     snprintf(hosts, sizeof hosts, "%s/hosts", base);
     umount2(hosts, MNT_DETACH);
     rmdir(hosts);
-    *secs = now_s() - t0;
+    *secs = fl_mono_s() - t0;
     free(h);
     free(hp);
     free(paths);
@@ -135,10 +129,11 @@ int fl_cli_bench_hosts(int argc, char **argv)
         rc = one_round(n, base, &s);
         if (s < best)
             best = s;
-        double t = now_s();
+        double t = fl_mono_s();
         if (rc == 0 && (rc = fl_netns_settle_wait(settle, 60, err, sizeof err)) == 0)
-            fprintf(stderr, "hosts=%d round %d: up+down %.4f s; kernel done freeing the "
-                    "namespaces %.4f s later\n", n, r + 1, s, now_s() - t);
+            fprintf(stderr, "hosts=%d round %d: up+down %.4f s; the kernel had freed the "
+                    "namespaces %.4f s later (an upper bound: the wait includes two canary "
+                    "namespaces)\n", n, r + 1, s, fl_mono_s() - t);
     }
     if (rc < 0 && *err)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);

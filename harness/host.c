@@ -34,7 +34,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>

@@ -19,6 +19,7 @@
  * watcher's namespace, which dies with its holder process.
  */
 #include "harness/netns_settle.h"
+#include "harness/monoclock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 struct fl_netns_settle {
@@ -176,8 +176,9 @@ static int assign_id(struct fl_netns_settle *s, int nsfd, int id)
         ssize_t n = recv(s->sock, buf, sizeof buf, 0);
         if (n < 0)
             return -errno;
-        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, (int)n);
-             h = mnl_nlmsg_next(h, (int *)&n)) {
+        int len = (int)n;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, len);
+             h = mnl_nlmsg_next(h, &len)) {
             if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == s->seq) {
                 const struct nlmsgerr *e = mnl_nlmsg_get_payload(h);
                 return e->error;
@@ -186,19 +187,12 @@ static int assign_id(struct fl_netns_settle *s, int nsfd, int id)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Waits for RTM_DELNSID of id, at most until deadline. */
 static int wait_del(struct fl_netns_settle *s, int id, double deadline)
 {
     char buf[8192];
     for (;;) {
-        double left = deadline - now_s();
+        double left = deadline - fl_mono_s();
         if (left <= 0)
             return -ETIMEDOUT;
         struct pollfd p = {.fd = s->sock, .events = POLLIN};
@@ -208,11 +202,8 @@ static int wait_del(struct fl_netns_settle *s, int id, double deadline)
         if (r <= 0)
             return r < 0 ? -errno : -ETIMEDOUT;
         ssize_t n = recv(s->sock, buf, sizeof buf, 0);
-        if (n < 0) {
-            if (errno == ENOBUFS)   /* overrun: the notification may be lost */
-                return -ENOBUFS;
+        if (n < 0)      /* ENOBUFS too: an overrun may have lost it */
             return -errno;
-        }
         int len = (int)n;
         for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, len);
              h = mnl_nlmsg_next(h, &len)) {
@@ -228,7 +219,7 @@ static int wait_del(struct fl_netns_settle *s, int id, double deadline)
 
 int fl_netns_settle_wait(struct fl_netns_settle *s, double timeout_s, char *err, size_t errlen)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = fl_mono_s() + timeout_s;
     for (int k = 0; k < 2; k++) {
         int hold = -1, nsfd = -1, rc, id = s->next_id++;
         pid_t c = ns_child(&hold, &nsfd);

@@ -57,9 +57,8 @@ static inline long fl_rs6(long n, long a, long b, long c, long d, long e, long f
 }
 #endif
 
-/* fl_rs(SYS_x, args...): up to six integer or pointer arguments. */
+/* fl_rsN(SYS_x, args...): N integer or pointer arguments. */
 #define FL_RS_ARG(x) ((long)(x))
-#define fl_rs0(n) fl_rs6((n), 0, 0, 0, 0, 0, 0)
 #define fl_rs1(n, a) fl_rs6((n), FL_RS_ARG(a), 0, 0, 0, 0, 0)
 #define fl_rs2(n, a, b) fl_rs6((n), FL_RS_ARG(a), FL_RS_ARG(b), 0, 0, 0, 0)
 #define fl_rs3(n, a, b, c) fl_rs6((n), FL_RS_ARG(a), FL_RS_ARG(b), FL_RS_ARG(c), 0, 0, 0)

@@ -26,6 +26,18 @@ static int sql_fail(sqlite3 *db, const char *what)
     return -EIO;
 }
 
+/* Prints the table, or `empty` when it has no rows; the number of rows
+ * printed, or a negative errno. */
+static int print_rows(struct fl_report_table *t, const char *empty, FILE *out)
+{
+    if (!fl_report_table_rows(t)) {
+        fputs(empty, out);
+        return 0;
+    }
+    int ret = fl_report_table_print(t, out);
+    return ret ? ret : (int)fl_report_table_rows(t);
+}
+
 static const char *col_text(sqlite3_stmt *st, int i)
 {
     return (const char *)sqlite3_column_text(st, i);
@@ -128,15 +140,9 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
         ret = sql_fail(db, "listing runs");
         goto cleanup;
     }
-    if (!fl_report_table_rows(t)) {
-        fputs(o.scenario || o.variant || o.verdict || o.since_rev
-                  ? "no recorded run matches\n" : "no runs recorded in this database\n", out);
-        ret = 0;
-        goto cleanup;
-    }
-    ret = fl_report_table_print(t, out);
-    if (!ret)
-        ret = (int)fl_report_table_rows(t);
+    ret = print_rows(t, o.scenario || o.variant || o.verdict || o.since_rev
+                            ? "no recorded run matches\n" : "no runs recorded in this database\n",
+                     out);
 cleanup:
     sqlite3_finalize(st);
     fl_report_table_free(t);
@@ -269,15 +275,8 @@ int fl_report_history(sqlite3 *db, FILE *out, const struct fl_report_history_opt
     }
     if (h.scenario && (ret = hist_emit(t, &h, o.last)) < 0)
         goto cleanup;
-    if (!fl_report_table_rows(t)) {
-        fputs(o.scenario || o.variant ? "no recorded run matches\n"
-                                      : "no runs recorded in this database\n", out);
-        ret = 0;
-        goto cleanup;
-    }
-    ret = fl_report_table_print(t, out);
-    if (!ret)
-        ret = (int)fl_report_table_rows(t);
+    ret = print_rows(t, o.scenario || o.variant ? "no recorded run matches\n"
+                                                : "no runs recorded in this database\n", out);
 cleanup:
     sqlite3_finalize(st);
     hist_reset(&h);
@@ -347,14 +346,9 @@ int fl_report_changed(sqlite3 *db, FILE *out, const char *rev)
         ret = sql_fail(db, "comparing verdicts");
         goto cleanup;
     }
-    if (!fl_report_table_rows(t)) {
-        fprintf(out, "no scenario changed verdict since %s\n", rev);
-        ret = 0;
-        goto cleanup;
-    }
-    ret = fl_report_table_print(t, out);
-    if (!ret)
-        ret = (int)fl_report_table_rows(t);
+    char empty[512];
+    snprintf(empty, sizeof empty, "no scenario changed verdict since %s\n", rev);
+    ret = print_rows(t, empty, out);
 cleanup:
     sqlite3_finalize(st);
     fl_report_table_free(t);

@@ -247,10 +247,10 @@ static int direct_flush_tail(struct ckpt_writer *w)
     return rc;
 }
 
+/* Buffered path only (the direct path submits full buffers, and its tail
+ * at finish). */
 static int flush_buf(struct ckpt_writer *w)
 {
-    if (w->direct)
-        return 0;   /* full buffers only, by wr(); the tail at finish */
     if (!w->buflen)
         return 0;
     int rc = write_out(w, w->buf, w->buflen);
@@ -724,8 +724,6 @@ void ckpt_writer_abort(struct ckpt_writer *w)
 {
     if (!w)
         return;
-    if (w->direct)
-        direct_wait(w);
     if (w->fd >= 0) {
         close(w->fd);
         w->fd = -1;

@@ -373,8 +373,8 @@ static inline int psrt_row_ps(uint64_t key, int nps)
 }
 /* Splits keys[0..n) by ps (split.c): pk[p] (and pv[p] from vals, pi[p]
  * the input positions, each when non-NULL) get ps p's keys in input order,
- * pn[p] their count.  Returns 0. */
-int psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
+ * pn[p] their count. */
+void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
                     uint64_t **pk, float **pv, uint32_t **pi, size_t *pn);
 
 /* ---- data (data.c) ---------------------------------------------------------- */

@@ -148,7 +148,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
      * a time and streamed into the chief's copy (2.) as they arrive
      * (stream_shard), so the chief's copy goes to the disk while the ps
      * tasks write theirs (the other replies wait in their sockets), and the
-     * chief holds 8 MiB of it in memory, not the whole model. */
+     * chief holds the writer's two buffers of it in memory, not the whole
+     * model. */
     psrt_buf_u64(&req, (uint64_t)step);
     psrt_buf_str(&req, name);
     struct iovec riov = {req.p, req.len};

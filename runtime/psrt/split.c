@@ -10,10 +10,8 @@
  */
 #include "runtime/psrt/psrt.h"
 
-#include <errno.h>
-#include <stdlib.h>
 
-int psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
+void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
                     uint64_t **pk, float **pv, uint32_t **pi, size_t *pn)
 {
     for (int p = 0; p < nps; p++)
@@ -27,5 +25,4 @@ int psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
         if (pi)
             pi[p][o] = (uint32_t)i;
     }
-    return 0;
 }

@@ -249,6 +249,17 @@ struct slook {
 /* t->scratch holds scratch_cap of either */
 _Static_assert(sizeof(struct supd) == 16 && sizeof(struct slook) == 16, "scratch records");
 
+/* t->scratch holds at least n records (contents not kept); 0 or -ENOMEM. */
+static int scratch_reserve(struct psrt_table *t, size_t n)
+{
+    if (t->scratch_cap >= n)
+        return 0;
+    free(t->scratch);
+    t->scratch = malloc(n * sizeof(struct supd));
+    t->scratch_cap = t->scratch ? n : 0;
+    return t->scratch ? 0 : -ENOMEM;
+}
+
 static int push_upsert(struct psrt_table *t, float lr, const struct supd *u, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -342,13 +353,8 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
      * fill (mean n/nb, standard deviation about its square root); when one
      * overflows anyway (many repeats of a key), two passes: sizes first. */
     size_t cap = n / nb + n / nb / 8 + 256, need = nb * cap;
-    if (t->scratch_cap < need) {
-        free(t->scratch);
-        t->scratch = malloc(need * sizeof(struct supd));
-        t->scratch_cap = t->scratch ? need : 0;
-        if (!t->scratch)
-            return -ENOMEM;
-    }
+    if (scratch_reserve(t, need))
+        return -ENOMEM;
     struct supd *u = t->scratch;
     size_t cnt[1 << BUCKET_BITS];
     memset(cnt, 0, sizeof cnt);
@@ -399,13 +405,8 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
 {
     const int bits = t->bits;
     const size_t nb = (size_t)1 << BUCKET_BITS;
-    if (t->scratch_cap < n) {
-        free(t->scratch);
-        t->scratch = malloc(n * sizeof(struct slook));
-        t->scratch_cap = t->scratch ? n : 0;
-        if (!t->scratch)
-            return -ENOMEM;
-    }
+    if (scratch_reserve(t, n))
+        return -ENOMEM;
     struct slook *u = t->scratch;
     size_t start[(1 << BUCKET_BITS) + 1];
     memset(start, 0, sizeof start);

@@ -265,8 +265,8 @@ static int split_keys(struct psrt_worker *w, const struct psrt_batch *b, int64_t
     *nkeys = w->m.sparse >= 0 ? b->nkeys : 0;
     if (grow_sparse(w, (size_t)*nkeys + 1))
         return -ENOMEM;
-    return psrt_split_keys(b->keys, NULL, (size_t)*nkeys, w->nps, w->pkeys, NULL, w->pidx,
-                           w->pn);
+    psrt_split_keys(b->keys, NULL, (size_t)*nkeys, w->nps, w->pkeys, NULL, w->pidx, w->pn);
+    return 0;
 }
 
 /* One Pull per ps that holds variables of this step, for the keys
