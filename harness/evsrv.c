@@ -26,7 +26,7 @@ struct fl_evsrv {
     char path[108];
 };
 
-static bool kind_ok(const char *k)
+bool fl_ev_kind_valid(const char *k)
 {
     if (!*k)
         return false;
@@ -129,8 +129,8 @@ int fl_ev_parse(char *line, struct fl_ev *ev, char *err, size_t errlen)
     } else {
         rest = kind + strlen(kind);
     }
-    if (!kind_ok(kind)) {
-        snprintf(err, errlen, "bad event kind '%.40s' (letters, digits, '_', '.', '-')", kind);
+    if (!fl_ev_kind_valid(kind)) {
+        snprintf(err, errlen, "bad event kind '%.40s' (" FL_EV_KIND_CHARS ")", kind);
         return -EINVAL;
     }
     ev->kind = kind;

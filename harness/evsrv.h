@@ -63,4 +63,9 @@ int fl_evcli_connect(const char *path);
 /* Sends an event; with sync, waits for the answer.  attrs may be NULL. */
 int fl_evcli_send(int fd, const char *kind, const char *attrs, bool sync, unsigned long seq);
 
+/* An event kind: one or more of FL_EV_KIND_CHARS.  The one rule for the
+ * event channel and for scenario files (triggers, expected events). */
+#define FL_EV_KIND_CHARS "lower-case letters, digits, '.', '_', '-'"
+bool fl_ev_kind_valid(const char *kind);
+
 #endif

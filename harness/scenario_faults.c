@@ -5,6 +5,7 @@
  * cluster and run are loaded, so every reference can be resolved.
  */
 #include "harness/scenario_load.h"
+#include "harness/evsrv.h"
 #include "harness/suggest.h"
 
 #include <ctype.h>
@@ -82,8 +83,8 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
             return fl_scn_verr(c, v->loc, "'after' needs 'event' (the event kind, e.g. save.done)");
         if ((rc = fl_scn_get_str(c, e, "'event'", &t->event)) < 0)
             return rc;
-        if (!fl_scn_valid_event_name(t->event))
-            return fl_scn_verr(c, e->loc, "bad event kind '%s' (letters, digits, '.', '_', '-')", t->event);
+        if (!fl_ev_kind_valid(t->event))
+            return fl_scn_verr(c, e->loc, "bad event kind '%s' (" FL_EV_KIND_CHARS ")", t->event);
         const ynode *w = fl_scn_yaml_get(v, "where", NULL);
         if (w && !fl_scn_yaml_is_null(w)) {
             if ((rc = fl_scn_want(c, w, FL_YN_MAP, "'where'")) < 0)
@@ -497,8 +498,8 @@ static int load_event_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_sc
             return fl_scn_verr(c, it->loc, "event check needs 'event'");
         if ((rc = fl_scn_get_str(c, ev, "'event'", &e->event)) < 0)
             return rc;
-        if (!fl_scn_valid_event_name(e->event))
-            return fl_scn_verr(c, ev->loc, "bad event kind '%s' (letters, digits, '.', '_', '-')", e->event);
+        if (!fl_ev_kind_valid(e->event))
+            return fl_scn_verr(c, ev->loc, "bad event kind '%s' (" FL_EV_KIND_CHARS ")", e->event);
         if (h && (rc = fl_scn_resolve_host(c, h, "event check", &e->host)) < 0)
             return rc;
         if (j) {

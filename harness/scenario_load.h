@@ -65,7 +65,6 @@ int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *w
                             int *task);
 int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind,
                           struct fl_scn_target *t);
-bool fl_scn_valid_event_name(const char *e);
 
 /* Regexes. */
 int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,

