@@ -85,10 +85,6 @@ struct qentry {
     bool created; /* its pair exists (switch batch succeeded) */
 };
 
-struct rule {
-    int id;
-};
-
 struct fl_fabric {
     pid_t holder;
     int holder_pidfd;
@@ -292,8 +288,9 @@ static int nb_run(int fd, struct nlbatch *b, nb_err_fn on_err, void *ctx)
             return -errno;
         }
         bool done = false;
-        for (struct nlmsghdr *nlh = (struct nlmsghdr *)rbuf; mnl_nlmsg_ok(nlh, (int)n);
-             nlh = mnl_nlmsg_next(nlh, (int *)&n)) {
+        int left = (int)n;
+        for (struct nlmsghdr *nlh = (struct nlmsghdr *)rbuf; mnl_nlmsg_ok(nlh, left);
+             nlh = mnl_nlmsg_next(nlh, &left)) {
             if (nlh->nlmsg_type != NLMSG_ERROR)
                 continue;
             uint32_t seq = nlh->nlmsg_seq;
@@ -697,7 +694,7 @@ static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char
     __attribute__((format(printf, 4, 5)));
 static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char *fmt, ...)
 {
-    if (!q->err)
+    if (q && !q->err)       /* q NULL: the commit failed, no host in particular */
         q->err = e;
     if (c->first)
         return;
@@ -915,7 +912,7 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         rc = nb_run(f->sw_sock, &b, commit_err, c);
         nb_free(&b);
         if (rc < 0) {
-            entry_fail(c, &ents[0], rc, "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
+            entry_fail(c, NULL, rc, "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
                        f->holder, strerror(-rc));
             rc = 0;
         }
@@ -948,7 +945,7 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
 
 nomem:
     rc = -ENOMEM;
-    entry_fail(c, &ents[0], rc, "fabric: out of memory");
+    entry_fail(c, NULL, rc, "fabric: out of memory");
 cleanup:
     nb_free(&b);
     for (size_t i = 0; i < n; i++) {
@@ -1166,7 +1163,7 @@ static void sb_chain(struct sbuf *sb, int id)
 int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const size_t *group_sizes,
                         size_t ngroups, int *rule_id, char *err, size_t errlen)
 {
-    size_t nonempty = 0, total = 0;
+    size_t nonempty = 0;
     for (size_t g = 0; g < ngroups; g++) {
         if (group_sizes[g] && !groups[g]) {
             seterr(err, errlen, "fabric: partition: group %zu is NULL", g);
@@ -1177,7 +1174,6 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             return -EINVAL;
         }
         nonempty += group_sizes[g] > 0;
-        total += group_sizes[g];
     }
     if (nonempty < 2) {
         seterr(err, errlen, "fabric: partition needs at least two non-empty groups (got %zu)",
@@ -1195,7 +1191,6 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
                                groups[g][i], g, h);
                         return -EINVAL;
                     }
-    (void)total;
 
     int id = f->next_rule;
     struct sbuf sb = { 0 };

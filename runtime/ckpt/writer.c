@@ -89,6 +89,7 @@ struct ckpt_writer {
     bool inflight;        /* dbuf[!fill] is being written */
     struct iocb cb;
     uint64_t sized;       /* the file's size is at least this (see direct_submit) */
+    const char *dcall;    /* the call a direct-path failure came from */
     /* the tensor being streamed */
     size_t cur;
     uint64_t cur_expected, cur_written;
@@ -121,6 +122,15 @@ static int fail(struct ckpt_writer *w, struct ckpt_err *err, int code, const cha
     if (err)
         *err = w->fail;
     return code;
+}
+
+/* A failure writing the data file: named by the call it came from (write,
+ * or on the direct path io_submit, io_getevents, ftruncate). */
+static int fail_data(struct ckpt_writer *w, struct ckpt_err *err, int rc, const char *entry)
+{
+    const char *call = w->direct && w->dcall ? w->dcall : "write";
+    return fail(w, err, rc, call, w->data_final, entry, "%s (as %s): %s", call, w->data_tmp,
+                strerror(-rc));
 }
 
 static int failed(struct ckpt_writer *w, struct ckpt_err *err)
@@ -166,10 +176,12 @@ static int direct_wait(struct ckpt_writer *w)
     while ((r = syscall(SYS_io_getevents, w->aio, 1L, 1L, &ev, NULL)) < 0 && errno == EINTR)
         ;
     w->inflight = false;
+    w->dcall = "io_getevents";
     if (r < 0)
         return -errno;
     if (r != 1)
         return -EIO;
+    w->dcall = "write";
     if ((long long)ev.res < 0)
         return (int)(long long)ev.res;
     /* a short write (a full disk, typically): the rest synchronously, which
@@ -192,17 +204,19 @@ static int direct_wait(struct ckpt_writer *w)
  * w->flushed and switches to the other buffer.  The file is made longer
  * ahead of the writes (DIRECT_AHEAD at a time, cut back at finish): a
  * direct write past the end of file is done synchronously by some
- * filesystems (ext4), one inside it asynchronously. */
+ * filesystems (ext4), one inside it asynchronously.  The tail, waited for
+ * at once, needs no room ahead. */
 #define DIRECT_AHEAD (64u << 20)
-static int direct_submit(struct ckpt_writer *w, size_t n)
+static int direct_submit(struct ckpt_writer *w, size_t n, bool tail)
 {
     int rc = direct_wait(w);
     if (rc)
         return rc;
-    if (w->flushed + n > w->sized) {
+    if (!tail && w->flushed + n > w->sized) {
         uint64_t to = w->flushed + n + DIRECT_AHEAD;
         /* allocated space where the filesystem can; a sparse length where
          * it cannot (a full disk then shows in the write itself) */
+        w->dcall = "ftruncate";
         if (fallocate(w->fd, 0, (off_t)w->sized, (off_t)(to - w->sized)) < 0 &&
             ftruncate(w->fd, (off_t)to) < 0)
             return -errno;
@@ -218,6 +232,7 @@ static int direct_submit(struct ckpt_writer *w, size_t n)
     long r;
     while ((r = syscall(SYS_io_submit, w->aio, 1L, list)) < 0 && errno == EINTR)
         ;
+    w->dcall = "io_submit";
     if (r != 1)
         return r < 0 ? -errno : -EIO;
     w->inflight = true;
@@ -237,11 +252,14 @@ static int direct_flush_tail(struct ckpt_writer *w)
     if (w->buflen) {
         size_t n = (w->buflen + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
         memset(w->buf + w->buflen, 0, n - w->buflen);
-        rc = direct_submit(w, n);
+        rc = direct_submit(w, n, true);
     }
     if (!rc)
         rc = direct_wait(w);
-    if (!rc && w->sized != logical && ftruncate(w->fd, (off_t)logical) < 0)
+    /* the file ends at the padded tail or the room made ahead */
+    uint64_t end = w->sized > w->flushed ? w->sized : w->flushed;
+    w->dcall = "ftruncate";
+    if (!rc && end != logical && ftruncate(w->fd, (off_t)logical) < 0)
         rc = -errno;
     w->flushed = logical;
     return rc;
@@ -270,7 +288,7 @@ static int wr_direct(struct ckpt_writer *w, const uint8_t *p, size_t n, uint32_t
         p += k;
         n -= k;
         if (w->buflen == w->bufcap) {
-            int rc = direct_submit(w, w->bufcap);
+            int rc = direct_submit(w, w->bufcap, false);
             if (rc)
                 return rc;
         }
@@ -314,8 +332,7 @@ static int wr(struct ckpt_writer *w, const void *p, size_t n, uint32_t *crc, con
         }
     }
     if (rc < 0)
-        return fail(w, err, rc, "write", w->data_final, entry, "write (as %s): %s", w->data_tmp,
-                    strerror(-rc));
+        return fail_data(w, err, rc, entry);
     w->size += n;
     return 0;
 }
@@ -420,9 +437,7 @@ int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
                 syscall(SYS_io_destroy, w->aio);
                 w->aio = 0;
             }
-            close(w->fd);
-            unlink(w->data_tmp);
-            w->fd = -1;
+            fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) & ~O_DIRECT);
         }
     }
     if (w->fd < 0)
@@ -573,10 +588,9 @@ int ckpt_writer_append_fill(struct ckpt_writer *w, size_t len, ckpt_fill_fn fill
     while (len) {
         int rc;
         if (w->buflen == w->bufcap) {
-            rc = w->direct ? direct_submit(w, w->bufcap) : flush_buf(w);
+            rc = w->direct ? direct_submit(w, w->bufcap, false) : flush_buf(w);
             if (rc)
-                return fail(w, err, rc, "write", w->data_final, e->name, "write (as %s): %s",
-                            w->data_tmp, strerror(-rc));
+                return fail_data(w, err, rc, e->name);
         }
         size_t k = w->bufcap - w->buflen < len ? w->bufcap - w->buflen : len;
         uint32_t crc = 0;
@@ -826,7 +840,7 @@ int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *e
         goto cleanup;
     }
     if ((rc = w->direct ? direct_flush_tail(w) : flush_buf(w)) < 0) {
-        fail(w, err, rc, "write", w->data_final, NULL, "write (as %s): %s", w->data_tmp, strerror(-rc));
+        fail_data(w, err, rc, NULL);
         goto cleanup;
     }
     if (sync && fsync(w->fd) < 0) {
