@@ -340,16 +340,14 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
         total += j->n_tasks;
     }
     /* Variant keys must not shadow <job>_hosts / <job>_count. */
-    for (size_t d = 0; d < s->n_dims; d++)
-        for (size_t j = 0; j < s->n_jobs; j++) {
-            size_t jl = strlen(s->jobs[j].name);
-            const char *k = s->dims[d].key;
-            if (strncmp(k, s->jobs[j].name, jl) == 0 &&
-                (strcmp(k + jl, "_hosts") == 0 || strcmp(k + jl, "_count") == 0))
-                return fl_scn_verr(c, s->dims[d].loc,
-                            "variant key '%s' is a built-in placeholder of job '%s'; choose another name",
-                            k, s->jobs[j].name);
-        }
+    for (size_t d = 0; d < s->n_dims; d++) {
+        const char *k = s->dims[d].key;
+        int j = fl_scn_job_placeholder(s, k, strlen(k), NULL);
+        if (j >= 0)
+            return fl_scn_verr(c, s->dims[d].loc,
+                        "variant key '%s' is a built-in placeholder of job '%s'; choose another name",
+                        k, s->jobs[j].name);
+    }
     /* Flat tasks, chief. */
     if (!(s->tasks = fl_scn_zalloc(c, total, sizeof *s->tasks)))
         return -ENOMEM;
@@ -386,13 +384,7 @@ static bool known_placeholder(void *vc, const char *name, size_t len)
     for (size_t d = 0; d < s->n_dims; d++)
         if (strcmp(s->dims[d].key, n) == 0)
             return true;
-    for (size_t j = 0; j < s->n_jobs; j++) {
-        size_t jl = strlen(s->jobs[j].name);
-        if (strncmp(n, s->jobs[j].name, jl) == 0 &&
-            (strcmp(n + jl, "_hosts") == 0 || strcmp(n + jl, "_count") == 0))
-            return true;
-    }
-    return false;
+    return fl_scn_job_placeholder(s, name, len, NULL) >= 0;
 }
 
 static int check_template(struct fl_scn_vctx *c, const ynode *n)

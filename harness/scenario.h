@@ -408,6 +408,10 @@ void fl_scenario_list_free(char **list, size_t n);
 
 int fl_scn_host_find(const struct fl_scenario *s, const char *name);   /* index or -1 */
 int fl_scn_job_find(const struct fl_scenario *s, const char *name);    /* index or -1 */
+/* The job whose placeholder "<job>_hosts" or "<job>_count" is name[0..len), or
+ * -1; *count (when not NULL) says which of the two. */
+int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len,
+                           bool *count);
 /* Flat task index of (job, task within job), or -1. */
 int fl_scn_task_index(const struct fl_scenario *s, int job, int task);
 /* "ps:1" */

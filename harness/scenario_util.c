@@ -216,6 +216,26 @@ int fl_scn_job_find(const struct fl_scenario *s, const char *name)
     return -1;
 }
 
+int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len,
+                           bool *count)
+{
+    static const char *const suffix[2] = {"_hosts", "_count"};
+    for (int w = 0; w < 2; w++) {
+        size_t sl = strlen(suffix[w]);
+        if (len <= sl || memcmp(name + len - sl, suffix[w], sl) != 0)
+            continue;
+        size_t jl = len - sl;
+        for (size_t j = 0; j < s->n_jobs; j++)
+            if (strlen(s->jobs[j].name) == jl && memcmp(s->jobs[j].name, name, jl) == 0) {
+                if (count)
+                    *count = w == 1;
+                return (int)j;
+            }
+        return -1;
+    }
+    return -1;
+}
+
 int fl_scn_task_index(const struct fl_scenario *s, int job, int task)
 {
     if (job < 0 || (size_t)job >= s->n_jobs || task < 0 ||
@@ -473,7 +493,7 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
     }
     for (;;) {
         size_t len = strcspn(p, ",");
-        const char *eq = memchr(p, '=', len);
+        int d, vi;
         while (len && (*p == ' ')) {
             p++;
             len--;
@@ -484,50 +504,41 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
             snprintf(err, errlen, "bad variant selector '%s': empty term (expected key=value[,key=value])", text);
             return -EINVAL;
         }
-        eq = memchr(p, '=', len);
+        const char *eq = memchr(p, '=', len);
         if (!eq) {
             /* A bare value: find the one dimension that has it. */
-            int found_d = -1, found_v = -1;
-            for (size_t d = 0; d < s->n_dims; d++) {
-                int vi = find_value(&s->dims[d], p, len);
-                if (vi < 0)
+            d = -1;
+            vi = -1;
+            for (size_t k = 0; k < s->n_dims; k++) {
+                int x = find_value(&s->dims[k], p, len);
+                if (x < 0)
                     continue;
-                if (found_d >= 0) {
+                if (d >= 0) {
                     snprintf(err, errlen, "'%.*s' is a value of both '%s' and '%s'; write %s=%.*s or %s=%.*s",
-                             (int)len, p, s->dims[found_d].key, s->dims[d].key,
-                             s->dims[found_d].key, (int)len, p, s->dims[d].key, (int)len, p);
+                             (int)len, p, s->dims[d].key, s->dims[k].key,
+                             s->dims[d].key, (int)len, p, s->dims[k].key, (int)len, p);
                     return -EINVAL;
                 }
-                found_d = (int)d;
-                found_v = vi;
+                d = (int)k;
+                vi = x;
             }
-            if (found_d < 0) {
+            if (d < 0) {
                 size_t nc = 0;
-                for (size_t d = 0; d < s->n_dims; d++)
-                    nc += s->dims[d].n_values;
+                for (size_t k = 0; k < s->n_dims; k++)
+                    nc += s->dims[k].n_values;
                 const char **cands = calloc(nc + 1, sizeof *cands);
                 char word[256];
                 snprintf(word, sizeof word, "%.*s", (int)len, p);
                 nc = 0;
-                for (size_t d = 0; d < s->n_dims && cands; d++)
-                    for (size_t i = 0; i < s->dims[d].n_values; i++)
-                        cands[nc++] = s->dims[d].values[i];
+                for (size_t k = 0; k < s->n_dims && cands; k++)
+                    for (size_t i = 0; i < s->dims[k].n_values; i++)
+                        cands[nc++] = s->dims[k].values[i];
                 snprintf(err, errlen, "'%s' is not a value of any variant key", word);
                 if (cands)
                     fl_suggest_append(err, errlen, word, cands, nc);
                 free(cands);
                 return -EINVAL;
             }
-            if (strict) {
-                for (size_t i = start_terms; i < sel->n_terms; i++)
-                    if (sel->terms[i].dim == found_d) {
-                        snprintf(err, errlen, "variant selector '%s' names '%s' twice", text,
-                                 s->dims[found_d].key);
-                        return -EINVAL;
-                    }
-            }
-            if ((rc = add_term(sel, found_d, found_v)) < 0)
-                return rc;
         } else {
             size_t klen = (size_t)(eq - p), vlen = len - klen - 1;
             const char *v = eq + 1;
@@ -541,7 +552,7 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 snprintf(err, errlen, "bad variant selector '%s' (expected key=value[,key=value])", text);
                 return -EINVAL;
             }
-            int d = find_dim(s, p, klen);
+            d = find_dim(s, p, klen);
             if (d < 0) {
                 char word[256];
                 const char **cands = calloc(s->n_dims + 1, sizeof *cands);
@@ -554,7 +565,7 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 free(cands);
                 return -ENOENT;
             }
-            int vi = find_value(&s->dims[d], v, vlen);
+            vi = find_value(&s->dims[d], v, vlen);
             if (vi < 0) {
                 char word[256];
                 snprintf(word, sizeof word, "%.*s", (int)vlen, v);
@@ -577,17 +588,17 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 }
                 return -EINVAL;
             }
-            if (strict) {
-                for (size_t i = start_terms; i < sel->n_terms; i++)
-                    if (sel->terms[i].dim == d) {
-                        snprintf(err, errlen, "variant selector '%s' names '%s' twice", text,
-                                 s->dims[d].key);
-                        return -EINVAL;
-                    }
-            }
-            if ((rc = add_term(sel, d, vi)) < 0)
-                return rc;
         }
+        if (strict) {
+            for (size_t i = start_terms; i < sel->n_terms; i++)
+                if (sel->terms[i].dim == d) {
+                    snprintf(err, errlen, "variant selector '%s' names '%s' twice", text,
+                             s->dims[d].key);
+                    return -EINVAL;
+                }
+        }
+        if ((rc = add_term(sel, d, vi)) < 0)
+            return rc;
         p += strcspn(p, ",");
         if (!*p)
             break;
@@ -692,19 +703,6 @@ static bool name_is(const char *name, size_t len, const char *lit)
     return strlen(lit) == len && memcmp(name, lit, len) == 0;
 }
 
-/* Job index for "<job>_hosts"/"<job>_count" names, else -1. */
-static int job_suffix(const struct fl_scenario *s, const char *name, size_t len,
-                      const char *suffix)
-{
-    size_t sl = strlen(suffix);
-    if (len <= sl || memcmp(name + len - sl, suffix, sl) != 0)
-        return -1;
-    for (size_t j = 0; j < s->n_jobs; j++)
-        if (strlen(s->jobs[j].name) == len - sl && memcmp(s->jobs[j].name, name, len - sl) == 0)
-            return (int)j;
-    return -1;
-}
-
 static const char *x_lookup(void *vx, const char *name, size_t len)
 {
     struct xctx *x = vx;
@@ -741,29 +739,29 @@ static const char *x_lookup(void *vx, const char *name, size_t len)
         return x->rc && x->rc->bin ? x->rc->bin : "";
     if (name_is(name, len, "scenario_dir"))
         return s->dir;
-    if ((j = job_suffix(s, name, len, "_count")) >= 0) {
-        snprintf(x->num, sizeof x->num, "%zu", s->jobs[j].n_tasks);
-        return keep(x, strdup(x->num));
-    }
     int d = find_dim(s, name, len);
     if (d >= 0)
         return fl_scn_variant_value_str(s, x->v, (size_t)d);
-    if ((j = job_suffix(s, name, len, "_hosts")) >= 0) {
-        const struct fl_scn_job *job = &s->jobs[j];
-        size_t cap = 1;
-        for (size_t i = 0; i < job->n_tasks; i++)
-            cap += strlen(s->hosts[job->task_hosts[i]].name) + 8;
-        char *out = malloc(cap), *p = out;
-        if (!out)
-            return NULL;
-        for (size_t i = 0; i < job->n_tasks; i++) {
-            const struct fl_scn_task *jt = &s->tasks[job->first_task + i];
-            p += sprintf(p, "%s%s:%d", i ? "," : "", s->hosts[jt->host].name, jt->port);
-        }
-        *p = 0;
-        return keep(x, out);
+    bool count;
+    if ((j = fl_scn_job_placeholder(s, name, len, &count)) < 0)
+        return NULL;
+    if (count) {
+        snprintf(x->num, sizeof x->num, "%zu", s->jobs[j].n_tasks);
+        return keep(x, strdup(x->num));
     }
-    return NULL;
+    const struct fl_scn_job *job = &s->jobs[j];
+    size_t cap = 1;
+    for (size_t i = 0; i < job->n_tasks; i++)
+        cap += strlen(s->hosts[job->task_hosts[i]].name) + 8;
+    char *out = malloc(cap), *p = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < job->n_tasks; i++) {
+        const struct fl_scn_task *jt = &s->tasks[job->first_task + i];
+        p += sprintf(p, "%s%s:%d", i ? "," : "", s->hosts[jt->host].name, jt->port);
+    }
+    *p = 0;
+    return keep(x, out);
 }
 
 int fl_scn_expand(const struct fl_scenario *s, int task, size_t v,
