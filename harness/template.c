@@ -176,11 +176,6 @@ static int expand_piece(void *vc, enum piece k, const char *p, size_t len, size_
     return buf_add(&c->out, v, strlen(v));
 }
 
-static bool t_is_open(const char *t, size_t off)
-{
-    return t[off] == '{';
-}
-
 int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
                    char **out, char *err, size_t errlen)
 {
@@ -199,19 +194,12 @@ int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
     free(c.out.p);
     if (rc == 1) {
         if (err && errlen)
-            snprintf(err, errlen, "unknown placeholder '{%.*s}' at column %zu",
-                     (int)c.bad_name_len, c.bad_name, c.bad_off + 1);
+            snprintf(err, errlen, "column %zu: unknown placeholder '{%.*s}'", c.bad_off + 1,
+                     (int)c.bad_name_len, c.bad_name);
         return -EINVAL;
     }
-    if (rc == -EINVAL && err && errlen) {
-        if (t_is_open(tmpl, e.off))
-            snprintf(err, errlen,
-                     "'{' at column %zu does not start a placeholder (write '{{' for a literal brace)",
-                     e.off + 1);
-        else
-            snprintf(err, errlen, "unmatched '}' at column %zu (write '}}' for a literal brace)",
-                     e.off + 1);
-    }
+    if (rc == -EINVAL && err && errlen)
+        snprintf(err, errlen, "column %zu: %s", e.off + 1, e.what);
     return rc;
 }
 

@@ -28,8 +28,9 @@ typedef bool (*fl_tmpl_known_fn)(void *ctx, const char *name, size_t len);
 
 /*
  * Expands 'tmpl' into *out (malloc'd).  On error returns -EINVAL and writes
- * e.g. "unknown placeholder '{foo}' at column 7" or
- * "'{' at column 3 does not start a placeholder (write '{{' for a literal brace)"
+ * fl_tmpl_check's message after the column, e.g.
+ * "column 7: unknown placeholder '{foo}'" or
+ * "column 3: '{' does not start a placeholder (write '{{' for a literal brace)"
  * (columns are 1-based byte offsets into the template).
  */
 int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
@@ -39,8 +40,9 @@ int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
  * Checks 'tmpl' without expanding it.  Returns 0, or -EINVAL with
  * *bad_off and *bad_len set to the byte range of the offending text in tmpl
  * (the whole "{name}" for an unknown placeholder, the single brace for a
- * stray brace) and a message without any position ("unknown placeholder
- * '{foo}'", "unmatched '{' (write '{{' for a literal brace)").  The caller
+ * stray brace) and a message without any position: "unknown placeholder
+ * '{foo}'", "'{' does not start a placeholder (write '{{' for a literal
+ * brace)" or "unmatched '}' (write '}}' for a literal brace)".  The caller
  * adds the position.  'known' may be NULL to check syntax only.
  */
 int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx,

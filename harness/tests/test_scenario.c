@@ -688,7 +688,7 @@ FL_TEST(scenario, expand_task_placeholders)
     FL_ASSERT_STREQ(out, want);
     free(out);
     FL_ASSERT_EQ(fl_scn_expand(s, 0, 0, &ctx, "a {nope}", &out, err, sizeof err), -EINVAL);
-    FL_ASSERT_STREQ(err, "unknown placeholder '{nope}' at column 3");
+    FL_ASSERT_STREQ(err, "column 3: unknown placeholder '{nope}'");
     FL_ASSERT(out == NULL);
     FL_ASSERT_EQ(fl_scn_expand(s, 9, 0, &ctx, "x", &out, err, sizeof err), -EINVAL);
     /* Without a context: empty run-time values, the scenario's seed. */

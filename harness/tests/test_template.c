@@ -67,15 +67,15 @@ FL_TEST(template, expand_placeholders_and_escapes)
 
 FL_TEST(template, expand_errors_name_placeholder_and_column)
 {
-    expand_err("a {nope} b", "unknown placeholder '{nope}' at column 3");
-    expand_err("{job}{Job}", "unknown placeholder '{Job}' at column 6");
-    expand_err("x {", "'{' at column 3 does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{}", "'{' at column 1 does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{a-b}", "'{' at column 1 does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{job", "'{' at column 1 does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{ job }", "'{' at column 1 does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("ab}c", "unmatched '}' at column 3 (write '}}' for a literal brace)");
-    expand_err("{job}}", "unmatched '}' at column 6 (write '}}' for a literal brace)");
+    expand_err("a {nope} b", "column 3: unknown placeholder '{nope}'");
+    expand_err("{job}{Job}", "column 6: unknown placeholder '{Job}'");
+    expand_err("x {", "column 3: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{}", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{a-b}", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{job", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{ job }", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("ab}c", "column 3: unmatched '}' (write '}}' for a literal brace)");
+    expand_err("{job}}", "column 6: unmatched '}' (write '}}' for a literal brace)");
 }
 
 FL_TEST(template, check_reports_offsets)
