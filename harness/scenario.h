@@ -66,7 +66,7 @@ struct fl_scn_host {
     size_t n_dirs;
     struct fl_scn_file *files;  /* created before start */
     size_t n_files;
-    int64_t clock_offset_ms;    /* reserved; 0 unless set */
+    int64_t clock_offset_ms;    /* parsed and recorded, not applied yet; 0 unless set */
     bool clock_offset_set;
 };
 
