@@ -22,7 +22,6 @@
 #include "netem/fabric.h"
 
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,9 +75,6 @@ static int one_round(int n, const char *base, double *secs)
 fail:
     if (rc < 0)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);
-    for (int i = 0; i < n; i++)
-        if (h[i].state != FL_HOST_DOWN)
-            kill(h[i].pid, SIGKILL);
     for (int i = 0; i < n; i++)
         fl_host_kill(&h[i]);
     for (int i = 0; i < n; i++) {

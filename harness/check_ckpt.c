@@ -25,7 +25,6 @@
  */
 #include "harness/check_ckpt.h"
 #include "harness/engine_int.h"
-#include "harness/recorder.h"
 #include "runtime/ckpt/bundle.h"
 #include "runtime/ckpt/state.h"
 
@@ -35,33 +34,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One save.done or restore.done the chief reported, in arrival order. */
-struct reported {
-    bool restore;
-    long long step;
-};
-
-/* The chief's save.done / restore.done events of this run, in the order
- * they arrived.  0, or -1 with why. */
-static int load_reported(struct engine *e, struct reported **out, size_t *n, char *why,
-                         size_t len)
+/* What an event of the run is to these checks: a save.done (EV_SAVED) or a
+ * restore.done (EV_RESTORED) from the chief's host, else EV_OTHER. */
+enum { EV_OTHER, EV_SAVED, EV_RESTORED };
+static int chief_ckpt_event(const struct engine *e, const struct ev_seen *ev)
 {
-    int chief_host = e->s->tasks[e->s->chief_task].host;
-    *n = 0;
-    *out = calloc(e->nevents ? e->nevents : 1, sizeof **out);
-    if (!*out) {
-        snprintf(why, len, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < e->nevents; i++) {
-        const struct ev_seen *ev = &e->events[i];
-        if (ev->host != chief_host)
-            continue;
-        bool restore = !strcmp(ev->kind, "restore.done");
-        if (restore || !strcmp(ev->kind, "save.done"))
-            (*out)[(*n)++] = (struct reported){.restore = restore, .step = ev->step};
-    }
-    return 0;
+    if (ev->host != e->s->tasks[e->s->chief_task].host)
+        return EV_OTHER;
+    if (!strcmp(ev->kind, "save.done"))
+        return EV_SAVED;
+    if (!strcmp(ev->kind, "restore.done"))
+        return EV_RESTORED;
+    return EV_OTHER;
 }
 
 /* "model.ckpt-300" -> 300; -1 when the name does not end in -<digits>. */
@@ -151,9 +135,12 @@ static bool same_shape(const struct ckpt_entry *a, const struct ckpt_entry *b)
 }
 
 /* Reads every tensor; checks global_step; compares with the copies.
- * Returns true when restorable; *obs says what was seen. */
+ * verified: ckpt_reader_verify already passed on r, which read every tensor
+ * as a restore does (crc checked, strings decoded), so only global_step is
+ * read again.  Returns true when restorable; *obs says what was seen. */
 static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck,
-                          struct ckpt_reader *r, const struct located *l, char *obs, size_t len)
+                          struct ckpt_reader *r, const struct located *l, bool verified,
+                          char *obs, size_t len)
 {
     struct ckpt_err ce = {0};
     size_t n = ckpt_reader_count(r), sliced = 0;
@@ -164,6 +151,8 @@ static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_sc
             sliced++;
             continue;
         }
+        if (verified && strcmp(ent->name, "global_step"))
+            continue;
         if (ent->dtype == CKPT_DT_STRING) {
             struct ckpt_strings *ss;
             if (ckpt_reader_read_strings(r, ent, &ss, &ce) < 0) {
@@ -305,7 +294,7 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
     if (found)
         snprintf(target, sizeof target, "%s:%s%s%s", hn, ck->dir[0] ? ck->dir : "",
                  ck->dir[0] ? "/" : "", ck->dir[0] ? L.name : ck->prefix);
-    bool all_ok = found && r;
+    bool all_ok = found && r, verified = false;
     if (ck->verify) {
         bool ok = false;
         if (r) {
@@ -322,9 +311,10 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         cx->record(cx->j, "checkpoint.verify", target, ok, "every crc and data file checks out", obs,
                    line);
         all_ok &= ok;
+        verified = ok;
     }
     if (ck->restorable) {
-        bool ok = r && restore_check(cx, ck, r, &L, obs, sizeof obs);
+        bool ok = r && restore_check(cx, ck, r, &L, verified, obs, sizeof obs);
         if (!r)
             snprintf(obs, sizeof obs, "%s", why);
         snprintf(exp, sizeof exp, "every tensor reads back%s",
@@ -332,19 +322,14 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         cx->record(cx->j, "checkpoint.restore", target, ok, exp, obs, line);
         all_ok &= ok;
     }
-    struct reported *rep = NULL;
-    size_t nrep = 0;
-    char rwhy[512] = "";
-    bool have_rep = (ck->latest_step || ck->restores_latest) &&
-                    load_reported(e, &rep, &nrep, rwhy, sizeof rwhy) == 0;
     long long last_saved = -1, max_saved = -1;
     size_t nsaves = 0;
-    for (size_t i = 0; i < nrep; i++)
-        if (!rep[i].restore) {
+    for (size_t i = 0; i < e->nevents; i++)
+        if (chief_ckpt_event(e, &e->events[i]) == EV_SAVED) {
             nsaves++;
-            last_saved = rep[i].step;
-            if (rep[i].step > max_saved)
-                max_saved = rep[i].step;
+            last_saved = e->events[i].step;
+            if (last_saved > max_saved)
+                max_saved = last_saved;
         }
     if (ck->latest_step) {
         bool ok = false;
@@ -355,15 +340,13 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
             snprintf(exp, sizeof exp, "step %lld", ck->step);
         if (!found) {
             snprintf(obs, sizeof obs, "%s", why);
-        } else if (ck->latest_step == FL_SCN_CKPT_STEP_LAST_REPORTED && !have_rep) {
-            snprintf(obs, sizeof obs, "%s", rwhy);
         } else if (ck->latest_step == FL_SCN_CKPT_STEP_LAST_REPORTED && nsaves == 0) {
             snprintf(obs, sizeof obs, "%s, but the chief reported no save.done", L.name);
         } else {
             if (ck->latest_step == FL_SCN_CKPT_STEP_LAST_REPORTED)
                 want = last_saved;
             ok = L.step == want && (max_saved < 0 || max_saved <= L.step);
-            if (have_rep && nsaves)
+            if (nsaves)
                 snprintf(obs, sizeof obs, "%s; last save.done step=%lld (newest %lld, %zu reported)",
                          L.name, last_saved, max_saved, nsaves);
             else
@@ -373,25 +356,27 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         all_ok &= ok;
     }
     if (ck->restores_latest) {
-        bool ok = have_rep;
+        bool ok = true;
         size_t nrest = 0;
         long long before = -1, bad_at = -1, bad_before = -1, first = -1;
-        for (size_t i = 0; have_rep && i < nrep; i++) {
-            if (!rep[i].restore) {
-                before = rep[i].step;
+        for (size_t i = 0; i < e->nevents; i++) {
+            int kind = chief_ckpt_event(e, &e->events[i]);
+            long long step = e->events[i].step;
+            if (kind == EV_SAVED) {
+                before = step;
                 continue;
             }
+            if (kind != EV_RESTORED)
+                continue;
             nrest++;
             if (first < 0)
-                first = rep[i].step;
-            if (before >= 0 && rep[i].step != before && bad_at < 0) {
-                bad_at = rep[i].step;
+                first = step;
+            if (before >= 0 && step != before && bad_at < 0) {
+                bad_at = step;
                 bad_before = before;
             }
         }
-        if (!have_rep)
-            snprintf(obs, sizeof obs, "%s", rwhy);
-        else if (nrest == 0) {
+        if (nrest == 0) {
             ok = false;
             snprintf(obs, sizeof obs, "the chief reported no restore.done");
         } else if (bad_at >= 0) {
@@ -406,7 +391,6 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
                    "every restore from the last save.done reported before it", obs, line);
         all_ok &= ok;
     }
-    free(rep);
     if (r)
         ckpt_reader_close(r);
     /* observed summary: what the checkpoint is, when everything held */

@@ -33,9 +33,9 @@ struct fl_check_ckpt_ctx {
  * Runs every check one checkpoint expectation asks for, each recorded as
  * its own check: checkpoint.state, checkpoint.verify, checkpoint.restore,
  * checkpoint.latest_step, checkpoint.restores_latest (target "HOST:DIR").
- * The chief's reported steps come from the run's recorded event stream
- * (save.done / restore.done from the chief's host); without a database
- * (--no-db) the checks that need them fail and say why.
+ * The chief's reported steps come from the events the engine kept in memory
+ * (save.done / restore.done from the chief's host), so these checks work
+ * with --no-db too.
  */
 void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck);
 

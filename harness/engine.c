@@ -21,6 +21,10 @@
  * mounts), the switch, cgroups, and the run directory (kept with its logs
  * when the run did not pass, whole with --keep).
  *
+ * Shell mode (`faultline shell`): the same set-up and tear-down, but no
+ * fault is armed (fl_faults_init keeps none) and there is no timeout: the
+ * run ends when the shell exits (or on interrupt or harness error).
+ *
  * States of a run: SETUP -> RUNNING -> STOPPING (SIGTERM sent) -> KILLING
  * (grace over) -> JUDGED -> TORN DOWN.  Invariant: every process, host and
  * fabric created is listed in the engine (and the state file) until removed.
@@ -260,11 +264,11 @@ static int setup_dirs(struct engine *e)
             return rc;
         }
     }
-    /* which hosts need a pids cgroup (a limit fault on them in this variant) */
+    /* which hosts need a pids cgroup (a limit fault on them in this run) */
     bool *need_cg = calloc(s->n_hosts, sizeof *need_cg);
-    for (size_t f = 0; f < s->n_faults; f++)
-        if (s->faults[f].action.kind == FL_SCN_ACT_LIMIT && fl_scn_fault_applies(s, &s->faults[f], e->v))
-            need_cg[s->faults[f].action.host] = true;
+    for (size_t f = 0; f < e->nfaults; f++)
+        if (e->faults[f].f->action.kind == FL_SCN_ACT_LIMIT)
+            need_cg[e->faults[f].f->action.host] = true;
     for (size_t i = 0; i < s->n_hosts; i++) {
         struct host_rt *hr = &e->hosts[i];
         snprintf(hr->disk, sizeof hr->disk, "%s/hosts/%s/disk", e->fsdir, s->hosts[i].name);
@@ -372,14 +376,13 @@ void eng_signal_proc(struct engine *e, struct proc *p, int sig)
 }
 
 /* Kills every process on a host at once (init dies: the kernel kills the
- * rest); records them as killed by the fault. */
+ * rest); with will_restart, their tasks are started again when it is back. */
 void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_restart)
 {
     struct host_rt *hr = &e->hosts[host];
     for (struct proc *p = e->procs; p; p = p->next) {
         if (p->host != host || !p->running)
             continue;
-        p->killed_by_fault = by != NULL;
         if (will_restart && e->tasks[p->task].cur == p)
             e->tasks[p->task].restart_pending++;
     }
@@ -500,14 +503,21 @@ int eng_start_task(struct engine *e, int task)
              s->hosts[t->host].name, s->jobs[t->job].name, t->index, p->gen);
     p->log_fd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
     int pfd[2];
-    if (p->log_fd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
-        eng_error(e, "task %s: log %s: %s", tname, p->log_path, strerror(errno));
+    rc = 0;
+    if (p->log_fd < 0) {
+        rc = -errno;
+        eng_error(e, "task %s: log %s: %s", tname, p->log_path, strerror(-rc));
+    } else if (pipe2(pfd, O_CLOEXEC) < 0) {
+        rc = -errno;
+        eng_error(e, "task %s: pipe: %s", tname, strerror(-rc));
+    }
+    if (rc < 0) {
         free(cmd);
         free_strv(env);
         if (p->log_fd >= 0)
             close(p->log_fd);
         free(p);
-        return -EIO;
+        return rc;
     }
     char *argv[4], *script;
     fl_tmpl_shell_argv(cmd, argv, &script);
@@ -748,9 +758,12 @@ static void progress(struct engine *e, bool final)
     fflush(stderr);
 }
 
+/* Arms the timerfd for the next deadline: the timeout (none in shell mode),
+ * a fault or heal, the grace period, a progress line, a recorder flush.
+ * With none, disarms it (a deadline already passed would make it spin). */
 static void arm_timer(struct engine *e)
 {
-    int64_t now = eng_now(e), next = e->s->timeout_ms;
+    int64_t now = eng_now(e), next = e->o->shell_host >= 0 ? INT64_MAX : e->s->timeout_ms;
     int64_t f = fl_faults_next_deadline(e);
     if (f >= 0 && f < next)
         next = f;
@@ -763,10 +776,14 @@ static void arm_timer(struct engine *e)
         if (d >= 0 && now + d < next)
             next = now + d;
     }
-    int64_t delta = next - now;
-    if (delta < 1)
-        delta = 1;
-    struct itimerspec its = {.it_value = {.tv_sec = delta / 1000, .tv_nsec = (delta % 1000) * 1000000}};
+    struct itimerspec its = {0};   /* zero: disarmed */
+    if (next != INT64_MAX) {
+        int64_t delta = next - now;
+        if (delta < 1)
+            delta = 1;
+        its.it_value.tv_sec = delta / 1000;
+        its.it_value.tv_nsec = (delta % 1000) * 1000000;
+    }
     timerfd_settime(e->timerfd, 0, &its, NULL);
 }
 
@@ -777,7 +794,7 @@ static void loop(struct engine *e)
         if (!e->stopping) {
             if (e->error[0] || e->interrupted || stop_condition(e))
                 begin_stop(e);
-            else if (eng_now(e) >= e->s->timeout_ms) {
+            else if (e->o->shell_host < 0 && eng_now(e) >= e->s->timeout_ms) {
                 e->timed_out = true;
                 begin_stop(e);
             }
@@ -822,8 +839,12 @@ static void loop(struct engine *e)
                 struct fl_evsrv_client *c;
                 while ((c = fl_evsrv_accept(e->ev))) {
                     struct watch *cw = malloc(sizeof *cw);
+                    if (!cw) {
+                        fl_evsrv_drop(e->ev, c);
+                        continue;
+                    }
                     *cw = (struct watch){W_CLIENT, c};
-                    c->user = cw;
+                    c->user = cw;   /* freed by the server when it drops c */
                     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = cw};
                     epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->fd, &ev);
                 }
@@ -833,7 +854,6 @@ static void loop(struct engine *e)
                 struct fl_evsrv_client *c = w->ptr;
                 if (fl_evsrv_read(e->ev, c, on_event, e) < 0) {
                     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-                    free(c->user);
                     fl_evsrv_drop(e->ev, c);
                 }
                 break;
@@ -927,9 +947,6 @@ static void teardown(struct engine *e)
     if (e->o->shell_host >= 0 && isatty(0))
         tcsetpgrp(0, getpgrp());
     for (size_t i = 0; i < s->n_hosts; i++)
-        if (e->hosts[i].h.state != FL_HOST_DOWN)
-            kill(e->hosts[i].h.pid, SIGKILL);
-    for (size_t i = 0; i < s->n_hosts; i++)
         fl_host_kill(&e->hosts[i].h);
     /* every process is dead with its host; reap them all (and the inits) */
     int st;
@@ -944,7 +961,7 @@ static void teardown(struct engine *e)
     e->fab = NULL;
     if (e->any_cgroup)
         fl_cgroup_remove_run(e->cgroup_run);
-    fl_evsrv_close(e->ev);
+    fl_evsrv_close(e->ev);      /* drops every client left, with its watch */
     e->ev = NULL;
     /* sized (tmpfs) disks stay mounted until the checks have looked at them */
 }
@@ -1019,7 +1036,8 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->expose[0] = e->dir;
     e->expose[1] = o->bin_dir;
     e->expose[2] = s->dir;
-    fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
+    if (o->shell_host < 0)      /* a shell applies no faults: nothing to sync on */
+        fl_faults_sync_kinds(s, v, e->sync_kinds, sizeof e->sync_kinds);
 
     e->hosts = calloc(s->n_hosts, sizeof *e->hosts);
     e->tasks = calloc(s->n_tasks, sizeof *e->tasks);
@@ -1048,7 +1066,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     eng_write_state(e);
     if (hosts_up_all(e) < 0)
         goto judge;
-    if (fl_evsrv_open(&e->ev, e->ev_path, err, sizeof err) < 0) {
+    if (fl_evsrv_open(&e->ev, e->ev_path, free, err, sizeof err) < 0) {
         eng_error(e, "event channel: %s", err);
         goto judge;
     }

@@ -40,7 +40,6 @@ struct proc {
     size_t linelen;
     bool running;
     bool stopped;               /* SIGSTOPped by a pause fault */
-    bool killed_by_fault;
     int exit_code;              /* -1 when killed by a signal */
     int sig;
     bool core;

@@ -8,7 +8,9 @@
  *
  * A client is: connected (no HELLO yet: task -1) -> identified (HELLO seen)
  * -> gone (EOF or error: the engine drops it).  Lines longer than
- * FL_EV_LINE_MAX are cut and discarded up to the next newline.
+ * FL_EV_LINE_MAX are cut and discarded up to the next newline.  Invariant:
+ * every client accepted and not yet dropped is on the server's list, so
+ * closing the server frees them all.
  */
 #include "harness/evsrv.h"
 
@@ -24,6 +26,8 @@
 struct fl_evsrv {
     int fd;
     char path[108];
+    struct fl_evsrv_client *clients;    /* accepted, not yet dropped */
+    void (*free_user)(void *user);
 };
 
 bool fl_ev_kind_valid(const char *k)
@@ -146,7 +150,8 @@ const char *fl_ev_get(const struct fl_ev *ev, const char *key)
     return NULL;
 }
 
-int fl_evsrv_open(struct fl_evsrv **out, const char *path, char *err, size_t errlen)
+int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user),
+                  char *err, size_t errlen)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
@@ -174,6 +179,7 @@ int fl_evsrv_open(struct fl_evsrv **out, const char *path, char *err, size_t err
         return -ENOMEM;
     }
     s->fd = fd;
+    s->free_user = free_user;
     snprintf(s->path, sizeof s->path, "%s", path);
     *out = s;
     return 0;
@@ -193,6 +199,10 @@ struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s)
     }
     c->fd = fd;
     c->task = -1;
+    c->next = s->clients;
+    if (s->clients)
+        s->clients->prev = c;
+    s->clients = c;
     return c;
 }
 
@@ -263,9 +273,16 @@ void fl_evsrv_reply(struct fl_evsrv_client *c, unsigned long seq)
 
 void fl_evsrv_drop(struct fl_evsrv *s, struct fl_evsrv_client *c)
 {
-    (void)s;
     if (!c)
         return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->clients = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (s->free_user && c->user)
+        s->free_user(c->user);
     close(c->fd);
     free(c);
 }
@@ -274,6 +291,8 @@ void fl_evsrv_close(struct fl_evsrv *s)
 {
     if (!s)
         return;
+    while (s->clients)
+        fl_evsrv_drop(s, s->clients);
     close(s->fd);
     unlink(s->path);
     free(s);

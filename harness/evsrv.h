@@ -38,14 +38,18 @@ struct fl_evsrv_client {
     int pid;
     char buf[FL_EV_LINE_MAX * 2];
     size_t len;
-    void *user;                 /* for the engine */
+    void *user;                 /* for the engine: freed with free_user (see _open) */
+    struct fl_evsrv_client *prev, *next;    /* the server's list of clients */
 };
 
 typedef void (*fl_evsrv_fn)(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev,
                             char *raw_attrs_copy);
 
-/* Listens on a unix stream socket at path. */
-int fl_evsrv_open(struct fl_evsrv **out, const char *path, char *err, size_t errlen);
+/* Listens on a unix stream socket at path.  free_user (may be NULL) is
+ * called with a client's user pointer when the client is dropped, by
+ * fl_evsrv_drop or by fl_evsrv_close (which drops every client left). */
+int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user),
+                  char *err, size_t errlen);
 int fl_evsrv_fd(const struct fl_evsrv *s);
 /* Accepts one pending connection; NULL when none. */
 struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);
@@ -54,7 +58,9 @@ struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);
 int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx);
 /* Answers a SYNC (ignores a client that is gone). */
 void fl_evsrv_reply(struct fl_evsrv_client *c, unsigned long seq);
+/* Unlinks a client, closes its socket, frees it (and its user pointer). */
 void fl_evsrv_drop(struct fl_evsrv *s, struct fl_evsrv_client *c);
+/* Drops every client still connected, closes and unlinks the socket. */
 void fl_evsrv_close(struct fl_evsrv *s);
 
 /* Client side (for `faultline emit` and tests): connects to $FAULTLINE_EVENTS,

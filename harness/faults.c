@@ -63,6 +63,8 @@ void fl_faults_init(struct engine *e)
     const struct fl_scenario *s = e->s;
     e->faults = calloc(s->n_faults ? s->n_faults : 1, sizeof *e->faults);
     e->nfaults = 0;
+    if (e->o->shell_host >= 0)
+        return;                 /* a shell applies no faults: none armed, none fire */
     for (size_t i = 0; i < s->n_faults; i++) {
         if (!fl_scn_fault_applies(s, &s->faults[i], e->v))
             continue;
@@ -96,9 +98,10 @@ static void target_text(const struct engine *e, const struct fl_scn_fault *f, ch
         break;
     case FL_SCN_ACT_PARTITION:
         if (a->oneway) {
-            for (size_t i = 0; i < a->from.n; i++)
+            for (size_t i = 0; i < a->from.n && n < len; i++)
                 n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->from.hosts[i]].name);
-            n += (size_t)snprintf(buf + n, len - n, "->");
+            if (n < len)
+                n += (size_t)snprintf(buf + n, len - n, "->");
             for (size_t i = 0; i < a->to.n && n < len; i++)
                 n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->to.hosts[i]].name);
         } else {
@@ -136,7 +139,6 @@ static void kill_one(struct engine *e, struct fault_rt *fr, int task)
     struct proc *p = e->tasks[task].cur;
     if (!p || !p->running)
         return;
-    p->killed_by_fault = true;
     if (p->stopped)
         eng_signal_proc(e, p, SIGCONT);
     eng_signal_proc(e, p, fr->f->action.signal ? fr->f->action.signal : SIGKILL);

@@ -9,7 +9,8 @@
  * switch holder still alive with its recorded start time, and any process
  * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups,
  * unmounts anything left under the run directory, removes the directory and
- * marks the run 'error: harness killed' in its database.  Cgroups under
+ * marks the run 'error: harness killed' in the database its state file names
+ * (a run recorded with --no-db names none, and has no row to mark).  Cgroups under
  * faultline/ whose run is not alive are removed too.
  */
 #include "harness/cgroup.h"
@@ -139,25 +140,22 @@ static void collect_cgroups(const char *runs_dir, bool dry, int *count)
 
 int fl_cli_gc(int argc, char **argv, const char *usage)
 {
-    const char *out = "out", *db = NULL;
+    const char *out = "out";
     bool all = false, dry = false;
     static const struct option opts[] = {{"out", required_argument, 0, 'o'},
-                                         {"db", required_argument, 0, 'd'},
                                          {"all", no_argument, 0, 'a'},
                                          {"dry-run", no_argument, 0, 'n'},
                                          {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+o:d:an", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+o:an", opts, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
-        case 'd': db = optarg; break;
         case 'a': all = true; break;
         case 'n': dry = true; break;
         default: fputs(usage, stderr); return 2;
         }
     }
-    (void)db;
     char runs[PATH_MAX];
     snprintf(runs, sizeof runs, "%s/runs", out);
     int count = 0;

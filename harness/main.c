@@ -90,23 +90,32 @@ static const char *usage_exec =
     "  --out DIR   where run directories are (default out)\n";
 
 static const char *usage_gc =
-    "usage: faultline gc [--out DIR] [--db PATH] [--all] [--dry-run]\n"
+    "usage: faultline gc [--out DIR] [--all] [--dry-run]\n"
     "\n"
     "Finds runs whose faultline process is gone (killed, crashed) and removes what\n"
     "they left: processes (host inits, the switch), cgroups, mounts, the run\n"
-    "directory; marks them 'error: harness killed' in the database. Runs still\n"
-    "going are left alone. --all also removes the kept directories of finished\n"
-    "runs. --dry-run only says what it would remove.\n";
+    "directory; marks them 'error: harness killed' in the database each run was\n"
+    "recorded in (named in its state file). Runs still going are left alone.\n"
+    "  --out DIR   where run directories are (default out; runs in DIR/runs)\n"
+    "  --all       also remove the kept directories of finished runs\n"
+    "  --dry-run   only say what would be removed\n";
 
 static const char *usage_runs =
     "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
     "                      [--limit N] [--since REV] [--history] [--changed REV]\n"
     "\n"
     "Lists recorded runs, most recent first.\n"
-    "  --history        verdict history per scenario and variant (how often it fails)\n"
-    "  --changed REV    scenarios whose verdict changed since git revision REV\n"
-    "  --since REV      only runs since the first run at revision REV\n"
-    "  --limit N        at most N runs (default 20; -1 for all)\n";
+    "  --db PATH        results database (default out/faultline.db)\n"
+    "  --scenario NAME  only runs of this scenario (its exact name)\n"
+    "  --variant V      only runs of this variant, the exact recorded string as\n"
+    "                   'faultline runs' shows it (e.g. protocol=legacy,threads=pool;\n"
+    "                   'default' for a scenario without variants)\n"
+    "  --verdict V      only runs with this verdict: pass, fail, error or running\n"
+    "  --limit N        at most N runs (default 20; -1 for all)\n"
+    "  --since REV      only runs since the first run at git revision REV (a prefix)\n"
+    "  --history        verdict history per scenario and variant (how often it\n"
+    "                   fails); takes --scenario and --variant\n"
+    "  --changed REV    scenarios whose verdict changed since git revision REV\n";
 
 static const char *usage_emit =
     "usage: faultline emit [--sync] KIND [KEY=VALUE...]\n"
@@ -545,21 +554,37 @@ static int cmd_emit(int argc, char **argv)
 {
     bool sync = false;
     int i = 1;
-    if (i < argc && !strcmp(argv[i], "--sync")) {
-        sync = true;
-        i++;
+    /* options come before KIND (a kind or KEY=VALUE never starts with '-') */
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (!strcmp(argv[i], "--sync")) {
+            sync = true;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_emit, stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "faultline emit: unknown option '%s'\n", argv[i]);
+            fputs(usage_emit, stderr);
+            return 2;
+        }
     }
     if (i >= argc) {
         fputs(usage_emit, stderr);
         return 2;
     }
+    char attrs[4000] = "";
+    size_t n = 0;
+    for (int k = i + 1; k < argc; k++) {
+        int w = snprintf(attrs + n, sizeof attrs - n, "%s%s", n ? " " : "", argv[k]);
+        if (w < 0 || (size_t)w >= sizeof attrs - n) {
+            fprintf(stderr, "faultline emit: the attributes of event '%s' are longer than %zu "
+                    "bytes\n", argv[i], sizeof attrs - 1);
+            return 2;
+        }
+        n += (size_t)w;
+    }
     const char *path = getenv("FAULTLINE_EVENTS");
     if (!path || !*path)
         return 0;
-    char attrs[4000] = "";
-    size_t n = 0;
-    for (int k = i + 1; k < argc; k++)
-        n += (size_t)snprintf(attrs + n, sizeof attrs - n, "%s%s", n ? " " : "", argv[k]);
     return fl_cli_emit(path, argv[i], attrs, sync);
 }
 
@@ -578,7 +603,8 @@ int main(int argc, char **argv)
         printf("faultline 0.1\n");
         return 0;
     }
-    if (want_help(argc - 1, argv + 1) && strcmp(cmd, "emit"))
+    /* emit reads its own options: its KEY=VALUE arguments are not ours */
+    if (strcmp(cmd, "emit") && want_help(argc - 1, argv + 1))
         return help_for(cmd);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);

@@ -1,0 +1,169 @@
+/*
+ * test_engine_fixes.c: tests pinning down review fixes of the engine and the
+ * command line: the event server frees every client it accepted (also the
+ * ones still connected when it closes), `faultline shell` arms no fault and
+ * has no timeout, and the help and argument checks of emit, runs and gc.
+ */
+#include "harness/evsrv.h"
+#include "harness/rundir.h"
+#include "harness/tests/fl_test.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int freed;
+static void count_free(void *user)
+{
+    freed++;
+    free(user);
+}
+
+/* A client connection to the server at path (no HELLO: the server does not
+ * need one to accept). */
+static int connect_to(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Accepts one client, waiting for it (the listening socket is non-blocking). */
+static struct fl_evsrv_client *accept_one(struct fl_evsrv *s)
+{
+    struct pollfd p = {.fd = fl_evsrv_fd(s), .events = POLLIN};
+    if (poll(&p, 1, 5000) != 1)
+        return NULL;
+    return fl_evsrv_accept(s);
+}
+
+/* True when the peer of fd has closed its end (read gives EOF). */
+static bool peer_closed(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    return poll(&p, 1, 5000) == 1 && read(fd, &c, 1) == 0;
+}
+
+FL_TEST(engine, evsrv_close_frees_every_client)
+{
+    char path[4096], err[256];
+    snprintf(path, sizeof path, "%s/ev.sock", fl_test_dir());
+    struct fl_evsrv *s;
+    FL_REQUIRE_EQ(fl_evsrv_open(&s, path, count_free, err, sizeof err), 0);
+    int fds[3];
+    struct fl_evsrv_client *c[3];
+    for (int i = 0; i < 3; i++) {
+        fds[i] = connect_to(path);
+        FL_REQUIRE(fds[i] >= 0);
+        c[i] = accept_one(s);
+        FL_REQUIRE(c[i] != NULL);
+        c[i]->user = malloc(16);
+    }
+    /* dropping one (the middle of the list) frees it and its user data */
+    freed = 0;
+    fl_evsrv_drop(s, c[1]);
+    FL_ASSERT_EQ(freed, 1);
+    FL_ASSERT(peer_closed(fds[1]));
+    /* closing frees the two still connected and closes their sockets */
+    fl_evsrv_close(s);
+    FL_ASSERT_EQ(freed, 3);
+    FL_ASSERT(peer_closed(fds[0]));
+    FL_ASSERT(peer_closed(fds[2]));
+    FL_ASSERT_EQ(access(path, F_OK), -1);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+}
+
+/* A shell on a host whose scenario would crash that host at once, kill it
+ * at the 1 s timeout and make its processes sync on an event: the shell
+ * outlives both, and sees no FAULTLINE_SYNC. */
+FL_TEST_T(engine, shell_applies_no_faults_and_has_no_timeout, 60)
+{
+    fl_test_need_root();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/s.yaml", fl_test_dir());
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f != NULL);
+    fputs("name: it-shell-no-faults\nhosts: [a, b]\ntimeout: 1s\n"
+          "cluster: {x: [a], y: [b]}\n"
+          "run: {command: 'sleep 30', grace: 100ms}\n"
+          "faults:\n"
+          "  - {at: 0s, crash_host: a}\n"
+          "  - {after: {event: x.go}, kill: b}\n", f);
+    fclose(f);
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "printf 'sleep 2; echo SYNC=${FAULTLINE_SYNC:-none}; echo STILL-HERE; "
+                        "exit\\n' | %s shell --out %s/out %s a 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), path);
+    FL_ASSERT_MSG(rc == 0, "faultline shell exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "SYNC=none\nSTILL-HERE\n");
+    free(out);
+}
+
+FL_TEST(cli, emit_help_prints_usage)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s emit --help", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "usage: faultline emit");
+    free(out);
+    rc = fl_test_sh(&out, "%s emit --sync -h", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "usage: faultline emit");
+    free(out);
+    rc = fl_test_sh(&out, "%s emit --bogus k 2>&1", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "unknown option '--bogus'");
+    free(out);
+}
+
+FL_TEST(cli, emit_rejects_attributes_longer_than_its_buffer)
+{
+    char *out;
+    /* 5000 bytes of attribute: more than a line of the channel holds */
+    int rc = fl_test_sh(&out, "FAULTLINE_EVENTS=%s/none.sock %s emit k \"a=$(head -c 5000 "
+                        "/dev/zero | tr '\\0' x)\" 2>&1", fl_test_dir(), fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "longer than");
+    free(out);
+}
+
+FL_TEST(cli, runs_help_documents_its_filters)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s runs --help", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "--scenario NAME");
+    FL_ASSERT_CONTAINS(out, "--variant V");
+    FL_ASSERT_CONTAINS(out, "protocol=legacy,threads=pool");
+    FL_ASSERT_CONTAINS(out, "--verdict V");
+    FL_ASSERT_CONTAINS(out, "pass, fail, error or running");
+    FL_ASSERT_CONTAINS(out, "--db PATH");
+    FL_ASSERT_CONTAINS(out, "out/faultline.db");
+    free(out);
+}
+
+FL_TEST(cli, gc_has_no_db_option)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --help", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT(strstr(out, "--db") == NULL);
+    free(out);
+    rc = fl_test_sh(&out, "%s gc --out %s/out --db x.db 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir());
+    FL_ASSERT_EQ(rc, 2);
+    free(out);
+}
