@@ -61,11 +61,13 @@ static int self_pidns = -1;             /* to return after a spawn */
 
 struct ready_msg {
     int idx, generation, err, step;
+    int arg;        /* STEP_MOUNT_SHARED: index in mounts; STEP_MOUNT_EXPOSE: in expose */
 };
 
 enum init_step {
     STEP_OK, STEP_PDEATHSIG, STEP_HOSTNAME, STEP_MOUNT_DISK, STEP_MOUNT_TMP,
     STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS, STEP_MOUNT_EXPOSE,
+    STEP_DUP_PIPES,
 };
 
 static const char *step_name(int step)
@@ -73,7 +75,7 @@ static const char *step_name(int step)
     static const char *names[] = {
         "ready", "prctl(PR_SET_PDEATHSIG)", "sethostname", "mount disk at workdir",
         "mount /tmp", "mount /etc/hosts", "mount shared path", "mount /proc",
-        "signalfd", "expose a directory under /tmp",
+        "signalfd", "expose a directory under /tmp", "dup3 of the harness's pipes",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -241,7 +243,7 @@ static int init_main(void *arg)
 {
     const struct init_args *a = arg;
     const struct fl_host_spec *s = &a->h->spec;
-    struct ready_msg msg = {s->idx, a->generation, 0, STEP_OK};
+    struct ready_msg msg = {s->idx, a->generation, 0, STEP_OK, 0};
     int rfd = ready_pipe[1], afd = anchor_pipe[0];
     long r;
 
@@ -260,8 +262,8 @@ static int init_main(void *arg)
         fl_rs3(SYS_dup3, null, 0, 0);
     if (null >= 0 && null != 1)
         fl_rs3(SYS_dup3, null, 1, 0);
-    INIT_TRY(rfd == 3 ? 0 : fl_rs3(SYS_dup3, rfd, 3, 0), STEP_SIGNALS);
-    INIT_TRY(afd == 4 ? 0 : fl_rs3(SYS_dup3, afd, 4, 0), STEP_SIGNALS);
+    INIT_TRY(rfd == 3 ? 0 : fl_rs3(SYS_dup3, rfd, 3, 0), STEP_DUP_PIPES);
+    INIT_TRY(afd == 4 ? 0 : fl_rs3(SYS_dup3, afd, 4, 0), STEP_DUP_PIPES);
     rfd = 3;
     afd = 4;
     fl_rs3(SYS_close_range, 5U, ~0U, 0U);
@@ -274,24 +276,26 @@ static int init_main(void *arg)
     }
     INIT_TRY(fl_rs2(SYS_sethostname, s->name, strlen(s->name)), STEP_HOSTNAME);
     INIT_TRY(bind_mount(s->disk_dir, s->workdir), STEP_MOUNT_DISK);
-    for (size_t i = 0; i < s->nmounts; i++)
+    for (size_t i = 0; i < s->nmounts; i++) {
+        msg.arg = (int)i;
         INIT_TRY(bind_mount(s->mounts[i].src, s->mounts[i].dst), STEP_MOUNT_SHARED);
+    }
     if (s->hosts_file)
         INIT_TRY(fl_rs5(SYS_mount, s->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL),
                  STEP_MOUNT_HOSTS);
     /* /tmp last: the sources above may live under the harness's /tmp.
      * Directories to expose that lie under /tmp are held by O_PATH fds
      * across the mount and bound again at their paths inside the new /tmp. */
-    int keep[8];
-    const char *keep_path[8];
+    int keep[8], keep_idx[8];
     size_t nkeep = 0;
     for (size_t i = 0; i < s->nexpose && nkeep < 8; i++) {
         if (strncmp(s->expose[i], "/tmp/", 5) != 0)
             continue;
         long fd;
+        msg.arg = (int)i;
         INIT_TRY(fd = fl_rs4(SYS_openat, AT_FDCWD, s->expose[i],
                              O_PATH | O_DIRECTORY | O_CLOEXEC, 0), STEP_MOUNT_EXPOSE);
-        keep_path[nkeep] = s->expose[i];
+        keep_idx[nkeep] = (int)i;
         keep[nkeep++] = (int)fd;
     }
     INIT_TRY(bind_mount(s->tmp_dir, "/tmp"), STEP_MOUNT_TMP);
@@ -299,8 +303,10 @@ static int init_main(void *arg)
         char src[32] = "/proc/self/fd/", num[16];
         const char *d = utoa_in_child(num + sizeof num, (unsigned)keep[k]);
         memcpy(src + 14, d, strlen(d) + 1);
-        INIT_TRY(mkdir_p_in_child(keep_path[k]), STEP_MOUNT_EXPOSE);
-        INIT_TRY(fl_rs5(SYS_mount, src, keep_path[k], NULL, MS_BIND, NULL), STEP_MOUNT_EXPOSE);
+        const char *at = s->expose[keep_idx[k]];
+        msg.arg = keep_idx[k];
+        INIT_TRY(mkdir_p_in_child(at), STEP_MOUNT_EXPOSE);
+        INIT_TRY(fl_rs5(SYS_mount, src, at, NULL, MS_BIND, NULL), STEP_MOUNT_EXPOSE);
         fl_rs1(SYS_close, keep[k]);
     }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
@@ -399,7 +405,14 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0) {
-            errf(err, errlen, "%zu host(s) did not report ready within 10 s", waiting);
+            const char *first = "?";
+            for (size_t i = 0; i < n; i++)
+                if (hosts[i]->state == FL_HOST_STARTING) {
+                    first = hosts[i]->spec.name;
+                    break;
+                }
+            errf(err, errlen, "%zu host(s) did not report ready within 10 s (host %s among them)",
+                 waiting, first);
             return -ETIMEDOUT;
         }
         struct ready_msg m;
@@ -422,7 +435,11 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                 const char *path = m.step == STEP_MOUNT_DISK ? h->spec.workdir
                                  : m.step == STEP_MOUNT_TMP ? "/tmp"
                                  : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
-                                 : m.step == STEP_MOUNT_PROC ? "/proc" : "";
+                                 : m.step == STEP_MOUNT_PROC ? "/proc"
+                                 : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
+                                     ? h->spec.mounts[m.arg].dst
+                                 : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
+                                     ? h->spec.expose[m.arg] : "";
                 errf(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what,
                      *path ? " " : "", path, strerror(m.err));
                 rc = -(m.err ? m.err : EIO);

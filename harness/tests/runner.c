@@ -222,7 +222,9 @@ static const struct test *find_current(void)
 }
 
 /* Parent side: turn the child's records into CUnit results. */
-static void handle_records(char *buf, bool *skipped)
+/* Reports the records a test sent; *skipped and *failed say whether it
+ * skipped and whether it reported a failure. */
+static void handle_records(char *buf, bool *skipped, bool *failed)
 {
     char *save = NULL;
     for (char *rec = strtok_r(buf, "\n", &save); rec; rec = strtok_r(NULL, "\n", &save)) {
@@ -243,6 +245,7 @@ static void handle_records(char *buf, bool *skipped)
         } else {
             /* CUnit keeps the pointers: give it copies that outlive us. */
             CU_assertImplementation(CU_FALSE, line, strdup(msg), strdup(file), "", CU_FALSE);
+            *failed = true;
         }
     }
 }
@@ -310,8 +313,8 @@ static void trampoline(void)
         ;
     /* Whatever the test left in its group (a server it started) goes too. */
     kill(-pid, SIGKILL);
-    bool skipped = false;
-    handle_records(buf, &skipped);
+    bool skipped = false, failed = false;
+    handle_records(buf, &skipped, &failed);
     free(buf);
     char msg[256];
     if (timed_out) {
@@ -320,11 +323,13 @@ static void trampoline(void)
     } else if (WIFSIGNALED(st)) {
         snprintf(msg, sizeof msg, "test crashed: %s", strsignal(WTERMSIG(st)));
         CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
-    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 1) {
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && !(WEXITSTATUS(st) == 1 && failed)) {
+        /* 1 is a fatal assertion's exit, once it has reported itself */
         snprintf(msg, sizeof msg, "test exited with status %d", WEXITSTATUS(st));
         CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+        failed = true;
     }
-    if (skipped)
+    if (skipped && !failed && !timed_out && !WIFSIGNALED(st))
         nskipped++;
     nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
