@@ -1132,14 +1132,15 @@ judge:
     e->rec = NULL;
     eng_write_state(e);
     /* the run directory: with --keep, a copy of every disk too; else the
-     * logs when the run did not pass, nothing when it did */
+     * logs when the run did not pass, nothing when it did (or when it was
+     * a shell session, which has no expectations to fail) */
     if (o->keep) {
         int rc = fl_copy_tree(e->fsdir, e->dir);
         if (rc < 0)
             fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->run_id, strerror(-rc));
     }
     fl_rm_rf(e->fsdir);
-    if (!o->keep && !strcmp(res->verdict, "pass"))
+    if (!o->keep && (!strcmp(res->verdict, "pass") || o->shell_host >= 0))
         fl_rm_rf(e->dir);
     free_engine(e);
     return 0;

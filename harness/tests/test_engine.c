@@ -471,6 +471,10 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     FL_ASSERT_CONTAINS(text, "\nb\nfrom-exec\n");
     free(text);
     FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
+    /* everything is removed when the shell exits (no --keep) */
+    char rundir[8400];
+    snprintf(rundir, sizeof rundir, "%s/%s", g.runs, g.run_id);
+    FL_ASSERT_MSG(access(rundir, F_OK) != 0, "%s is left behind", rundir);
     /* exec into a run that is gone says so */
     rc = fl_test_sh(&out, "%s exec --out %s/out %s b -- true 2>&1", fl_test_bin("faultline"),
                     fl_test_dir(), g.run_id);
