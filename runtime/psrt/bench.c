@@ -56,8 +56,7 @@ static int bench_table(int argc, char **argv)
     uint64_t *keys = malloc(n * 8);
     float *g = malloc(n * 4);
     uint32_t *idx = malloc(n * 4);
-    float *arr = calloc(n, 4);
-    if (!keys || !g || !idx || !arr)
+    if (!keys || !g || !idx)
         return 1;
     for (size_t i = 0; i < n; i++) {
         keys[i] = psrt_mix64(i * 0x9e3779b97f4a7c15ull + 17);
@@ -106,7 +105,6 @@ static int bench_table(int argc, char **argv)
     }
     double t5 = psrt_now();
     free(big);
-    (void)arr;
     printf("insert_per_s=%.0f warm_insert_per_s=%.0f update_per_s=%.0f lookup_per_s=%.0f "
            "array_update_per_s=%.0f\n",
            (double)n / (t1 - t0), (double)n / (tw1 - tw0), (double)n / (t3 - t2), (double)n / (tp1 - tp0),
@@ -230,7 +228,7 @@ static int bench_sparse(int argc, char **argv)
         double tpart = psrt_now();
         int rc = psrt_conn_multi(mc, nm, 600);
         double t1 = psrt_now();
-        if (getenv("PSRT_BENCH_DEBUG"))
+        if (psrt_bench_debug())
             fprintf(stderr, "partition %.1f ms, push calls %.1f ms (%d messages)\n",
                     (tpart - t0) * 1e3, (t1 - tpart) * 1e3, nm);
         for (int i = 0; i < nm; i++)

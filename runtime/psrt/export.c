@@ -88,18 +88,6 @@ static int write_signature(struct psrt_worker *w, const char *dir, long long ste
     return r;
 }
 
-static long long current_step(struct psrt_worker *w)
-{
-    struct psrt_call c = {.ps = 0, .op = PSRT_OP_PING};
-    if (psrt_worker_calls(w, &c, 1) >= 0)
-        return -1;
-    struct psrt_buf *b = &w->resp[0];
-    b->off = 0;
-    psrt_buf_get_u64(b);
-    psrt_buf_get_u32(b);
-    return (long long)psrt_buf_get_u64(b);
-}
-
 static int export_legacy(struct psrt_worker *w, const char *dir, struct psrt_err *err)
 {
     struct stat st;
@@ -122,7 +110,11 @@ static int export_legacy(struct psrt_worker *w, const char *dir, struct psrt_err
         return r;
     }
     snprintf(prefix, sizeof prefix, "%s/variables", vdir);
-    long long step = current_step(w);
+    int ready;
+    long long step;
+    r = psrt_worker_ping(w, 0, &ready, &step, err); /* the step the signature names */
+    if (r)
+        return r;
     r = psrt_legacy_sharded_save(w, "save_1", prefix, step, err); /* the builder's own Saver */
     if (r)
         return r;
@@ -157,7 +149,7 @@ static int export_robust(struct psrt_worker *w, const char *dir, struct psrt_err
     struct psrt_call calls[256];
     for (int i = 0; i < n; i++)
         calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SNAPSHOT,
-                                      .timeout = f->rpc_timeout * 10};
+                                      .timeout = psrt_flags_bulk_timeout(f)};
     int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;

@@ -12,9 +12,11 @@
  * enables points at start), without it they compile to nothing.
  */
 #include "runtime/psrt/psrt.h"
+#include "runtime/ckpt/bundle.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,14 +61,6 @@ const char *psrt_err_class(int code)
     }
 }
 
-void psrt_err_clear(struct psrt_err *e)
-{
-    if (e) {
-        e->code = 0;
-        e->msg[0] = 0;
-    }
-}
-
 void psrt_err_set(struct psrt_err *e, int code, const char *fmt, ...)
 {
     if (!e)
@@ -84,9 +78,28 @@ void psrt_err_path(struct psrt_err *e, int code, const char *path)
     psrt_err_set(e, code, "%s; %s", path, strerror(-code));
 }
 
+void psrt_err_from_ckpt(struct psrt_err *e, int code, const struct ckpt_err *ce)
+{
+    if (!e)
+        return;
+    ckpt_err_tf(ce, e->msg, sizeof e->msg);
+    e->code = code < 0 ? code : ce->code < 0 ? ce->code : -EIO;
+}
+
 /* ---- log -------------------------------------------------------------- */
 static char log_who[64] = "psrt";
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool psrt_bench_debug(void)
+{
+    static atomic_int on = -1; /* -1: not looked up yet */
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        v = getenv("PSRT_BENCH_DEBUG") != NULL;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
+    }
+    return v;
+}
 
 void psrt_log_init(const char *job, int task)
 {

@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,9 +76,12 @@ void psrt_flags_usage(FILE *out)
 "                              (TensorFlow's SchedClosure; aborts when thread\n"
 "                              creation fails, S003)\n"
 "  --pool_threads=N            handler threads of a ps in pool mode (default 8)\n"
-"  --rpc_timeout_secs=S        one call (default 60)\n"
+"  --rpc_timeout_secs=S        a call gives up on a peer silent for S seconds (an\n"
+"                              idle timeout; default 60); saves, restores, snapshots\n"
+"                              and a ps's replies allow 10 times S\n"
 "  --connect_timeout_secs=S    first contact with a peer (default 60)\n"
 "  --reconnect_timeout_secs=S  a peer lost during training (default 120)\n"
+"                              (every timeout must be greater than 0)\n"
 "  --ps_exit_on_chief_done=true|false   (default true) the chief tells every ps to\n"
 "                              exit 0 when it finished; false = serve forever like\n"
 "                              TensorFlow's server.join()\n"
@@ -159,6 +163,17 @@ static int parse_ll(const char *v, long long *out, long long min)
     return 0;
 }
 
+/* An int flag: min..max (at most INT_MAX, so the value fits). */
+static int parse_int(const char *v, int *out, int min, int max)
+{
+    long long x;
+    if (parse_ll(v, &x, min) || x > max)
+        return -EINVAL;
+    *out = (int)x;
+    return 0;
+}
+
+/* A non-negative number of seconds; "none" is 0 (off). */
 static int parse_double(const char *v, double *out)
 {
     char *end;
@@ -167,9 +182,19 @@ static int parse_double(const char *v, double *out)
         return 0;
     }
     double x = strtod(v, &end);
-    if (end == v || *end || x < 0)
+    if (end == v || *end || !(x >= 0) || x > 1e9) /* !(x >= 0): NaN too */
         return -EINVAL;
     *out = x;
+    return 0;
+}
+
+/* A timeout: seconds > 0 (0 would time every call out at once). */
+static int parse_timeout(const char *name, const char *v, double *out, char *err, size_t errlen)
+{
+    if (parse_double(v, out) || *out <= 0) {
+        snprintf(err, errlen, "--%s=%s: expected a number of seconds greater than 0", name, v);
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -190,6 +215,11 @@ static int copy_str(char *dst, size_t cap, const char *v)
         return -ENAMETOOLONG;
     strcpy(dst, v);
     return 0;
+}
+
+double psrt_flags_bulk_timeout(const struct psrt_flags *f)
+{
+    return f->rpc_timeout * 10;
 }
 
 int64_t psrt_flags_features(const struct psrt_flags *f)
@@ -271,8 +301,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             }
             strcpy(f->job, val);
         } else if (!strcmp(name, "task_index")) {
-            rc = parse_ll(val, &ll, 0);
-            f->task = (int)ll;
+            rc = parse_int(val, &f->task, 0, INT_MAX);
         } else if (!strcmp(name, "ps_hosts")) {
             ps_s = val;
             have_ps = true;
@@ -285,7 +314,8 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
                 rc = -EINVAL;
         } else if (!strcmp(name, "model")) {
             if (!psrt_model_find(val)) {
-                snprintf(err, errlen, "--model=%s: expected linear, softmax or sparse_lr", val);
+                snprintf(err, errlen,
+                         "--model=%s: expected linear, softmax, sparse_lr or bench_dense", val);
                 goto fail;
             }
             strcpy(f->model, val);
@@ -296,10 +326,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             }
             strcpy(f->optimizer, val);
         } else if (!strcmp(name, "batch_size")) {
-            rc = parse_ll(val, &ll, 1);
-            if (!rc && ll > 1000000)
-                rc = -EINVAL;
-            f->batch_size = (int)ll;
+            rc = parse_int(val, &f->batch_size, 1, 1000000);
         } else if (!strcmp(name, "learning_rate")) {
             rc = parse_double(val, &f->learning_rate);
             if (!rc && f->learning_rate <= 0)
@@ -314,8 +341,7 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
         } else if (!strcmp(name, "save_checkpoint_secs")) {
             rc = parse_double(val, &f->save_secs);
         } else if (!strcmp(name, "max_to_keep")) {
-            rc = parse_ll(val, &ll, 1);
-            f->max_to_keep = (int)ll;
+            rc = parse_int(val, &f->max_to_keep, 1, INT_MAX);
         } else if (!strcmp(name, "checkpoint_protocol")) {
             if (!strcmp(val, "legacy"))
                 f->protocol = PSRT_LEGACY;
@@ -335,24 +361,23 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
                 goto fail;
             }
         } else if (!strcmp(name, "pool_threads")) {
-            rc = parse_ll(val, &ll, 1);
-            if (!rc && ll > 1024)
-                rc = -EINVAL;
-            f->pool_threads = (int)ll;
+            rc = parse_int(val, &f->pool_threads, 1, 1024);
         } else if (!strcmp(name, "export_dir")) {
             rc = copy_str(f->export_dir, sizeof f->export_dir, val);
         } else if (!strcmp(name, "export_version")) {
-            rc = parse_ll(val, &ll, 0);
-            f->export_version = (int)ll;
+            rc = parse_int(val, &f->export_version, 0, INT_MAX);
         } else if (!strcmp(name, "seed")) {
             rc = parse_ll(val, &ll, 0);
             f->seed = (uint64_t)ll;
         } else if (!strcmp(name, "rpc_timeout_secs")) {
-            rc = parse_double(val, &f->rpc_timeout);
+            if (parse_timeout(name, val, &f->rpc_timeout, err, errlen))
+                goto fail;
         } else if (!strcmp(name, "connect_timeout_secs")) {
-            rc = parse_double(val, &f->connect_timeout);
+            if (parse_timeout(name, val, &f->connect_timeout, err, errlen))
+                goto fail;
         } else if (!strcmp(name, "reconnect_timeout_secs")) {
-            rc = parse_double(val, &f->reconnect_timeout);
+            if (parse_timeout(name, val, &f->reconnect_timeout, err, errlen))
+                goto fail;
         } else if (!strcmp(name, "ps_exit_on_chief_done")) {
             rc = parse_bool(val, &f->ps_exit_on_chief_done);
         } else if (!strcmp(name, "nops_exit_on_chief_done")) {

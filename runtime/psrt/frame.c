@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 void *psrt_alloc_big(size_t n)
 {

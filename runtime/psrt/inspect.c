@@ -7,9 +7,11 @@
  * its model_checkpoint_path inspected; without one, every *.index in the
  * directory), or a state file itself.
  *
- * Exit status: 0 all inspected bundles opened (and, with --verify, every crc
- * and data file checked out); 1 a bundle or state file could not be read or
- * (with --verify) something is corrupt or missing; 2 usage error.
+ * Exit status: 0 all inspected bundles opened and every tensor's crc and
+ * data file checked out; 1 a bundle or state file could not be read, or a
+ * tensor is corrupt or missing (with or without --verify), or (--verify
+ * only) a tensor could not be checked (a dtype this reader does not know);
+ * 2 usage error.  --verify adds that last case and a verdict line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -47,12 +49,15 @@ static void usage(FILE *f)
             "  STATEFILE   a `checkpoint` state file\n"
             "\n"
             "  --values[=N]  print tensor values (at most N elements per tensor)\n"
-            "  --verify      check every crc, data file and string layout; exit 1 on any\n"
-            "                corruption or missing file\n"
+            "  --verify      also fail on a tensor that cannot be checked (unknown dtype)\n"
+            "                and end with a verdict line per bundle\n"
             "  --json        one JSON document on stdout\n"
             "  -h, --help    this text\n"
             "\n"
-            "Exit status: 0 ok, 1 unreadable or (with --verify) corrupt, 2 usage.\n");
+            "Every tensor's crc, data file and string layout is checked either way.\n"
+            "\n"
+            "Exit status: 0 ok; 1 unreadable, or a tensor corrupt or missing (with or\n"
+            "without --verify), or (--verify) a tensor that could not be checked; 2 usage.\n");
 }
 
 /* ---- output helpers ---- */

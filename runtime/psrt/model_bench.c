@@ -56,7 +56,6 @@ static int predict(const struct psrt_model *m, const char *line, float *const *d
 
 const struct psrt_model_ops psrt_model_bench_dense = {
     .name = "bench_dense",
-    .about = "benchmarks only: one dense variable of --dense_floats per ps",
     .default_optimizer = "sgd",
     .default_lr = 0.1,
     .default_batch = 1,

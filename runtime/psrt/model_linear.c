@@ -79,7 +79,6 @@ static int predict(const struct psrt_model *m, const char *line, float *const *d
 
 const struct psrt_model_ops psrt_model_linear = {
     .name = "linear",
-    .about = "y = 0.1x + 0.3 regression",
     .default_optimizer = "adagrad",
     .default_lr = 0.5,
     .default_batch = 100,

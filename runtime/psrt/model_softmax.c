@@ -179,7 +179,6 @@ int psrt_softmax_true_class(const float *x)
 
 const struct psrt_model_ops psrt_model_softmax = {
     .name = "softmax",
-    .about = "softmax regression, 784 inputs, 10 classes",
     .default_optimizer = "adagrad",
     .default_lr = 0.1,
     .default_batch = 100,

@@ -126,19 +126,8 @@ static int predict(const struct psrt_model *m, const char *line, float *const *d
     return 0;
 }
 
-/* The true probability of a set of raw features (tests). */
-double psrt_sparse_lr_true_p(const uint64_t *raw, int n);
-double psrt_sparse_lr_true_p(const uint64_t *raw, int n)
-{
-    double z = -0.3;
-    for (int i = 0; i < n; i++)
-        z += true_weight(raw[i]);
-    return 1.0 / (1.0 + exp(-z));
-}
-
 const struct psrt_model_ops psrt_model_sparse_lr = {
     .name = "sparse_lr",
-    .about = "logistic regression over hashed sparse features",
     .default_optimizer = "ftrl",
     .default_lr = 1.0,
     .default_batch = 100,

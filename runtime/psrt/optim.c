@@ -30,12 +30,6 @@ int psrt_optim_parse(const char *name)
     return -1;
 }
 
-const char *psrt_optim_name(int kind)
-{
-    static const char *const n[] = {"sgd", "adagrad", "ftrl", "adam"};
-    return kind >= 0 && kind < 4 ? n[kind] : "?";
-}
-
 void psrt_optim_default(struct psrt_optim *o, int kind, float lr)
 {
     memset(o, 0, sizeof *o);

@@ -36,7 +36,6 @@
 #include "runtime/ckpt/bundle.h"
 #include "runtime/ckpt/state.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -366,57 +365,8 @@ static void robust_prefix(struct ps *ps, const char *name, char *out, size_t len
  * copies beyond max_to_keep. */
 static int robust_commit(struct ps *ps, const char *name, int max_to_keep, struct psrt_err *err)
 {
-    struct ckpt_state st;
-    struct ckpt_err ce = {0};
-    memset(&st, 0, sizeof st);
-    int r = ckpt_state_read(ps->robust_dir, &st, &ce);
-    if (r && r != -ENOENT) {
-        psrt_log("robust: ignoring unreadable %s/checkpoint: %s", ps->robust_dir, ce.msg);
-        memset(&st, 0, sizeof st);
-    } else if (r) {
-        memset(&st, 0, sizeof st);
-    }
-    struct ckpt_state nst;
-    memset(&nst, 0, sizeof nst);
-    size_t keep_from = 0, total = st.n_all + 1;
-    if (total > (size_t)max_to_keep)
-        keep_from = total - (size_t)max_to_keep;
-    for (size_t i = 0; i < st.n_all; i++) {
-        if (!strcmp(st.all_model_checkpoint_paths[i], name))
-            continue;
-        if (i < keep_from) {
-            char p[1400];
-            robust_prefix(ps, st.all_model_checkpoint_paths[i], p, sizeof p);
-            char *ix = ckpt_index_name(p), *dt = ckpt_data_name(p, 0, 1);
-            if (ix)
-                unlink(ix);
-            if (dt)
-                unlink(dt);
-            free(ix);
-            free(dt);
-            continue;
-        }
-        ckpt_state_add_path(&nst, st.all_model_checkpoint_paths[i], -1);
-    }
-    ckpt_state_add_path(&nst, name, -1);
-    ckpt_state_set_model(&nst, name);
-    int fe = psrt_fault("psrt/save/commit");
-    if (fe) {
-        char p[1400];
-        snprintf(p, sizeof p, "%s/checkpoint", ps->robust_dir);
-        psrt_err_path(err, -fe, p);
-        r = -fe;
-    } else {
-        r = ckpt_state_write(ps->robust_dir, &nst, CKPT_SYNC, &ce);
-        if (r) {
-            char buf[PSRT_MSG_MAX];
-            psrt_err_set(err, r, "%s", ckpt_err_tf(&ce, buf, sizeof buf));
-            snprintf(err->msg, sizeof err->msg, "%s", buf);
-        }
-    }
-    ckpt_state_free(&st);
-    ckpt_state_free(&nst);
-    return r;
+    return psrt_state_commit(ps->robust_dir, name, max_to_keep, CKPT_SYNC, "psrt/save/commit",
+                             err);
 }
 
 /* Writes l durably as this ps's own copy `name`. */
@@ -471,11 +421,13 @@ static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct p
 {
     uint64_t nkeys = psrt_buf_get_u64(req);
     psrt_buf_skip_align8(req);
-    const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
-    if (req->bad) {
+    /* nkeys comes off the wire: bounded by the payload before any size is
+     * computed from it */
+    if (req->bad || nkeys > (req->len - req->off) / 8) {
         rep->status = -EBADMSG;
         return;
     }
+    const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
     pthread_rwlock_rdlock(&ps->state);
     if (atomic_load(&ps->ready) != PS_OPEN) {
         pthread_rwlock_unlock(&ps->state);
@@ -535,9 +487,16 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     for (int i = 0; i < (int)nd; i++)
         dg[i] = psrt_buf_get(req, (size_t)ps->dense[i].spec->n * 4);
     psrt_buf_skip_align8(req);
+    /* nkeys comes off the wire: bounded by the payload (8 bytes of key and
+     * width floats of gradient each) before any size is computed from it */
+    size_t per_key = 8 + (ps->has_sparse ? (size_t)ps->table.width * 4 : 0);
+    if (req->bad || (nkeys && !ps->has_sparse) || nkeys > (req->len - req->off) / per_key) {
+        rep->status = -EBADMSG;
+        return;
+    }
     const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
     const float *sg = psrt_buf_get(req, ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0);
-    if (req->bad || (nkeys && !ps->has_sparse)) {
+    if (req->bad) {
         rep->status = -EBADMSG;
         return;
     }
@@ -558,7 +517,7 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         pthread_mutex_lock(&ps->table_mu);
         double t0 = psrt_now();
         r = psrt_table_push(&ps->table, &ps->opt, keys, sg, nkeys, &ps->table_pw);
-        if (getenv("PSRT_BENCH_DEBUG"))
+        if (psrt_bench_debug())
             psrt_log("applied %llu sparse updates in %.1f ms", (unsigned long long)nkeys,
                      (psrt_now() - t0) * 1e3);
         psrt_optim_advance(&ps->opt, &ps->table_pw);
@@ -648,12 +607,8 @@ static void h_merge(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         r = ckpt_merge((const char *const *)parts, n, merged, CKPT_MERGE_DELETE_OLD_DIRS, &ce);
         if (r > 0)
             r = 0;
-        if (r) {
-            char buf[PSRT_MSG_MAX];
-            ckpt_err_tf(&ce, buf, sizeof buf);
-            err.code = r;
-            snprintf(err.msg, sizeof err.msg, "%s", buf);
-        }
+        if (r)
+            psrt_err_from_ckpt(&err, r, &ce);
     }
     if (r) {
         psrt_log("MergeV2Checkpoints into %s failed: %s", merged, err.msg);
@@ -774,7 +729,7 @@ static void *bg_write(void *arg)
     struct ps *ps = arg;
     double t0 = psrt_now();
     ps->bg_rc = robust_write(ps, &ps->bg_l->l, ps->bg_name, &ps->bg_err);
-    if (getenv("PSRT_BENCH_DEBUG"))
+    if (psrt_bench_debug())
         psrt_log("robust save: local copy durable in %.3f s", psrt_now() - t0);
     shared_put(ps->bg_l);
     ps->bg_l = NULL;
@@ -830,7 +785,7 @@ static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     pthread_rwlock_wrlock(&ps->state);
     int r = atomic_load(&ps->ready) ? snapshot(ps, &l) : -EAGAIN;
     pthread_rwlock_unlock(&ps->state);
-    if (getenv("PSRT_BENCH_DEBUG"))
+    if (psrt_bench_debug())
         psrt_log("robust save: snapshot in %.3f s", psrt_now() - t0);
     if (r) {
         pthread_mutex_unlock(&ps->bg_mu);
@@ -866,15 +821,12 @@ static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     r = pthread_create(&ps->bg, NULL, bg_write, ps);
     if (r) { /* no thread: write it here */
         bg_write(ps);
-        ps->bg_active = false;
+        ps->bg_active = false; /* done already: commit finds bg_name, no writer to join */
         if (ps->bg_rc) {
             reply_err(rep, &ps->bg_err);
             pthread_mutex_unlock(&ps->bg_mu);
             return;
         }
-        /* done already; commit finds no pending writer for this name */
-        ps->bg_active = false;
-        snprintf(ps->bg_name, sizeof ps->bg_name, "%s", name);
     } else {
         ps->bg_active = true;
     }
@@ -1076,8 +1028,11 @@ int psrt_ps_serve(struct psrt_ps *p, int port, struct psrt_err *err)
     struct ps *ps = (struct ps *)p;
     int r = psrt_server_start(&ps->srv, NULL, port, ps->f->rpc_threads, ps->f->pool_threads,
                               handler, ps, err);
+    /* the chief reads RobustSave replies one ps after another while it
+     * writes them to its disk, so a ps's reply may wait unread as long as
+     * the chief's own bulk calls do: the same timeout */
     if (!r)
-        psrt_server_set_timeout(ps->srv, ps->f->rpc_timeout);
+        psrt_server_set_timeout(ps->srv, psrt_flags_bulk_timeout(ps->f));
     return r;
 }
 

@@ -15,6 +15,7 @@
  *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
  *   model*.c    linear, softmax, sparse_lr         psrt_model_*
  *   tensors.c   tensor lists moved between tasks   psrt_tl_*
+ *   state.c     `checkpoint` state, kept checkpoints psrt_state_*
  *   ps.c        the ps task: variables, handlers   psrt_ps_*
  *   worker.c    the worker task and the chief      psrt_worker_*
  *   save_legacy.c, save_robust.c, restore.c, export.c  checkpoint protocols
@@ -47,12 +48,17 @@ void psrt_err_set(struct psrt_err *e, int code, const char *fmt, ...)
 void psrt_err_path(struct psrt_err *e, int code, const char *path);
 /* TensorFlow's Python error class for a negative errno. */
 const char *psrt_err_class(int code);
-void psrt_err_clear(struct psrt_err *e);
+/* e from a runtime/ckpt error: its TensorFlow-shaped text (ckpt_err_tf)
+ * and code (or ce's own code when code is 0, -EIO when neither is set). */
+struct ckpt_err;
+void psrt_err_from_ckpt(struct psrt_err *e, int code, const struct ckpt_err *ce);
 
 /* Logging: "psrt <job>:<task>: message" on stderr, one line. */
 void psrt_log_init(const char *job, int task);
 void psrt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double psrt_now(void);           /* CLOCK_MONOTONIC seconds */
+/* PSRT_BENCH_DEBUG is set: timing lines for the benchmarks (looked up once). */
+bool psrt_bench_debug(void);
 
 /* ---- flags ------------------------------------------------------------- */
 enum { PSRT_LEGACY = 0, PSRT_ROBUST = 1 };
@@ -101,6 +107,9 @@ struct psrt_flags {
 int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, size_t errlen);
 void psrt_flags_free(struct psrt_flags *f);
 void psrt_flags_usage(FILE *out);
+/* The timeout of calls that move a whole shard or wait for a disk (saves,
+ * restores, snapshots) and of a ps's reply writes: 10 x --rpc_timeout_secs. */
+double psrt_flags_bulk_timeout(const struct psrt_flags *f);
 /* The model's size parameter: --dense_floats for bench_dense, else
  * --sparse_features. */
 int64_t psrt_flags_features(const struct psrt_flags *f);
@@ -158,7 +167,7 @@ void psrt_buf_skip_align8(struct psrt_buf *b);
 
 /* ---- RPC (rpc.c) -------------------------------------------------------- */
 enum psrt_op {
-    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64 */
+    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64, task u32 */
     PSRT_OP_INIT,          /* chief: initialise every variable */
     PSRT_OP_PULL,          /* dense values + sparse rows; may reserve a step */
     PSRT_OP_PUSH,          /* gradients, applied by the optimizer */
@@ -187,14 +196,14 @@ const char *psrt_conn_peer(const struct psrt_conn *c); /* "ps task 1 at h:p" */
  * and err naming the peer. */
 int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err);
 void psrt_conn_close(struct psrt_conn *c);
-/* Makes a call blocked on c in another thread fail now (shutdown; the
- * connection is then closed by that call). */
-void psrt_conn_abort(struct psrt_conn *c);
 bool psrt_conn_is_open(const struct psrt_conn *c);
 /* One request/response.  iov: payload pieces.  resp receives the payload;
  * *status the peer's status (its message is the payload when status != 0).
  * Returns 0 (then check *status), or a transport error (-ETIMEDOUT,
- * -ECONNRESET, -EBADMSG...) with err set; the connection is then closed. */
+ * -ECONNRESET, -EBADMSG...) with err set; the connection is then closed.
+ * timeout (here and below) is an idle timeout in seconds: -ETIMEDOUT only
+ * when that long passes without a byte moving (the peer silent: busy or
+ * gone), never because a transfer that keeps moving is long. */
 int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
                    int niov, double timeout, struct psrt_buf *resp, int32_t *status,
                    struct psrt_err *err);
@@ -207,8 +216,8 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
  * header (*len payload bytes, *status); _part reads the next n of them
  * into buf (the caller takes exactly *len in all); _end checks the payload
  * crc, which covers every piece: until it returns 0 the bytes are not
- * verified.  Deadline: timeout from _begin.  Any error closes c and names
- * the peer in err. */
+ * verified.  timeout (_begin's) is the idle timeout of every piece.  Any
+ * error closes c and names the peer in err. */
 int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int32_t *status,
                          struct psrt_err *err);
 int psrt_conn_recv_part(struct psrt_conn *c, void *buf, size_t n, struct psrt_err *err);
@@ -223,7 +232,8 @@ int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err);
  * on the same connection are pipelined in array order (each needs its own
  * resp buffer).  Per call: rc (transport; the connection is then closed),
  * status and *resp as psrt_conn_call.  Returns the first rc, or 0.  At most
- * 256 calls. */
+ * 256 calls.  timeout: idle, over all of them (any byte moving on any
+ * connection restarts it). */
 #define PSRT_MULTI_IOV 12
 struct psrt_mcall {
     struct psrt_conn *c;
@@ -261,13 +271,13 @@ struct psrt_server;
 int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, int mode,
                       int nthreads, psrt_handler h, void *ctx, struct psrt_err *err);
 int psrt_server_port(const struct psrt_server *s);
-/* Deadline for reading one request or writing one reply (default 600 s): a
- * peer that stalls mid-frame releases its handler thread after it. */
+/* Idle timeout reading a request or writing a reply (default 600 s): a
+ * peer that stalls mid-frame, or does not read its reply, releases its
+ * handler thread after it. */
 void psrt_server_set_timeout(struct psrt_server *s, double secs);
-/* Blocks until a handler set exit_after, or psrt_server_shutdown. */
+/* Blocks until a handler set exit_after.  The server is never torn down:
+ * the process exits with it. */
 void psrt_server_wait(struct psrt_server *s);
-void psrt_server_shutdown(struct psrt_server *s);
-void psrt_server_free(struct psrt_server *s);
 /* Number of requests served (tests). */
 uint64_t psrt_server_served(const struct psrt_server *s);
 
@@ -297,7 +307,6 @@ struct psrt_optim {
     float beta1, beta2, eps; /* Adam */
 };
 int psrt_optim_parse(const char *name); /* -1 unknown */
-const char *psrt_optim_name(int kind);
 void psrt_optim_default(struct psrt_optim *o, int kind, float lr);
 int psrt_optim_nslots(int kind);
 const char *psrt_optim_slot_suffix(int kind, int i); /* "Adagrad", "Ftrl_1", ... */
@@ -423,11 +432,11 @@ int psrt_batch_unique(struct psrt_batch *b);
 struct psrt_model;
 struct psrt_model_ops {
     const char *name;
-    const char *about;
     const char *default_optimizer;
     double default_lr;
     int default_batch;
-    double target_loss;   /* chief's mean loss over its last 20 steps at the end */
+    double target_loss;   /* the final variables' loss on the chief's held-out
+                           * batch at the end ("reached" when at or below) */
     void (*define)(struct psrt_model *m);
     /* Batch of n examples of worker `worker` at its local step. */
     int (*batch)(const struct psrt_model *m, struct psrt_batch *b, int n, uint64_t seed);
@@ -499,6 +508,16 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
                          unsigned fflags, struct psrt_err *err);
 /* Reads every tensor of a bundle (owned copies, crc checked). */
 int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *err);
+
+/* ---- kept checkpoints (state.c) ----------------------------------------------- */
+/* Records checkpoint name (as the state lists it: relative to dir, or
+ * absolute) last in dir's `checkpoint` state file, deletes the files of the
+ * oldest others so that at most max_to_keep stay listed (failures logged),
+ * and writes the state (fflags: CKPT_SYNC for durably).  An unreadable
+ * state is logged and started afresh.  fault: the fault point that fails
+ * the write (NULL for none).  0, or -errno with err set. */
+int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsigned fflags,
+                      const char *fault, struct psrt_err *err);
 
 /* ---- events (events.c) -------------------------------------------------------- */
 /* No-op unless FAULTLINE_EVENTS is set.  Attributes: "key=value" strings,

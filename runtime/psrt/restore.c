@@ -44,10 +44,7 @@ static int restore_legacy(struct psrt_worker *w, long long *step, struct psrt_er
     if (r == -ENOENT)
         return 0;
     if (r) {
-        char buf[PSRT_MSG_MAX];
-        ckpt_err_tf(&ce, buf, sizeof buf);
-        err->code = r;
-        snprintf(err->msg, sizeof err->msg, "%s", buf);
+        psrt_err_from_ckpt(err, r, &ce);
         return r;
     }
     if (!st.model_checkpoint_path) {
@@ -212,7 +209,7 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
         if (!local[i])
             continue;
         calls[nl] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RESTORE,
-                                       .timeout = f->rpc_timeout * 10};
+                                       .timeout = psrt_flags_bulk_timeout(f)};
         calls[nl].iov[0] = (struct iovec){req.p, req.len};
         calls[nl].niov = 1;
         idx[nl++] = i;
@@ -254,7 +251,8 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
             psrt_buf_free(&lb);
             break;
         }
-        struct psrt_call c = {.ps = order[i], .op = PSRT_OP_LOAD, .timeout = f->rpc_timeout * 10};
+        struct psrt_call c = {.ps = order[i], .op = PSRT_OP_LOAD,
+                              .timeout = psrt_flags_bulk_timeout(f)};
         c.iov[0] = (struct iovec){lb.p, lb.len};
         c.niov = 1;
         if (psrt_worker_calls(w, &c, 1) >= 0) {

@@ -1,9 +1,15 @@
 /*
- * rpc.c: psrt's TCP RPC: a client connection (one call at a time, deadline
- * per call, connect with retry and backoff, errors naming the peer) and a
- * server (an epoll dispatcher handing each readable connection to a bounded
- * thread pool, or, in per_request mode, to one new detached thread per
- * request as TensorFlow's SchedClosure does).
+ * rpc.c: psrt's TCP RPC: a client connection (one call at a time, connect
+ * with retry and backoff, errors naming the peer) and a server (an epoll
+ * dispatcher handing each readable connection to a bounded thread pool, or,
+ * in per_request mode, to one new detached thread per request as
+ * TensorFlow's SchedClosure does).
+ *
+ * Every timeout on a transfer, client or server, is an idle timeout: it
+ * runs out only when that long passes without a byte moving, so a large
+ * request or reply that keeps moving is never cut off however long it
+ * takes in all, and a peer that stalls mid-frame (or never answers) is
+ * given up after it.
  *
  * Client connection states: CLOSED (fd -1) -> OPEN (after connect) ->
  * CLOSED on any transport error (timeout, reset, bad frame), so a call
@@ -50,7 +56,7 @@ const char *psrt_op_name(int op)
     return names[op];
 }
 
-/* ---- blocking I/O with a deadline on non-blocking sockets --------------- */
+/* ---- blocking I/O with a timeout on non-blocking sockets ---------------- */
 
 static int wait_fd(int fd, short ev, double deadline)
 {
@@ -71,8 +77,13 @@ static int wait_fd(int fd, short ev, double deadline)
     }
 }
 
-static int send_iov(int fd, struct iovec *iov, int niov, double deadline)
+/* Writes every byte of iov.  idle is an idle timeout: it fails with
+ * -ETIMEDOUT only when idle seconds pass without a byte going out, so a
+ * large transfer that keeps moving is never cut off, however long it takes
+ * in all, while a stalled peer is given up after idle seconds. */
+static int send_iov(int fd, struct iovec *iov, int niov, double idle)
 {
+    double deadline = psrt_now() + idle;
     while (niov > 0) {
         ssize_t w = writev(fd, iov, niov > IOV_MAX ? IOV_MAX : niov);
         if (w < 0) {
@@ -86,6 +97,8 @@ static int send_iov(int fd, struct iovec *iov, int niov, double deadline)
             }
             return -errno;
         }
+        if (w > 0)
+            deadline = psrt_now() + idle;
         size_t left = (size_t)w;
         while (niov > 0 && left >= iov->iov_len) {
             left -= iov->iov_len;
@@ -100,11 +113,13 @@ static int send_iov(int fd, struct iovec *iov, int niov, double deadline)
     return 0;
 }
 
-/* Reads exactly n bytes; with crc, extends *crc over them as they arrive
- * (while they are still in cache, instead of in a pass of its own). */
-static int recv_full_crc(int fd, void *buf, size_t n, double deadline, bool *eof_at_start,
+/* Reads exactly n bytes, with send_iov's idle timeout; with crc, extends
+ * *crc over them as they arrive (while they are still in cache, instead of
+ * in a pass of its own). */
+static int recv_full_crc(int fd, void *buf, size_t n, double idle, bool *eof_at_start,
                          uint32_t *crc)
 {
+    double deadline = psrt_now() + idle;
     size_t got = 0;
     while (got < n) {
         ssize_t r = recv(fd, (char *)buf + got, n - got, 0);
@@ -112,6 +127,7 @@ static int recv_full_crc(int fd, void *buf, size_t n, double deadline, bool *eof
             if (crc)
                 *crc = psrt_crc32c(*crc, (char *)buf + got, (size_t)r);
             got += (size_t)r;
+            deadline = psrt_now() + idle;
             continue;
         }
         if (r == 0) {
@@ -132,13 +148,13 @@ static int recv_full_crc(int fd, void *buf, size_t n, double deadline, bool *eof
     return 0;
 }
 
-static int recv_full(int fd, void *buf, size_t n, double deadline, bool *eof_at_start)
+static int recv_full(int fd, void *buf, size_t n, double idle, bool *eof_at_start)
 {
-    return recv_full_crc(fd, buf, n, deadline, eof_at_start, NULL);
+    return recv_full_crc(fd, buf, n, idle, eof_at_start, NULL);
 }
 
 static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, uint64_t id,
-                      const struct iovec *iov, int niov, double deadline)
+                      const struct iovec *iov, int niov, double idle)
 {
     if (psrt_fault("psrt/rpc/send"))
         return -ECONNRESET;
@@ -164,18 +180,18 @@ static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, 
     for (int i = 0; i < niov; i++)
         if (iov[i].iov_len)
             v[n++] = iov[i];
-    int r = send_iov(fd, v, n, deadline);
+    int r = send_iov(fd, v, n, idle);
     if (v != stackv)
         free(v);
     return r;
 }
 
 /* Reads one frame into buf (replacing its contents). */
-static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, double deadline,
+static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, double idle,
                       bool *eof_at_start)
 {
     uint8_t hdr[PSRT_FRAME_HDR];
-    int r = recv_full(fd, hdr, sizeof hdr, deadline, eof_at_start);
+    int r = recv_full(fd, hdr, sizeof hdr, idle, eof_at_start);
     if (r)
         return r;
     r = psrt_frame_decode(hdr, h, PSRT_FRAME_MAX);
@@ -185,7 +201,7 @@ static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, do
     if (psrt_buf_reserve(buf, h->len ? h->len : 1))
         return -ENOMEM;
     uint32_t crc = 0;
-    r = recv_full_crc(fd, buf->p, h->len, deadline, NULL, &crc);
+    r = recv_full_crc(fd, buf->p, h->len, idle, NULL, &crc);
     if (r)
         return r;
     buf->len = h->len;
@@ -214,7 +230,7 @@ struct psrt_conn {
     /* a reply being streamed (psrt_conn_recv_begin ... _end) */
     uint64_t st_left;
     uint32_t st_crc, st_want;
-    double st_deadline;
+    double st_idle;
 };
 
 struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name)
@@ -239,12 +255,6 @@ void psrt_conn_close(struct psrt_conn *c)
         close(c->fd);
         c->fd = -1;
     }
-}
-
-void psrt_conn_abort(struct psrt_conn *c)
-{
-    if (c && c->fd >= 0)
-        shutdown(c->fd, SHUT_RDWR);
 }
 
 void psrt_conn_free(struct psrt_conn *c)
@@ -328,8 +338,7 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
         err->code = -ENOTCONN;
         return -ENOTCONN;
     }
-    int r = send_frame(c->fd, PSRT_KIND_REQ, op, 0, flags, c->next_id++, iov, niov,
-                       psrt_now() + timeout);
+    int r = send_frame(c->fd, PSRT_KIND_REQ, op, 0, flags, c->next_id++, iov, niov, timeout);
     if (r) {
         psrt_err_set(err, r == -EPIPE ? -ECONNRESET : r, "%s: sending %s: %s", c->peer,
                      psrt_op_name(op), strerror(-r));
@@ -346,7 +355,7 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, i
         return -ENOTCONN;
     }
     struct psrt_frame_hdr h;
-    int r = recv_frame(c->fd, &h, resp, psrt_now() + timeout, NULL);
+    int r = recv_frame(c->fd, &h, resp, timeout, NULL);
     if (!r && h.kind != PSRT_KIND_RESP)
         r = -EPROTO;
     if (r) {
@@ -380,10 +389,10 @@ int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int
         psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
         return -ENOTCONN;
     }
-    c->st_deadline = psrt_now() + timeout;
+    c->st_idle = timeout;
     uint8_t hdr[PSRT_FRAME_HDR];
     struct psrt_frame_hdr h;
-    int r = recv_full(c->fd, hdr, sizeof hdr, c->st_deadline, NULL);
+    int r = recv_full(c->fd, hdr, sizeof hdr, c->st_idle, NULL);
     if (!r)
         r = psrt_frame_decode(hdr, &h, PSRT_FRAME_MAX);
     if (!r && h.kind != PSRT_KIND_RESP)
@@ -408,7 +417,7 @@ static int recv_span(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
     }
     if (n > c->st_left)
         return recv_fail(c, -EBADMSG, err);
-    int r = recv_full_crc(c->fd, buf, n, c->st_deadline, NULL, crc);
+    int r = recv_full_crc(c->fd, buf, n, c->st_idle, NULL, crc);
     if (r)
         return recv_fail(c, r, err);
     c->st_left -= n;
@@ -480,6 +489,7 @@ struct mconn {
     uint8_t hdr_in[PSRT_FRAME_HDR];
     size_t got;
     struct psrt_frame_hdr h;
+    uint32_t crc;            /* over the reply body read so far */
     bool in_body, dead;
 };
 
@@ -504,10 +514,12 @@ static void mconn_fail(struct psrt_mcall *m, struct mconn *k, int r, const char 
     psrt_conn_close(k->c);
 }
 
-/* Reads what is available on k; false when nothing more can be read now. */
-static void mconn_recv(struct psrt_mcall *m, struct mconn *k)
+/* Reads what is available on k (a reply's payload crc extended over each
+ * chunk as it arrives); true when any byte came in. */
+static bool mconn_recv(struct psrt_mcall *m, struct mconn *k)
 {
     int fd = k->c->fd;
+    bool moved = false;
     while (k->recv_i < k->send_i) {
         struct psrt_mcall *c = &m[k->calls[k->recv_i]];
         if (!k->in_body) {
@@ -516,10 +528,11 @@ static void mconn_recv(struct psrt_mcall *m, struct mconn *k)
                 if (g < 0 && errno == EINTR)
                     continue;
                 if (g < 0 && errno == EAGAIN)
-                    return;
+                    return moved;
                 mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
-                return;
+                return moved;
             }
+            moved = true;
             k->got += (size_t)g;
             if (k->got < sizeof k->hdr_in)
                 continue;
@@ -531,10 +544,11 @@ static void mconn_recv(struct psrt_mcall *m, struct mconn *k)
                 e = -ENOMEM;
             if (e) {
                 mconn_fail(m, k, e, "receiving reply to");
-                return;
+                return moved;
             }
             k->in_body = true;
             k->got = 0;
+            k->crc = 0;
         }
         if (k->got < k->h.len) {
             ssize_t g = recv(fd, c->resp->p + k->got, k->h.len - k->got, 0);
@@ -542,34 +556,39 @@ static void mconn_recv(struct psrt_mcall *m, struct mconn *k)
                 if (g < 0 && errno == EINTR)
                     continue;
                 if (g < 0 && errno == EAGAIN)
-                    return;
+                    return moved;
                 mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
-                return;
+                return moved;
             }
+            moved = true;
+            k->crc = psrt_crc32c(k->crc, c->resp->p + k->got, (size_t)g);
             k->got += (size_t)g;
             if (k->got < k->h.len)
                 continue;
         }
         c->resp->len = k->h.len;
         c->resp->off = 0;
-        if (psrt_crc32c(0, c->resp->p, c->resp->len) != k->h.pcrc) {
+        if (k->crc != k->h.pcrc) {
             mconn_fail(m, k, -EBADMSG, "receiving reply to");
-            return;
+            return moved;
         }
         if (psrt_fault("psrt/rpc/recv")) {
             mconn_fail(m, k, -ECONNRESET, "receiving reply to");
-            return;
+            return moved;
         }
         c->status = k->h.status;
         k->recv_i++;
         k->in_body = false;
         k->got = 0;
     }
+    return moved;
 }
 
-static void mconn_send(struct psrt_mcall *m, struct mcall_state *st, struct mconn *k)
+/* Sends what the socket takes; true when any byte went out. */
+static bool mconn_send(struct psrt_mcall *m, struct mcall_state *st, struct mconn *k)
 {
     int fd = k->c->fd;
+    bool moved = false;
     while (k->send_i < k->ncalls) {
         struct mcall_state *s = &st[k->calls[k->send_i]];
         ssize_t w = writev(fd, s->v + k->vi, s->nv - k->vi);
@@ -578,8 +597,9 @@ static void mconn_send(struct psrt_mcall *m, struct mcall_state *st, struct mcon
                 continue;
             if (errno != EAGAIN)
                 mconn_fail(m, k, -errno, "sending");
-            return;
+            return moved;
         }
+        moved |= w > 0;
         size_t adv = (size_t)w;
         while (k->vi < s->nv && adv >= s->v[k->vi].iov_len)
             adv -= s->v[k->vi++].iov_len;
@@ -591,10 +611,13 @@ static void mconn_send(struct psrt_mcall *m, struct mcall_state *st, struct mcon
         k->send_i++;
         k->vi = 0;
     }
+    return moved;
 }
 
 int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout)
 {
+    /* an idle timeout, as send_iov's: any byte moving on any of the
+     * connections restarts it */
     double deadline = psrt_now() + timeout;
     if (n > MULTI_MAX)
         return -EINVAL;
@@ -659,19 +682,28 @@ int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout)
             break;
         }
         int r = poll(pfd, (nfds_t)np, rem > 1e6 ? 1000000000 : (int)(rem * 1000) + 1);
-        if (r < 0 && errno != EINTR)
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = -errno; /* every call still owed an answer fails, none is left unread */
+            for (int q = 0; q < np; q++)
+                mconn_fail(m, &k[idx[q]], e, "waiting on");
             break;
+        }
+        bool moved = false;
         for (int q = 0; q < np && r > 0; q++) {
             struct mconn *kk = &k[idx[q]];
             if (!pfd[q].revents)
                 continue;
-            if (pfd[q].revents & (POLLIN | POLLERR | POLLHUP))
-                mconn_recv(m, kk);
+            if (pfd[q].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL))
+                moved |= mconn_recv(m, kk);
             if (!kk->dead && (pfd[q].revents & (POLLOUT | POLLERR)))
-                mconn_send(m, st, kk);
+                moved |= mconn_send(m, st, kk);
             if (!kk->dead && kk->recv_i < kk->send_i)
-                mconn_recv(m, kk);
+                moved |= mconn_recv(m, kk);
         }
+        if (moved)
+            deadline = psrt_now() + timeout;
     }
     free(st);
     free(k);
@@ -696,12 +728,11 @@ struct psrt_server {
     void *ctx;
     struct psrt_pool *pool;
     pthread_t disp;
-    atomic_bool stop;
     atomic_ullong served;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
-    double io_timeout;  /* one request read or one reply written */
+    double io_timeout;  /* idle timeout reading a request or writing a reply */
 };
 
 void psrt_server_set_timeout(struct psrt_server *s, double secs)
@@ -723,7 +754,7 @@ static void handle_one(void *arg)
     struct psrt_server *s = sc->s;
     struct psrt_frame_hdr h;
     bool eof = false;
-    int r = recv_frame(sc->fd, &h, &sc->in, psrt_now() + s->io_timeout, &eof);
+    int r = recv_frame(sc->fd, &h, &sc->in, s->io_timeout, &eof);
     if (r) {
         if (!eof && r != -ECONNRESET)
             psrt_log("rpc: dropping connection: bad request frame: %s", strerror(-r));
@@ -739,10 +770,10 @@ static void handle_one(void *arg)
     struct iovec iov = {sc->rep.out.p, sc->rep.out.len};
     if (sc->rep.next > 0)
         r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, sc->rep.ext,
-                       sc->rep.next, psrt_now() + s->io_timeout);
+                       sc->rep.next, s->io_timeout);
     else
         r = send_frame(sc->fd, PSRT_KIND_RESP, h.op, sc->rep.status, 0, h.id, &iov, 1,
-                       psrt_now() + s->io_timeout);
+                       s->io_timeout);
     if (sc->rep.done)
         sc->rep.done(sc->rep.done_arg);
     sc->rep.done = NULL;
@@ -771,8 +802,8 @@ static void *dispatcher(void *arg)
 {
     struct psrt_server *s = arg;
     struct epoll_event evs[64];
-    while (!atomic_load(&s->stop)) {
-        int n = epoll_wait(s->epfd, evs, 64, 200);
+    for (;;) { /* the process exits with the server running */
+        int n = epoll_wait(s->epfd, evs, 64, -1);
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 for (;;) {
@@ -903,25 +934,4 @@ void psrt_server_wait(struct psrt_server *s)
     while (!s->done)
         pthread_cond_wait(&s->cv, &s->mu);
     pthread_mutex_unlock(&s->mu);
-}
-
-void psrt_server_shutdown(struct psrt_server *s)
-{
-    pthread_mutex_lock(&s->mu);
-    s->done = true;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-/* Stops accepting and dispatching.  Connections being handled finish on
- * their threads; the process is expected to exit soon after. */
-void psrt_server_free(struct psrt_server *s)
-{
-    if (!s)
-        return;
-    atomic_store(&s->stop, true);
-    pthread_join(s->disp, NULL);
-    close(s->lfd);
-    /* The pool and connections are left to process exit: a handler may
-     * still be writing its last reply. */
 }

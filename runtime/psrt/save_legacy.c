@@ -26,7 +26,6 @@
 #include "runtime/ckpt/state.h"
 
 #include <errno.h>
-#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -120,77 +119,12 @@ static const char *recorded(const struct psrt_flags *f, const char *prefix)
     return b ? b + 1 : prefix;
 }
 
-static void delete_checkpoint(const char *p)
-{
-    char pat[2200];
-    const char *sfx[] = {".index", ".data-\?\?\?\?\?-of-\?\?\?\?\?", ".meta"};
-    for (int k = 0; k < 3; k++) {
-        snprintf(pat, sizeof pat, "%s%s", p, sfx[k]);
-        glob_t g;
-        if (glob(pat, 0, NULL, &g) != 0)
-            continue;
-        for (size_t i = 0; i < g.gl_pathc; i++) {
-            int fe = psrt_fault("psrt/save/gc");
-            if (fe || unlink(g.gl_pathv[i]) < 0)
-                psrt_log("Ignoring: %s; %s", g.gl_pathv[i], strerror(fe ? fe : errno));
-        }
-        globfree(&g);
-    }
-}
-
 int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
                       struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
-    struct ckpt_state st, nst;
-    struct ckpt_err ce = {0};
-    memset(&st, 0, sizeof st);
-    memset(&nst, 0, sizeof nst);
-    int r = ckpt_state_read(f->train_dir, &st, &ce);
-    if (r && r != -ENOENT)
-        psrt_log("ignoring unreadable %s/checkpoint: %s", f->train_dir, ce.msg);
-    if (r)
-        memset(&st, 0, sizeof st);
-    const char *me = recorded(f, prefix);
-    size_t total = 1;
-    for (size_t i = 0; i < st.n_all; i++)
-        total += strcmp(st.all_model_checkpoint_paths[i], me) != 0;
-    size_t drop = total > (size_t)f->max_to_keep ? total - (size_t)f->max_to_keep : 0;
-    for (size_t i = 0; i < st.n_all; i++) {
-        const char *p = st.all_model_checkpoint_paths[i];
-        if (!strcmp(p, me))
-            continue;
-        if (drop) {
-            drop--;
-            char *full = ckpt_state_resolve(f->train_dir, p);
-            if (full) {
-                delete_checkpoint(full);
-                free(full);
-            }
-            continue;
-        }
-        ckpt_state_add_path(&nst, p, -1);
-    }
-    ckpt_state_add_path(&nst, me, -1);
-    ckpt_state_set_model(&nst, me);
-    int fe = psrt_fault("psrt/save/state");
-    if (fe) {
-        char p[1100];
-        snprintf(p, sizeof p, "%s/checkpoint", f->train_dir);
-        psrt_err_path(err, -fe, p);
-        r = -fe;
-    } else {
-        r = ckpt_state_write(f->train_dir, &nst, flags, &ce);
-        if (r) {
-            char buf[PSRT_MSG_MAX];
-            ckpt_err_tf(&ce, buf, sizeof buf);
-            err->code = r;
-            snprintf(err->msg, sizeof err->msg, "%s", buf);
-        }
-    }
-    ckpt_state_free(&st);
-    ckpt_state_free(&nst);
-    return r;
+    return psrt_state_commit(f->train_dir, recorded(f, prefix), f->max_to_keep, flags,
+                             "psrt/save/state", err);
 }
 
 /* Saver(sharded=False): every variable through the chief, one bundle on
@@ -203,7 +137,7 @@ static int unsharded_save(struct psrt_worker *w, const char *prefix, struct psrt
     int nparts = 0;
     for (int i = 0; i < n; i++)
         calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SNAPSHOT,
-                                      .timeout = w->f->rpc_timeout * 10};
+                                      .timeout = psrt_flags_bulk_timeout(w->f)};
     int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;

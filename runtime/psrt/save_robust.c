@@ -36,14 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void from_ckpt(struct psrt_err *err, const struct ckpt_err *ce, int r)
-{
-    char buf[PSRT_MSG_MAX];
-    ckpt_err_tf(ce, buf, sizeof buf);
-    err->code = r;
-    snprintf(err->msg, sizeof err->msg, "%s", buf);
-}
-
 /* One RobustSave reply, streamed into the chief's bundle: the tensor list
  * (psrt_tl_encode's layout) is read piece by piece from the connection,
  * each tensor's bytes straight into the writer's buffer (sr_fill) and
@@ -155,7 +147,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct iovec riov = {req.p, req.len};
     for (nsent = 0; nsent < n; nsent++) {
         struct psrt_conn *c = w->conn[order[nsent]];
-        r = psrt_conn_send(c, PSRT_OP_RSAVE, 0, &riov, 1, f->rpc_timeout * 10, err);
+        r = psrt_conn_send(c, PSRT_OP_RSAVE, 0, &riov, 1, psrt_flags_bulk_timeout(f), err);
         if (r)
             goto cleanup;
     }
@@ -174,14 +166,14 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct ckpt_writer_opts o = {.flags = CKPT_W_MKDIR_P | CKPT_W_DIRECT};
     r = ckpt_writer_open(&cw, prefix, &o, &ce);
     if (r) {
-        from_ckpt(err, &ce, r);
+        psrt_err_from_ckpt(err, r, &ce);
         goto cleanup;
     }
     for (; nread < n; nread++) {
         int p = order[nread];
         struct sreader sr = {.c = w->conn[p], .err = err};
         int32_t status = 0;
-        r = psrt_conn_recv_begin(sr.c, f->rpc_timeout * 10, &sr.len, &status, err);
+        r = psrt_conn_recv_begin(sr.c, psrt_flags_bulk_timeout(f), &sr.len, &status, err);
         if (r)
             goto cleanup;
         if (status) { /* the payload is the message */
@@ -210,7 +202,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         if (!r)
             r = psrt_conn_recv_end(sr.c, err); /* the crc over everything read */
         else if (ce.msg[0]) /* the writer's error */
-            from_ckpt(err, &ce, r);
+            psrt_err_from_ckpt(err, r, &ce);
         else if (psrt_conn_is_open(sr.c)) /* not a transport error (those close it) */
             psrt_err_set(err, r, "malformed RobustSave reply from %s", psrt_conn_peer(sr.c));
         if (r) {
@@ -223,7 +215,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     r = ckpt_writer_finish(cw, CKPT_SYNC, &ce);
     cw = NULL;
     if (r) {
-        from_ckpt(err, &ce, r);
+        psrt_err_from_ckpt(err, r, &ce);
         goto cleanup;
     }
     double t_chief = psrt_now();
@@ -234,7 +226,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     psrt_buf_u32(&req, (uint32_t)f->max_to_keep);
     for (int i = 0; i < n; i++) {
         calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RCOMMIT,
-                                      .timeout = f->rpc_timeout * 10};
+                                      .timeout = psrt_flags_bulk_timeout(f)};
         calls[i].iov[0] = (struct iovec){req.p, req.len};
         calls[i].niov = 1;
     }
@@ -246,7 +238,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     }
     /* 4. the chief's state file, last */
     r = psrt_update_state(w, prefix, CKPT_SYNC, err);
-    if (getenv("PSRT_BENCH_DEBUG"))
+    if (psrt_bench_debug())
         psrt_log("robust save phases: shards received and written %.3f s, chief's copy durable "
                  "%.3f s, ps commits %.3f s", t_rsave - t0, t_chief - t_rsave,
                  psrt_now() - t_chief);

@@ -392,7 +392,7 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
             if (apply_segment(t, lr, u + b * cap, cnt[b], &grown))
                 return -ENOMEM;
     }
-    if (getenv("PSRT_BENCH_DEBUG"))
+    if (psrt_bench_debug())
         fprintf(stderr, "bucketed push: scatter %.1f ms (%s), apply %.1f ms\n",
                 (t1 - t0) * 1e3, fits ? "one pass" : "two passes", (psrt_now() - t1) * 1e3);
     return 0;
@@ -581,21 +581,27 @@ struct kr {
     struct psrt_entry *e;
 };
 
+/* LSD radix sort by key, 16 bits a pass; the passes alternate between a
+ * and tmp, and an even number of them (4) leaves the result in a. */
 static int radix_sort(struct kr *a, struct kr *tmp, size_t n)
 {
     size_t *count = malloc(65537 * sizeof *count);
     if (!count)
         return -ENOMEM;
+    struct kr *src = a, *dst = tmp;
     for (int shift = 0; shift < 64; shift += 16) {
         memset(count, 0, 65537 * sizeof *count);
         for (size_t i = 0; i < n; i++)
-            count[((a[i].key >> shift) & 0xffff) + 1]++;
+            count[((src[i].key >> shift) & 0xffff) + 1]++;
         for (int b = 0; b < 65536; b++)
             count[b + 1] += count[b];
         for (size_t i = 0; i < n; i++)
-            tmp[count[(a[i].key >> shift) & 0xffff]++] = a[i];
-        memcpy(a, tmp, n * sizeof *a);
+            dst[count[(src[i].key >> shift) & 0xffff]++] = src[i];
+        struct kr *t = src;
+        src = dst;
+        dst = t;
     }
+    _Static_assert(64 / 16 % 2 == 0, "an odd number of passes would end in tmp");
     free(count);
     return 0;
 }

@@ -147,14 +147,6 @@ bad:
     return -EBADMSG;
 }
 
-static void from_ckpt(struct psrt_err *err, const struct ckpt_err *ce)
-{
-    char buf[PSRT_MSG_MAX];
-    ckpt_err_tf(ce, buf, sizeof buf);
-    err->code = ce->code ? ce->code : -EIO;
-    snprintf(err->msg, sizeof err->msg, "%s", buf);
-}
-
 int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned wflags,
                          unsigned fflags, struct psrt_err *err)
 {
@@ -169,7 +161,7 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
             psrt_err_path(err, r, d ? d : prefix);
             free(d);
         } else {
-            from_ckpt(err, &ce);
+            psrt_err_from_ckpt(err, 0, &ce);
         }
         return r;
     }
@@ -177,14 +169,14 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
         const struct psrt_tensor *t = &l->t[i];
         r = ckpt_writer_add(w, t->name, t->dtype, t->rank, t->dims, t->data, t->len, &ce);
         if (r) {
-            from_ckpt(err, &ce);
+            psrt_err_from_ckpt(err, 0, &ce);
             ckpt_writer_abort(w);
             return r;
         }
     }
     r = ckpt_writer_finish(w, fflags, &ce);
     if (r)
-        from_ckpt(err, &ce);
+        psrt_err_from_ckpt(err, 0, &ce);
     return r;
 }
 
@@ -196,7 +188,7 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
     struct ckpt_err ce = {0};
     int r = ckpt_reader_open(&rd, prefix, &ce);
     if (r) {
-        from_ckpt(err, &ce);
+        psrt_err_from_ckpt(err, 0, &ce);
         return r;
     }
     size_t n = ckpt_reader_count(rd);
@@ -218,7 +210,7 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
         if (r || !psrt_tl_add(l, e->name, e->dtype, e->rank, e->dims, data, (size_t)e->size)) {
             free(data);
             if (r)
-                from_ckpt(err, &ce);
+                psrt_err_from_ckpt(err, 0, &ce);
             else
                 psrt_err_set(err, -ENOMEM, "no memory");
             r = r ? r : -ENOMEM;

@@ -21,8 +21,6 @@
  * peer that stays away, is fatal: one line and exit 1.
  */
 #include "runtime/psrt/worker.h"
-#include "runtime/ckpt/bundle.h"
-#include "runtime/ckpt/state.h"
 
 #include <errno.h>
 #include <math.h>
@@ -138,8 +136,8 @@ int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err)
     return psrt_conn_connect(w->conn[p], w->f->reconnect_timeout, err);
 }
 
-/* Ping: ready flag and global step of ps p. */
-static int ping(struct psrt_worker *w, int p, int *ready, long long *step, struct psrt_err *err)
+int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
+                     struct psrt_err *err)
 {
     struct psrt_call c = {.ps = p, .op = PSRT_OP_PING};
     if (psrt_worker_calls(w, &c, 1) >= 0) {
@@ -151,7 +149,11 @@ static int ping(struct psrt_worker *w, int p, int *ready, long long *step, struc
     (void)psrt_buf_get_u64(b);
     *ready = (int)psrt_buf_get_u32(b);
     *step = (long long)psrt_buf_get_u64(b);
-    return b->bad ? -EBADMSG : 0;
+    if (b->bad) {
+        psrt_err_set(err, -EBADMSG, "malformed Ping reply from %s", psrt_conn_peer(w->conn[p]));
+        return -EBADMSG;
+    }
+    return 0;
 }
 
 /* Makes sure every ps is connected (reconnecting lost ones). */
@@ -469,7 +471,7 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
             }
             int ready = 0;
             long long step;
-            int r = ping(w, p, &ready, &step, err);
+            int r = psrt_worker_ping(w, p, &ready, &step, err);
             if (r == -ESHUTDOWN)
                 return STEP_DONE;
             if (r && psrt_conn_is_open(w->conn[p]))
@@ -501,7 +503,7 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
     for (int p = 0; p < w->nps; p++) {
         int ready = 0;
         long long step;
-        r = ping(w, p, &ready, &step, err);
+        r = psrt_worker_ping(w, p, &ready, &step, err);
         if (r == -ESHUTDOWN)
             return STEP_DONE;
         if (r)
@@ -641,10 +643,16 @@ int psrt_worker_main(const struct psrt_flags *f)
     psrt_ev("train.start", "job=worker task=%d", f->task);
     long long local = 0, gstep = 0;
     if (w->chief) {
+        /* the step the model is at (a restore's): the first save is named
+         * after it, so it must be known, not guessed */
         int ready;
         long long s0 = 0;
-        if (ping(w, 0, &ready, &s0, &err) == 0)
-            gstep = s0;
+        r = psrt_worker_ping(w, 0, &ready, &s0, &err);
+        if (r) {
+            print_fatal("reading the global step before training", &err);
+            return 1;
+        }
+        gstep = s0;
         if (saving_enabled(f) && !(w->restored_step >= 0 && w->restored_step == s0)) {
             r = save(w, s0, &err);
             if (r) {
@@ -729,7 +737,7 @@ int psrt_worker_main(const struct psrt_flags *f)
     long long final = gstep;
     r = ensure_connected(w, &err);
     if (!r)
-        r = ping(w, 0, &ready, &final, &err);
+        r = psrt_worker_ping(w, 0, &ready, &final, &err);
     if (r) {
         print_fatal("reading the final global step", &err);
         return 1;

@@ -24,7 +24,6 @@ struct psrt_worker {
     uint32_t **pidx;
     float **pgrad;
     size_t *pn;
-    size_t *pcap;
     /* chief */
     long long last_save_step;
     double last_save_time;
@@ -62,6 +61,11 @@ struct psrt_call {
  * thread per call.  Replies land in w->resp[call.ps].  Returns the index of
  * the first failed call, or -1 when all succeeded. */
 int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n);
+/* Ping of ps p: *ready (0 uninitialized, 1 initialized, 2 open) and its
+ * global step.  0, or -errno with err set (a transport error, the ps's
+ * status, or a malformed reply), naming the ps. */
+int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
+                     struct psrt_err *err);
 /* Reconnects to ps p after a transport error (backoff, reconnect timeout). */
 int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err);
 /* "/job:ps/replica:0/task:N/device:CPU:0" */

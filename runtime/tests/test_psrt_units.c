@@ -11,15 +11,19 @@
 #include "runtime/psrt/ps.h"
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-6 * (1 + fabs((double)(b))))
@@ -289,6 +293,50 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_CONTAINS(err, "--max_steps=x");
 }
 
+/* A zero timeout would time every call out at once (and a worker would
+ * reconnect forever); an int flag past INT_MAX would wrap when stored. */
+FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
+{
+    struct psrt_flags f;
+    char err[256];
+    const char *base = "--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2";
+    char line[512];
+    static const char *const timeouts[] = {"rpc_timeout_secs", "connect_timeout_secs",
+                                           "reconnect_timeout_secs"};
+    for (int i = 0; i < 3; i++) {
+        static const char *const bad[] = {"0", "none", "-1", "nan"};
+        for (int b = 0; b < 4; b++) {
+            snprintf(line, sizeof line, "%s --%s=%s", base, timeouts[i], bad[b]);
+            FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
+            FL_ASSERT_CONTAINS(err, timeouts[i]);
+            FL_ASSERT_CONTAINS(err, "greater than 0");
+        }
+        snprintf(line, sizeof line, "%s --%s=0.25", base, timeouts[i]);
+        FL_ASSERT_EQ(parse(line, &f, err), 0);
+        psrt_flags_free(&f);
+    }
+    static const char *const ints[] = {"task_index", "max_to_keep", "export_version",
+                                       "pool_threads", "batch_size"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(line, sizeof line, "%s --%s=4294967297", base, ints[i]); /* 2^32 + 1 */
+        FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
+        FL_ASSERT_CONTAINS(err, ints[i]);
+        FL_ASSERT_CONTAINS(err, "bad value");
+    }
+    snprintf(line, sizeof line, "%s --max_to_keep=2147483647 --export_version=2147483647", base);
+    FL_ASSERT_EQ(parse(line, &f, err), 0);
+    FL_ASSERT_EQ(f.max_to_keep, 2147483647);
+    psrt_flags_free(&f);
+    snprintf(line, sizeof line, "%s --model=bogus", base);
+    FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "bench_dense");
+    /* bulk calls (saves, restores, a ps's replies) allow 10 times --rpc_timeout_secs */
+    snprintf(line, sizeof line, "%s --rpc_timeout_secs=7", base);
+    FL_REQUIRE_EQ(parse(line, &f, err), 0);
+    FL_ASSERT_EQ((int)psrt_flags_bulk_timeout(&f), 70);
+    psrt_flags_free(&f);
+}
+
 /* ---- sparse table ---------------------------------------------------------------------- */
 
 FL_TEST(psrt_table, push_pull_grow_and_sgd_apply)
@@ -472,6 +520,54 @@ FL_TEST(psrt_ps, protocol_states_per_request)
     ps_protocol(PSRT_PER_REQUEST);
 }
 
+/* nkeys comes off the wire: a count whose byte sizes wrap around (2^61 keys
+ * of 8 bytes is 0 bytes mod 2^64) must be refused before anything is sized
+ * from it, not turned into a pull or push of billions of rows past the end
+ * of the buffers; the ps keeps serving. */
+FL_TEST(psrt_ps, huge_nkeys_is_refused_and_ps_keeps_serving)
+{
+    struct ps_fixture x;
+    fixture(&x, "sparse_lr", PSRT_POOL, 100);
+    uint64_t seed = 1;
+    FL_REQUIRE_EQ(call(&x, PSRT_OP_INIT, 0, &seed, 8), 0);
+    FL_REQUIRE_EQ(call(&x, PSRT_OP_OPEN, 0, NULL, 0), 0);
+    /* counts that wrap, and one merely larger than the keys sent */
+    static const uint64_t huge[] = {1ull << 61, 1ull << 62, (1ull << 62) + 1, UINT64_MAX,
+                                    UINT64_MAX / 8 + 1, 3};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        /* Pull: u64 nkeys, then (here) two keys */
+        uint64_t pull[3] = {huge[i], 11, 12};
+        FL_ASSERT_MSG(call(&x, PSRT_OP_PULL, 0, pull, sizeof pull) == -EBADMSG,
+                      "pull with nkeys %llu accepted", (unsigned long long)huge[i]);
+        /* Push: u64 nkeys, u32 ndense 0, pad, then two keys and two grads */
+        struct {
+            uint64_t nkeys;
+            uint32_t nd, pad;
+            uint64_t k[2];
+            float g[2];
+        } push = {huge[i], 0, 0, {11, 12}, {1, 1}};
+        FL_ASSERT_MSG(call(&x, PSRT_OP_PUSH, 0, &push, sizeof push) == -EBADMSG,
+                      "push with nkeys %llu accepted", (unsigned long long)huge[i]);
+    }
+    /* still serving: a real push and pull of two rows */
+    struct {
+        uint64_t nkeys;
+        uint32_t nd, pad;
+        uint64_t k[2];
+        float g[2];
+    } push = {2, 0, 0, {11, 12}, {1, -1}};
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PUSH, 0, &push, sizeof push), 0);
+    uint64_t pull[3] = {2, 11, 12};
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PULL, 0, pull, sizeof pull), 0);
+    /* step, ndense, pad (16), the bias (4), two sparse values (8) */
+    FL_REQUIRE_EQ(x.resp.len, 28);
+    float v[2];
+    memcpy(v, x.resp.p + 20, 8);
+    FL_ASSERT_MSG(v[0] < 0 && v[1] > 0, "rows after the push: %g %g", v[0], v[1]);
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PING, 0, NULL, 0), 0);
+    psrt_conn_free(x.c);
+}
+
 FL_TEST(psrt_rpc, corrupt_frame_closes_connection_and_server_survives)
 {
     struct ps_fixture x;
@@ -594,6 +690,174 @@ FL_TEST(psrt_rpc, unreachable_peer_error_names_it)
     FL_ASSERT_CONTAINS(e.msg, want);
     FL_ASSERT_CONTAINS(e.msg, "UnavailableError");
     psrt_conn_free(c);
+}
+
+/* A peer that answers any request with a reply of n bytes sent in k
+ * chunks, gap seconds apart (after the first chunk), or (k == 0) never. */
+static pid_t slow_peer(int *port, size_t n, int k, double gap)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    if (bind(lfd, (struct sockaddr *)&a, sizeof a) || listen(lfd, 4))
+        return -1;
+    socklen_t sl = sizeof a;
+    getsockname(lfd, (struct sockaddr *)&a, &sl);
+    *port = ntohs(a.sin_port);
+    pid_t pid = fork();
+    if (pid != 0) {
+        close(lfd);
+        return pid;
+    }
+    char *body = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        body[i] = (char)(i * 13 + 1);
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+            _exit(1);
+        uint8_t hdr[PSRT_FRAME_HDR];
+        struct psrt_frame_hdr h;
+        if (read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr ||
+            psrt_frame_decode(hdr, &h, 1 << 20) || h.len != 0)
+            _exit(1);
+        if (k == 0) {
+            char c;
+            while (read(fd, &c, 1) > 0) {
+            }
+            close(fd);
+            continue;
+        }
+        struct psrt_frame_hdr r = {.kind = PSRT_KIND_RESP, .op = h.op, .id = h.id, .len = n,
+                                   .pcrc = psrt_crc32c(0, body, n)};
+        psrt_frame_encode(hdr, &r);
+        if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
+            _exit(1);
+        size_t per = n / (size_t)k;
+        for (int c = 0; c < k; c++) {
+            if (c) {
+                struct timespec ts = {0, (long)(gap * 1e9)};
+                nanosleep(&ts, NULL);
+            }
+            size_t len = c == k - 1 ? n - per * (size_t)c : per;
+            if (write(fd, body + per * (size_t)c, len) != (ssize_t)len)
+                _exit(1);
+        }
+        close(fd);
+    }
+}
+
+/* Timeouts are idle timeouts: a reply that keeps moving for longer than
+ * the timeout in all arrives whole (one call, and the multiplexed calls);
+ * a peer that says nothing is given up after about the timeout. */
+FL_TEST(psrt_rpc, timeout_is_idle_not_total)
+{
+    int port;
+    size_t n = 64 << 10;
+    pid_t pid = slow_peer(&port, n, 8, 0.15); /* about 1 s in all */
+    FL_REQUIRE(pid > 0);
+    struct psrt_conn *c = psrt_conn_new("127.0.0.1", port, "ps task 4");
+    struct psrt_err e = {0};
+    struct psrt_buf resp = {0};
+    int32_t st = -1;
+    FL_REQUIRE_EQ(psrt_conn_connect(c, 5, &e), 0);
+    double t0 = psrt_now();
+    FL_ASSERT_MSG(psrt_conn_call(c, PSRT_OP_PING, 0, NULL, 0, 0.5, &resp, &st, &e) == 0, "%s",
+                  e.msg);
+    FL_ASSERT_GT(psrt_now() - t0, 0.6); /* it did take longer than the timeout */
+    FL_ASSERT_EQ(resp.len, n);
+    FL_REQUIRE_EQ(psrt_conn_connect(c, 5, &e), 0); /* the peer closes after each reply */
+    struct psrt_mcall m = {.c = c, .op = PSRT_OP_PING, .resp = &resp, .err = &e};
+    FL_ASSERT_MSG(psrt_conn_multi(&m, 1, 0.5) == 0, "%s", e.msg);
+    FL_ASSERT_EQ(resp.len, n);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    /* a silent peer */
+    pid = slow_peer(&port, n, 0, 0);
+    FL_REQUIRE(pid > 0);
+    struct psrt_conn *s = psrt_conn_new("127.0.0.1", port, "ps task 5");
+    FL_REQUIRE_EQ(psrt_conn_connect(s, 5, &e), 0);
+    t0 = psrt_now();
+    FL_ASSERT_EQ(psrt_conn_call(s, PSRT_OP_PING, 0, NULL, 0, 0.3, &resp, &st, &e), -ETIMEDOUT);
+    FL_ASSERT_LT(psrt_now() - t0, 2.0);
+    FL_ASSERT_CONTAINS(e.msg, "ps task 5");
+    FL_REQUIRE_EQ(psrt_conn_connect(s, 5, &e), 0);
+    m = (struct psrt_mcall){.c = s, .op = PSRT_OP_PING, .resp = &resp, .err = &e};
+    FL_ASSERT_EQ(psrt_conn_multi(&m, 1, 0.3), -ETIMEDOUT);
+    FL_ASSERT_CONTAINS(e.msg, "waiting on Ping");
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    psrt_conn_free(c);
+    psrt_conn_free(s);
+    psrt_buf_free(&resp);
+}
+
+/* ---- kept checkpoints (the chief's and each ps's state file) ------------------------------------ */
+
+static void touch_ckpt(const char *dir, const char *name)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s.index", dir, name);
+    FILE *f = fopen(p, "w");
+    if (f)
+        fclose(f);
+    snprintf(p, sizeof p, "%s/%s.data-00000-of-00001", dir, name);
+    f = fopen(p, "w");
+    if (f)
+        fclose(f);
+}
+
+static bool ckpt_exists(const char *dir, const char *name)
+{
+    char p[1024];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s.index", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+/* Committing a name the state lists already counts it once: nothing else
+ * is deleted (it used to drop one checkpoint too many); a new name past
+ * max_to_keep deletes exactly the oldest. */
+FL_TEST(psrt_state, commit_keeps_exactly_max_to_keep)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/keep", fl_test_dir());
+    FL_REQUIRE_EQ(mkdir(dir, 0755), 0);
+    struct psrt_err e = {0};
+    static const char *const names[] = {"model.ckpt-1", "model.ckpt-2", "model.ckpt-3"};
+    for (int i = 0; i < 3; i++) {
+        touch_ckpt(dir, names[i]);
+        FL_REQUIRE_MSG(psrt_state_commit(dir, names[i], 3, 0, NULL, &e) == 0, "%s", e.msg);
+    }
+    /* again, the newest: all three stay */
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-3", 3, CKPT_SYNC, NULL, &e) == 0, "%s",
+                   e.msg);
+    for (int i = 0; i < 3; i++)
+        FL_ASSERT_MSG(ckpt_exists(dir, names[i]), "%s deleted", names[i]);
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_ASSERT_EQ(st.n_all, 3);
+    FL_ASSERT_STREQ(st.model_checkpoint_path, "model.ckpt-3");
+    ckpt_state_free(&st);
+    /* a fourth: the oldest goes, files and entry */
+    touch_ckpt(dir, "model.ckpt-4");
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-4", 3, 0, NULL, &e) == 0, "%s", e.msg);
+    FL_ASSERT(!ckpt_exists(dir, "model.ckpt-1"));
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-2"));
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_REQUIRE_EQ(st.n_all, 3);
+    FL_ASSERT_STREQ(st.all_model_checkpoint_paths[0], "model.ckpt-2");
+    FL_ASSERT_STREQ(st.all_model_checkpoint_paths[2], "model.ckpt-4");
+    ckpt_state_free(&st);
+    /* re-committing an older listed one moves it last, deletes nothing */
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-2", 3, 0, NULL, &e) == 0, "%s", e.msg);
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-2") && ckpt_exists(dir, "model.ckpt-3") &&
+              ckpt_exists(dir, "model.ckpt-4"));
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_ASSERT_EQ(st.n_all, 3);
+    FL_ASSERT_STREQ(st.model_checkpoint_path, "model.ckpt-2");
+    ckpt_state_free(&st);
 }
 
 /* ---- tensor lists through the bundle library ------------------------------------------------- */

@@ -1,0 +1,99 @@
+/*
+ * state.c: a directory's `checkpoint` state file and the checkpoints it
+ * keeps, as TensorFlow's Saver keeps them (update_checkpoint_state, then
+ * the deletion of what falls beyond max_to_keep).  One algorithm for both
+ * users: the chief's <train_dir>/checkpoint (save_legacy.c, save_robust.c)
+ * and each ps's own <train_dir>/ps<i>/checkpoint of its robust copies
+ * (ps.c).
+ *
+ * Invariant: the name being committed is counted once, whether or not the
+ * state already lists it, so exactly max_to_keep checkpoints stay listed
+ * (the newest, the committed one last) and only those beyond are deleted.
+ */
+#include "runtime/psrt/psrt.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Deletes every file of checkpoint prefix p (its index, every data shard,
+ * a .meta); failures are logged and ignored, as TensorFlow's Saver does. */
+static void delete_checkpoint(const char *p)
+{
+    char pat[2200];
+    const char *sfx[] = {".index", ".data-\?\?\?\?\?-of-\?\?\?\?\?", ".meta"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(pat, sizeof pat, "%s%s", p, sfx[k]);
+        glob_t g;
+        if (glob(pat, 0, NULL, &g) != 0)
+            continue;
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            int fe = psrt_fault("psrt/save/gc");
+            if (fe || unlink(g.gl_pathv[i]) < 0)
+                psrt_log("Ignoring: %s; %s", g.gl_pathv[i], strerror(fe ? fe : errno));
+        }
+        globfree(&g);
+    }
+}
+
+int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsigned fflags,
+                      const char *fault, struct psrt_err *err)
+{
+    struct ckpt_state st, nst;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    memset(&nst, 0, sizeof nst);
+    int r = ckpt_state_read(dir, &st, &ce);
+    if (r && r != -ENOENT)
+        psrt_log("ignoring unreadable %s/checkpoint: %s", dir, ce.msg);
+    if (r)
+        memset(&st, 0, sizeof st);
+    size_t total = 1; /* name, listed already or not */
+    for (size_t i = 0; i < st.n_all; i++)
+        total += strcmp(st.all_model_checkpoint_paths[i], name) != 0;
+    size_t keep = max_to_keep > 0 ? (size_t)max_to_keep : 1;
+    size_t drop = total > keep ? total - keep : 0;
+    r = 0;
+    for (size_t i = 0; i < st.n_all && !r; i++) {
+        const char *p = st.all_model_checkpoint_paths[i];
+        if (!strcmp(p, name))
+            continue;
+        if (drop) { /* the oldest go first */
+            drop--;
+            char *full = ckpt_state_resolve(dir, p);
+            if (full) {
+                delete_checkpoint(full);
+                free(full);
+            }
+            continue;
+        }
+        r = ckpt_state_add_path(&nst, p, -1);
+    }
+    if (!r)
+        r = ckpt_state_add_path(&nst, name, -1);
+    if (!r)
+        r = ckpt_state_set_model(&nst, name);
+    if (r) {
+        psrt_err_set(err, r, "updating %s/checkpoint: %s", dir, strerror(-r));
+        goto cleanup;
+    }
+    int fe = fault ? psrt_fault(fault) : 0;
+    if (fe) {
+        char p[1400];
+        snprintf(p, sizeof p, "%s/checkpoint", dir);
+        psrt_err_path(err, -fe, p);
+        r = -fe;
+    } else {
+        r = ckpt_state_write(dir, &nst, fflags, &ce);
+        if (r)
+            psrt_err_from_ckpt(err, r, &ce);
+    }
+cleanup:
+    ckpt_state_free(&st);
+    ckpt_state_free(&nst);
+    return r;
+}
