@@ -7,10 +7,12 @@
  *       one core: sparse SGD updates per second on a ps's row table
  *       (existing rows), against the same number of random-access updates
  *       of a plain float array (the memory-bound ceiling).
- *   psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R] [--chunk=N]
+ *   psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R] [--stream=1|0]
  *       one worker pushes N (uint64 key, float32 gradient) pairs spread
  *       over the ps tasks (SGD applied there), then pulls the N values back
  *       into the caller's order; median of R runs, each on fresh tables.
+ *       The push is streamed (psrt_worker_push_stream), or with --stream=0
+ *       split whole first and sent as one message per ps.
  *       The ps tasks run --model=sparse_lr --optimizer=sgd.
  *   psrt bench dense --ps_hosts=H:P,... [--dense_floats=N] [--secs=S]
  *       push + pull of every dense variable (bench_dense, one per ps),
@@ -139,6 +141,7 @@ static int bench_sparse(int argc, char **argv)
     const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
     size_t n = (size_t)atoll(arg(argc, argv, "--pairs", "10000000"));
     int reps = atoi(arg(argc, argv, "--reps", "3"));
+    int streamed = atoi(arg(argc, argv, "--stream", "1"));
     if (!hosts || reps < 1)
         return 2;
     struct psrt_flags f;
@@ -180,31 +183,36 @@ static int bench_sparse(int argc, char **argv)
             fprintf(stderr, "psrt bench: %s\n", err.msg);
             return 1;
         }
-        double t0 = psrt_now();
-        psrt_split_keys(keys, g, n, nps, pk, pg, pi, pn);
-        /* --chunk=N pipelines each ps's pairs in messages of N (the ps applies
-         * one while the next is on the wire); default: one message per ps,
-         * which measured fastest on 2 cores */
-        struct psrt_mcall mc[256];
-        struct psrt_err merr[256];
-        struct {
-            uint64_t nkeys;
-            uint32_t nd, pad;
-        } hdr[256];
-        struct iovec miov[256][5];
+        double t0 = psrt_now(), tpart = t0;
         int nm = 0;
-        size_t chunk = (size_t)atoll(arg(argc, argv, "--chunk", "0"));
-        if (chunk == 0)
-            chunk = n;
-        for (size_t off = 0; nm < 256; off += chunk) {
-            bool any = false;
-            for (int p = 0; p < nps && nm < 256; p++) {
-                if (off >= pn[p] && !(off == 0 && dense_floats[p]))
-                    continue;
-                size_t cnt = off < pn[p] ? (pn[p] - off < chunk ? pn[p] - off : chunk) : 0;
-                bool first = off == 0;
-                hdr[nm].nkeys = cnt;
-                hdr[nm].nd = first && dense_floats[p] ? 1 : 0;
+        if (streamed) {
+            struct iovec dense[256];
+            uint32_t nd[256];
+            for (int p = 0; p < nps; p++) {
+                dense[p] = (struct iovec){(void *)zero, dense_floats[p] * 4};
+                nd[p] = dense_floats[p] ? 1 : 0;
+            }
+            struct psrt_call pc[256];
+            int bad = psrt_worker_push_stream(w, keys, g, n, dense, nd, pk, pg, pi, pn, pc);
+            if (bad >= 0) {
+                fprintf(stderr, "psrt bench: push: %s\n", pc[bad].err.msg);
+                return 1;
+            }
+            nm = nps;
+        } else {
+            /* the whole split first, then one message per ps */
+            psrt_split_keys(keys, g, n, nps, pk, pg, pi, pn);
+            tpart = psrt_now();
+            struct psrt_mcall mc[256];
+            struct psrt_err merr[256];
+            struct {
+                uint64_t nkeys;
+                uint32_t nd, pad;
+            } hdr[256];
+            struct iovec miov[256][5];
+            for (int p = 0; p < nps; p++) {
+                hdr[nm].nkeys = pn[p];
+                hdr[nm].nd = dense_floats[p] ? 1 : 0;
                 hdr[nm].pad = 0;
                 int k = 0;
                 miov[nm][k++] = (struct iovec){&hdr[nm], 16};
@@ -214,29 +222,25 @@ static int bench_sparse(int argc, char **argv)
                     if (db % 8)
                         miov[nm][k++] = (struct iovec){(void *)zero, 8 - db % 8};
                 }
-                miov[nm][k++] = (struct iovec){pk[p] + off, cnt * 8};
-                miov[nm][k++] = (struct iovec){pg[p] + off, cnt * 4};
+                miov[nm][k++] = (struct iovec){pk[p], pn[p] * 8};
+                miov[nm][k++] = (struct iovec){pg[p], pn[p] * 4};
                 mc[nm] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PUSH,
                                              .iov = miov[nm], .niov = k, .resp = &rbuf[nm],
                                              .err = &merr[nm]};
                 nm++;
-                any = true;
             }
-            if (!any)
-                break;
+            int rc = psrt_conn_multi(mc, nm, 600);
+            for (int i = 0; i < nm; i++)
+                if (rc || mc[i].rc || mc[i].status) {
+                    fprintf(stderr, "psrt bench: push: %s\n",
+                            mc[i].rc ? merr[i].msg : "refused by the ps");
+                    return 1;
+                }
         }
-        double tpart = psrt_now();
-        int rc = psrt_conn_multi(mc, nm, 600);
         double t1 = psrt_now();
         if (psrt_bench_debug())
-            fprintf(stderr, "partition %.1f ms, push calls %.1f ms (%d messages)\n",
-                    (tpart - t0) * 1e3, (t1 - tpart) * 1e3, nm);
-        for (int i = 0; i < nm; i++)
-            if (rc || mc[i].rc || mc[i].status) {
-                fprintf(stderr, "psrt bench: push: %s\n",
-                        mc[i].rc ? merr[i].msg : "refused by the ps");
-                return 1;
-            }
+            fprintf(stderr, "%s: partition %.1f ms, push calls %.1f ms (%d messages)\n",
+                    streamed ? "streamed" : "whole", (tpart - t0) * 1e3, (t1 - tpart) * 1e3, nm);
         struct psrt_call calls[256];
         int bad;
         /* pull the same keys back, into the caller's order */

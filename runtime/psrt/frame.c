@@ -7,6 +7,8 @@
  * header whose crc does not match (-EBADMSG) and a length above the
  * receiver's limit (-EMSGSIZE) before a single payload byte is read; the
  * payload crc is checked by the receiver after reading it (rpc.c).
+ * A streamed request's payload comes in segments, each with a header of
+ * its own (length, crc, sequence number, header crc): see psrt.h.
  * Buffers: little-endian put/get with a read cursor; a get past the end
  * sets `bad` instead of reading out of bounds, so parsers check once.
  */
@@ -56,7 +58,8 @@ int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h
         return -EPROTO;
     if (psrt_crc32c(0, in, 36) != get32(in + 36))
         return -EBADMSG;
-    if (in[4] != PSRT_FRAME_VERSION || (in[5] != PSRT_KIND_REQ && in[5] != PSRT_KIND_RESP))
+    if (in[4] != PSRT_FRAME_VERSION ||
+        (in[5] != PSRT_KIND_REQ && in[5] != PSRT_KIND_RESP && in[5] != PSRT_KIND_STREAM))
         return -EPROTO;
     h->version = in[4];
     h->kind = in[5];
@@ -68,6 +71,25 @@ int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h
     h->pcrc = get32(in + 32);
     if (h->len > max_len)
         return -EMSGSIZE;
+    return 0;
+}
+
+void psrt_seg_encode(uint8_t out[PSRT_SEG_HDR], uint32_t len, uint32_t crc, uint32_t seq)
+{
+    put32(out, len);
+    put32(out + 4, crc);
+    put32(out + 8, seq);
+    put32(out + 12, psrt_crc32c(0, out, 12));
+}
+
+int psrt_seg_decode(const uint8_t in[PSRT_SEG_HDR], uint32_t *len, uint32_t *crc, uint32_t seq)
+{
+    if (psrt_crc32c(0, in, 12) != get32(in + 12))
+        return -EBADMSG;
+    if (get32(in + 8) != seq)
+        return -EPROTO;
+    *len = get32(in);
+    *crc = get32(in + 4);
     return 0;
 }
 

@@ -472,9 +472,44 @@ static void h_pull(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct p
     pthread_rwlock_unlock(&ps->state);
 }
 
+/* The sparse blocks of a PSRT_PUSH_BLOCKS push, from req's cursor to its
+ * end, each bounded by what is left of the payload before any size is
+ * computed from its count.  *out (malloc'd) and *nout; -EBADMSG. */
+static int push_blocks(struct ps *ps, struct psrt_buf *req, struct psrt_kv **out, size_t *nout)
+{
+    const size_t width = (size_t)ps->table.width, per_key = 8 + width * 4;
+    size_t nb = 0, cap = 0;
+    struct psrt_kv *b = NULL;
+    while (req->off < req->len) {
+        uint64_t cnt = psrt_buf_get_u64(req);
+        if (req->bad || !ps->has_sparse || cnt > (req->len - req->off) / per_key)
+            goto bad;
+        if (nb == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct psrt_kv *nbk = realloc(b, cap * sizeof *b);
+            if (!nbk)
+                goto bad;
+            b = nbk;
+        }
+        b[nb].keys = psrt_buf_get(req, cnt * 8);
+        b[nb].vals = psrt_buf_get(req, cnt * width * 4);
+        b[nb++].n = cnt;
+        psrt_buf_skip_align8(req);
+        if (req->bad)
+            goto bad;
+    }
+    *out = b;
+    *nout = nb;
+    return 0;
+bad:
+    free(b);
+    return -EBADMSG;
+}
+
 /* Push request: u64 nkeys, u32 ndense (every dense variable of this ps, or 0:
- * sparse rows only), pad, dense grads, pad to 8, keys, sparse grads. */
-static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+ * sparse rows only), pad, dense grads, pad to 8, keys, sparse grads; with
+ * PSRT_PUSH_BLOCKS, blocks of pairs instead of the keys and grads (ps.h). */
+static void h_push(struct ps *ps, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
 {
     uint64_t nkeys = psrt_buf_get_u64(req);
     uint32_t nd = psrt_buf_get_u32(req);
@@ -494,16 +529,30 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         rep->status = -EBADMSG;
         return;
     }
-    const uint64_t *keys = psrt_buf_get(req, nkeys * 8);
-    const float *sg = psrt_buf_get(req, ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0);
-    if (req->bad) {
-        rep->status = -EBADMSG;
-        return;
+    struct psrt_kv one, *blk = &one;
+    size_t nblk = 1;
+    if (flags & PSRT_PUSH_BLOCKS) {
+        if (nkeys || push_blocks(ps, req, &blk, &nblk)) {
+            rep->status = -EBADMSG;
+            return;
+        }
+        for (size_t j = 0; j < nblk; j++)
+            nkeys += blk[j].n;
+    } else {
+        one.n = nkeys;
+        one.keys = psrt_buf_get(req, nkeys * 8);
+        one.vals = psrt_buf_get(req, ps->has_sparse ? nkeys * (size_t)ps->table.width * 4 : 0);
+        if (req->bad) {
+            rep->status = -EBADMSG;
+            return;
+        }
     }
     pthread_rwlock_rdlock(&ps->state);
     if (atomic_load(&ps->ready) != PS_OPEN) {
         pthread_rwlock_unlock(&ps->state);
         set_not_ready(rep, ps->task);
+        if (blk != &one)
+            free(blk);
         return;
     }
     for (int i = 0; i < (int)nd; i++) {
@@ -516,7 +565,7 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     if (nkeys) {
         pthread_mutex_lock(&ps->table_mu);
         double t0 = psrt_now();
-        r = psrt_table_push(&ps->table, &ps->opt, keys, sg, nkeys, &ps->table_pw);
+        r = psrt_table_push_blocks(&ps->table, &ps->opt, blk, nblk, &ps->table_pw);
         if (psrt_bench_debug())
             psrt_log("applied %llu sparse updates in %.1f ms", (unsigned long long)nkeys,
                      (psrt_now() - t0) * 1e3);
@@ -524,6 +573,8 @@ static void h_push(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
         pthread_mutex_unlock(&ps->table_mu);
     }
     pthread_rwlock_unlock(&ps->state);
+    if (blk != &one)
+        free(blk);
     if (r)
         rep->status = r;
 }
@@ -938,7 +989,7 @@ static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
     case PSRT_OP_PING: h_ping(ps, rep); break;
     case PSRT_OP_INIT: h_init(ps, req, rep); break;
     case PSRT_OP_PULL: h_pull(ps, flags, req, rep); break;
-    case PSRT_OP_PUSH: h_push(ps, req, rep); break;
+    case PSRT_OP_PUSH: h_push(ps, flags, req, rep); break;
     case PSRT_OP_SAVE_SHARD: h_save_shard(ps, req, rep); break;
     case PSRT_OP_MERGE: h_merge(ps, req, rep); break;
     case PSRT_OP_RESTORE: h_restore(ps, req, rep); break;

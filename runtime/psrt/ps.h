@@ -9,6 +9,11 @@
 #include "runtime/psrt/psrt.h"
 
 #define PSRT_PULL_RESERVE 1u /* Pull flag (ps 0): reserve the next global step */
+/* Push flag: the sparse pairs come in blocks (a streamed push, split and
+ * sent piece by piece): after the dense gradients, any number of
+ * {u64 count, count keys, count*width gradients, pad to 8}, to the end of
+ * the payload; the header's nkeys is 0. */
+#define PSRT_PUSH_BLOCKS 2u
 
 struct psrt_ps;
 int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_err *err);

@@ -9,9 +9,11 @@
  *   flags.c     command line, --help               psrt_flags_*
  *   frame.c     wire frames, byte buffers, crc     psrt_frame_*, psrt_buf_*
  *   rpc.c       TCP client and server              psrt_conn_*, psrt_server_*
+ *   stream.c    one request streamed to many ps    psrt_stream_*
  *   pool.c      bounded thread pool, SchedClosure  psrt_pool_*, psrt_sched_closure
  *   optim.c     SGD, Adagrad, FTRL, Adam           psrt_optim_*
  *   table.c     sparse rows: uint64 -> row hash    psrt_table_*
+ *   split.c     keys split by ps                   psrt_split_keys*
  *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
  *   model*.c    linear, softmax, sparse_lr         psrt_model_*
  *   tensors.c   tensor lists moved between tasks   psrt_tl_*
@@ -125,7 +127,12 @@ int psrt_flags_hostports(const char *s, struct psrt_hostport **out, int *n);
 #define PSRT_FRAME_VERSION 1
 #define PSRT_FRAME_HDR     40
 #define PSRT_FRAME_MAX     (8ull << 30)
-enum { PSRT_KIND_REQ = 1, PSRT_KIND_RESP = 2 };
+/* PSRT_KIND_STREAM: a request whose payload follows in segments (below), so
+ * that a sender can start before it knows the whole payload; its len field
+ * is only the sender's estimate of the total (the receiver reserves that
+ * much), its payload crc field is 0.  The receiver gets the segments'
+ * bytes concatenated, exactly as if one frame had carried them. */
+enum { PSRT_KIND_REQ = 1, PSRT_KIND_RESP = 2, PSRT_KIND_STREAM = 3 };
 
 struct psrt_frame_hdr {
     uint8_t version;
@@ -143,6 +150,15 @@ void *psrt_alloc_big(size_t n);
 void psrt_frame_encode(uint8_t out[PSRT_FRAME_HDR], const struct psrt_frame_hdr *h);
 /* -EPROTO (magic/version/kind), -EBADMSG (header crc), -EMSGSIZE (len > max). */
 int psrt_frame_decode(const uint8_t in[PSRT_FRAME_HDR], struct psrt_frame_hdr *h, uint64_t max_len);
+
+/* A segment of a streamed request: a 16-byte header, then len bytes.
+ *   0 len (u32) | 4 crc32c of the len bytes | 8 seq (u32: 0, 1, 2... within
+ *   the request) | 12 header crc32c (of bytes 0..11)
+ * A segment of len 0 ends the request.  Decoding: -EBADMSG (header crc),
+ * -EPROTO (a segment out of sequence: lost, repeated or reordered). */
+#define PSRT_SEG_HDR 16
+void psrt_seg_encode(uint8_t out[PSRT_SEG_HDR], uint32_t len, uint32_t crc, uint32_t seq);
+int psrt_seg_decode(const uint8_t in[PSRT_SEG_HDR], uint32_t *len, uint32_t *crc, uint32_t seq);
 
 struct psrt_buf {
     uint8_t *p;
@@ -247,6 +263,31 @@ struct psrt_mcall {
     struct psrt_err *err;
 };
 int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout);
+
+/* One request streamed to n connections at once (stream.c): _begin sends
+ * each a PSRT_KIND_STREAM header (size_hint[i]: the expected payload bytes,
+ * which the receiver reserves; NULL for none) and starts the sender
+ * thread; _put checksums one segment of connection i's payload (at most
+ * PSRT_STREAM_IOV pieces, whose bytes must stay valid until _end; at most
+ * max_puts per connection) and queues it for the sender, without waiting;
+ * _end ends every request, waits until all is sent and reads every reply
+ * into resp[i], status[i].  A failure of connection i sets err[i] naming
+ * the peer (err: n entries, given to _begin), closes it by _end, and is
+ * returned by _put and _end (the first).  idle: idle timeout in seconds,
+ * as above.  _free also stops a stream that was never ended. */
+#define PSRT_STREAM_IOV 4
+struct psrt_stream;
+int psrt_stream_begin(struct psrt_stream **s, struct psrt_conn **c, int n, int op,
+                      uint32_t flags, const uint64_t *size_hint, size_t max_puts, double idle,
+                      struct psrt_err *err);
+int psrt_stream_put(struct psrt_stream *s, int i, const struct iovec *iov, int niov);
+int psrt_stream_end(struct psrt_stream *s, struct psrt_buf **resp, int32_t *status);
+/* Connection i's transport result: 0, or what failed it (err[i] says). */
+int psrt_stream_rc(const struct psrt_stream *s, int i);
+void psrt_stream_free(struct psrt_stream *s);
+/* for stream.c: the socket (-1 when closed); a request id */
+int psrt_conn_fd(const struct psrt_conn *c);
+uint64_t psrt_conn_take_id(struct psrt_conn *c);
 
 /* Server side. A handler gets the request payload and fills the reply
  * payload; a non-zero status sends the reply payload as an error message. */
@@ -364,6 +405,16 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
 /* Batched apply of gradients grads[i*width..] to keys[i] (rows created). */
 int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
                     const float *grads, size_t n, const struct psrt_adam_pow *pw);
+/* The same over blocks of pairs, applied as one batch in block order (a
+ * streamed push arrives in blocks: ps.c). */
+struct psrt_kv {
+    const uint64_t *keys;
+    const float *vals; /* n * width */
+    size_t n;
+};
+int psrt_table_push_blocks(struct psrt_table *t, const struct psrt_optim *o,
+                           const struct psrt_kv *blk, size_t nblk,
+                           const struct psrt_adam_pow *pw);
 /* Every row sorted by key: malloc'd keys[n], vals[n*width], slots[s][n*width]. */
 int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals, float **slots,
                       uint64_t *n);
@@ -385,6 +436,10 @@ static inline int psrt_row_ps(uint64_t key, int nps)
  * pn[p] their count. */
 void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
                     uint64_t **pk, float **pv, uint32_t **pi, size_t *pn);
+/* The same, appended after the pn[p] entries already there, with input
+ * positions counted from base: splitting a batch piece by piece. */
+void psrt_split_keys_append(const uint64_t *keys, const float *vals, size_t n, int nps,
+                            uint64_t **pk, float **pv, uint32_t **pi, size_t *pn, size_t base);
 
 /* ---- data (data.c) ---------------------------------------------------------- */
 struct psrt_rng {

@@ -186,7 +186,36 @@ static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, 
     return r;
 }
 
-/* Reads one frame into buf (replacing its contents). */
+/* Reads the segments of a streamed request into buf, appended; each
+ * segment's crc is checked as it completes.  -EBADMSG, -EPROTO (see
+ * psrt_seg_decode), -EMSGSIZE past PSRT_FRAME_MAX in all. */
+static int recv_segments(int fd, struct psrt_buf *buf, double idle)
+{
+    for (uint32_t seq = 0;; seq++) {
+        uint8_t sh[PSRT_SEG_HDR];
+        uint32_t len, want, crc = 0;
+        int r = recv_full(fd, sh, sizeof sh, idle, NULL);
+        if (!r)
+            r = psrt_seg_decode(sh, &len, &want, seq);
+        if (r)
+            return r;
+        if (len == 0)
+            return 0;
+        if (len > PSRT_FRAME_MAX - buf->len)
+            return -EMSGSIZE;
+        if (psrt_buf_reserve(buf, len))
+            return -ENOMEM;
+        r = recv_full_crc(fd, buf->p + buf->len, len, idle, NULL, &crc);
+        if (r)
+            return r;
+        if (crc != want)
+            return -EBADMSG;
+        buf->len += len;
+    }
+}
+
+/* Reads one frame into buf (replacing its contents); a streamed request's
+ * segments arrive concatenated, and h->len is then their total. */
 static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, double idle,
                       bool *eof_at_start)
 {
@@ -200,13 +229,20 @@ static int recv_frame(int fd, struct psrt_frame_hdr *h, struct psrt_buf *buf, do
     psrt_buf_reset(buf);
     if (psrt_buf_reserve(buf, h->len ? h->len : 1))
         return -ENOMEM;
-    uint32_t crc = 0;
-    r = recv_full_crc(fd, buf->p, h->len, idle, NULL, &crc);
-    if (r)
-        return r;
-    buf->len = h->len;
-    if (crc != h->pcrc)
-        return -EBADMSG;
+    if (h->kind == PSRT_KIND_STREAM) {
+        r = recv_segments(fd, buf, idle);
+        if (r)
+            return r;
+        h->len = buf->len;
+    } else {
+        uint32_t crc = 0;
+        r = recv_full_crc(fd, buf->p, h->len, idle, NULL, &crc);
+        if (r)
+            return r;
+        buf->len = h->len;
+        if (crc != h->pcrc)
+            return -EBADMSG;
+    }
     if (psrt_fault("psrt/rpc/recv"))
         return -ECONNRESET;
     return 0;
@@ -266,6 +302,8 @@ void psrt_conn_free(struct psrt_conn *c)
 }
 
 const char *psrt_conn_peer(const struct psrt_conn *c) { return c->peer; }
+int psrt_conn_fd(const struct psrt_conn *c) { return c->fd; }
+uint64_t psrt_conn_take_id(struct psrt_conn *c) { return c->next_id++; }
 bool psrt_conn_is_open(const struct psrt_conn *c) { return c->fd >= 0; }
 
 static int connect_once(struct psrt_conn *c, double deadline)

@@ -342,8 +342,28 @@ static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, s
     return 0;
 }
 
-static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
-                         const float *grads, size_t n)
+/* One scatter pass over the blocks' pairs (see push_bucketed). */
+static bool scatter_fixed(struct supd *u, size_t *cnt, size_t cap, int bits,
+                          const struct psrt_kv *blk, size_t nblk)
+{
+    const int shift = BUCKET_BITS;
+    for (size_t j = 0; j < nblk; j++) {
+        const uint64_t *keys = blk[j].keys;
+        const float *grads = blk[j].vals;
+        for (size_t i = 0, n = blk[j].n; i < n; i++) {
+            uint64_t h = psrt_mix64(keys[i]);
+            size_t b = h >> (64 - shift);
+            if (cnt[b] == cap)
+                return false;
+            u[b * cap + cnt[b]++] =
+                (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
+        }
+    }
+    return true;
+}
+
+static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *blk,
+                         size_t nblk, size_t n)
 {
     const int bits = t->bits, shift = BUCKET_BITS; /* bucket = slot >> (bits - BUCKET_BITS) */
     const size_t nb = (size_t)1 << BUCKET_BITS;
@@ -359,28 +379,21 @@ static int push_bucketed(struct psrt_table *t, float lr, const uint64_t *keys,
     size_t cnt[1 << BUCKET_BITS];
     memset(cnt, 0, sizeof cnt);
     double t0 = psrt_now();
-    bool fits = true;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = psrt_mix64(keys[i]);
-        size_t b = h >> (64 - shift);
-        if (cnt[b] == cap) {
-            fits = false;
-            break;
-        }
-        u[b * cap + cnt[b]++] = (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
-    }
+    bool fits = scatter_fixed(u, cnt, cap, bits, blk, nblk);
     if (!fits) {
         size_t start[(1 << BUCKET_BITS) + 1];
         memset(start, 0, sizeof start);
-        for (size_t i = 0; i < n; i++)
-            start[(psrt_mix64(keys[i]) >> (64 - shift)) + 1]++;
+        for (size_t j = 0; j < nblk; j++)
+            for (size_t i = 0; i < blk[j].n; i++)
+                start[(psrt_mix64(blk[j].keys[i]) >> (64 - shift)) + 1]++;
         for (size_t b = 0; b < nb; b++)
             start[b + 1] += start[b];
-        for (size_t i = 0; i < n; i++) {
-            uint64_t h = psrt_mix64(keys[i]);
-            u[start[h >> (64 - shift)]++] =
-                (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
-        }
+        for (size_t j = 0; j < nblk; j++)
+            for (size_t i = 0; i < blk[j].n; i++) {
+                uint64_t k = blk[j].keys[i], h = psrt_mix64(k);
+                u[start[h >> (64 - shift)]++] =
+                    (struct supd){k, (uint32_t)(h >> (64 - bits)), blk[j].vals[i]};
+            }
     }
     double t1 = psrt_now();
     bool grown = false;
@@ -489,23 +502,11 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
     }
 }
 
-int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
-                    const float *grads, size_t n, const struct psrt_adam_pow *pw)
+/* Applies keys[0..n) in order, without bucketing. */
+static int push_plain(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
+                      const float *grads, size_t n, const struct psrt_adam_pow *pw)
 {
     const size_t w = (size_t)t->width;
-    /* A fresh table grows once to fit the whole batch instead of doubling
-     * through every size; a populated one grows only if new keys need it
-     * (a stale prefetch after a rehash is harmless). */
-    if (t->nrows == 0)
-        while (n * 4 > (t->mask + 1) * 3)
-            if (rehash(t))
-                return -ENOMEM;
-    if (w > 1 || t->nslots_opt)
-        if (grow_rows(t, t->nrows + n))
-            return -ENOMEM;
-    if (o->kind == PSRT_OPT_SGD && w == 1 && n >= BUCKET_MIN && t->bits > BUCKET_BITS + 6 &&
-        t->bits <= 32)
-        return push_bucketed(t, o->lr, keys, grads, n);
     if (o->kind == PSRT_OPT_SGD && w == 1) {
         /* the hot path: slot indices computed once, in a ring PF ahead */
         const float lr = o->lr;
@@ -572,6 +573,42 @@ int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint
         psrt_optim_apply_row(o, value_of(t, e), s, grads + i * w, (int64_t)w, pw);
     }
     return 0;
+}
+
+int psrt_table_push_blocks(struct psrt_table *t, const struct psrt_optim *o,
+                           const struct psrt_kv *blk, size_t nblk,
+                           const struct psrt_adam_pow *pw)
+{
+    const size_t w = (size_t)t->width;
+    size_t n = 0;
+    for (size_t j = 0; j < nblk; j++)
+        n += blk[j].n;
+    /* A fresh table grows once to fit the whole batch instead of doubling
+     * through every size; a populated one grows only if new keys need it
+     * (a stale prefetch after a rehash is harmless). */
+    if (t->nrows == 0)
+        while (n * 4 > (t->mask + 1) * 3)
+            if (rehash(t))
+                return -ENOMEM;
+    if (w > 1 || t->nslots_opt)
+        if (grow_rows(t, t->nrows + n))
+            return -ENOMEM;
+    if (o->kind == PSRT_OPT_SGD && w == 1 && n >= BUCKET_MIN && t->bits > BUCKET_BITS + 6 &&
+        t->bits <= 32)
+        return push_bucketed(t, o->lr, blk, nblk, n);
+    for (size_t j = 0; j < nblk; j++) {
+        int r = push_plain(t, o, blk[j].keys, blk[j].vals, blk[j].n, pw);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+int psrt_table_push(struct psrt_table *t, const struct psrt_optim *o, const uint64_t *keys,
+                    const float *grads, size_t n, const struct psrt_adam_pow *pw)
+{
+    struct psrt_kv b = {keys, grads, n};
+    return psrt_table_push_blocks(t, o, &b, 1, pw);
 }
 
 /* ---- export ------------------------------------------------------------- */

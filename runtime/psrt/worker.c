@@ -57,7 +57,7 @@ static void sleep_s(double s)
 
 /* ---- fan-out calls ------------------------------------------------------ */
 
-static void status_err(struct psrt_call *c, struct psrt_buf *resp)
+void psrt_call_status_err(struct psrt_call *c, struct psrt_buf *resp)
 {
     c->err.code = c->status;
     size_t n = resp->len < sizeof c->err.msg - 1 ? resp->len : sizeof c->err.msg - 1;
@@ -77,7 +77,7 @@ static void call_thread(void *arg)
     c->rc = psrt_conn_call(w->conn[c->ps], c->op, c->flags, c->iov, c->niov, c->timeout,
                            &w->resp[c->ps], &c->status, &c->err);
     if (!c->rc && c->status)
-        status_err(c, &w->resp[c->ps]);
+        psrt_call_status_err(c, &w->resp[c->ps]);
     psrt_latch_done(c->latch);
 }
 
@@ -118,7 +118,7 @@ int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
                 c->rc = m[i].rc;
                 c->status = m[i].status;
                 if (!c->rc && c->status)
-                    status_err(c, &w->resp[c->ps]);
+                    psrt_call_status_err(c, &w->resp[c->ps]);
             }
         }
     }

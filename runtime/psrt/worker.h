@@ -61,6 +61,22 @@ struct psrt_call {
  * thread per call.  Replies land in w->resp[call.ps].  Returns the index of
  * the first failed call, or -1 when all succeeded. */
 int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n);
+/* c->err from the ps's refusal (its message is the reply payload resp). */
+void psrt_call_status_err(struct psrt_call *c, struct psrt_buf *resp);
+
+/* A big sparse push, streamed (push.c): splits keys[0..n) by ps a piece at
+ * a time into pk/pg/pi/pn (as psrt_split_keys; the caller keeps them, for
+ * the pull that follows) and sends each piece to its ps as soon as it is
+ * split, one PSRT_PUSH_BLOCKS request per ps, applied there as one batch.
+ * dense[p]: ps p's dense gradients (nd[p] variables, all of that ps's, in
+ * order; len 0 and nd[p] 0 for none).  Sparse rows of width 1.  calls[p]
+ * gets each ps's result as psrt_worker_calls gives it; returns the first
+ * failed ps, or -1 when every ps applied its part. */
+int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const float *grads,
+                            size_t n, const struct iovec *dense, const uint32_t *nd,
+                            uint64_t **pk, float **pg, uint32_t **pi, size_t *pn,
+                            struct psrt_call *calls);
+
 /* Ping of ps p: *ready (0 uninitialized, 1 initialized, 2 open) and its
  * global step.  0, or -errno with err set (a transport error, the ps's
  * status, or a malformed reply), naming the ps. */

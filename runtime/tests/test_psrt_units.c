@@ -12,6 +12,7 @@
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
 #include "runtime/ckpt/state.h"
+#include "runtime/tests/test_psrt_fixture.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -237,18 +238,6 @@ FL_TEST(psrt_frame, buffer_getters_never_read_past_the_end)
 
 /* ---- flags ------------------------------------------------------------------------- */
 
-static int parse(const char *line, struct psrt_flags *f, char *err)
-{
-    char *copy = strdup(line), *argv[32];
-    int argc = 0;
-    argv[argc++] = "psrt";
-    for (char *t = strtok(copy, " "); t && argc < 31; t = strtok(NULL, " "))
-        argv[argc++] = t;
-    int r = psrt_flags_parse(f, argc, argv, err, 256);
-    free(copy);
-    return r;
-}
-
 FL_TEST(psrt_flags, parse_seed_report_command_lines)
 {
     struct psrt_flags f;
@@ -434,39 +423,6 @@ FL_TEST(psrt_table, big_push_matches_small_batches)
 }
 
 /* ---- ps protocol over RPC, in process ----------------------------------------------------- */
-
-struct ps_fixture {
-    struct psrt_flags f;
-    struct psrt_ps *ps;
-    struct psrt_conn *c;
-    struct psrt_buf resp;
-};
-
-static void fixture(struct ps_fixture *x, const char *model, int mode, long long max_steps)
-{
-    memset(x, 0, sizeof *x);
-    char err[256], line[512];
-    snprintf(line, sizeof line,
-             "--job_name=ps --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 --model=%s "
-             "--max_steps=%lld --train_dir=%s/tl --rpc_threads=%s",
-             model, max_steps, fl_test_dir(), mode == PSRT_POOL ? "pool" : "per_request");
-    FL_REQUIRE_EQ(parse(line, &x->f, err), 0);
-    struct psrt_err e = {0};
-    FL_REQUIRE_EQ(psrt_ps_setup(&x->ps, &x->f, &e), 0);
-    FL_REQUIRE_EQ(psrt_ps_serve(x->ps, 0, &e), 0);
-    x->c = psrt_conn_new("127.0.0.1", psrt_ps_port(x->ps), "ps task 0");
-    FL_REQUIRE_EQ(psrt_conn_connect(x->c, 5, &e), 0);
-}
-
-static int32_t call(struct ps_fixture *x, int op, uint32_t flags, const void *p, size_t n)
-{
-    struct iovec iov = {(void *)p, n};
-    int32_t st = 0;
-    struct psrt_err e = {0};
-    int r = psrt_conn_call(x->c, op, flags, &iov, 1, 10, &x->resp, &st, &e);
-    FL_REQUIRE_MSG(r == 0, "call %s: %s", psrt_op_name(op), e.msg);
-    return st;
-}
 
 static void ps_protocol(int mode)
 {
