@@ -6,7 +6,11 @@
 #   ps_sparse_push_10m          one worker pushes 10M (uint64, float32) pairs over
 #   ps_sparse_pull_10m          2 ps on loopback (SGD applied on push), then pulls
 #                               them back (ms, median of 5) vs sending the same
-#                               bytes to the same ps tasks, discarded there
+#                               bytes to the same ps tasks, discarded there.  The
+#                               push is streamed (split and sent piece by piece);
+#                               the same push split whole first and sent as one
+#                               message per ps is measured too, printed on
+#                               stderr only, for comparison
 #   ps_dense_pushpull           dense pull+push between a worker and 2 ps in two
 #                               network namespaces joined by a veth pair (Gbit/s)
 #                               vs iperf3 between the same namespaces; loopback
@@ -110,6 +114,8 @@ bench ps_sparse_updates_per_core "$(kv update_per_s "$line")" updates_per_s \
 start_ps s0 0 2 "" --model=sparse_lr --optimizer=sgd; p0=$PORT
 start_ps s1 1 2 "" --model=sparse_lr --optimizer=sgd; p1=$PORT
 line=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5)
+whole=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5 --stream=0)
+echo "bench/psrt.sh: push of 10M pairs streamed $(kv push_ms "$line") ms; split whole first, then sent: $(kv push_ms "$whole") ms" >&2
 stop_all
 bench ps_sparse_push_10m "$(kv push_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
 bench ps_sparse_pull_10m "$(kv pull_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
