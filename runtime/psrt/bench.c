@@ -205,18 +205,15 @@ static int bench_sparse(int argc, char **argv)
             tpart = psrt_now();
             struct psrt_mcall mc[256];
             struct psrt_err merr[256];
-            struct {
-                uint64_t nkeys;
-                uint32_t nd, pad;
-            } hdr[256];
+            struct psrt_push_hdr hdr[256];
             struct iovec miov[256][5];
             for (int p = 0; p < nps; p++) {
                 hdr[nm].nkeys = pn[p];
-                hdr[nm].nd = dense_floats[p] ? 1 : 0;
+                hdr[nm].ndense = dense_floats[p] ? 1 : 0;
                 hdr[nm].pad = 0;
                 int k = 0;
                 miov[nm][k++] = (struct iovec){&hdr[nm], 16};
-                if (hdr[nm].nd) {
+                if (hdr[nm].ndense) {
                     size_t db = dense_floats[p] * 4;
                     miov[nm][k++] = (struct iovec){(void *)zero, db};
                     if (db % 8)
@@ -342,13 +339,10 @@ static int bench_dense(int argc, char **argv)
     struct psrt_mcall mc[512];
     struct psrt_err merr[512];
     struct iovec piov[256][3], liov[256][1];
-    struct {
-        uint64_t nkeys;
-        uint32_t nd, pad;
-    } hdr[256];
+    struct psrt_push_hdr hdr[256];
     for (int p = 0; p < nps; p++) {
         hdr[p].nkeys = 0;
-        hdr[p].nd = floats[p] ? 1 : 0;
+        hdr[p].ndense = floats[p] ? 1 : 0;
         hdr[p].pad = 0;
         piov[p][0] = (struct iovec){&hdr[p], 16};
         piov[p][1] = (struct iovec){grad[p], floats[p] * 4};

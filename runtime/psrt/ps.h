@@ -14,6 +14,12 @@
  * {u64 count, count keys, count*width gradients, pad to 8}, to the end of
  * the payload; the header's nkeys is 0. */
 #define PSRT_PUSH_BLOCKS 2u
+/* The 16 bytes a Push payload starts with: then ndense dense gradients
+ * (pad to 8) and the sparse pairs (see h_push in ps.c). */
+struct psrt_push_hdr {
+    uint64_t nkeys;
+    uint32_t ndense, pad;
+};
 
 struct psrt_ps;
 int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_err *err);

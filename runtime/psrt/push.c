@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PIECE 65536 /* pairs split per piece: about 1.5 MB of output, in L2 */
+#define PIECE 65536 /* pairs split per piece: about 1 MB of keys, gradients and
+                            * positions written, so it is still in L2 when sent */
 
 int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const float *grads,
                             size_t n, const struct iovec *dense, const uint32_t *nd,
@@ -26,10 +27,7 @@ int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const f
     const int nps = w->nps;
     const size_t npieces = (n + PIECE - 1) / PIECE;
     static const uint64_t zero;
-    struct {
-        uint64_t nkeys;
-        uint32_t nd, pad;
-    } *hdr = calloc((size_t)nps, sizeof *hdr);
+    struct psrt_push_hdr *hdr = calloc((size_t)nps, sizeof *hdr);
     uint64_t *counts = malloc((npieces ? npieces : 1) * (size_t)nps * sizeof *counts);
     uint64_t *hint = calloc((size_t)nps, sizeof *hint);
     int32_t *status = calloc((size_t)nps, sizeof *status);
@@ -46,7 +44,7 @@ int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const f
         goto out;
     for (int p = 0; p < nps; p++) {
         resp[p] = &w->resp[p];
-        hdr[p].nd = nd[p];
+        hdr[p].ndense = nd[p];
         /* the ps reserves this much: its share, generously (hashing
          * spreads keys evenly), and every block's header */
         hint[p] = 16 + dense[p].iov_len + 8 + (n / (size_t)nps) * 12 / 16 * 17 +

@@ -173,6 +173,10 @@ static void *sender(void *arg)
         while (!s->queued && !s->ended)
             pthread_cond_wait(&s->cv, &s->mu);
         pthread_mutex_unlock(&s->mu);
+        /* the idle clock runs only while a peer leaves bytes unsent, not
+         * while the caller is still producing them */
+        for (int i = 0; i < s->n; i++)
+            s->k[i].moved = psrt_now();
     }
 }
 

@@ -362,16 +362,13 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
         return STEP_DONE;
     *loss = w->m.ops->grad(&w->m, b, w->dense, w->svals, w->dgrad, w->sgrad);
     /* Push */
-    struct {
-        uint64_t nkeys;
-        uint32_t nd, pad;
-    } hdr[256];
+    struct psrt_push_hdr hdr[256];
     n = 0;
     for (int p = 0; p < w->nps && n < 256; p++) {
         if (!ps_in_step(w, p))
             continue;
         hdr[p].nkeys = (uint64_t)w->pn[p];
-        hdr[p].nd = 0;
+        hdr[p].ndense = 0;
         hdr[p].pad = 0;
         calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_PUSH};
         calls[n].iov[0] = (struct iovec){&hdr[p], 16};
@@ -381,7 +378,7 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
             if (var->kind != PSRT_VAR_DENSE || var->ps != p)
                 continue;
             calls[n].iov[k++] = (struct iovec){w->dgrad[v], (size_t)var->n * 4};
-            hdr[p].nd++;
+            hdr[p].ndense++;
         }
         for (size_t i = 0; i < w->pn[p]; i++)
             w->pgrad[p][i] = w->sgrad[w->pidx[p][i]];
