@@ -38,15 +38,31 @@ static void *big_alloc(size_t n)
     return malloc(n ? n : 1);
 }
 
+/* 2^bits entries and one more past the end that always stays EMPTY, so
+ * that a look at a slot and the next one (near) needs no wrap check. */
 static struct psrt_entry *alloc_entries(int bits)
 {
-    size_t n = (size_t)1 << bits;
+    size_t n = ((size_t)1 << bits) + 1;
     struct psrt_entry *e = big_alloc(n * sizeof *e);
     if (!e)
         return NULL;
     for (size_t i = 0; i < n; i++)
         e[i].key = PSRT_TABLE_EMPTY;
     return e;
+}
+
+/* Whether key is not within its home slot s and the next one; otherwise
+ * *e is its entry.  Without branches on the keys: at the table's load
+ * (at most 3/4, usually about 0.6) some 85% of keys sit in one of these two,
+ * and a mispredicted probe loop per lookup was about a fifth of a big
+ * batch's time.  When it returns true the caller probes from s as usual
+ * (the key may be absent, or E[s] empty).  key must not be EMPTY. */
+static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key,
+                            struct psrt_entry **e)
+{
+    uint64_t d0 = E[s].key != key, d1 = d0 & (E[s + 1].key != key);
+    *e = &E[s + d0];
+    return d1;
 }
 
 static inline uint64_t slot_of(const struct psrt_table *t, uint64_t key)
@@ -288,6 +304,10 @@ static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u,
         if (key == PSRT_TABLE_EMPTY || nrows + 1 > limit)
             break;
         struct psrt_entry *e;
+        if (__builtin_expect(!not_near(E, s, key, &e), 1)) {
+            e->v -= lr * u[i].g;
+            continue;
+        }
         for (;;) {
             e = &E[s];
             if (e->key == key)
@@ -432,15 +452,16 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
         u[start[h >> (64 - BUCKET_BITS)]++] =
             (struct slook){keys[i], (uint32_t)(h >> (64 - bits)), (uint32_t)i};
     }
-    const struct psrt_entry *E = t->e;
+    struct psrt_entry *E = t->e;
     const uint64_t mask = t->mask;
     for (size_t i = 0; i < n; i++) {
         if (i + PF < n)
             __builtin_prefetch(&E[u[i + PF].slot]);
         uint64_t key = u[i].key, sl = u[i].slot;
-        const struct psrt_entry *e;
+        struct psrt_entry *e;
         if (key == PSRT_TABLE_EMPTY) {
             e = find(t, key);
+        } else if (__builtin_expect(!not_near(E, sl, key, &e), 1)) {
         } else {
             for (;;) {
                 e = &E[sl];

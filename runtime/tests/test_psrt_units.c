@@ -422,6 +422,61 @@ FL_TEST(psrt_table, big_push_matches_small_batches)
     free(got);
 }
 
+/* The bucketed push and pull look at a key's home slot and the next one
+ * at once; keys whose home is the table's last slot sit past its end,
+ * wrapped to slot 0 and on, among keys whose home is slot 0. */
+FL_TEST(psrt_table, big_push_and_pull_wrap_past_the_last_slot)
+{
+    enum { N = 100000, EDGE = 6 };
+    struct psrt_optim o;
+    psrt_optim_default(&o, PSRT_OPT_SGD, 0.5f);
+    struct psrt_table ref, t;
+    FL_REQUIRE_EQ(psrt_table_init(&ref, 1, 0, NULL, N), 0);
+    FL_REQUIRE_EQ(psrt_table_init(&t, 1, 0, NULL, N), 0);
+    const int bits = t.bits;
+    FL_REQUIRE(bits > 16); /* big enough for the bucketed paths */
+    uint64_t edge[EDGE];
+    int found = 0;
+    for (uint64_t x = 1; found < EDGE; x++) { /* 4 homed at the last slot, 2 at slot 0 */
+        uint64_t home = psrt_mix64(x) >> (64 - bits);
+        if ((found < 4 && home == t.mask) || (found >= 4 && home == 0))
+            edge[found++] = x;
+    }
+    uint64_t *k = malloc(N * 8);
+    float *g = malloc(N * 4), *want = malloc(N * 4), *got = malloc(N * 4);
+    for (int i = 0; i < N; i++) {
+        k[i] = i % 50 < EDGE ? edge[i % 50] : psrt_mix64((uint64_t)i + 4242);
+        g[i] = (float)(i % 17) * 0.5f - 2.0f;
+    }
+    for (int round = 0; round < 2; round++) { /* inserts, then updates */
+        push_small(&ref, &o, k, g, N);
+        FL_REQUIRE_EQ(psrt_table_push(&t, &o, k, g, N, NULL), 0);
+    }
+    FL_ASSERT_EQ(t.bits, bits);
+    FL_ASSERT_EQ(t.nrows, ref.nrows);
+    uint64_t wrapped = 0; /* the edge keys that live at slots 0 .. */
+    for (uint64_t s = 0; s < 8; s++)
+        for (int j = 0; j < 4; j++)
+            wrapped += t.e[s].key == edge[j];
+    FL_ASSERT(wrapped >= 3);
+    /* the reference read one key at a time (find), the other bucketed */
+    for (int i = 0; i < N; i++)
+        want[i] = *psrt_table_lookup(&ref, k[i]);
+    psrt_table_pull(&t, k, N, got);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += memcmp(&got[i], &want[i], 4) != 0;
+    FL_ASSERT_EQ(bad, 0);
+    for (int j = 0; j < EDGE; j++)
+        FL_ASSERT(psrt_table_find(&t, edge[j]) >= 0);
+    psrt_table_free(&ref);
+    psrt_table_free(&t);
+    free(k);
+    free(g);
+    free(want);
+    free(got);
+}
+
 /* ---- ps protocol over RPC, in process ----------------------------------------------------- */
 
 static void ps_protocol(int mode)
