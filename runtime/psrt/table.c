@@ -10,7 +10,9 @@
  * entry of key i+D is requested while key i is processed, and the slot rows
  * of key i+D/2 once its entry is known) so that millions of random keys are
  * bound by memory throughput, not latency; the entry array is 2 MiB aligned
- * and advised for transparent huge pages (fewer TLB misses).
+ * and advised for transparent huge pages (fewer TLB misses), and so is the
+ * scratch a big batch is partitioned into (its scatter writes 1024 places
+ * at once).
  * Invariants: load factor <= 3/4 (the array doubles first); every entry
  * with key != EMPTY has row < nrows; the key PSRT_TABLE_EMPTY itself lives
  * outside the array (has_empty_key).  Export sorts rows by key, so a saved
@@ -271,7 +273,7 @@ static int scratch_reserve(struct psrt_table *t, size_t n)
     if (t->scratch_cap >= n)
         return 0;
     free(t->scratch);
-    t->scratch = malloc(n * sizeof(struct supd));
+    t->scratch = big_alloc(n * sizeof(struct supd));
     t->scratch_cap = t->scratch ? n : 0;
     return t->scratch ? 0 : -ENOMEM;
 }
