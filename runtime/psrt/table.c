@@ -62,9 +62,10 @@ static struct psrt_entry *alloc_entries(int bits)
 static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key,
                             struct psrt_entry **e)
 {
-    uint64_t d0 = E[s].key != key, d1 = d0 & (E[s + 1].key != key);
+    uint64_t d0 = E[s].key != key, d1 = E[s + 1].key != key;
+    __asm__("" : "+r"(d0), "+r"(d1)); /* keep the compiler from branching on them */
     *e = &E[s + d0];
-    return d1;
+    return d0 & d1;
 }
 
 static inline uint64_t slot_of(const struct psrt_table *t, uint64_t key)
