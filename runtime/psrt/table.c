@@ -55,10 +55,11 @@ static struct psrt_entry *alloc_entries(int bits)
 
 /* Whether key is not within its home slot s and the next one; otherwise
  * *e is its entry.  Without branches on the keys: at the table's load
- * (at most 3/4, usually about 0.6) some 85% of keys sit in one of these two,
- * and a mispredicted probe loop per lookup was about a fifth of a big
- * batch's time.  When it returns true the caller probes from s as usual
- * (the key may be absent, or E[s] empty).  key must not be EMPTY. */
+ * (at most 3/4, usually about 0.6) some 85% of the keys in the table sit in
+ * one of these two, and a mispredicted probe loop per lookup was about a
+ * fifth of a big batch of updates.  When it returns true the caller probes
+ * from s as usual (the key may be absent: a new key always gets there).
+ * key must not be EMPTY. */
 static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key,
                             struct psrt_entry **e)
 {
@@ -464,8 +465,7 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
         struct psrt_entry *e;
         if (key == PSRT_TABLE_EMPTY) {
             e = find(t, key);
-        } else if (__builtin_expect(!not_near(E, sl, key, &e), 1)) {
-        } else {
+        } else if (__builtin_expect(not_near(E, sl, key, &e), 0)) {
             for (;;) {
                 e = &E[sl];
                 if (e->key == key)
