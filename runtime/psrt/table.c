@@ -677,29 +677,15 @@ int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals,
     float *so[2] = {NULL, NULL};
     for (int s = 0; s < t->nslots_opt; s++)
         so[s] = malloc((n ? n : 1) * w * 4);
-    if (!a || !tmp || !ko || !vo || (t->nslots_opt > 0 && !so[0]) || (t->nslots_opt > 1 && !so[1])) {
-        free(a);
-        free(tmp);
-        free(ko);
-        free(vo);
-        free(so[0]);
-        free(so[1]);
-        return -ENOMEM;
-    }
+    if (!a || !tmp || !ko || !vo || (t->nslots_opt > 0 && !so[0]) || (t->nslots_opt > 1 && !so[1]))
+        goto nomem;
     for (uint64_t i = 0; i <= t->mask; i++)
         if (t->e[i].key != PSRT_TABLE_EMPTY)
             a[k++] = (struct kr){t->e[i].key, &t->e[i]};
     if (t->has_empty_key)
         a[k++] = (struct kr){t->empty.key, (struct psrt_entry *)&t->empty};
-    if (radix_sort(a, tmp, k)) {
-        free(a);
-        free(tmp);
-        free(ko);
-        free(vo);
-        free(so[0]);
-        free(so[1]);
-        return -ENOMEM;
-    }
+    if (radix_sort(a, tmp, k))
+        goto nomem;
     for (size_t i = 0; i < k; i++) {
         ko[i] = a[i].key;
         memcpy(vo + i * w, value_of((struct psrt_table *)t, a[i].e), w * 4);
@@ -714,4 +700,12 @@ int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals,
     slots[1] = so[1];
     *nout = k;
     return 0;
+nomem:
+    free(a);
+    free(tmp);
+    free(ko);
+    free(vo);
+    free(so[0]);
+    free(so[1]);
+    return -ENOMEM;
 }
