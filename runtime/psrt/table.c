@@ -9,8 +9,9 @@
  * Batched pull and push walk their keys with software prefetching (the
  * entry of key i+D is requested while key i is processed, and the slot rows
  * of key i+D/2 once its entry is known) so that millions of random keys are
- * bound by memory throughput, not latency (a big bucketed push instead
- * reads each region it is about to update in one sequential sweep: warm);
+ * bound by memory throughput, not latency (a big bucketed push or pull
+ * instead reads each region it is about to visit in one sequential sweep:
+ * warm);
  * the entry array is 2 MiB aligned and advised for transparent huge pages
  * (fewer TLB misses), and so is the scratch a big batch is partitioned
  * into (its scatter writes 1024 places at once).
@@ -388,9 +389,9 @@ static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, s
 /* Reads one word of every cache line of entries [from, to): a bucket's
  * region brought into cache by a sequential read, which the hardware
  * prefetcher streams, before its updates land on it in random order.
- * Worth it when the updates touch most of the region's lines (see
- * push_bucketed); for 5 M inserts into 2^23 slots it took a bucketed
- * apply from 45 to 40.5 ms (best of 3 runs each, one core). */
+ * Worth it when the updates (or lookups) touch at least half the region's
+ * lines; for 5 M inserts into 2^23 slots it took a bucketed apply from 45
+ * to 40.5 ms (best of 3 runs each, one core). */
 static void warm(const struct psrt_entry *E, uint64_t from, uint64_t to)
 {
     uint64_t acc = 0;
@@ -493,27 +494,33 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
             (struct slook){keys[i], (uint32_t)(h >> (64 - bits)), (uint32_t)i};
     }
     struct psrt_entry *E = t->e;
-    const uint64_t mask = t->mask;
-    for (size_t i = 0; i < n; i++) {
-        if (i + PF < n)
-            __builtin_prefetch(&E[u[i + PF].slot]);
-        uint64_t key = u[i].key, sl = u[i].slot;
-        struct psrt_entry *e;
-        if (key == PSRT_TABLE_EMPTY) {
-            e = find(t, key);
-        } else if (__builtin_expect(not_near(E, sl, key, &e), 0)) {
-            for (;;) {
-                e = &E[sl];
-                if (e->key == key)
-                    break;
-                if (e->key == PSRT_TABLE_EMPTY) {
-                    e = NULL;
-                    break;
+    const uint64_t mask = t->mask, region = (uint64_t)1 << (bits - BUCKET_BITS);
+    for (size_t b = 0, i = 0; b < nb; b++) {
+        /* now start[b] is where bucket b ends; warm as push_bucketed does */
+        bool w = (start[b] - i) * 2 * (64 / sizeof *E) >= region;
+        if (w)
+            warm(E, b * region, (b + 1) * region);
+        for (; i < start[b]; i++) {
+            if (!w && i + PF < n)
+                __builtin_prefetch(&E[u[i + PF].slot]);
+            uint64_t key = u[i].key, sl = u[i].slot;
+            struct psrt_entry *e;
+            if (key == PSRT_TABLE_EMPTY) {
+                e = find(t, key);
+            } else if (__builtin_expect(not_near(E, sl, key, &e), 0)) {
+                for (;;) {
+                    e = &E[sl];
+                    if (e->key == key)
+                        break;
+                    if (e->key == PSRT_TABLE_EMPTY) {
+                        e = NULL;
+                        break;
+                    }
+                    sl = (sl + 1) & mask;
                 }
-                sl = (sl + 1) & mask;
             }
+            out[u[i].idx] = e ? e->v : 0.0f;
         }
-        out[u[i].idx] = e ? e->v : 0.0f;
     }
     return 0;
 }
