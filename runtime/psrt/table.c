@@ -9,12 +9,11 @@
  * Batched pull and push walk their keys with software prefetching (the
  * entry of key i+D is requested while key i is processed, and the slot rows
  * of key i+D/2 once its entry is known) so that millions of random keys are
- * bound by memory throughput, not latency (a big bucketed push or pull
- * instead reads each region it is about to visit in one sequential sweep:
- * warm);
- * the entry array is 2 MiB aligned and advised for transparent huge pages
- * (fewer TLB misses), and so is the scratch a big batch is partitioned
- * into (its scatter writes 1024 places at once).
+ * bound by memory throughput, not latency.  A big bucketed push or pull
+ * instead reads each region it is about to visit in one sequential sweep
+ * (warm).  The entry array is 2 MiB aligned and advised for transparent
+ * huge pages (fewer TLB misses), and so is the scratch a big batch is
+ * partitioned into (its scatter writes 1024 places at once).
  * Invariants: load factor <= 3/4 (the array doubles first); every entry
  * with key != EMPTY has row < nrows; the key PSRT_TABLE_EMPTY itself lives
  * outside the array (has_empty_key).  Export sorts rows by key, so a saved
