@@ -388,8 +388,8 @@ static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, s
 /* Reads one word of every cache line of entries [from, to): a bucket's
  * region brought into cache by a sequential read, which the hardware
  * prefetcher streams, before its updates land on it in random order.
- * Worth it when the updates (or lookups) touch at least half the region's
- * lines; for 5 M inserts into 2^23 slots it took a bucketed apply from 45
+ * Worth it when the updates (or lookups) touch most of the region's lines
+ * (worth_warming); for 5 M inserts into 2^23 slots it took a bucketed apply from 45
  * to 40.5 ms (best of 3 runs each, one core). */
 static void warm(const struct psrt_entry *E, uint64_t from, uint64_t to)
 {
@@ -397,6 +397,13 @@ static void warm(const struct psrt_entry *E, uint64_t from, uint64_t to)
     for (uint64_t i = from; i < to; i += 64 / sizeof *E)
         acc += E[i].key;
     __asm__ volatile("" : : "r"(acc));
+}
+
+/* Whether m updates or lookups in a region of that many slots are worth
+ * a warm: they touch at least half its cache lines. */
+static bool worth_warming(size_t m, uint64_t region)
+{
+    return m * 2 * (64 / sizeof(struct psrt_entry)) >= region;
 }
 
 /* One scatter pass over the blocks' pairs (see push_bucketed). */
@@ -458,8 +465,7 @@ static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *b
     for (size_t b = 0; b < nb; b++) {
         size_t at = fits ? b * cap : b ? start[b - 1] : 0;
         size_t m = fits ? cnt[b] : start[b] - at;
-        /* warm the region when the updates touch at least half its lines */
-        bool w = !grown && m * 2 * (64 / sizeof(struct psrt_entry)) >= region;
+        bool w = !grown && worth_warming(m, region);
         if (w)
             warm(t->e, b * region, (b + 1) * region);
         if (apply_segment(t, lr, u + at, m, !w, &grown))
@@ -496,7 +502,7 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
     const uint64_t mask = t->mask, region = (uint64_t)1 << (bits - BUCKET_BITS);
     for (size_t b = 0, i = 0; b < nb; b++) {
         /* now start[b] is where bucket b ends; warm as push_bucketed does */
-        bool w = (start[b] - i) * 2 * (64 / sizeof *E) >= region;
+        bool w = worth_warming(start[b] - i, region);
         if (w)
             warm(E, b * region, (b + 1) * region);
         for (; i < start[b]; i++) {
