@@ -385,6 +385,19 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
     return r;
 }
 
+/* A reply that could not be received: err names the peer and what went
+ * wrong, the connection is closed; returns r. */
+static int recv_fail(struct psrt_conn *c, int r, struct psrt_err *err)
+{
+    const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
+                       : r == -EPROTO  ? "bad frame (magic, version or kind)"
+                       : r == -EMSGSIZE ? "frame too large"
+                                        : strerror(-r);
+    psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
+    psrt_conn_close(c);
+    return r;
+}
+
 int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, int32_t *status,
                    struct psrt_err *err)
 {
@@ -396,28 +409,10 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, i
     int r = recv_frame(c->fd, &h, resp, timeout, NULL);
     if (!r && h.kind != PSRT_KIND_RESP)
         r = -EPROTO;
-    if (r) {
-        const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
-                           : r == -EPROTO  ? "bad frame (magic, version or kind)"
-                           : r == -EMSGSIZE ? "frame too large"
-                                            : strerror(-r);
-        psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
-        psrt_conn_close(c);
-        return r;
-    }
+    if (r)
+        return recv_fail(c, r, err);
     *status = h.status;
     return 0;
-}
-
-static int recv_fail(struct psrt_conn *c, int r, struct psrt_err *err)
-{
-    const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
-                       : r == -EPROTO  ? "bad frame (magic, version or kind)"
-                       : r == -EMSGSIZE ? "frame too large"
-                                        : strerror(-r);
-    psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
-    psrt_conn_close(c);
-    return r;
 }
 
 int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int32_t *status,
