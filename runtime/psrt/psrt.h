@@ -563,6 +563,12 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
                          unsigned fflags, struct psrt_err *err);
 /* Reads every tensor of a bundle (owned copies, crc checked). */
 int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *err);
+/* The same, each tensor read into take(ctx, its size) when that gives a
+ * buffer (one the caller kept from before, already faulted in), else into
+ * a new one; l owns them all either way. */
+int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
+                             void *(*take)(void *ctx, size_t len), void *ctx,
+                             struct psrt_err *err);
 
 /* ---- kept checkpoints (state.c) ----------------------------------------------- */
 /* Records checkpoint name (as the state lists it: relative to dir, or

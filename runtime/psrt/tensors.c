@@ -182,6 +182,13 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
 
 int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *err)
 {
+    return psrt_tl_read_bundle_into(l, prefix, NULL, NULL, err);
+}
+
+int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
+                             void *(*take)(void *ctx, size_t len), void *ctx,
+                             struct psrt_err *err)
+{
     memset(l, 0, sizeof *l);
     l->owns = true;
     struct ckpt_reader *rd = NULL;
@@ -200,7 +207,9 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
             r = -EBADMSG;
             goto fail;
         }
-        void *data = psrt_alloc_big((size_t)e->size);
+        void *data = take ? take(ctx, (size_t)e->size) : NULL;
+        if (!data)
+            data = psrt_alloc_big((size_t)e->size);
         if (!data) {
             psrt_err_set(err, -ENOMEM, "%s: no memory for tensor '%s'", prefix, e->name);
             r = -ENOMEM;
