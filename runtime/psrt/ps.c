@@ -63,9 +63,12 @@ enum { PS_UNINITIALIZED = 0, PS_INITIALIZED = 1, PS_OPEN = 2 };
  * thread's arena), so every save faulted its snapshot in afresh: 0.2-1.4 s
  * of a 1 GiB save over 4 ps on 2 cores, with the disk idle meanwhile.  The
  * next snapshot copies into buffers of the same sizes instead, and a
- * restore reads its checkpoint into them.  Between saves a ps so holds one
- * extra copy of its variables, as it does during a save anyway; newer
- * buffers replace any not taken. */
+ * restore reads its checkpoint into them.  Only buffers of the sizes a
+ * snapshot asks for are kept (its dense variables and their slots; a sparse
+ * table's export changes size as rows are added), at most one per such
+ * tensor, so between saves a ps holds one extra copy of its dense
+ * variables, as it does during a save anyway; newer buffers replace any
+ * not taken. */
 #define SPARE_MAX 64
 #define SPARE_MIN (16u << 10) /* smaller ones come from malloc's own free lists */
 struct spares {
@@ -75,7 +78,17 @@ struct spares {
         void *p;
         size_t len;
     } b[SPARE_MAX];
+    int nsizes;              /* the sizes worth keeping, one per tensor */
+    size_t sizes[SPARE_MAX];
 };
+
+static bool spare_wanted(const struct spares *sp, size_t len)
+{
+    for (int i = 0; i < sp->nsizes; i++)
+        if (sp->sizes[i] == len)
+            return true;
+    return false;
+}
 
 /* A kept buffer of exactly len bytes, or NULL (ctx: the spares). */
 static void *spare_take(void *ctx, size_t len)
@@ -103,8 +116,8 @@ static void free_keeping_spares(struct spares *sp, struct psrt_tl *l)
     for (int i = 0; i < sp->n; i++)
         free(sp->b[i].p);
     sp->n = 0;
-    for (int i = 0; l->owns && i < l->n && sp->n < SPARE_MAX; i++)
-        if (l->t[i].len >= SPARE_MIN) {
+    for (int i = 0; l->owns && i < l->n && sp->n < sp->nsizes; i++)
+        if (spare_wanted(sp, l->t[i].len)) {
             sp->b[sp->n].p = l->t[i].data;
             sp->b[sp->n++].len = l->t[i].len;
             l->t[i].data = NULL;
@@ -1118,6 +1131,9 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
             continue;
         struct ps_var *pv = &ps->dense[ps->ndense++];
         pv->spec = v;
+        for (int s = 0; s <= nslots && (size_t)v->n * 4 >= SPARE_MIN; s++)
+            if (ps->spare.nsizes < SPARE_MAX)
+                ps->spare.sizes[ps->spare.nsizes++] = (size_t)v->n * 4;
         pv->w = psrt_alloc_big((size_t)v->n * 4);
         if (!pv->w)
             goto oom;
