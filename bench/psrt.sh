@@ -88,6 +88,7 @@ cleanup() {
 trap cleanup EXIT
 
 now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { print b - a }'; } # seconds since $1
 bench() { # name value unit baseline baseline_value
   awk -v n="$1" -v v="$2" -v u="$3" -v b="$4" -v bv="$5" 'BEGIN {
     printf "BENCH name=%s value=%.6g unit=%s baseline=%s baseline_value=%.6g ratio=%.4f\n",
@@ -194,21 +195,19 @@ done
 mkdir -p "$W/chief"
 dd2=() dd1=() sv=() ceil=()
 m_ceil() { # 2 GiB by 8 parallel O_DIRECT writers -> appends seconds to ceil
-  settle; local t0 t1 j w=(); t0=$(now)
+  settle; local t0 j w=(); t0=$(now)
   for j in 0 1 2 3 4 5 6 7; do
     dd if=/dev/zero of="$W/ceil$j.bin" bs=8M count=32 oflag=direct conv=fsync status=none &
     w+=($!)
   done
   wait "${w[@]}" # these writers only: the ps tasks run in the background too
-  t1=$(now); rm -f "$W"/ceil?.bin
-  ceil+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+  ceil+=("$(since "$t0")"); rm -f "$W"/ceil?.bin
 }
 m_dd() { # MiB -> appends seconds to dd2 or dd1
-  settle; local t0 t1; t0=$(now)
+  settle; local t0 s; t0=$(now)
   dd if=/dev/zero of="$W/dd.bin" bs=8M count=$(($1 / 8)) conv=fsync status=none
-  t1=$(now); rm -f "$W/dd.bin"
-  if [ "$1" = 2048 ]; then dd2+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
-  else dd1+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"); fi
+  s=$(since "$t0"); rm -f "$W/dd.bin"
+  if [ "$1" = 2048 ]; then dd2+=("$s"); else dd1+=("$s"); fi
 }
 m_save() {
   rm -rf "$W/chief/train_logs" "$W"/r?/train_logs; settle
@@ -237,9 +236,9 @@ echo "bench/psrt.sh: robust save: best ${sv[*]} -> $(best "${sv[@]}") s (median 
 # rounds as for the save, order alternating, best of each
 rs=() dr=()
 m_read() {
-  local t0 t1; t0=$(now)
+  local t0; t0=$(now)
   dd if="$W/dd_read.bin" of=/dev/null bs=8M iflag=direct status=none
-  t1=$(now); dr+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')")
+  dr+=("$(since "$t0")")
 }
 m_restore() {
   find "$W" -name 'model.ckpt-*' -type f -exec dd if={} iflag=nocache count=0 status=none \;
@@ -253,7 +252,6 @@ for r in $(seq "$rounds"); do
 done
 rm -f "$W/dd_read.bin"
 stop_all
-mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
 bench ckpt_robust_save_1g "$(awk -v m="$mib" -v s="$(best "${sv[@]}")" 'BEGIN { print 2 * m / s }')" \
   durable_MiB_per_s dd_write_2g_fsync "$(awk -v s="$(best "${dd2[@]}")" 'BEGIN { print 2048 / s }')"
 bench disk_write_2g_parallel_direct "$(awk -v s="$(best "${ceil[@]}")" 'BEGIN { print 1024 / s }')" \
