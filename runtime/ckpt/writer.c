@@ -258,9 +258,10 @@ static int direct_flush_tail(struct ckpt_writer *w)
         rc = direct_wait(w);
     /* the file ends at the padded tail or the room made ahead */
     uint64_t end = w->sized > w->flushed ? w->sized : w->flushed;
-    w->dcall = "ftruncate";
-    if (!rc && end != logical && ftruncate(w->fd, (off_t)logical) < 0)
+    if (!rc && end != logical && ftruncate(w->fd, (off_t)logical) < 0) {
         rc = -errno;
+        w->dcall = "ftruncate";
+    }
     w->flushed = logical;
     return rc;
 }

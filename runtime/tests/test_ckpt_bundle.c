@@ -559,6 +559,17 @@ FL_TEST_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60
     FL_ASSERT_EQ(rc, -ENOSPC);
     FL_ASSERT_CONTAINS(e.msg, "No space left on device");
     FL_ASSERT_EQ(count_names(mnt, "p"), 0);
+    /* smaller than the buffer: the only write is the padded tail at finish,
+     * and the error names that write, not the truncate after it */
+    o.buffer_size = 0;
+    n = 3 << 20;
+    FL_REQUIRE_MSG(ckpt_writer_open(&w, tpath("mnt/q"), &o, &e) == 0, "%s", e.msg);
+    FL_ASSERT(ckpt_writer_is_direct(w));
+    FL_REQUIRE_EQ(ckpt_writer_add(w, "t", CKPT_DT_UINT8, 1, &n, data, (size_t)n, &e), 0);
+    FL_ASSERT_EQ(ckpt_writer_finish(w, CKPT_SYNC, &e), -ENOSPC);
+    FL_ASSERT_STREQ(e.call, "write");
+    FL_ASSERT_CONTAINS(e.msg, "No space left on device");
+    FL_ASSERT_EQ(count_names(mnt, "q"), 0);
     snprintf(cmd, sizeof cmd, "umount %s", mnt);
     FL_ASSERT_EQ(system(cmd), 0);
 }
