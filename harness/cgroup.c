@@ -7,8 +7,14 @@
  * init and every process started on the host join it, so pids.max counts
  * every thread and process of the host, like a machine's task limit.  The
  * run removes its cgroups at the end; `gc` removes those of killed runs.
+ *
+ * faultline/<run_id> also holds an empty cgroup named
+ * "harness.<pid>.<starttime>" (no host name has a '.'): the harness that owns
+ * the run, so that any `gc`, whatever its --out, can tell a live run's
+ * cgroups (even while none of its processes is up) from a dead run's.
  */
 #include "harness/cgroup.h"
+#include "harness/host.h"
 #include "harness/rundir.h"
 
 #include <errno.h>
@@ -74,9 +80,39 @@ int fl_cgroup_create(const char *run_id, const char *host, char *path, size_t le
         snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", sub);
         write_str(ctl, "+pids");
     }
+    /* the owner mark, before any host cgroup exists */
+    char mark[PATH_MAX];
+    if (snprintf(mark, sizeof mark, "%s/%s/" FL_CGROUP_OWNER_PREFIX "%d.%llu", root, run_id,
+                 (int)getpid(), fl_proc_starttime(getpid())) >= (int)sizeof mark)
+        return -ENAMETOOLONG;
+    int rc = fl_mkdir_p(mark, 0755);
+    if (rc < 0)
+        return rc;
     if (snprintf(path, len, "%s/%s/%s", root, run_id, host) >= (int)len)
         return -ENAMETOOLONG;
-    int rc = fl_mkdir_p(path, 0755);
+    rc = fl_mkdir_p(path, 0755);
+    return rc;
+}
+
+int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *starttime)
+{
+    DIR *d = opendir(run_cgroup_dir);
+    if (!d)
+        return -errno;
+    int rc = -ENOENT;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int p;
+        unsigned long long st;
+        if (!strncmp(e->d_name, FL_CGROUP_OWNER_PREFIX, strlen(FL_CGROUP_OWNER_PREFIX)) &&
+            sscanf(e->d_name + strlen(FL_CGROUP_OWNER_PREFIX), "%d.%llu", &p, &st) == 2) {
+            *pid = p;
+            *starttime = st;
+            rc = 0;
+            break;
+        }
+    }
+    closedir(d);
     return rc;
 }
 

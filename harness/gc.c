@@ -117,19 +117,24 @@ static void collect_cgroups(const char *runs_dir, bool dry, int *count)
             continue;
         char rundir[PATH_MAX], path[PATH_MAX];
         snprintf(rundir, sizeof rundir, "%s/%s", runs_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
         struct fl_state st;
         bool alive = false;
+        pid_t owner;
+        unsigned long long owner_start;
         if (fl_state_read(rundir, &st) == 0) {
             alive = !strcmp(st.status, "running") && fl_pid_alive(st.harness_pid, st.harness_start);
             fl_state_free(&st);
+        } else if (fl_cgroup_owner(path, &owner, &owner_start) == 0) {
+            /* a run under another --out: its cgroup names its harness */
+            alive = fl_pid_alive(owner, owner_start);
         } else {
-            /* not ours to judge when the run lives under another --out: only
-             * remove when no process names the run */
+            /* no owner mark (an older faultline): only remove when no
+             * process names the run */
             alive = kill_run_processes(e->d_name, true) > 0;
         }
         if (alive)
             continue;
-        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
         printf("%s stale cgroup %s\n", dry ? "would remove" : "removing", path);
         if (!dry)
             fl_cgroup_remove_run(path);

@@ -7,6 +7,7 @@
  * scenario cannot say about itself (the database rows, what is left on the
  * machine, parallel runs, SIGKILL + gc).
  */
+#include "harness/cgroup.h"
 #include "harness/rundir.h"
 #include "harness/tests/fl_test.h"
 
@@ -336,6 +337,124 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
     rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_CONTAINS(out, "nothing to remove");
     free(out);
+}
+
+/* The worker has logged UP and been killed (its relaunch comes 3 s later):
+ * no process names the run, and only host a's init is in the run's cgroup. */
+static bool no_task_up(void *arg)
+{
+    struct gc_ctx *g = arg;
+    DIR *d = opendir(g->runs);
+    if (!d)
+        return false;
+    struct dirent *e;
+    bool down = false;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(g->run_id, sizeof g->run_id, "%s", e->d_name);
+        snprintf(g->dir, sizeof g->dir, "%s/%s", g->runs, e->d_name);
+        struct fl_state st;
+        if (fl_state_read(g->dir, &st) == 0) {
+            char log[8192], *text;
+            snprintf(log, sizeof log, "%s/logs/a.worker.0.0.log", g->dir);
+            if (fl_read_file(log, &text, NULL) == 0) {
+                down = strstr(text, "UP") && st.ncgroups == 1 &&
+                       count_run_processes(g->run_id) == 0;
+                free(text);
+            }
+            fl_state_free(&st);
+        }
+    }
+    closedir(d);
+    return down;
+}
+
+/* gc from another --out sees the run's cgroup but not its state file: it
+ * must still tell that the run's harness lives, even while no process of
+ * the run is up, and leave it alone. */
+FL_TEST_T(engine, gc_elsewhere_spares_a_live_run, 60)
+{
+    require_setup();
+    struct gc_ctx g;
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096], db[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
+              scn("down.yaml"), (char *)NULL);
+        _exit(127);
+    }
+    FL_REQUIRE_MSG(wait_until(no_task_up, &g, 20000), "the worker was not killed");
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --out %s/other 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    FL_ASSERT_MSG(strstr(out, g.run_id) == NULL, "gc touched the live run %s: %s", g.run_id, out);
+    free(out);
+    int ws;
+    waitpid(pid, &ws, 0);
+    FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the run failed: status %d", ws);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='pass'",
+             g.run_id);
+    FL_ASSERT_EQ(db_count(sql), 1);
+}
+
+/* The harness SIGKILLed at a chosen system call (strace's fault injection,
+ * tracing the harness only, not its hosts): at its first setns, while
+ * hosts are being set up (its cgroups and database row exist already), and
+ * at its first umount2, tearing down a run that passed.  gc must then
+ * remove the run's directory and cgroup and mark its row, at once. */
+FL_TEST_T(engine, kill_at_a_call_then_gc_cleans, 60)
+{
+    require_setup();
+    if (system("strace -V >/dev/null 2>&1") != 0)
+        FL_SKIP("needs strace (ci/install-deps installs it) to stop the harness at a chosen call");
+    const char *calls[] = {"setns", "umount2"};
+    const char *scns[] = {"long.yaml", "crash.yaml"};
+    for (int c = 0; c < 2; c++) {
+        char *out;
+        int rc = fl_test_sh(&out, "strace -o /dev/null -e inject=%s:signal=KILL:when=1 "
+                                  "%s run -q --out %s/out%d --db %s/fl.db %s 2>&1",
+                            calls[c], fl_test_bin("faultline"), fl_test_dir(), c, fl_test_dir(),
+                            scn(scns[c]));
+        FL_ASSERT_MSG(rc == 128 + SIGKILL, "%s: strace exited %d: %s", calls[c], rc, out);
+        free(out);
+        struct gc_ctx g;
+        snprintf(g.runs, sizeof g.runs, "%s/out%d/runs", fl_test_dir(), c);
+        DIR *d = opendir(g.runs);
+        FL_REQUIRE(d != NULL);
+        struct dirent *e;
+        g.run_id[0] = 0;
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.')
+                snprintf(g.run_id, sizeof g.run_id, "%s", e->d_name);
+        closedir(d);
+        FL_REQUIRE_MSG(g.run_id[0], "%s: no run directory", calls[c]);
+        snprintf(g.dir, sizeof g.dir, "%s/%s", g.runs, g.run_id);
+        FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "%s: processes of run %s outlived the harness",
+                      calls[c], g.run_id);
+        rc = fl_test_sh(&out, "%s gc --out %s/out%d 2>&1", fl_test_bin("faultline"), fl_test_dir(), c);
+        FL_ASSERT_MSG(rc == 0, "%s: gc exited %d: %s", calls[c], rc, out);
+        FL_ASSERT_CONTAINS(out, g.run_id);
+        free(out);
+        FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "%s: run directory %s left", calls[c], g.dir);
+        char cg[4096], root[4096];
+        if (fl_cgroup_root(root, sizeof root) > 0) {
+            snprintf(cg, sizeof cg, "%s/%s", root, g.run_id);
+            FL_ASSERT_MSG(access(cg, F_OK) != 0, "%s: cgroup %s left", calls[c], cg);
+        }
+        char sql[512];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='%s'",
+                 g.run_id, c == 0 ? "error" : "pass");
+        FL_ASSERT_MSG(db_count(sql) == 1, "%s: run %s not recorded as %s", calls[c], g.run_id,
+                      c == 0 ? "error" : "pass");
+    }
 }
 
 FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
