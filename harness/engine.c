@@ -1044,6 +1044,13 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     for (size_t i = 0; i < s->n_hosts; i++)
         e->hosts[i].h.pidfd = -1;
 
+    /* The state file before anything else of the run exists (its database
+     * row, cgroups, mounts, hosts): `gc` judges a run by it, so a run killed
+     * during set-up is collected (and its row marked) at once, and a live run
+     * in set-up is never taken for a dead one. */
+    if (fl_mkdir_p(e->dir, 0755) == 0)
+        eng_write_state(e);
+
     if (o->rec) {
         struct fl_rec_run_info ri = {.run_id = e->run_id, .scenario = s->name,
                                      .scenario_file = s->path, .variant = e->variant,
@@ -1130,17 +1137,21 @@ judge:
         fl_rec_run_end(e->rec, res->verdict, res->reason[0] ? res->reason : NULL,
                        res->duration_ms);
     e->rec = NULL;
-    eng_write_state(e);
     /* the run directory: with --keep, a copy of every disk too; else the
      * logs when the run did not pass, nothing when it did (or when it was
-     * a shell session, which has no expectations to fail) */
+     * a shell session, which has no expectations to fail).  Only a directory
+     * that stays is marked "done": one about to be removed stays "running",
+     * so that `gc` removes it if the harness is killed before it is gone. */
+    bool remove_dir = !o->keep && (!strcmp(res->verdict, "pass") || o->shell_host >= 0);
+    if (!remove_dir)
+        eng_write_state(e);
     if (o->keep) {
         int rc = fl_copy_tree(e->fsdir, e->dir);
         if (rc < 0)
             fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->run_id, strerror(-rc));
     }
     fl_rm_rf(e->fsdir);
-    if (!o->keep && (!strcmp(res->verdict, "pass") || o->shell_host >= 0))
+    if (remove_dir)
         fl_rm_rf(e->dir);
     free_engine(e);
     return 0;
