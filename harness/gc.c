@@ -11,7 +11,10 @@
  * unmounts anything left under the run directory, removes the directory and
  * marks the run 'error: harness killed' in the database its state file names
  * (a run recorded with --no-db names none, and has no row to mark).  Cgroups under
- * faultline/ whose run is not alive are removed too.
+ * faultline/ whose run is not alive are removed too: judged by the run's
+ * state file when the run is under this --out, otherwise by the harness
+ * that the run's cgroup names (see cgroup.c), so a gc never takes another
+ * --out's live run for dead, even while none of its processes is up.
  */
 #include "harness/cgroup.h"
 #include "harness/cli.h"
@@ -124,6 +127,11 @@ static void collect_cgroups(const char *runs_dir, bool dry, int *count)
         unsigned long long owner_start;
         if (fl_state_read(rundir, &st) == 0) {
             alive = !strcmp(st.status, "running") && fl_pid_alive(st.harness_pid, st.harness_start);
+            /* a dry run leaves a dead run's directory, whose cgroups it has
+             * listed already */
+            for (size_t i = 0; dry && !alive && i < st.ncgroups; i++)
+                if (!strcmp(st.cgroups[i], path))
+                    alive = true;
             fl_state_free(&st);
         } else if (fl_cgroup_owner(path, &owner, &owner_start) == 0) {
             /* a run under another --out: its cgroup names its harness */
