@@ -57,18 +57,18 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
         total += strcmp(st.all_model_checkpoint_paths[i], name) != 0;
     size_t keep = max_to_keep > 0 ? (size_t)max_to_keep : 1;
     size_t drop = total > keep ? total - keep : 0;
+    /* the oldest go first: st.all_model_checkpoint_paths[0..ndrop) minus
+     * name, deleted only once the new state is durable, so that a state
+     * write that fails leaves the old state naming files that still exist */
+    size_t ndrop = 0;
     r = 0;
     for (size_t i = 0; i < st.n_all && !r; i++) {
         const char *p = st.all_model_checkpoint_paths[i];
         if (!strcmp(p, name))
             continue;
-        if (drop) { /* the oldest go first */
+        if (drop) {
             drop--;
-            char *full = ckpt_state_resolve(dir, p);
-            if (full) {
-                delete_checkpoint(full);
-                free(full);
-            }
+            ndrop = i + 1;
             continue;
         }
         r = ckpt_state_add_path(&nst, p, -1);
@@ -91,6 +91,16 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
         r = ckpt_state_write(dir, &nst, fflags, &ce);
         if (r)
             psrt_err_from_ckpt(err, r, &ce);
+    }
+    for (size_t i = 0; i < ndrop && !r; i++) {
+        const char *p = st.all_model_checkpoint_paths[i];
+        if (!strcmp(p, name))
+            continue;
+        char *full = ckpt_state_resolve(dir, p);
+        if (full) {
+            delete_checkpoint(full);
+            free(full);
+        }
     }
 cleanup:
     ckpt_state_free(&st);

@@ -26,6 +26,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef FIU_ENABLE
+#include <fiu-control.h>
+#include <fiu.h>
+#endif
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-6 * (1 + fabs((double)(b))))
 #define ASSERT_NEAR(a, b)                                                                  \
@@ -869,6 +873,43 @@ FL_TEST(psrt_state, commit_keeps_exactly_max_to_keep)
     FL_ASSERT_EQ(st.n_all, 3);
     FL_ASSERT_STREQ(st.model_checkpoint_path, "model.ckpt-2");
     ckpt_state_free(&st);
+}
+
+/* A state write that fails (a full disk) deletes nothing: the old state
+ * still names every checkpoint it listed, and they are all still there. */
+FL_TEST(psrt_state, failed_commit_deletes_nothing)
+{
+#ifndef FIU_ENABLE
+    FL_SKIP("built without FIU_ENABLE: no fault points");
+#else
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/keepfail", fl_test_dir());
+    FL_REQUIRE_EQ(mkdir(dir, 0755), 0);
+    struct psrt_err e = {0};
+    static const char *const names[] = {"model.ckpt-1", "model.ckpt-2"};
+    for (int i = 0; i < 2; i++) {
+        touch_ckpt(dir, names[i]);
+        FL_REQUIRE_MSG(psrt_state_commit(dir, names[i], 2, 0, NULL, &e) == 0, "%s", e.msg);
+    }
+    touch_ckpt(dir, "model.ckpt-3");
+    fiu_init(0);
+    fiu_enable("test/state", 1, (void *)(intptr_t)ENOSPC, 0);
+    FL_ASSERT_EQ(psrt_state_commit(dir, "model.ckpt-3", 2, 0, "test/state", &e), -ENOSPC);
+    fiu_disable("test/state");
+    FL_ASSERT_CONTAINS(e.msg, "No space left on device");
+    for (int i = 0; i < 2; i++)
+        FL_ASSERT_MSG(ckpt_exists(dir, names[i]), "%s deleted by a failed commit", names[i]);
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_ASSERT_STREQ(st.model_checkpoint_path, "model.ckpt-2");
+    ckpt_state_free(&st);
+    /* the retry succeeds and deletes the oldest then */
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-3", 2, 0, "test/state", &e) == 0, "%s",
+                   e.msg);
+    FL_ASSERT(!ckpt_exists(dir, "model.ckpt-1"));
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-2") && ckpt_exists(dir, "model.ckpt-3"));
+#endif
 }
 
 /* ---- tensor lists through the bundle library ------------------------------------------------- */
