@@ -34,6 +34,16 @@ static long long step_of(const char *p)
     return d ? atoll(d + 1) : -1;
 }
 
+/* The global step a robust checkpoint name ends in ("model.ckpt-300"), or
+ * -1 when it does not end in "-<digits>". */
+static long long step_of_name(const char *p)
+{
+    const char *d = strrchr(p, '-');
+    if (!d || !d[1] || strspn(d + 1, "0123456789") != strlen(d + 1))
+        return -1;
+    return atoll(d + 1);
+}
+
 static int restore_legacy(struct psrt_worker *w, long long *step, struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
@@ -139,11 +149,24 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
                      strerror(fe));
         return -fe;
     }
-    if (ckpt_state_read(f->train_dir, &st, &ce) == 0 && st.model_checkpoint_path) {
-        best = step_of(st.model_checkpoint_path);
+    /* a state file that is there but unusable: why, naming the file */
+    char bad_state[1400] = "";
+    r = ckpt_state_read(f->train_dir, &st, &ce);
+    if (r == 0 && st.model_checkpoint_path) {
+        best = step_of_name(st.model_checkpoint_path);
+        if (best < 0)
+            snprintf(bad_state, sizeof bad_state,
+                     "%s/checkpoint: model_checkpoint_path \"%.200s\" is not model.ckpt-<step>",
+                     f->train_dir, st.model_checkpoint_path);
+    } else if (r == 0) {
+        snprintf(bad_state, sizeof bad_state, "%s/checkpoint: no model_checkpoint_path",
+                 f->train_dir);
     } else if (ce.code && ce.code != -ENOENT) {
-        psrt_log("ignoring unreadable %s/checkpoint: %s", f->train_dir, ce.msg);
+        snprintf(bad_state, sizeof bad_state, "%s", ce.msg);
     }
+    r = 0;
+    if (bad_state[0])
+        psrt_log("ignoring unreadable %s/checkpoint: %s", f->train_dir, bad_state);
     ckpt_state_free(&st);
     /* what every ps holds */
     struct psrt_call calls[256];
@@ -177,6 +200,17 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
     }
     if (best < 0)
         best = ps_best;
+    if (best < 0 && bad_state[0]) {
+        /* checkpoints may be there, but which is the latest is unknown:
+         * initialising would train from scratch over them */
+        psrt_err_set(err, -EBADMSG,
+                     "cannot tell the latest checkpoint: %s, and no ps task holds a committed "
+                     "copy; make its model_checkpoint_path name one of the model.ckpt-<step> "
+                     "checkpoints in %s and start the chief again",
+                     bad_state, f->train_dir);
+        psrt_ev("restore.failed", "error=%s", psrt_ev_q(err->msg));
+        return -EBADMSG;
+    }
     if (best < 0)
         return 0;
     *step = best;

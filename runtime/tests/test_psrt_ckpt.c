@@ -193,6 +193,45 @@ FL_TEST_T(psrt_ckpt, robust_restore_with_too_few_copies_names_the_shard, 40)
     free(log);
 }
 
+/* The chief's state file is damaged and the ps lost its disk: which checkpoint
+ * is the latest is unknown, so the chief fails naming the file instead of
+ * training from scratch over the checkpoints still in train_dir. */
+FL_TEST_T(psrt_ckpt, robust_unreadable_state_without_ps_copies_fails_naming_it, 40)
+{
+    struct pc c;
+    pc_init(&c, 1, 1,
+            "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=100 "
+            "--max_steps=300 --connect_timeout_secs=10");
+    pc_start_all(&c, NULL, NULL);
+    FL_REQUIRE_EQ(pc_wait_all(&c, 25), 0);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/w0/train_logs/checkpoint", fl_test_dir());
+    FILE *f = fopen(p, "w");
+    FL_REQUIRE(f != NULL);
+    fputs("garbage\n", f);
+    fclose(f);
+    struct pc d;
+    pc_init(&d, 1, 1,
+            "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=100 "
+            "--max_steps=600 --connect_timeout_secs=10");
+    pc_start(&d, "ps", 0, "ps0_new", NULL);
+    pc_start(&d, "worker", 0, "w0", NULL);
+    int r = pc_wait_all(&d, 25);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "DataLossError: cannot tell the latest checkpoint: "
+                            "./train_logs/checkpoint: line 1 column 1");
+    /* (w0.log holds the first run's lines too) */
+    const char *second = strstr(log, "ignoring unreadable");
+    FL_REQUIRE_MSG(second != NULL, "no 'ignoring unreadable' in:\n%s", log);
+    FL_ASSERT_MSG(strstr(second, "initialized all variables") == NULL, "initialised over:\n%s",
+                  second);
+    /* the checkpoints are untouched */
+    FL_ASSERT(pc_exists("w0/train_logs/model.ckpt-100.index"));
+    FL_ASSERT(pc_exists("w0/train_logs/model.ckpt-300.index"));
+    free(log);
+}
+
 /* ---- S003 ------------------------------------------------------------------- */
 
 static void s003(const char *threads, int *chief_status, char **log)
