@@ -31,7 +31,8 @@ void psrt_flags_usage(FILE *out)
 "Cluster:\n"
 "  --job_name=ps|worker        role of this process (required)\n"
 "  --task_index=N              index in its job (default 0); worker 0 is the chief\n"
-"  --ps_hosts=H:P,...          every ps task's address (required)\n"
+"  --ps_hosts=H:P,...          every ps task's address (required); port 0 lets a ps\n"
+"                              listen on any free port, which it logs (benchmarks)\n"
 "  --worker_hosts=H:P,...      every worker's address (required; workers do not listen)\n"
 "  --train_dir=DIR             checkpoint directory (default ./train_logs); relative\n"
 "                              to each task's own working directory (its own disk)\n"
@@ -418,6 +419,22 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
         snprintf(err, errlen, "--worker_hosts=%s: expected host:port[,host:port...]",
                  have_workers ? w_s : "(missing)");
         goto fail;
+    }
+    /* every ps listens on its own address: one listed twice would be one
+     * process answering as two ps tasks; a worker cannot reach port 0 */
+    for (int i = 0; i < f->nps; i++) {
+        if (f->ps[i].port == 0 && !strcmp(f->job, "worker")) {
+            snprintf(err, errlen, "--ps_hosts=%s: ps task %d has port 0: give the port it "
+                     "listens on", ps_s, i);
+            goto fail;
+        }
+        for (int j = i + 1; j < f->nps; j++)
+            if (f->ps[i].port && f->ps[i].port == f->ps[j].port &&
+                !strcmp(f->ps[i].host, f->ps[j].host)) {
+                snprintf(err, errlen, "--ps_hosts=%s: %s:%d is listed twice (ps tasks %d and %d)",
+                         ps_s, f->ps[i].host, f->ps[i].port, i, j);
+                goto fail;
+            }
     }
     int n = !strcmp(f->job, "ps") ? f->nps : f->nworkers;
     if (f->task >= n) {

@@ -41,9 +41,9 @@ static inline void fixture_task(struct ps_fixture *x, const char *model, int mod
 {
     memset(x, 0, sizeof *x);
     char err[256], line[640], hosts[256] = "";
-    for (int p = 0; p < nps; p++)
-        snprintf(hosts + strlen(hosts), sizeof hosts - strlen(hosts), "%s127.0.0.1:1",
-                 p ? "," : "");
+    for (int p = 0; p < nps; p++) /* distinct: a ps listed twice is refused */
+        snprintf(hosts + strlen(hosts), sizeof hosts - strlen(hosts), "%s127.0.0.1:%d",
+                 p ? "," : "", p + 1);
     snprintf(line, sizeof line,
              "--job_name=ps --task_index=%d --ps_hosts=%s --worker_hosts=127.0.0.1:2 "
              "--model=%s --max_steps=%lld --train_dir=%s/tl%d --rpc_threads=%s %s",

@@ -275,6 +275,12 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_CONTAINS(err, "--job_name=chief");
     FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a --worker_hosts=b:2", &f, err), -EINVAL);
     FL_ASSERT_CONTAINS(err, "--ps_hosts=a");
+    FL_ASSERT_EQ(parse("--job_name=worker --ps_hosts=a:0 --worker_hosts=b:2", &f, err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "ps task 0 has port 0");
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:0,a:0 --worker_hosts=b:2", &f, err), 0);
+    psrt_flags_free(&f);
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1,a:1 --worker_hosts=b:2", &f, err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "a:1 is listed twice (ps tasks 0 and 1)");
     FL_ASSERT_EQ(parse("--job_name=ps --task_index=3 --ps_hosts=a:1 --worker_hosts=b:2", &f, err),
                  -EINVAL);
     FL_ASSERT_CONTAINS(err, "only 1 task");
