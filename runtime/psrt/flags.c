@@ -235,6 +235,49 @@ void psrt_flags_free(struct psrt_flags *f)
     f->ps = f->workers = NULL;
 }
 
+/* Every flag taking a value, and what a bad value should have been (NULL:
+ * the flag's own branch says it). */
+static const struct {
+    const char *name, *expect;
+} flag_docs[] = {
+    {"job_name", NULL},
+    {"task_index", "an integer from 0"},
+    {"ps_hosts", NULL},
+    {"worker_hosts", NULL},
+    {"train_dir", "a non-empty path of at most 1023 bytes"},
+    {"model", NULL},
+    {"optimizer", NULL},
+    {"batch_size", "an integer from 1 to 1000000"},
+    {"learning_rate", "a number greater than 0"},
+    {"max_steps", "an integer from 0"},
+    {"save_checkpoint_steps", "an integer from 0, or none"},
+    {"save_checkpoint_secs", "a number of seconds from 0 to 1e9, or none"},
+    {"max_to_keep", "an integer from 1"},
+    {"checkpoint_protocol", NULL},
+    {"rpc_threads", NULL},
+    {"pool_threads", "an integer from 1 to 1024"},
+    {"export_dir", "a path of at most 1023 bytes"},
+    {"export_version", "an integer from 0"},
+    {"seed", "an integer from 0"},
+    {"rpc_timeout_secs", NULL},
+    {"connect_timeout_secs", NULL},
+    {"reconnect_timeout_secs", NULL},
+    {"ps_exit_on_chief_done", "true or false"},
+    {"sharded_save", "true or false"},
+    {"log_every_steps", "an integer from 1"},
+    {"sparse_features", "an integer from 1"},
+    {"dense_floats", "an integer from 1"},
+    {"step_delay", "a number of seconds from 0 to 1e9"},
+};
+
+static int flag_doc(const char *name)
+{
+    for (size_t i = 0; i < sizeof flag_docs / sizeof flag_docs[0]; i++)
+        if (!strcmp(flag_docs[i].name, name))
+            return (int)i;
+    return -1;
+}
+
 int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
@@ -286,6 +329,11 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             if (!strcmp(name, booleans[b]) ||
                 (!strncmp(name, "no", 2) && !strcmp(name + 2, booleans[b])))
                 is_bool = true;
+        int doc = flag_doc(name);
+        if (doc < 0 && !is_bool) { /* before taking the next argument as its value */
+            snprintf(err, errlen, "unknown flag --%s (see psrt --help)", name);
+            goto fail;
+        }
         if (!val && !is_bool) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "flag --%s needs a value", name);
@@ -402,7 +450,9 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             goto fail;
         }
         if (rc) {
-            snprintf(err, errlen, "--%s=%s: bad value", name, val ? val : "");
+            const char *expect = doc >= 0 ? flag_docs[doc].expect : NULL;
+            snprintf(err, errlen, "--%s=%s: bad value%s%s", name, val ? val : "",
+                     expect ? ": expected " : "", expect ? expect : "");
             goto fail;
         }
     }

@@ -292,7 +292,7 @@ FL_TEST(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
                              "--worker_hosts=127.0.0.1:2 --max_steps=ten 2>&1",
                        fl_test_bin("psrt"));
     FL_ASSERT_EQ(r, 2);
-    FL_ASSERT_STREQ(out, "psrt: --max_steps=ten: bad value\n");
+    FL_ASSERT_STREQ(out, "psrt: --max_steps=ten: bad value: expected an integer from 0\n");
     free(out);
     int port = pc_free_port();
     r = fl_test_sh(&out, "cd %s && %s --job_name=worker --ps_hosts=127.0.0.1:%d "

@@ -287,6 +287,13 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --bogus=1", &f, err),
                  -EINVAL);
     FL_ASSERT_CONTAINS(err, "unknown flag --bogus");
+    /* without a value too, and the next flag is not taken as its value */
+    FL_ASSERT_EQ(parse("--job_name=ps --bogus --ps_hosts=a:1 --worker_hosts=b:2", &f, err),
+                 -EINVAL);
+    FL_ASSERT_CONTAINS(err, "unknown flag --bogus");
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --batch_size=10x", &f,
+                       err), -EINVAL);
+    FL_ASSERT_CONTAINS(err, "--batch_size=10x: bad value: expected an integer from 1 to 1000000");
     FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --max_steps=x", &f, err),
                  -EINVAL);
     FL_ASSERT_CONTAINS(err, "--max_steps=x");
