@@ -458,11 +458,21 @@ int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err)
 static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
 {
     double deadline = psrt_now() + w->f->reconnect_timeout, back = 0.02;
+    /* the last round's Ping that failed (the connection closed): a peer that
+     * keeps failing is named, and its reconnects logged once */
+    int failed = -1;
+    struct psrt_err last = {0};
+    bool said[256] = {false};
     for (;;) {
         int all = 1;
+        failed = -1;
         for (int p = 0; p < w->nps; p++) {
             if (!psrt_conn_is_open(w->conn[p])) {
-                int r = psrt_worker_reconnect(w, p, err);
+                int r = p < 256 && said[p]
+                            ? psrt_conn_connect(w->conn[p], w->f->reconnect_timeout, err)
+                            : psrt_worker_reconnect(w, p, err);
+                if (p < 256)
+                    said[p] = true;
                 if (r)
                     return r;
             }
@@ -473,15 +483,27 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
                 return STEP_DONE;
             if (r && psrt_conn_is_open(w->conn[p]))
                 return r;
+            if (r) {
+                failed = p;
+                last = *err;
+            }
             if (r || ready != 2)
                 all = 0;
         }
         if (all)
             return 0;
         if (psrt_now() > deadline) {
-            psrt_err_set(err, -ETIMEDOUT, "model not ready after %g s: the chief did not "
-                         "initialize or restore the variables", w->f->reconnect_timeout);
-            return -ETIMEDOUT;
+            if (failed >= 0) {
+                const char *cls = psrt_err_class(last.code), *m = last.msg;
+                size_t cl = strlen(cls);
+                if (!strncmp(m, cls, cl) && !strncmp(m + cl, ": ", 2))
+                    m += cl + 2; /* the class once */
+                psrt_err_set(err, last.code, "model not ready after %g s: %s",
+                             w->f->reconnect_timeout, m);
+            } else
+                psrt_err_set(err, -ETIMEDOUT, "model not ready after %g s: the chief did not "
+                             "initialize or restore the variables", w->f->reconnect_timeout);
+            return failed >= 0 ? last.code : -ETIMEDOUT;
         }
         sleep_s(back);
         back = back * 2 > 0.5 ? 0.5 : back * 2;

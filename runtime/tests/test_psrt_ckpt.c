@@ -318,6 +318,61 @@ FL_TEST(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
     free(out);
 }
 
+/* A "ps" that accepts and answers garbage: every connection closed after
+ * a line of text, as a web server on the wrong port would. */
+static void *garbage_server(void *arg)
+{
+    int lfd = (int)(intptr_t)arg;
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+            break;
+        char buf[256];
+        static const char page[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n"
+                                   "Connection: close\r\n\r\n"; /* > one frame header */
+        if (read(fd, buf, sizeof buf) >= 0 &&
+            write(fd, page, sizeof page - 1) == (ssize_t)(sizeof page - 1)) {
+            shutdown(fd, SHUT_WR); /* then wait for the worker to close: no reset */
+            while (read(fd, buf, sizeof buf) > 0)
+                ;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+/* A worker waiting for the model at such a peer names it and what it said,
+ * once, instead of blaming the chief after a reconnect line per retry. */
+FL_TEST_T(psrt_ckpt, garbage_peer_is_named_by_a_waiting_worker, 30)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t sl = sizeof a;
+    FL_REQUIRE(bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 16) == 0 &&
+               getsockname(lfd, (struct sockaddr *)&a, &sl) == 0);
+    int port = ntohs(a.sin_port);
+    pthread_t t;
+    FL_REQUIRE_EQ(pthread_create(&t, NULL, garbage_server, (void *)(intptr_t)lfd), 0);
+    pthread_detach(t);
+    char *out = NULL;
+    int r = fl_test_sh(&out, "cd %s && %s --job_name=worker --task_index=1 "
+                             "--ps_hosts=127.0.0.1:%d --worker_hosts=127.0.0.1:2,127.0.0.1:3 "
+                             "--connect_timeout_secs=2 --reconnect_timeout_secs=1 2>&1",
+                       fl_test_dir(), fl_test_bin("psrt"), port);
+    FL_ASSERT_EQ(r, 1);
+    char want[256];
+    snprintf(want, sizeof want, "model not ready after 1 s: ps task 0 at 127.0.0.1:%d: "
+                                "receiving reply to Ping: bad frame", port);
+    FL_ASSERT_CONTAINS(out, want);
+    const char *rc1 = strstr(out, "reconnecting");
+    FL_ASSERT_MSG(!rc1 || !strstr(rc1 + 1, "reconnecting"), "a reconnect line per retry:\n%s",
+                  out);
+    free(out);
+    shutdown(lfd, SHUT_RDWR);
+    close(lfd);
+}
+
 FL_TEST_T(psrt_ckpt, corrupt_checkpoint_fails_restore_with_one_line, 40)
 {
     struct pc c;
