@@ -261,6 +261,7 @@ struct psrt_conn {
     char host[256];
     int port;
     char peer[400];
+    char resolve_err[128]; /* the last connect's name lookup failure, or "" */
     int fd;
     uint64_t next_id;
     /* a reply being streamed (psrt_conn_recv_begin ... _end) */
@@ -312,8 +313,13 @@ static int connect_once(struct psrt_conn *c, double deadline)
     snprintf(port, sizeof port, "%d", c->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
     int g = getaddrinfo(c->host, port, &hints, &ai);
-    if (g)
-        return g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+    if (g) {
+        int e = g == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+        snprintf(c->resolve_err, sizeof c->resolve_err, "cannot resolve host name '%.60s': %s",
+                 c->host, g == EAI_SYSTEM ? strerror(-e) : gai_strerror(g));
+        return e;
+    }
+    c->resolve_err[0] = 0;
     int err = -ECONNREFUSED;
     for (struct addrinfo *a = ai; a; a = a->ai_next) {
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -364,7 +370,8 @@ int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err)
         backoff = backoff * 2 > 1.0 ? 1.0 : backoff * 2;
     }
     int code = r == -ETIMEDOUT ? -EHOSTUNREACH : r;
-    psrt_err_set(err, code, "cannot reach %s within %g s: %s", c->peer, timeout, strerror(-r));
+    psrt_err_set(err, code, "cannot reach %s within %g s: %s", c->peer, timeout,
+                 c->resolve_err[0] ? c->resolve_err : strerror(-r));
     return code;
 }
 

@@ -778,6 +778,17 @@ static pid_t slow_peer(int *port, size_t n, int k, double gap)
 /* Timeouts are idle timeouts: a reply that keeps moving for longer than
  * the timeout in all arrives whole (one call, and the multiplexed calls);
  * a peer that says nothing is given up after about the timeout. */
+/* A host name that does not resolve is said so, not "No route to host". */
+FL_TEST(psrt_rpc, unresolvable_host_is_named_as_such)
+{
+    struct psrt_conn *c = psrt_conn_new("nosuchhost.invalid", 2222, "ps task 1");
+    struct psrt_err e = {0};
+    FL_ASSERT_NE(psrt_conn_connect(c, 0.2, &e), 0);
+    FL_ASSERT_CONTAINS(e.msg, "cannot reach ps task 1 at nosuchhost.invalid:2222 within 0.2 s: "
+                              "cannot resolve host name 'nosuchhost.invalid': ");
+    psrt_conn_free(c);
+}
+
 FL_TEST(psrt_rpc, timeout_is_idle_not_total)
 {
     int port;
