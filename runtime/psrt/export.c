@@ -28,20 +28,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int mkdir_p(const char *path)
+/* mkdir -p path: 0, or -errno and the directory that could not be made in
+ * failed (-ENOTDIR with failed = path when path exists as a non-directory). */
+static int mkdir_p(const char *path, char *failed, size_t flen)
 {
     char tmp[2048];
+    int r = 0;
     snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++)
+    for (char *p = tmp + 1; *p && !r; p++)
         if (*p == '/') {
             *p = 0;
             if (mkdir(tmp, 0777) < 0 && errno != EEXIST)
-                return -errno;
-            *p = '/';
+                r = -errno;
+            else
+                *p = '/';
         }
-    if (mkdir(tmp, 0777) < 0 && errno != EEXIST)
-        return -errno;
-    return 0;
+    struct stat st;
+    if (!r && mkdir(tmp, 0777) < 0 && errno != EEXIST)
+        r = -errno;
+    if (!r && (stat(tmp, &st) < 0 || !S_ISDIR(st.st_mode)))
+        r = -ENOTDIR;
+    if (r)
+        snprintf(failed, flen, "%s", tmp);
+    return r;
+}
+
+/* "creating export directory D: mkdir X: why" for a mkdir_p failure. */
+static void mkdir_err(struct psrt_err *err, int r, const char *dir, const char *failed)
+{
+    struct stat st;
+    if (r == -ENOTDIR && !strcmp(failed, dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
+        psrt_err_set(err, r, "creating export directory %s: it exists and is not a directory",
+                     dir);
+    else
+        psrt_err_set(err, r, "creating export directory %s: mkdir %s: %s", dir, failed,
+                     strerror(-r));
 }
 
 static int fsync_path(const char *p)
@@ -104,9 +125,10 @@ static int export_legacy(struct psrt_worker *w, const char *dir, struct psrt_err
     }
     char vdir[2100], prefix[2200];
     snprintf(vdir, sizeof vdir, "%s/variables", dir);
-    int r = mkdir_p(vdir);
+    char failed[2200];
+    int r = mkdir_p(vdir, failed, sizeof failed);
     if (r) {
-        psrt_err_path(err, r, vdir);
+        psrt_err_path(err, r, failed);
         return r;
     }
     snprintf(prefix, sizeof prefix, "%s/variables", vdir);
@@ -139,10 +161,14 @@ static int export_robust(struct psrt_worker *w, const char *dir, struct psrt_err
     snprintf(old, sizeof old, "%s/.%d.old-%016llx", f->export_dir, f->export_version, tag);
     snprintf(vdir, sizeof vdir, "%s/variables", tmp);
     snprintf(prefix, sizeof prefix, "%s/variables", vdir);
-    int r = mkdir_p(vdir);
+    /* export_dir first, so that its problems are named, not the temporary's */
+    char failed[2300];
+    int r = mkdir_p(f->export_dir, failed, sizeof failed);
+    if (!r)
+        r = mkdir_p(vdir, failed, sizeof failed);
     if (r) {
-        psrt_err_path(err, r, vdir);
-        return r;
+        mkdir_err(err, r, f->export_dir, failed);
+        goto fail; /* the temporary directory, if it was made */
     }
     /* every ps's variables */
     int order[256], n = psrt_model_shards(&w->m, order);

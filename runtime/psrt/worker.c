@@ -632,14 +632,28 @@ int psrt_worker_main(const struct psrt_flags *f)
         /* MonitoredTrainingSession/Supervisor create the log dir on the chief. */
         char cmd_dir[1100];
         snprintf(cmd_dir, sizeof cmd_dir, "%s", f->train_dir);
-        for (char *p = cmd_dir + 1; *p; p++)
+        /* the first directory that cannot be made is the one to name (those
+         * after it then fail with ENOENT) */
+        int me = 0;
+        for (char *p = cmd_dir + 1; *p && !me; p++)
             if (*p == '/') {
                 *p = 0;
-                mkdir(cmd_dir, 0777);
-                *p = '/';
+                if (mkdir(cmd_dir, 0777) < 0 && errno != EEXIST)
+                    me = -errno;
+                else
+                    *p = '/';
             }
-        if (mkdir(cmd_dir, 0777) < 0 && errno != EEXIST) {
-            psrt_err_path(&err, -errno, cmd_dir);
+        if (!me && mkdir(cmd_dir, 0777) < 0 && errno != EEXIST)
+            me = -errno;
+        struct stat tst;
+        if (me) {
+            psrt_err_set(&err, me, "mkdir %s: %s", cmd_dir, strerror(-me));
+        } else if (stat(cmd_dir, &tst) < 0 || !S_ISDIR(tst.st_mode)) {
+            me = -ENOTDIR;
+            psrt_err_set(&err, me, "%s exists and is not a directory: give --train_dir a "
+                         "directory", cmd_dir);
+        }
+        if (me) {
             print_fatal("creating train_dir", &err);
             return 1;
         }

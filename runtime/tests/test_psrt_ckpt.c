@@ -419,6 +419,38 @@ FL_TEST_T(psrt_ckpt, corrupt_checkpoint_fails_restore_with_one_line, 40)
     ckpt_reader_close(rd);
 }
 
+/* A train_dir or export_dir that is a file is named as such, not a
+ * temporary path under it nor a state file read from it. */
+FL_TEST_T(psrt_ckpt, train_dir_or_export_dir_that_is_a_file_is_named, 40)
+{
+    const char *flags = "--model=linear --checkpoint_protocol=robust --max_steps=20 "
+                        "--connect_timeout_secs=10 --ps_exit_on_chief_done=false";
+    struct pc c;
+    pc_init(&c, 1, 1, flags);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/afile", pc_dir("w0"));
+    FILE *f = fopen(p, "w");
+    FL_REQUIRE(f != NULL);
+    fputs("x\n", f);
+    fclose(f);
+    pc_start(&c, "ps", 0, "ps0", NULL);
+    pc_start(&c, "worker", 0, "w0", "--train_dir=./afile");
+    int r = pc_wait(c.w[0], 25);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "FailedPreconditionError: ./afile exists and is not a directory");
+    FL_ASSERT_MSG(strstr(log, "ignoring unreadable") == NULL, "read as a state file:\n%s", log);
+    free(log);
+    pc_start(&c, "worker", 0, "w0", "--export_dir=./afile");
+    r = pc_wait(c.w[0], 25);
+    log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "FailedPreconditionError: creating export directory ./afile: it "
+                            "exists and is not a directory");
+    free(log);
+    pc_kill_all(&c);
+}
+
 FL_TEST_T(psrt_ckpt, full_disk_fails_save_with_one_line_and_keeps_last_checkpoint, 40)
 {
     /* a real full disk: a small tmpfs as the chief's disk, in a private mount
