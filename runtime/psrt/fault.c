@@ -66,6 +66,7 @@ void psrt_err_set(struct psrt_err *e, int code, const char *fmt, ...)
     if (!e)
         return;
     e->code = code < 0 ? code : -EIO;
+    e->call[0] = 0;
     int n = snprintf(e->msg, sizeof e->msg, "%s: ", psrt_err_class(e->code));
     va_list ap;
     va_start(ap, fmt);
@@ -84,6 +85,16 @@ void psrt_err_from_ckpt(struct psrt_err *e, int code, const struct ckpt_err *ce)
         return;
     ckpt_err_tf(ce, e->msg, sizeof e->msg);
     e->code = code < 0 ? code : ce->code < 0 ? ce->code : -EIO;
+    snprintf(e->call, sizeof e->call, "%s", ce->call);
+}
+
+void psrt_err_add_call(struct psrt_err *e)
+{
+    if (!e || !e->call[0])
+        return;
+    size_t n = strlen(e->msg);
+    snprintf(e->msg + n, sizeof e->msg - n, " (%s)", e->call);
+    e->call[0] = 0;
 }
 
 /* ---- log -------------------------------------------------------------- */

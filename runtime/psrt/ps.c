@@ -461,7 +461,10 @@ static int robust_write(struct ps *ps, const struct psrt_tl *l, const char *name
         psrt_err_set(err, -fe, "fsync %s: %s", prefix, strerror(fe));
         return -fe;
     }
-    return psrt_tl_write_bundle(l, prefix, CKPT_W_MKDIR_P | CKPT_W_DIRECT, CKPT_SYNC, err);
+    int r = psrt_tl_write_bundle(l, prefix, CKPT_W_MKDIR_P | CKPT_W_DIRECT, CKPT_SYNC, err);
+    if (r)
+        psrt_err_add_call(err);
+    return r;
 }
 
 /* ---- handlers ----------------------------------------------------------- */

@@ -43,6 +43,8 @@
 struct psrt_err {
     int code;               /* negative errno, 0 = ok */
     char msg[PSRT_MSG_MAX]; /* "<Class>: text" */
+    char call[16];          /* the failing system call of a runtime/ckpt error
+                               ("write", "rename"...), or "" (not sent across) */
 };
 void psrt_err_set(struct psrt_err *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -54,6 +56,9 @@ const char *psrt_err_class(int code);
  * and code (or ce's own code when code is 0, -EIO when neither is set). */
 struct ckpt_err;
 void psrt_err_from_ckpt(struct psrt_err *e, int code, const struct ckpt_err *ce);
+/* Appends " (CALL)" to e->msg when the failing call is known: where the
+ * text need not be TensorFlow's own (the robust protocol). */
+void psrt_err_add_call(struct psrt_err *e);
 
 /* Logging: "psrt <job>:<task>: message" on stderr, one line. */
 void psrt_log_init(const char *job, int task);

@@ -113,6 +113,13 @@ static int stream_shard(struct sreader *sr, struct ckpt_writer *cw,
     return sr->off == sr->len ? 0 : -EBADMSG;
 }
 
+/* Appends which ps reported err (its message names a path on its disk). */
+static void on_ps(struct psrt_err *err, struct psrt_worker *w, int p)
+{
+    size_t l = strlen(err->msg);
+    snprintf(err->msg + l, sizeof err->msg - l, " on %s", psrt_conn_peer(w->conn[p]));
+}
+
 int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
@@ -167,6 +174,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     r = ckpt_writer_open(&cw, prefix, &o, &ce);
     if (r) {
         psrt_err_from_ckpt(err, r, &ce);
+        psrt_err_add_call(err);
         goto cleanup;
     }
     for (; nread < n; nread++) {
@@ -194,6 +202,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
                                      psrt_ps_device(p));
             err->msg[k] = 0;
             err->code = status;
+            on_ps(err, w, p);
             r = status;
             nread++;
             goto cleanup;
@@ -201,9 +210,10 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         r = stream_shard(&sr, cw, &bytes, &ce);
         if (!r)
             r = psrt_conn_recv_end(sr.c, err); /* the crc over everything read */
-        else if (ce.msg[0]) /* the writer's error */
+        else if (ce.msg[0]) { /* the writer's error */
             psrt_err_from_ckpt(err, r, &ce);
-        else if (psrt_conn_is_open(sr.c)) /* not a transport error (those close it) */
+            psrt_err_add_call(err);
+        } else if (psrt_conn_is_open(sr.c)) /* not a transport error (those close it) */
             psrt_err_set(err, r, "malformed RobustSave reply from %s", psrt_conn_peer(sr.c));
         if (r) {
             psrt_conn_close(sr.c); /* unread bytes, or closed already */
@@ -216,6 +226,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     cw = NULL;
     if (r) {
         psrt_err_from_ckpt(err, r, &ce);
+        psrt_err_add_call(err);
         goto cleanup;
     }
     double t_chief = psrt_now();
@@ -234,6 +245,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     if (bad >= 0) {
         *err = calls[bad].err;
         r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
+        if (!calls[bad].rc) /* the ps's own error: say which ps (transport errors do) */
+            on_ps(err, w, calls[bad].ps);
         goto cleanup;
     }
     /* 4. the chief's state file, last */
@@ -253,6 +266,12 @@ cleanup:
         if (w->resp[p].cap > (64u << 20))
             psrt_buf_free(&w->resp[p]);
     if (r) {
+        if (r == -ENOSPC || r == -EDQUOT) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l,
+                     "; free space on that disk or lower --max_to_keep (the checkpoints "
+                     "already saved are intact)");
+        }
         psrt_ev("save.failed", "step=%lld error=%s", step, psrt_ev_q(err->msg));
         return r;
     }

@@ -160,6 +160,8 @@ int psrt_tl_write_bundle(const struct psrt_tl *l, const char *prefix, unsigned w
             char *d = ckpt_data_name(prefix, 0, 1);
             psrt_err_path(err, r, d ? d : prefix);
             free(d);
+            if (err)
+                snprintf(err->call, sizeof err->call, "%s", ce.call);
         } else {
             psrt_err_from_ckpt(err, 0, &ce);
         }

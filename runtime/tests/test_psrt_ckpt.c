@@ -469,7 +469,8 @@ FL_TEST_T(psrt_ckpt, full_disk_fails_save_with_one_line_and_keeps_last_checkpoin
     char *log = pc_read("w0.log");
     FL_ASSERT_EQ(r, 1);
     FL_ASSERT_CONTAINS(log, "ResourceExhaustedError: ");
-    FL_ASSERT_CONTAINS(log, "No space left on device");
+    FL_ASSERT_CONTAINS(log, "No space left on device (");    /* the call */
+    FL_ASSERT_CONTAINS(log, "; free space on that disk"); /* what to do */
     FL_ASSERT_CONTAINS(log, "Saved checkpoint for step 0");
     /* what was reported saved is intact: the state file names a checkpoint
      * that verifies, and no temporary file is left under a final name */
@@ -610,6 +611,11 @@ FL_TEST_T(psrt_ckpt, fault_points_fail_the_save_where_named, 40)
     char *log = pc_read("w0.log");
     FL_ASSERT_EQ(r, 1);
     FL_ASSERT_CONTAINS(log, "fsync ./train_logs/ps1/model.ckpt-0: Input/output error");
+    /* the path is on ps 1's disk: the chief's line says so */
+    char want[128];
+    const char *comma = strchr(c.ps_hosts, ',');
+    snprintf(want, sizeof want, "Input/output error on ps task 1 at %s", comma ? comma + 1 : "");
+    FL_ASSERT_CONTAINS(log, want);
     FL_ASSERT(!pc_exists("w0/train_logs/checkpoint")); /* never reported */
     free(log);
     /* legacy: the merge fails on the last ps with the errno given */
