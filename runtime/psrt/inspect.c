@@ -526,6 +526,7 @@ int psrt_inspect_main(int argc, char **argv)
     struct opts o = {false, false, false, -1};
     int c;
     optind = 1;
+    opterr = 0; /* one line of our own below, not getopt's and then the usage */
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'v':
@@ -542,11 +543,20 @@ int psrt_inspect_main(int argc, char **argv)
         case 'V': o.verify = true; break;
         case 'j': o.json = true; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default:
+            fprintf(stderr, "psrt inspect: unknown option '%s' (see psrt inspect --help)\n",
+                    argv[optind - 1]);
+            return 2;
         }
     }
     if (optind != argc - 1) {
-        usage(stderr);
+        if (optind == argc)
+            usage(stderr);
+        else
+            fprintf(stderr, "psrt inspect: expected one PREFIX|DIR|STATEFILE, got %d: '%s' "
+                            "and '%s'%s (see psrt inspect --help)\n",
+                    argc - optind, argv[optind], argv[optind + 1],
+                    argc - optind > 2 ? "..." : "");
         return 2;
     }
     int rc = inspect_target(argv[optind], &o);

@@ -59,11 +59,29 @@ int psrt_predict_main(int argc, char **argv)
 {
     const char *dir = NULL;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: psrt predict --model DIR < inputs\n"
+                   "\n"
+                   "Loads an export (DIR is a version directory holding signature.txt, or an\n"
+                   "--export_dir whose highest numeric version is used) and answers one query\n"
+                   "per line of standard input on standard output, in the format of\n"
+                   "signature.txt's `inputs:` line:\n"
+                   "  linear     one number x per line; prints y\n"
+                   "  softmax    784 numbers per line; prints the class, then 10 probabilities\n"
+                   "  sparse_lr  raw feature ids (integers) per line; prints P(y=1)\n"
+                   "\n"
+                   "Exit status: 0 ok; 1 the export or an input line is bad (one line on\n"
+                   "stderr naming the file or the line); 2 usage.\n");
+            return 0;
+        }
         if (!strncmp(argv[i], "--model=", 8))
             dir = argv[i] + 8;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc)
             dir = argv[++i];
-        else {
+        else if (!strcmp(argv[i], "--model")) {
+            fprintf(stderr, "psrt predict: flag --model needs a value (an export directory)\n");
+            return 2;
+        } else {
             fprintf(stderr, "psrt predict: unexpected argument '%s' (usage: psrt predict "
                             "--model DIR < inputs)\n", argv[i]);
             return 2;
