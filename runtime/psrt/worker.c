@@ -556,10 +556,9 @@ static int save(struct psrt_worker *w, long long step, struct psrt_err *err)
 
 static void print_fatal(const char *what, const struct psrt_err *err)
 {
-    psrt_log("%s failed", what);
-    /* The error itself, TensorFlow-shaped, as its own lines. */
-    fprintf(stderr, "%s\n", err->msg);
-    fflush(stderr);
+    /* One line: what was being done, then the error itself, TensorFlow-shaped
+     * (legacy errors keep TensorFlow's node line after it). */
+    psrt_log("%s failed: %s", what, err->msg);
 }
 
 static void shutdown_ps(struct psrt_worker *w)
