@@ -965,7 +965,7 @@ static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 /* RobustCommit: i64 step, str name, u32 max_to_keep. */
 static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
-    (void)psrt_buf_get_u64(req);
+    long long step = (long long)psrt_buf_get_u64(req);
     char name[512];
     if (psrt_buf_get_str(req, name, sizeof name)) {
         rep->status = -EBADMSG;
@@ -978,8 +978,16 @@ static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
     int r = written_inline ? 0 : bg_join(ps, name, &err);
     ps->bg_name[0] = 0;
     pthread_mutex_unlock(&ps->bg_mu);
-    if (r || robust_commit(ps, name, keep ? (int)keep : 5, &err))
+    if (r || robust_commit(ps, name, keep ? (int)keep : 5, &err)) {
         reply_err(rep, &err);
+        return;
+    }
+    /* copies of earlier saves that failed after this ps wrote them (no
+     * commit came), and temporary files of a write killed with this ps */
+    int swept = psrt_state_sweep(ps->robust_dir, step);
+    if (swept)
+        psrt_log("removed %d file%s of uncommitted checkpoints in %s", swept,
+                 swept == 1 ? "" : "s", ps->robust_dir);
 }
 
 /* RobustQuery -> u32 n, then per committed checkpoint (oldest first): str

@@ -584,6 +584,13 @@ int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
  * the write (NULL for none).  0, or -errno with err set. */
 int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsigned fflags,
                       const char *fault, struct psrt_err *err);
+/* Deletes every file of checkpoint prefix p (index, data shards, .meta);
+ * failures are logged and ignored, as TensorFlow's Saver does. */
+void psrt_delete_checkpoint(const char *p);
+/* In a directory only psrt writes: deletes the files of every
+ * model.ckpt-<step> below step `below` that dir's state does not list
+ * (temporary files included).  The number deleted. */
+int psrt_state_sweep(const char *dir, long long below);
 
 /* ---- events (events.c) -------------------------------------------------------- */
 /* No-op unless FAULTLINE_EVENTS is set.  Attributes: "key=value" strings,

@@ -120,6 +120,24 @@ static void on_ps(struct psrt_err *err, struct psrt_worker *w, int p)
     snprintf(err->msg + l, sizeof err->msg - l, " on %s", psrt_conn_peer(w->conn[p]));
 }
 
+/* Whether dir's state file lists the checkpoint, by name or by prefix (as
+ * it records it under an absolute train_dir): a state write that failed
+ * after its rename does. */
+static bool state_lists(const char *dir, const char *name, const char *prefix)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(dir, &st, &ce))
+        return false;
+    bool found = false;
+    for (size_t i = 0; i < st.n_all && !found; i++)
+        found = !strcmp(st.all_model_checkpoint_paths[i], name) ||
+                !strcmp(st.all_model_checkpoint_paths[i], prefix);
+    ckpt_state_free(&st);
+    return found;
+}
+
 int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
@@ -134,6 +152,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct psrt_buf req = {0};
     struct psrt_call calls[256];
     int nsent = 0, nread = 0, fe;
+    bool finished = false; /* the chief's copy is complete on its disk */
     uint64_t bytes = 0;
 
     fe = psrt_fault("psrt/save/begin");
@@ -224,6 +243,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     double t_rsave = psrt_now();
     r = ckpt_writer_finish(cw, CKPT_SYNC, &ce);
     cw = NULL;
+    finished = r == 0;
     if (r) {
         psrt_err_from_ckpt(err, r, &ce);
         psrt_err_add_call(err);
@@ -265,6 +285,11 @@ cleanup:
     for (int p = 0; p < w->nps; p++)
         if (w->resp[p].cap > (64u << 20))
             psrt_buf_free(&w->resp[p]);
+    if (r && finished && !state_lists(f->train_dir, name, prefix)) {
+        /* never reported: the chief's copy would stay on its disk for good
+         * (no state names it, so max_to_keep never deletes it) */
+        psrt_delete_checkpoint(prefix);
+    }
     if (r) {
         if (r == -ENOSPC || r == -EDQUOT) {
             size_t l = strlen(err->msg);

@@ -9,20 +9,25 @@
  * Invariant: the name being committed is counted once, whether or not the
  * state already lists it, so exactly max_to_keep checkpoints stay listed
  * (the newest, the committed one last) and only those beyond are deleted.
+ *
+ * A directory that psrt alone writes (a ps's own copies) can also be swept
+ * of checkpoints no state lists: those of saves that failed after this ps
+ * had written its copy, and the temporary files of a write that was killed
+ * (psrt_state_sweep).
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
 #include "runtime/ckpt/state.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Deletes every file of checkpoint prefix p (its index, every data shard,
- * a .meta); failures are logged and ignored, as TensorFlow's Saver does. */
-static void delete_checkpoint(const char *p)
+/* (psrt.h) The glob covers every shard count. */
+void psrt_delete_checkpoint(const char *p)
 {
     char pat[2200];
     const char *sfx[] = {".index", ".data-\?\?\?\?\?-of-\?\?\?\?\?", ".meta"};
@@ -98,7 +103,7 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
             continue;
         char *full = ckpt_state_resolve(dir, p);
         if (full) {
-            delete_checkpoint(full);
+            psrt_delete_checkpoint(full);
             free(full);
         }
     }
@@ -106,4 +111,53 @@ cleanup:
     ckpt_state_free(&st);
     ckpt_state_free(&nst);
     return r;
+}
+
+/* "model.ckpt-<digits>" at the start of f, followed by '.' (the files of a
+ * checkpoint, temporary ones included): that step, else -1; *plen is the
+ * prefix's length. */
+static long long ckpt_file_step(const char *f, size_t *plen)
+{
+    static const char base[] = "model.ckpt-";
+    if (strncmp(f, base, sizeof base - 1))
+        return -1;
+    const char *d = f + sizeof base - 1, *e = d;
+    while (*e >= '0' && *e <= '9')
+        e++;
+    if (e == d || *e != '.' || e - d > 18)
+        return -1;
+    *plen = (size_t)(e - f);
+    return atoll(d);
+}
+
+int psrt_state_sweep(const char *dir, long long below)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(dir, &st, &ce))
+        return 0; /* without a state, nothing is known to be unlisted */
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t plen;
+        long long step = ckpt_file_step(e->d_name, &plen);
+        if (step < 0 || step >= below)
+            continue;
+        bool listed = false;
+        for (size_t i = 0; i < st.n_all && !listed; i++)
+            listed = strlen(st.all_model_checkpoint_paths[i]) == plen &&
+                     !strncmp(st.all_model_checkpoint_paths[i], e->d_name, plen);
+        if (listed)
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            n++;
+        else
+            psrt_log("Ignoring: %s/%s; %s", dir, e->d_name, strerror(errno));
+    }
+    if (d)
+        closedir(d);
+    ckpt_state_free(&st);
+    return n;
 }

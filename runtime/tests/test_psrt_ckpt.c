@@ -617,6 +617,10 @@ FL_TEST_T(psrt_ckpt, fault_points_fail_the_save_where_named, 40)
     snprintf(want, sizeof want, "Input/output error on ps task 1 at %s", comma ? comma + 1 : "");
     FL_ASSERT_CONTAINS(log, want);
     FL_ASSERT(!pc_exists("w0/train_logs/checkpoint")); /* never reported */
+    /* nor kept: no state names the chief's complete copy, nothing would
+     * ever delete it */
+    FL_ASSERT(!pc_exists("w0/train_logs/model.ckpt-0.index"));
+    FL_ASSERT(!pc_exists("w0/train_logs/model.ckpt-0.data-00000-of-00001"));
     free(log);
     /* legacy: the merge fails on the last ps with the errno given */
     struct pc d;

@@ -936,6 +936,40 @@ FL_TEST(psrt_state, failed_commit_deletes_nothing)
 #endif
 }
 
+/* A ps's own directory swept after a commit: the files of checkpoints below
+ * the committed step that its state does not list go (a failed save's copy,
+ * a killed write's temporary file); listed ones, newer ones and anything
+ * not named model.ckpt-<step>.* stay. */
+FL_TEST(psrt_state, sweep_removes_only_unlisted_older_checkpoints)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/sweep", fl_test_dir());
+    FL_REQUIRE_EQ(mkdir(dir, 0755), 0);
+    struct psrt_err e = {0};
+    FL_ASSERT_EQ(psrt_state_sweep(dir, 100), 0); /* no state: nothing is known unlisted */
+    touch_ckpt(dir, "model.ckpt-10");
+    touch_ckpt(dir, "model.ckpt-20");
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-20", 5, 0, NULL, &e) == 0, "%s", e.msg);
+    touch_ckpt(dir, "model.ckpt-30");
+    const char *others[] = {"model.ckpt-15.data-00000-of-00001.tempstate123", "model.ckpt-abc.index",
+                            "model.ckpt-5", "notes.txt"};
+    for (int i = 0; i < 4; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, others[i]);
+        FILE *f = fopen(p, "w");
+        FL_REQUIRE(f != NULL);
+        fclose(f);
+    }
+    FL_ASSERT_EQ(psrt_state_sweep(dir, 30), 3); /* 10's index and data, 15's temporary file */
+    FL_ASSERT(!ckpt_exists(dir, "model.ckpt-10"));
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-20") && ckpt_exists(dir, "model.ckpt-30"));
+    for (int i = 0; i < 4; i++) {
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, others[i]);
+        FL_ASSERT_MSG(access(p, F_OK) == (i == 0 ? -1 : 0), "%s", others[i]);
+    }
+}
+
 /* ---- tensor lists through the bundle library ------------------------------------------------- */
 
 FL_TEST(psrt_tensors, encode_decode_and_bundle_roundtrip_bit_exact)
