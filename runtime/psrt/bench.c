@@ -3,26 +3,7 @@
  * Each prints one line of key=value results on stdout; bench/psrt.sh starts
  * the ps tasks, runs the baselines and prints the BENCH lines.
  *
- *   psrt bench table [--keys=N]
- *       one core: sparse SGD updates per second on a ps's row table
- *       (existing rows), against the same number of random-access updates
- *       of a plain float array (the memory-bound ceiling).
- *   psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R] [--stream=1|0]
- *       one worker pushes N (uint64 key, float32 gradient) pairs spread
- *       over the ps tasks (SGD applied there), then pulls the N values back
- *       into the caller's order; median of R runs, each on fresh tables.
- *       The push is streamed (psrt_worker_push_stream), or with --stream=0
- *       split whole first and sent as one message per ps.
- *       The ps tasks run --model=sparse_lr --optimizer=sgd.
- *   psrt bench dense --ps_hosts=H:P,... [--dense_floats=N] [--secs=S]
- *       push + pull of every dense variable (bench_dense, one per ps),
- *       pipelined on each connection, all ps at once, in a loop for S
- *       seconds: payload bytes per second.
- *   psrt bench robust --ps_hosts=H:P,... --dense_floats=N --train_dir=D
- *                     [--phase=save|restore|all]
- *       save: two robust saves of the whole model (each ps's shard durable
- *       on its disk and the whole checkpoint durable on the chief's);
- *       restore: one robust restore (each ps from its own copy): seconds.
+ * Usage: see `usage` below (psrt bench --help).
  */
 #include "runtime/psrt/worker.h"
 
@@ -438,11 +419,67 @@ static int bench_robust(int argc, char **argv)
     return 0;
 }
 
+static const char usage[] =
+    "usage: psrt bench table|sparse|dense|robust [--flag=value ...]\n"
+    "\n"
+    "  psrt bench table [--keys=N]\n"
+    "      one core: sparse SGD updates per second on a ps's row table\n"
+    "      (existing rows), against the same number of random-access updates\n"
+    "      of a plain float array (the memory-bound ceiling).\n"
+    "  psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R] [--stream=1|0]\n"
+    "      one worker pushes N (uint64 key, float32 gradient) pairs spread\n"
+    "      over the ps tasks (SGD applied there), then pulls the N values back\n"
+    "      into the caller's order; median of R runs, each on fresh tables.\n"
+    "      The push is streamed (psrt_worker_push_stream), or with --stream=0\n"
+    "      split whole first and sent as one message per ps.\n"
+    "      The ps tasks run --model=sparse_lr --optimizer=sgd.\n"
+    "  psrt bench dense --ps_hosts=H:P,... [--dense_floats=N] [--secs=S]\n"
+    "      push + pull of every dense variable (bench_dense, one per ps),\n"
+    "      pipelined on each connection, all ps at once, in a loop for S\n"
+    "      seconds: payload bytes per second.\n"
+    "  psrt bench robust --ps_hosts=H:P,... --dense_floats=N --train_dir=D\n"
+    "                    [--phase=save|restore|all]\n"
+    "      save: two robust saves of the whole model (each ps's shard durable\n"
+    "      on its disk and the whole checkpoint durable on the chief's);\n"
+    "      restore: one robust restore (each ps from its own copy): seconds.\n";
+
+/* The flags each benchmark takes; anything else is a mistake to report,
+ * not to ignore. */
+static const struct {
+    const char *bench, *flags[6];
+} known[] = {
+    {"table", {"--keys"}},
+    {"sparse", {"--ps_hosts", "--pairs", "--reps", "--stream"}},
+    {"dense", {"--ps_hosts", "--dense_floats", "--secs"}},
+    {"robust", {"--ps_hosts", "--dense_floats", "--train_dir", "--phase"}},
+};
+
 int psrt_bench_main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
     if (argc < 2) {
-        fprintf(stderr, "usage: psrt bench table|sparse|dense|robust [--flag=value ...]\n");
+        fputs(usage, stderr);
         return 2;
+    }
+    for (size_t b = 0; b < sizeof known / sizeof known[0]; b++) {
+        if (strcmp(argv[1], known[b].bench))
+            continue;
+        for (int i = 2; i < argc; i++) {
+            const char *eq = strchr(argv[i], '=');
+            bool ok = false;
+            for (int k = 0; eq && k < 6 && known[b].flags[k]; k++)
+                ok = ok || (strlen(known[b].flags[k]) == (size_t)(eq - argv[i]) &&
+                            !strncmp(argv[i], known[b].flags[k], (size_t)(eq - argv[i])));
+            if (!ok) {
+                fprintf(stderr, "psrt bench %s: unknown argument '%s' (see psrt bench --help)\n",
+                        argv[1], argv[i]);
+                return 2;
+            }
+        }
     }
     psrt_log_init("bench", 0);
     if (!strcmp(argv[1], "table"))

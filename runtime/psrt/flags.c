@@ -23,7 +23,7 @@ void psrt_flags_usage(FILE *out)
 "                                          (psrt predict --help: the input formats)\n"
 "       psrt inspect PREFIX|DIR|STATEFILE [--values[=N]] [--verify] [--json]\n"
 "                                          list a checkpoint (psrt inspect --help)\n"
-"       psrt bench ...                     benchmark drivers (bench/psrt.sh)\n"
+"       psrt bench ...                     benchmark drivers of bench/psrt.sh (psrt bench --help)\n"
 "\n"
 "A TensorFlow-1.x-shaped between-graph ps/worker training runtime.  ps tasks hold\n"
 "the variables and apply the optimizer; workers compute gradients on synthetic\n"
