@@ -356,13 +356,19 @@ int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err)
 {
     psrt_conn_close(c);
     double start = psrt_now(), deadline = start + timeout;
-    double backoff = 0.02;
+    double backoff = 0.02, next_say = start + 2;
     int r;
     for (;;) {
         double left = deadline - psrt_now();
         r = connect_once(c, psrt_now() + (left < 2 ? (left > 0.05 ? left : 0.05) : 2));
         if (r == 0)
             return 0;
+        if (psrt_now() >= next_say && deadline - psrt_now() > 1) {
+            /* a long wait shows (TensorFlow: "CreateSession still waiting") */
+            psrt_log("still waiting for %s (%s); giving up in %.0f s", c->peer,
+                     c->resolve_err[0] ? c->resolve_err : strerror(-r), deadline - psrt_now());
+            next_say = psrt_now() + 10;
+        }
         if (psrt_now() + backoff > deadline)
             break;
         struct timespec ts = {(time_t)backoff, (long)((backoff - (double)(time_t)backoff) * 1e9)};
