@@ -157,7 +157,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "forks") && argc == 3) {
         int n = atoi(argv[2]), ok = 0, err = 0;
-        pid_t *pids = calloc((size_t)n, sizeof *pids);
+        pid_t *pids = n > 0 ? calloc((size_t)n, sizeof *pids) : NULL;
+        if (n > 0 && !pids)
+            return 1;
         for (int i = 0; i < n; i++) {
             pid_t p = fork();
             if (p == 0) {
@@ -174,6 +176,7 @@ int main(int argc, char **argv)
             kill(pids[i], SIGKILL);
         while (wait(NULL) > 0)
             ;
+        free(pids);
         return 0;
     }
     fprintf(stderr, "fl-probe: bad arguments\n");

@@ -612,9 +612,49 @@ static int eval_loss(struct psrt_worker *w, double *loss, struct psrt_err *err)
     return 0;
 }
 
+void psrt_worker_free(struct psrt_worker *w)
+{
+    for (int p = 0; p < w->nps; p++) {
+        if (w->conn)
+            psrt_conn_free(w->conn[p]);
+        if (w->resp)
+            psrt_buf_free(&w->resp[p]);
+        if (w->pkeys)
+            free(w->pkeys[p]);
+        if (w->pidx)
+            free(w->pidx[p]);
+        if (w->pgrad)
+            free(w->pgrad[p]);
+    }
+    free(w->conn);
+    free(w->resp);
+    free(w->pkeys);
+    free(w->pidx);
+    free(w->pgrad);
+    free(w->pn);
+    for (int v = 0; v < PSRT_MAX_VARS; v++) {
+        free(w->dense[v]);
+        free(w->dgrad[v]);
+    }
+    free(w->svals);
+    free(w->sgrad);
+    psrt_batch_free(&w->batch);
+    memset(w, 0, sizeof *w);
+}
+
+static int worker_run(struct psrt_worker *w, const struct psrt_flags *f);
+
 int psrt_worker_main(const struct psrt_flags *f)
 {
-    struct psrt_worker W, *w = &W;
+    struct psrt_worker W;
+    int r = worker_run(&W, f);
+    psrt_worker_free(&W);
+    return r;
+}
+
+/* The task itself; psrt_worker_main frees w whichever way it returns. */
+static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
+{
     struct psrt_err err = {0};
     int r = psrt_worker_setup(w, f, &err);
     if (r) {

@@ -35,6 +35,9 @@ struct psrt_worker {
 
 /* Allocates the worker's state for flags f (no network yet). */
 int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct psrt_err *err);
+/* Frees what setup and training allocated (connections closed); w may be
+ * partly set up (setup failed). */
+void psrt_worker_free(struct psrt_worker *w);
 /* Connects to every ps (--connect_timeout_secs). */
 int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err);
 /* Init on every ps (fresh variables from --seed). */
