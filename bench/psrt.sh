@@ -157,14 +157,25 @@ fi
 [ -z "$in_a" ] && echo "bench/psrt.sh: no network namespaces here: dense figures on loopback" >&2
 $in_b iperf3 -s -p 5299 >"$W/iperf-s.log" 2>&1 &
 pids+=($!)
+# the client must not try before the server listens (it said nothing and
+# failed the whole bench when it did)
+iperf_listens() { [ -n "$($in_b ss -Hltn 'sport = :5299')" ]; }
+for _ in $(seq 500); do
+  iperf_listens && break
+  sleep 0.01
+done
+iperf_listens ||
+  { echo "bench/psrt.sh: iperf3 -s did not start: $(cat "$W/iperf-s.log")" >&2; exit 1; }
 start_ps d0 0 2 "$in_b" --model=bench_dense --dense_floats=4194304; d0=$PORT
 start_ps d1 1 2 "$in_b" --model=bench_dense --dense_floats=4194304; d1=$PORT
 # rounds of iperf3 and psrt, the order alternating; best of each (other
 # work on this shared machine only ever slows a round down)
 ipg=() psg=()
 m_iperf() {
-  ipg+=("$($in_a iperf3 -c "$addr_b" -p 5299 -t 2 -f g 2>/dev/null |
-    awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i-1) }')")
+  local out
+  out=$($in_a iperf3 -c "$addr_b" -p 5299 -t 2 -f g 2>&1) ||
+    { echo "bench/psrt.sh: iperf3 -c $addr_b -p 5299 failed: $out" >&2; return 1; }
+  ipg+=("$(awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i == "Gbits/sec") print $(i-1) }' <<<"$out")")
 }
 m_psrt() {
   psg+=("$(kv gbit_per_s "$($in_a "$B" bench dense --ps_hosts=$addr_b:$d0,$addr_b:$d1 \
