@@ -223,6 +223,25 @@ FL_TEST_T(engine, bad_scenario_exits_2_and_creates_nothing, 30)
     }
 }
 
+/* Starts `faultline run` on a test scenario in the background (--out
+ * <test dir>/out, --db <test dir>/fl.db, output discarded); its pid. */
+static pid_t start_run(const char *scenario)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096], db[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
+              scn(scenario), (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
 /* Waits (bounded) until pred() holds, polling the machine's real state. */
 static bool wait_until(bool (*pred)(void *), void *arg, int ms)
 {
@@ -286,19 +305,7 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    char dbpath[4096];
-    snprintf(dbpath, sizeof dbpath, "%s/fl.db", fl_test_dir());
-    pid_t pid = fork();
-    if (pid == 0) {
-        char out[4096];
-        snprintf(out, sizeof out, "%s/out", fl_test_dir());
-        int null = open("/dev/null", 1);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", dbpath,
-              scn("long.yaml"), (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = start_run("long.yaml");
     FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
     struct fl_state st;
     FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
@@ -378,18 +385,7 @@ FL_TEST_T(engine, gc_elsewhere_spares_a_live_run, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = fork();
-    if (pid == 0) {
-        char out[4096], db[4096];
-        snprintf(out, sizeof out, "%s/out", fl_test_dir());
-        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
-              scn("down.yaml"), (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = start_run("down.yaml");
     FL_REQUIRE_MSG(wait_until(no_task_up, &g, 20000), "the worker was not killed");
     char *out;
     int rc = fl_test_sh(&out, "%s gc --out %s/other 2>&1", fl_test_bin("faultline"), fl_test_dir());
@@ -505,18 +501,7 @@ FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = fork();
-    if (pid == 0) {
-        char out[4096], db[4096];
-        snprintf(out, sizeof out, "%s/out", fl_test_dir());
-        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
-              scn("long.yaml"), (char *)NULL);
-        _exit(127);
-    }
+    pid_t pid = start_run("long.yaml");
     FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
     struct fl_state st;
     FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
