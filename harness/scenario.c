@@ -291,6 +291,9 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
 
 /* ---- cluster ----------------------------------------------------------- */
 
+/* run's own keys; every other key of run: is a job name (run.<job>). */
+static const char *const run_base_keys[] = {"command", "env", "port", "stop_when", "grace"};
+
 static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_loc top)
 {
     struct fl_scenario *s = c->s;
@@ -314,6 +317,11 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
         for (size_t r = 0; r < ARRAY_LEN(reserved_names); r++)
             if (strcmp(k->value, reserved_names[r]) == 0 && strcmp(k->value, "chief") != 0)
                 return fl_scn_verr(c, k->loc, "'%s' is reserved and cannot name a job", k->value);
+        /* run.<job> sits beside run's own keys: a job may not take one's name. */
+        for (size_t r = 0; r < ARRAY_LEN(run_base_keys); r++)
+            if (strcmp(k->value, run_base_keys[r]) == 0)
+                return fl_scn_verr(c, k->loc, "'%s' is a key of run: and cannot name a job (run.%s would be ambiguous)",
+                            k->value, k->value);
         int h = fl_scn_host_find(s, k->value);
         if (h >= 0)
             return fl_scn_verr(c, k->loc, "job '%s' has the name of a host (line %d); names of jobs and hosts must differ",
@@ -482,7 +490,6 @@ static int load_env(struct fl_scn_vctx *c, const ynode *env, struct fl_scn_job *
 static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc top)
 {
     struct fl_scenario *s = c->s;
-    static const char *const base_keys[] = {"command", "env", "port", "stop_when", "grace"};
     int rc;
 
     s->run.base_port = FL_SCN_DEFAULT_PORT;
@@ -495,13 +502,13 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
     c->run = run;
     /* Valid keys: the base keys and every job name. */
     {
-        size_t nk = ARRAY_LEN(base_keys) + s->n_jobs;
+        size_t nk = ARRAY_LEN(run_base_keys) + s->n_jobs;
         const char **keys = fl_scn_zalloc(c, nk, sizeof *keys);
         if (!keys)
             return -ENOMEM;
-        memcpy(keys, base_keys, sizeof base_keys);
+        memcpy(keys, run_base_keys, sizeof run_base_keys);
         for (size_t j = 0; j < s->n_jobs; j++)
-            keys[ARRAY_LEN(base_keys) + j] = s->jobs[j].name;
+            keys[ARRAY_LEN(run_base_keys) + j] = s->jobs[j].name;
         rc = fl_scn_check_keys(c, run, keys, nk, "run");
         free(keys);
         if (rc < 0)
