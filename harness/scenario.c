@@ -69,6 +69,89 @@ static bool valid_ident(const char *n, bool upper_ok)
 
 static const char *const reserved_names[] = {"all", "chief", "files", "events", "checkpoint"};
 
+/*
+ * Paths on a host's disk, compared as the filesystem sees them: a copy of
+ * relative path p without empty and "." components ("a//./b/" -> "a/b",
+ * "." -> "").  path_inside(a, b): a lies strictly below directory b.
+ */
+static char *norm_rel(struct fl_scn_vctx *c, const char *p)
+{
+    char *out = fl_scn_zalloc(c, strlen(p) + 1, 1), *o = out;
+    if (!out)
+        return NULL;
+    while (*p) {
+        size_t l = strcspn(p, "/");
+        if (l && !(l == 1 && p[0] == '.')) {
+            if (o != out)
+                *o++ = '/';
+            memcpy(o, p, l);
+            o += l;
+        }
+        p += l;
+        while (*p == '/')
+            p++;
+    }
+    *o = 0;
+    return out;
+}
+
+static bool path_inside(const char *a, const char *b)
+{
+    size_t l = strlen(b);
+    if (!*a)
+        return false;
+    return !l || (strncmp(a, b, l) == 0 && a[l] == '/');
+}
+
+/* Every disk file can be written as a file: it names a file, not a
+ * directory, and no other file or dir of the disk lies inside it. */
+static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
+{
+    char **nf = fl_scn_zalloc(c, h->n_files, sizeof *nf);
+    char **nd = fl_scn_zalloc(c, h->n_dirs, sizeof *nd);
+    int rc = nf && nd ? 0 : -ENOMEM;
+
+    for (size_t i = 0; i < h->n_files && rc == 0; i++)
+        if (!(nf[i] = norm_rel(c, h->files[i].path)))
+            rc = -ENOMEM;
+    for (size_t i = 0; i < h->n_dirs && rc == 0; i++)
+        if (!(nd[i] = norm_rel(c, h->dirs[i].path)))
+            rc = -ENOMEM;
+    for (size_t i = 0; i < h->n_files && rc == 0; i++) {
+        const struct fl_scn_file *f = &h->files[i];
+        const char *last = strrchr(f->path, '/');
+        last = last ? last + 1 : f->path;
+        if (!*nf[i] || !*last || strcmp(last, ".") == 0) {
+            rc = fl_scn_verr(c, f->loc, "disk file '%s' names a directory, not a file (list directories in 'dirs')",
+                             f->path);
+            break;
+        }
+        for (size_t j = 0; j < h->n_files && rc == 0; j++) {
+            if (j < i && strcmp(nf[i], nf[j]) == 0)
+                rc = fl_scn_verr(c, f->loc, "disk file '%s' is listed twice (first as '%s' at line %d)",
+                                 f->path, h->files[j].path, h->files[j].loc.line);
+            else if (path_inside(nf[j], nf[i]))
+                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: disk file '%s' (line %d) is inside it",
+                                 f->path, h->files[j].path, h->files[j].loc.line);
+        }
+        for (size_t d = 0; d < h->n_dirs && rc == 0; d++) {
+            if (strcmp(nf[i], nd[d]) == 0)
+                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: it is listed in 'dirs' (line %d)",
+                                 f->path, h->dirs[d].loc.line);
+            else if (path_inside(nd[d], nf[i]))
+                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: disk dir '%s' (line %d) is inside it",
+                                 f->path, h->dirs[d].path, h->dirs[d].loc.line);
+        }
+    }
+    for (size_t i = 0; nf && i < h->n_files; i++)
+        free(nf[i]);
+    for (size_t i = 0; nd && i < h->n_dirs; i++)
+        free(nd[i]);
+    free(nf);
+    free(nd);
+    return rc;
+}
+
 static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const ynode *opt)
 {
     static const char *const keys[] = {"disk", "clock_offset"};
@@ -156,7 +239,7 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
             }
         }
     }
-    return 0;
+    return check_disk_paths(c, h);
 }
 
 static int add_host(struct fl_scn_vctx *c, const ynode *name, const ynode *opt)
@@ -636,6 +719,61 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
 
 /* ---- shared ------------------------------------------------------------ */
 
+/* Shared paths are mount points on each disk: one may not lie in another
+ * (the outer mount hides the inner one's mount point). */
+static int check_shared_path(struct fl_scn_vctx *c, const ynode *p, const struct fl_scn_shared *e)
+{
+    struct fl_scenario *s = c->s;
+    char *me = norm_rel(c, e->path);
+    int rc = me ? 0 : -ENOMEM;
+    for (size_t q = 0; q + 1 < s->n_shared && rc == 0; q++) {
+        char *other = norm_rel(c, s->shared[q].path);
+        if (!other)
+            rc = -ENOMEM;
+        else if (strcmp(me, other) == 0)
+            rc = fl_scn_verr(c, p->loc, "shared path '%s' is listed twice (first at line %d)",
+                             e->path, s->shared[q].loc.line);
+        else if (path_inside(me, other))
+            rc = fl_scn_verr(c, p->loc, "shared path '%s' is inside shared path '%s' (line %d); shared paths cannot nest",
+                             e->path, s->shared[q].path, s->shared[q].loc.line);
+        else if (path_inside(other, me))
+            rc = fl_scn_verr(c, p->loc, "shared path '%s' (line %d) is inside shared path '%s'; shared paths cannot nest",
+                             s->shared[q].path, s->shared[q].loc.line, e->path);
+        free(other);
+    }
+    free(me);
+    return rc;
+}
+
+/* A host's disk dirs and files inside one of its shared paths would be
+ * hidden by the mount, and a disk file cannot hold a mount point. */
+static int check_shared_disks(struct fl_scn_vctx *c, const struct fl_scn_shared *e)
+{
+    struct fl_scenario *s = c->s;
+    char *sp = norm_rel(c, e->path);
+    int rc = sp ? 0 : -ENOMEM;
+    for (size_t k = 0; k < e->n_hosts && rc == 0; k++) {
+        const struct fl_scn_host *h = &s->hosts[e->hosts[k]];
+        for (size_t i = 0; i < h->n_dirs + h->n_files && rc == 0; i++) {
+            bool file = i >= h->n_dirs;
+            const char *path = file ? h->files[i - h->n_dirs].path : h->dirs[i].path;
+            struct fl_scn_loc loc = file ? h->files[i - h->n_dirs].loc : h->dirs[i].loc;
+            char *np = norm_rel(c, path);
+            if (!np)
+                rc = -ENOMEM;
+            else if (path_inside(np, sp) || (file && strcmp(np, sp) == 0))
+                rc = fl_scn_verr(c, loc, "disk %s '%s' of host '%s' is in shared path '%s' (line %d), whose mount would hide it",
+                                 file ? "file" : "dir", path, h->name, e->path, e->loc.line);
+            else if (file && path_inside(sp, np))
+                rc = fl_scn_verr(c, loc, "disk file '%s' of host '%s' cannot also be a directory: shared path '%s' (line %d) is inside it",
+                                 path, h->name, e->path, e->loc.line);
+            free(np);
+        }
+    }
+    free(sp);
+    return rc;
+}
+
 static int load_shared(struct fl_scn_vctx *c, const ynode *sh)
 {
     struct fl_scenario *s = c->s;
@@ -664,10 +802,8 @@ static int load_shared(struct fl_scn_vctx *c, const ynode *sh)
         if ((rc = fl_scn_get_str(c, p, "'path'", &e->path)) < 0 ||
             (rc = fl_scn_check_rel_path(c, p, "shared path")) < 0)
             return rc;
-        for (size_t q = 0; q + 1 < s->n_shared; q++)
-            if (strcmp(s->shared[q].path, e->path) == 0)
-                return fl_scn_verr(c, p->loc, "shared path '%s' is listed twice (first at line %d)",
-                            e->path, s->shared[q].loc.line);
+        if ((rc = check_shared_path(c, p, e)) < 0)
+            return rc;
         struct fl_scn_hostset hs = {0};
         if (h->type == FL_YN_SCALAR && strcmp(h->value, "all") == 0) {
             if (!(hs.hosts = fl_scn_zalloc(c, s->n_hosts, sizeof *hs.hosts)))
@@ -680,7 +816,7 @@ static int load_shared(struct fl_scn_vctx *c, const ynode *sh)
         }
         e->hosts = hs.hosts;
         e->n_hosts = hs.n;
-        if (rc < 0)
+        if (rc < 0 || (rc = check_shared_disks(c, e)) < 0)
             return rc;
     }
     return 0;
