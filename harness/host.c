@@ -691,6 +691,13 @@ int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, ch
     if (rc < 0)
         return rc;
     if (c.rc < 0) {
+        /* An init that failed a step of its own set-up (a mount) has exited
+         * before the fabric reached its namespaces, and the fabric's error
+         * ("open /proc/PID/ns/net: No such file or directory") hides why:
+         * the init's report, if there is one, names the host, step and path. */
+        int wrc = fl_host_wait_ready(hosts, n, err, errlen);
+        if (wrc < 0 && wrc != -ETIMEDOUT && wrc != -EIO)
+            return wrc;
         errf(err, errlen, "%s", c.err);
         return c.rc;
     }
