@@ -28,7 +28,7 @@ int fl_cli_exec(int argc, char **argv, const char *usage)
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+o:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         if (ch == 'o')
             out = optarg;
         else {

@@ -161,13 +161,19 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
                                          {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "+o:an", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
         switch (ch) {
         case 'o': out = optarg; break;
         case 'a': all = true; break;
         case 'n': dry = true; break;
         default: fputs(usage, stderr); return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "faultline gc: unexpected argument '%s' (gc takes only options)\n",
+                argv[optind]);
+        fputs(usage, stderr);
+        return 2;
     }
     char runs[PATH_MAX];
     snprintf(runs, sizeof runs, "%s/runs", out);

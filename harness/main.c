@@ -37,6 +37,7 @@ static const char *usage_main =
     "  runs                     list recorded runs (also --history, --changed REV)\n"
     "  emit [--sync] KIND [K=V...]  send an event from a process under faultline\n"
     "  help [COMMAND]           this text, or a command's options\n"
+    "  --version                the version\n"
     "\n"
     "'faultline COMMAND --help' shows a command's options. Scenario format:\n"
     "scenarios/README.md. Results database schema: docs/schema.md.\n";
@@ -44,7 +45,7 @@ static const char *usage_main =
 static const char *usage_run =
     "usage: faultline run SCENARIO|DIR... [OPTIONS]\n"
     "\n"
-    "Runs every variant of every scenario (a DIR means every *.yaml below it),\n"
+    "Runs every variant of every scenario (a DIR means every *.yaml and *.yml below it),\n"
     "prints one verdict line per run and a summary table, records everything.\n"
     "\n"
     "  --variant K=V       only variants where K is V (repeatable; a bare value works)\n"
@@ -173,6 +174,24 @@ static void bin_dir(char *buf, size_t len)
 
 /* ---- validate / list ---------------------------------------------------------------- */
 
+/* validate and list take no options: "--bogus" is an unknown option, not a
+ * file; a first "--" ends options (for a file named "-x"). */
+static int check_no_options(int argc, char **argv, const char *cmd, const char *usage, int *first)
+{
+    *first = 1;
+    if (argc > 1 && !strcmp(argv[1], "--")) {
+        *first = 2;
+        return 0;
+    }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "faultline %s: unknown option '%s'\n", cmd, argv[i]);
+            fputs(usage, stderr);
+            return -1;
+        }
+    return 0;
+}
+
 static int load_all(int argc, char **argv, struct fl_scenario ***out, size_t *n)
 {
     *out = NULL;
@@ -188,7 +207,7 @@ static int load_all(int argc, char **argv, struct fl_scenario ***out, size_t *n)
             continue;
         }
         if (nf == 0) {
-            fprintf(stderr, "%s: no scenario files (*.yaml) found\n", argv[i]);
+            fprintf(stderr, "%s: no scenario files (*.yaml, *.yml) found\n", argv[i]);
             bad++;
         }
         for (size_t k = 0; k < nf; k++) {
@@ -215,13 +234,16 @@ static void free_all(struct fl_scenario **v, size_t n)
 
 static int cmd_validate(int argc, char **argv)
 {
-    if (argc < 2) {
+    int first;
+    if (check_no_options(argc, argv, "validate", usage_validate, &first) < 0)
+        return 2;
+    if (argc <= first) {
         fputs(usage_validate, stderr);
         return 2;
     }
     struct fl_scenario **v;
     size_t n;
-    int bad = load_all(argc - 1, argv + 1, &v, &n);
+    int bad = load_all(argc - first, argv + first, &v, &n);
     for (size_t i = 0; i < n; i++)
         printf("ok  %s  (%s, %zu variant%s)\n", v[i]->path, v[i]->name, fl_scn_variant_count(v[i]),
                fl_scn_variant_count(v[i]) == 1 ? "" : "s");
@@ -231,13 +253,16 @@ static int cmd_validate(int argc, char **argv)
 
 static int cmd_list(int argc, char **argv)
 {
-    if (argc < 2) {
+    int first;
+    if (check_no_options(argc, argv, "list", usage_list, &first) < 0)
+        return 2;
+    if (argc <= first) {
         fputs(usage_list, stderr);
         return 2;
     }
     struct fl_scenario **v;
     size_t n;
-    int bad = load_all(argc - 1, argv + 1, &v, &n);
+    int bad = load_all(argc - first, argv + first, &v, &n);
     for (size_t i = 0; i < n; i++) {
         struct fl_scenario *s = v[i];
         printf("%s  (%s)\n", s->name, s->path);
@@ -269,13 +294,16 @@ struct common {
     int nvariants;
 };
 
+/* A decimal number 0..2^64-1, as a scenario's seed: no sign (strtoull would
+ * take "-1" as 2^64-1), no base prefix ("010" is ten, not eight). */
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
 {
     char *end;
     errno = 0;
-    unsigned long long x = strtoull(s, &end, 0);
-    if (errno || end == s || *end) {
-        fprintf(stderr, "faultline: %s wants a whole number, not '%s'\n", opt, s);
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || !(*s >= '0' && *s <= '9') || *end) {
+        fprintf(stderr, "faultline: %s wants a whole number 0..18446744073709551615, not '%s'\n",
+                opt, s);
         return -1;
     }
     *v = x;
@@ -309,11 +337,15 @@ static int cmd_run(int argc, char **argv)
         {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "qv:s:r:d:o:kj:", opts, NULL)) != -1) {
+    /* Short options only where --help shows them (-q): the rest are long. */
+    while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
         switch (ch) {
         case 'v':
-            if (c.nvariants < 64)
-                c.variants[c.nvariants++] = optarg;
+            if (c.nvariants == 64) {
+                fprintf(stderr, "faultline: at most 64 --variant options\n");
+                return 2;
+            }
+            c.variants[c.nvariants++] = optarg;
             break;
         case 's':
             if (parse_u64("--seed", optarg, &c.seed) < 0)
@@ -321,7 +353,9 @@ static int cmd_run(int argc, char **argv)
             c.seed_set = true;
             break;
         case 'r':
-            if (parse_u64("--repeat", optarg, &repeat) < 0 || repeat == 0) {
+            if (parse_u64("--repeat", optarg, &repeat) < 0)
+                return 2;
+            if (repeat == 0) {
                 fprintf(stderr, "faultline: --repeat wants a number >= 1\n");
                 return 2;
             }
@@ -446,9 +480,15 @@ static int cmd_shell(int argc, char **argv)
                                          {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "v:o:kS", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'v': if (c.nvariants < 64) c.variants[c.nvariants++] = optarg; break;
+        case 'v':
+            if (c.nvariants == 64) {
+                fprintf(stderr, "faultline: at most 64 --variant options\n");
+                return 2;
+            }
+            c.variants[c.nvariants++] = optarg;
+            break;
         case 'o': c.out = optarg; break;
         case 'k': c.keep = true; break;
         case 'S': start = true; break;
@@ -515,13 +555,24 @@ static int cmd_runs(int argc, char **argv)
         {0, 0, 0, 0}};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "d:s:v:V:l:S:HC:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'd': c.db = optarg; break;
         case 's': ro.scenario = optarg; break;
         case 'v': ro.variant = optarg; break;
         case 'V': ro.verdict = optarg; break;
-        case 'l': ro.limit = atoi(optarg); break;
+        case 'l': {
+            char *end;
+            errno = 0;
+            long l = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || l == 0 || l < -1 || l > INT_MAX) {
+                fprintf(stderr, "faultline: --limit wants a number >= 1, or -1 for all, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            ro.limit = (int)l;
+            break;
+        }
         case 'S': ro.since_rev = optarg; break;
         case 'H': history = true; break;
         case 'C': changed = optarg; break;
