@@ -9,6 +9,7 @@
 #include "harness/cli.h"
 #include "harness/engine.h"
 #include "harness/recorder.h"
+#include "harness/rundir.h"
 #include "harness/scenario.h"
 #include "reports/report.h"
 
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *usage_main =
@@ -58,8 +60,9 @@ static const char *usage_run =
     "  --junit FILE        also write JUnit XML\n"
     "  -q, --quiet         no progress line\n"
     "\n"
-    "Exit status: 0 when every run passed, 1 when any failed or errored, 2 for a\n"
-    "bad scenario file or option, 130 when interrupted (cleanup still happens).\n";
+    "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
+    "JUnit XML could not be written), 2 for a bad scenario file or option, 130\n"
+    "when interrupted (cleanup still happens).\n";
 
 static const char *usage_validate =
     "usage: faultline validate SCENARIO|DIR...\n"
@@ -310,6 +313,70 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
     return 0;
 }
 
+/* OUT/runs, where run directories go, made and checked before anything
+ * runs: an unusable --out is one usage error, not an error per run (each
+ * recorded, with a "logs of" line naming a directory that cannot exist). */
+static int prepare_out(const char *out)
+{
+    char runs[PATH_MAX], abs[PATH_MAX];
+    struct stat st;
+    out = out ? out : "out";
+    snprintf(runs, sizeof runs, "%s/runs", out);
+    bool had_out = stat(out, &st) == 0, had_runs = stat(runs, &st) == 0;
+    int rc = fl_mkdir_p(runs, 0755);
+    if (rc == 0) {
+        if (stat(runs, &st) < 0)
+            rc = -errno;
+        else if (!S_ISDIR(st.st_mode))
+            rc = -ENOTDIR;
+        else if (access(runs, W_OK | X_OK) < 0)
+            rc = -errno;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "faultline: cannot keep run directories in %s: %s (--out DIR picks "
+                "another place)\n", runs, strerror(-rc));
+        return -1;
+    }
+    /* Each run's event socket is <real path of OUT>/runs/<run id>/ev.sock,
+     * and a unix socket path has at most 107 bytes. */
+    size_t need = strlen(realpath(runs, abs) ? abs : runs) +
+                  strlen("/YYYYMMDD-HHMMSS-xxxxxx/ev.sock");
+    if (need > 107) {
+        fprintf(stderr, "faultline: %s is too long a path for run directories: their event "
+                "sockets would have %zu bytes, a unix socket at most 107 (--out DIR picks a "
+                "shorter one)\n", realpath(runs, abs) ? abs : runs, need);
+        if (!had_runs)
+            rmdir(runs);
+        if (!had_out)
+            rmdir(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* --junit FILE is written after every run: a path that cannot be a file
+ * (a directory, or below a file) is refused before the first one. */
+static int check_junit_path(const char *path)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "faultline: --junit %s is a directory; give a file path\n", path);
+        return -1;
+    }
+    snprintf(p, sizeof p, "%s", path);
+    for (char *slash; (slash = strrchr(p, '/')) && slash > p;) {
+        *slash = 0;
+        if (stat(p, &st) == 0) {
+            if (S_ISDIR(st.st_mode))
+                return 0;
+            fprintf(stderr, "faultline: --junit %s: %s is not a directory\n", path, p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int open_db(const struct common *c, struct fl_rec **rec)
 {
     *rec = NULL;
@@ -391,6 +458,10 @@ static int cmd_run(int argc, char **argv)
                 free_all(v, n);
                 return 2;
             }
+    if ((junit && check_junit_path(junit) < 0) || prepare_out(c.out) < 0) {
+        free_all(v, n);
+        return 2;
+    }
     if (fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);
         return 1;
@@ -449,8 +520,11 @@ static int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].run_dir)
             printf("logs of %s %s: %s/logs\n", rows[i].scenario, rows[i].variant, rows[i].run_dir);
-    if (junit && fl_report_junit(junit, rows, nrows) < 0)
-        fprintf(stderr, "faultline: writing JUnit XML to %s failed\n", junit);
+    int jrc;
+    if (junit && (jrc = fl_report_junit(junit, rows, nrows)) < 0) {
+        fprintf(stderr, "faultline: writing JUnit XML to %s: %s\n", junit, strerror(-jrc));
+        failed++;
+    }
     if (rec)
         fl_rec_close(rec);
     for (size_t i = 0; i < n; i++)
@@ -524,6 +598,8 @@ static int cmd_shell(int argc, char **argv)
         fprintf(stderr, "faultline: no variant of %s matches\n", s->path);
         return 2;
     }
+    if (prepare_out(c.out) < 0)
+        return 2;
     if (fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);
         return 1;
@@ -578,6 +654,15 @@ static int cmd_runs(int argc, char **argv)
         case 'C': changed = optarg; break;
         default: fputs(usage_runs, stderr); return 2;
         }
+    }
+    /* Reading only: a mistyped --db (or no out/ here) is not a new database. */
+    struct stat st;
+    const char *path = c.db ? c.db : "out/faultline.db";
+    if (stat(path, &st) < 0) {
+        int e = errno;
+        fprintf(stderr, "faultline: no results database at %s: %s ('faultline run' records "
+                "there; --db PATH reads another)\n", path, strerror(e));
+        return 2;
     }
     struct fl_rec *rec;
     if (open_db(&c, &rec) < 0)
