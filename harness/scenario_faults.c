@@ -197,11 +197,21 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 kindish = !has_action;
             }
             if (kindish) {
-                fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s'", k);
-                return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys) - 2);
+                if (sug) {
+                    fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s'", k);
+                    return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys) - 2);
+                }
+                return fl_scn_verr(c, it->keys[i]->loc,
+                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition or limit)",
+                                   k);
             }
-            fl_scn_verr(c, it->keys[i]->loc, "unknown key '%s' in fault", k);
-            return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
+            if (sug) {
+                fl_scn_verr(c, it->keys[i]->loc, "unknown key '%s' in fault", k);
+                return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
+            }
+            return fl_scn_verr(c, it->keys[i]->loc,
+                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition or limit; and signal, for, variant)",
+                               k);
         }
         if (is_trigger) {
             if (tk)

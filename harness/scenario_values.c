@@ -148,8 +148,11 @@ int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, lon
         return rc;
     errno = 0;
     long v = strtol(n->value, &end, 10);
-    if (!isdigit((unsigned char)n->value[n->value[0] == '-']) || *end || errno)
+    if (!isdigit((unsigned char)n->value[n->value[0] == '-']) || *end || (errno && errno != ERANGE))
         return fl_scn_verr(c, n->loc, "%s must be a whole number, not '%s'", what, n->value);
+    if (errno == ERANGE)
+        return fl_scn_verr(c, n->loc, "%s must be between %ld and %ld, not %s", what, min, max,
+                           n->value);
     if (v < min || v > max)
         return fl_scn_verr(c, n->loc, "%s must be between %ld and %ld, not %ld", what, min, max, v);
     *out = v;
@@ -538,8 +541,8 @@ int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *w
             return fl_scn_verr(c, n->loc, "bad task '%s' in %s (expected job:index, e.g. %s:0)", n->value,
                         where, name);
         if (t < 0 || (size_t)t >= c->s->jobs[j].n_tasks)
-            return fl_scn_verr(c, n->loc, "task %ld out of range in '%s': job '%s' has %zu task%s (0..%zu)",
-                        t, n->value, name, c->s->jobs[j].n_tasks,
+            return fl_scn_verr(c, n->loc, "task %s out of range in '%s': job '%s' has %zu task%s (0..%zu)",
+                        colon + 1, n->value, name, c->s->jobs[j].n_tasks,
                         c->s->jobs[j].n_tasks == 1 ? "" : "s", c->s->jobs[j].n_tasks - 1);
         *task = (int)t;
     }
