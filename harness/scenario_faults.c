@@ -447,6 +447,20 @@ static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v, str
     return 0;
 }
 
+/* A ".." component anywhere in path p ("/srv/x/..", "a/../b"). */
+static bool has_dotdot(const char *p)
+{
+    for (const char *q = p; *q;) {
+        size_t l = strcspn(q, "/");
+        if (l == 2 && q[0] == '.' && q[1] == '.')
+            return true;
+        q += l;
+        while (*q == '/')
+            q++;
+    }
+    return false;
+}
+
 static int load_file_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_expect *x)
 {
     static const char *const keys[] = {"host", "path", "exists"};
@@ -474,8 +488,12 @@ static int load_file_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_scn
         if ((rc = fl_scn_resolve_host(c, h, "file check", &f->host)) < 0 ||
             (rc = fl_scn_get_str(c, p, "'path'", &f->path)) < 0)
             return rc;
+        if (!*p->value)
+            return fl_scn_verr(c, p->loc, "file check 'path' must not be empty");
         if (p->value[0] != '/' && (rc = fl_scn_check_rel_path(c, p, "path")) < 0)
             return rc;
+        if (p->value[0] == '/' && has_dotdot(p->value))
+            return fl_scn_verr(c, p->loc, "path '%s' must not contain '..'", p->value);
         if (e && (rc = fl_scn_get_bool(c, e, "'exists'", &f->exists)) < 0)
             return rc;
     }
@@ -546,7 +564,7 @@ static int ckpt_path(struct fl_scn_vctx *c, const ynode *n, const char *what, ch
                            FL_SCN_CKPT_PATH_MAX - 1);
     if (n->value[0] != '/' && (rc = fl_scn_check_rel_path(c, n, what)) < 0)
         return rc;
-    if (n->value[0] == '/' && strstr(n->value, "/../"))
+    if (n->value[0] == '/' && has_dotdot(n->value))
         return fl_scn_verr(c, n->loc, "%s '%s' must not contain '..'", what, n->value);
     snprintf(out, FL_SCN_CKPT_PATH_MAX, "%s", n->value);
     return 0;
