@@ -93,7 +93,14 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
                 return -ENOMEM;
             for (size_t i = 0; i < w->n; i++) {
                 struct fl_scn_kv *kv = &t->where[t->n_where++];
-                if ((rc = fl_scn_dup_str(c, w->keys[i]->value, &kv->key)) < 0 ||
+                const char *wk = w->keys[i]->value;
+                /* An event attribute is key=value: its key has no space or
+                 * '=' (docs/events.md), so such a key could never match. */
+                if (!*wk || wk[strcspn(wk, " =\t\n")])
+                    return fl_scn_verr(c, w->keys[i]->loc,
+                                       "bad 'where' key '%s' (an event attribute's key is one word: not empty, no spaces or '=')",
+                                       wk);
+                if ((rc = fl_scn_dup_str(c, wk, &kv->key)) < 0 ||
                     (rc = fl_scn_get_str(c, w->items[i], "a 'where' value", &kv->value)) < 0)
                     return rc;
             }
