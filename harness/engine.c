@@ -36,6 +36,9 @@
 #include "harness/template.h"
 #include "netem/fabric.h"
 
+_Static_assert(FL_SCN_MAX_HOSTS == FL_FABRIC_MAX_HOSTS,
+               "the scenario loader must accept exactly the hosts the fabric can attach");
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

@@ -281,6 +281,9 @@ static int load_hosts(struct fl_scn_vctx *c, const ynode *hosts, struct fl_scn_l
                     fl_scn_describe(hosts, b, sizeof b));
     if (hosts->n == 0)
         return fl_scn_verr(c, hosts->loc, "'hosts' is empty: a scenario needs at least one host");
+    if (hosts->n > FL_SCN_MAX_HOSTS)
+        return fl_scn_verr(c, hosts->loc, "too many hosts (%zu): a run has at most %d, the ports of its network bridge",
+                    hosts->n, FL_SCN_MAX_HOSTS);
     if (!(s->hosts = fl_scn_zalloc(c, hosts->n, sizeof *s->hosts)))
         return -ENOMEM;
     for (size_t i = 0; i < hosts->n; i++) {

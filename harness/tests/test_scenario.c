@@ -416,6 +416,30 @@ FL_TEST(scenario, load_error_bad_yaml_names_place)
                  "s.yaml:2:6: invalid YAML: mapping values are not allowed in this context");
 }
 
+/* The fabric attaches at most FL_SCN_MAX_HOSTS hosts: one more failed the
+ * run only after every host's namespaces had been made. */
+FL_TEST(scenario, load_error_too_many_hosts)
+{
+    size_t cap = 64 + 8 * (FL_SCN_MAX_HOSTS + 1), n = 0;
+    char *text = malloc(cap);
+    FL_REQUIRE(text != NULL);
+    n += (size_t)snprintf(text + n, cap - n, "name: t\nhosts: [");
+    for (int i = 0; i <= FL_SCN_MAX_HOSTS; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%sh%d", i ? "," : "", i);
+    n += (size_t)snprintf(text + n, cap - n, "]\ncluster: {ps: [h0]}\nrun: {command: x}\n");
+    expect_error(text, "s.yaml:2:8: too many hosts (1024): a run has at most 1023, the ports of its network bridge");
+    /* one fewer loads */
+    char *last = strstr(text, ",h1023]");
+    FL_REQUIRE(last != NULL);
+    memmove(last, last + 6, strlen(last + 6) + 1);
+    struct fl_scenario *sc = NULL;
+    char err[1024] = "";
+    FL_ASSERT_MSG(load_str(text, &sc, err, sizeof err) == 0, "%s", err);
+    FL_ASSERT(sc && sc->n_hosts == FL_SCN_MAX_HOSTS);
+    fl_scenario_free(sc);
+    free(text);
+}
+
 FL_TEST(scenario, load_error_empty_buffer)
 {
     expect_error("", "s.yaml:1:1: empty scenario (expected a mapping with name, hosts, cluster and run)");
