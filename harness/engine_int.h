@@ -92,7 +92,7 @@ struct engine {
     struct fl_engine_result *res;
     char run_id[64];
     char dir[PATH_MAX];
-    char variant[512];
+    char variant[FL_SCN_VARIANT_NAME_MAX];
     uint64_t seed;
     int64_t t0_mono;            /* CLOCK_MONOTONIC ms at start */
     int64_t t0_unix;

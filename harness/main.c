@@ -275,7 +275,7 @@ static int cmd_list(int argc, char **argv)
         for (size_t h = 0; h < s->n_hosts; h++)
             printf(" %s", s->hosts[h].name);
         printf("\n  variants:");
-        char name[512];
+        char name[FL_SCN_VARIANT_NAME_MAX];
         for (size_t k = 0; k < fl_scn_variant_count(s); k++)
             printf("%s %s", k ? "," : "", fl_scn_variant_name(s, k, name, sizeof name));
         printf("\n");
@@ -495,7 +495,7 @@ static int cmd_run(int argc, char **argv)
                 rows = realloc(rows, (nrows + 1) * sizeof *rows);
                 vnames = realloc(vnames, (nrows + 1) * sizeof *vnames);
                 struct fl_engine_result *res = results[nrows] = malloc(sizeof *res);
-                char vn[512];
+                char vn[FL_SCN_VARIANT_NAME_MAX];
                 vnames[nrows] = strdup(s->n_dims ? fl_scn_variant_name(s, var, vn, sizeof vn) : "");
                 if (!quiet && !isatty(2))
                     fprintf(stderr, "running %s %s ...\n", s->name, vnames[nrows]);

@@ -328,7 +328,7 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
         return rc;
     if (!(s->dims = fl_scn_zalloc(c, vars->n, sizeof *s->dims)))
         return -ENOMEM;
-    size_t total = 1;
+    size_t total = 1, name_len = 0;
     for (size_t i = 0; i < vars->n; i++) {
         const ynode *k = vars->keys[i], *v = vars->items[i];
         struct fl_scn_dim *d = &s->dims[s->n_dims];
@@ -371,6 +371,16 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
         total *= d->n_values;
         if (total > 4096)
             return fl_scn_verr(c, k->loc, "too many variants (more than 4096 combinations)");
+        /* The longest name, "k=v,k2=v2": it is recorded and reported, and
+         * two variants must never share a name cut at the same place. */
+        size_t longest = 0;
+        for (size_t q = 0; q < d->n_values; q++)
+            if (strlen(d->values[q]) > longest)
+                longest = strlen(d->values[q]);
+        name_len += (i ? 1 : 0) + strlen(d->key) + 1 + longest;
+        if (name_len >= FL_SCN_VARIANT_NAME_MAX)
+            return fl_scn_verr(c, k->loc, "variant names would be longer than %d characters (like k=v,k2=v2); use shorter keys or values",
+                        FL_SCN_VARIANT_NAME_MAX - 1);
     }
     return 0;
 }

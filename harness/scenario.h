@@ -120,6 +120,10 @@ struct fl_scn_run {
 
 /* ---- variants and selectors -------------------------------------------- */
 
+/* Bytes of a variant's name ("k=v,k2=v2"), with the NUL; longer names are
+ * refused when the scenario loads. */
+#define FL_SCN_VARIANT_NAME_MAX 512
+
 struct fl_scn_dim {
     char *key;                  /* [a-z_][a-z0-9_]*, also a placeholder name */
     char **values;              /* n_values >= 1, no duplicates */
