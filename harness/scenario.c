@@ -915,6 +915,22 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
         size_t l = strlen(s->workdir);
         while (l > 1 && s->workdir[l - 1] == '/')
             s->workdir[--l] = 0;
+        /* The disk is mounted over the workdir: over a directory of programs
+         * or anywhere in a library tree it hides /bin/sh or what it needs
+         * (every exec failed at run time). */
+        static const char *const progs[] = {"/usr", "/bin", "/sbin", "/usr/bin", "/usr/sbin"};
+        static const char *const libs[] = {"/lib", "/lib32", "/lib64", "/libx32", "/usr/lib",
+                                           "/usr/lib32", "/usr/lib64", "/usr/libx32"};
+        for (size_t i = 0; i < ARRAY_LEN(progs); i++)
+            if (strcmp(s->workdir, progs[i]) == 0)
+                return fl_scn_verr(c, n->loc, "workdir '%s' would hide the system's programs (the host's disk is mounted there)",
+                            s->workdir);
+        for (size_t i = 0; i < ARRAY_LEN(libs); i++) {
+            size_t bl = strlen(libs[i]);
+            if (strncmp(s->workdir, libs[i], bl) == 0 && (s->workdir[bl] == 0 || s->workdir[bl] == '/'))
+                return fl_scn_verr(c, n->loc, "workdir '%s' is inside %s: the host's disk mounted there would hide the system's libraries",
+                            s->workdir, libs[i]);
+        }
     } else if ((rc = fl_scn_dup_str(c, FL_SCN_DEFAULT_WORKDIR, &s->workdir)) < 0) {
         return rc;
     }
