@@ -286,6 +286,38 @@ static int cmd_list(int argc, char **argv)
 
 /* ---- run ------------------------------------------------------------------------------ */
 
+/*
+ * Each host's disk is mounted over the workdir, so inside a host everything
+ * below it is the disk's.  Directories the hosts need from the machine
+ * ({bin}, {scenario_dir}, the run directories with the event socket) must
+ * not lie there ("/bin/sh: {bin}/fl-probe: not found", exit 127, was all a
+ * run said).  Under /tmp they are safe: the harness binds them again.
+ */
+static int check_workdir_hides(const struct fl_scenario *s, const char *out)
+{
+    char bin[PATH_MAX], outp[PATH_MAX], cwd[PATH_MAX];
+    bin_dir(bin, sizeof bin);
+    out = out ? out : "out";
+    if (!realpath(out, outp)) {
+        if (out[0] != '/' && getcwd(cwd, sizeof cwd))
+            snprintf(outp, sizeof outp, "%s/%s", cwd, out);
+        else
+            snprintf(outp, sizeof outp, "%s", out);
+    }
+    const char *paths[] = {bin, s->dir, outp};
+    const char *what[] = {"faultline's programs ({bin})", "the scenario's directory ({scenario_dir})",
+                          "the run directories (--out)"};
+    size_t wl = strlen(s->workdir);
+    for (size_t i = 0; i < 3; i++)
+        if (!strncmp(paths[i], s->workdir, wl) && (paths[i][wl] == '/' || !paths[i][wl])) {
+            fprintf(stderr, "faultline: %s: workdir %s would hide %s, %s, inside every host "
+                    "(their disks are mounted there); choose a workdir outside it%s\n", s->path,
+                    s->workdir, paths[i], what[i], i == 2 ? " or another --out" : "");
+            return -1;
+        }
+    return 0;
+}
+
 struct common {
     const char *db;
     bool no_db;
@@ -448,6 +480,11 @@ static int cmd_run(int argc, char **argv)
         free_all(v, n);
         return 2;
     }
+    for (size_t i = 0; i < n; i++)
+        if (check_workdir_hides(v[i], c.out) < 0) {
+            free_all(v, n);
+            return 2;
+        }
     /* variant filters, checked against every scenario before running any */
     struct fl_scn_selector *filters = calloc(n, sizeof *filters);
     char err[2048];
@@ -582,6 +619,10 @@ static int cmd_shell(int argc, char **argv)
     int host = fl_scn_host_find(s, argv[optind + 1]);
     if (host < 0) {
         fprintf(stderr, "faultline: %s has no host '%s'\n", s->path, argv[optind + 1]);
+        fl_scenario_free(s);
+        return 2;
+    }
+    if (check_workdir_hides(s, c.out) < 0) {
         fl_scenario_free(s);
         return 2;
     }
