@@ -83,6 +83,13 @@ static int parser_error(struct pctx *c)
         return -EINVAL;
     }
     l = loc_of(p->problem_mark);
+    /* libyaml's words for a tab where indentation goes do not say "tab". */
+    if (p->problem_mark.index < c->len && c->buf[p->problem_mark.index] == '\t' &&
+        strstr(problem, "cannot start any token")) {
+        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: a tab character; YAML indents with spaces only (replace it with spaces)",
+                 c->name, l.line, l.col);
+        return -EINVAL;
+    }
     if (p->context)
         snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s (%s at line %d column %d)",
                  c->name, l.line, l.col, problem, p->context,
