@@ -102,6 +102,23 @@ int fl_cli_exec(int argc, char **argv, const char *usage)
 
 int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync)
 {
+    /* Checked as the harness will read it, also outside the harness, so a
+     * script learns of a bad event where it is tried out, not as an event
+     * the harness drops (or a fault that never fires) in a run. */
+    char line[FL_EV_LINE_MAX + 16], err[256];
+    struct fl_ev ev;
+    if (!fl_ev_kind_valid(kind)) {
+        fprintf(stderr, "faultline emit: bad event kind '%s' (" FL_EV_KIND_CHARS ")\n", kind);
+        return 2;
+    }
+    snprintf(line, sizeof line, "EVENT %s%s%s", kind, *attrs ? " " : "", attrs);
+    if (fl_ev_parse(line, &ev, err, sizeof err) < 0) {
+        fprintf(stderr, "faultline emit: %s (write KEY=VALUE, and KEY=\"a b\" for a value with "
+                "spaces)\n", err);
+        return 2;
+    }
+    if (!path || !*path)
+        return 0;
     int fd = fl_evcli_connect(path);
     if (fd < 0) {
         fprintf(stderr, "faultline emit: connect %s: %s\n", path, strerror(-fd));

@@ -126,8 +126,9 @@ static const char *usage_emit =
     "\n"
     "Sends one event on the event channel of the run this process belongs to\n"
     "($FAULTLINE_EVENTS). With --sync, waits until the harness has applied every\n"
-    "fault the event triggers (which may kill the caller). Without\n"
-    "FAULTLINE_EVENTS it does nothing and exits 0.\n";
+    "fault the event triggers (which may kill the caller). A bad KIND or\n"
+    "KEY=VALUE is an error (exit 2) everywhere; without FAULTLINE_EVENTS it\n"
+    "does nothing else and exits 0.\n";
 
 static int help_for(const char *cmd)
 {
@@ -759,10 +760,7 @@ static int cmd_emit(int argc, char **argv)
         }
         n += (size_t)w;
     }
-    const char *path = getenv("FAULTLINE_EVENTS");
-    if (!path || !*path)
-        return 0;
-    return fl_cli_emit(path, argv[i], attrs, sync);
+    return fl_cli_emit(getenv("FAULTLINE_EVENTS"), argv[i], attrs, sync);
 }
 
 int main(int argc, char **argv)
