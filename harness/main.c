@@ -330,6 +330,18 @@ struct common {
     int nvariants;
 };
 
+/* One more --variant filter; -1 (said) past the 64 kept. */
+static int add_variant(struct common *c, const char *v)
+{
+    if (c->nvariants == (int)(sizeof c->variants / sizeof c->variants[0])) {
+        fprintf(stderr, "faultline: at most %d --variant options\n",
+                (int)(sizeof c->variants / sizeof c->variants[0]));
+        return -1;
+    }
+    c->variants[c->nvariants++] = v;
+    return 0;
+}
+
 /* A decimal number 0..2^64-1, as a scenario's seed: no sign (strtoull would
  * take "-1" as 2^64-1), no base prefix ("010" is ten, not eight). */
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -441,11 +453,8 @@ static int cmd_run(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
         switch (ch) {
         case 'v':
-            if (c.nvariants == 64) {
-                fprintf(stderr, "faultline: at most 64 --variant options\n");
+            if (add_variant(&c, optarg) < 0)
                 return 2;
-            }
-            c.variants[c.nvariants++] = optarg;
             break;
         case 's':
             if (parse_u64("--seed", optarg, &c.seed) < 0)
@@ -595,11 +604,8 @@ static int cmd_shell(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
         case 'v':
-            if (c.nvariants == 64) {
-                fprintf(stderr, "faultline: at most 64 --variant options\n");
+            if (add_variant(&c, optarg) < 0)
                 return 2;
-            }
-            c.variants[c.nvariants++] = optarg;
             break;
         case 'o': c.out = optarg; break;
         case 'k': c.keep = true; break;
