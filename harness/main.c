@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static const char *usage_main =
@@ -383,13 +384,14 @@ static int prepare_out(const char *out)
         return -1;
     }
     /* Each run's event socket is <real path of OUT>/runs/<run id>/ev.sock,
-     * and a unix socket path has at most 107 bytes. */
-    size_t need = strlen(realpath(runs, abs) ? abs : runs) +
-                  strlen("/YYYYMMDD-HHMMSS-xxxxxx/ev.sock");
-    if (need > 107) {
+     * and a unix socket path has at most sizeof sun_path - 1 bytes. */
+    const char *real = realpath(runs, abs) ? abs : runs;
+    size_t need = strlen(real) + strlen("/YYYYMMDD-HHMMSS-xxxxxx/ev.sock");
+    size_t most = sizeof ((struct sockaddr_un *)0)->sun_path - 1;
+    if (need > most) {
         fprintf(stderr, "faultline: %s is too long a path for run directories: their event "
-                "sockets would have %zu bytes, a unix socket at most 107 (--out DIR picks a "
-                "shorter one)\n", realpath(runs, abs) ? abs : runs, need);
+                "sockets would have %zu bytes, a unix socket at most %zu (--out DIR picks a "
+                "shorter one)\n", real, need, most);
         if (!had_runs)
             rmdir(runs);
         if (!had_out)
