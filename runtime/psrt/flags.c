@@ -84,7 +84,7 @@ void psrt_flags_usage(FILE *out)
 "                              and a ps's replies allow 10 times S\n"
 "  --connect_timeout_secs=S    first contact with a peer (default 60)\n"
 "  --reconnect_timeout_secs=S  a peer lost during training (default 120)\n"
-"                              (every timeout must be greater than 0)\n"
+"                              (every timeout is at least 0.001 s)\n"
 "  --ps_exit_on_chief_done=true|false   (default true) the chief tells every ps to\n"
 "                              exit 0 when it finished; false = serve forever like\n"
 "                              TensorFlow's server.join()\n"
@@ -191,11 +191,13 @@ static int parse_double(const char *v, double *out)
     return 0;
 }
 
-/* A timeout: seconds > 0 (0 would time every call out at once). */
+/* A timeout: at least 1 ms, poll's resolution (0 would time every call
+ * out at once, and so would anything shorter than a millisecond). */
 static int parse_timeout(const char *name, const char *v, double *out, char *err, size_t errlen)
 {
-    if (parse_double(v, out) || *out <= 0) {
-        snprintf(err, errlen, "--%s=%s: expected a number of seconds greater than 0", name, v);
+    if (parse_double(v, out) || *out < 0.001) {
+        snprintf(err, errlen,
+                 "--%s=%s: expected a number of seconds of at least 0.001", name, v);
         return -EINVAL;
     }
     return 0;

@@ -299,8 +299,8 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_CONTAINS(err, "--max_steps=x");
 }
 
-/* A zero timeout would time every call out at once (and a worker would
- * reconnect forever); an int flag past INT_MAX would wrap when stored. */
+/* A zero timeout, or one under poll's millisecond, would time every call
+ * out at once (and a worker would reconnect forever); an int flag past INT_MAX would wrap when stored. */
 FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
 {
     struct psrt_flags f;
@@ -310,12 +310,12 @@ FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
     static const char *const timeouts[] = {"rpc_timeout_secs", "connect_timeout_secs",
                                            "reconnect_timeout_secs"};
     for (int i = 0; i < 3; i++) {
-        static const char *const bad[] = {"0", "none", "-1", "nan"};
-        for (int b = 0; b < 4; b++) {
+        static const char *const bad[] = {"0", "none", "-1", "nan", "1e-9", "0.0009"};
+        for (int b = 0; b < 6; b++) {
             snprintf(line, sizeof line, "%s --%s=%s", base, timeouts[i], bad[b]);
             FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
             FL_ASSERT_CONTAINS(err, timeouts[i]);
-            FL_ASSERT_CONTAINS(err, "greater than 0");
+            FL_ASSERT_CONTAINS(err, "at least 0.001");
         }
         snprintf(line, sizeof line, "%s --%s=0.25", base, timeouts[i]);
         FL_ASSERT_EQ(parse(line, &f, err), 0);
