@@ -37,6 +37,7 @@
 #include "runtime/ckpt/state.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1128,8 +1129,9 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
     pthread_mutex_init(&ps->bg_mu, NULL);
     pthread_mutex_init(&ps->spare.mu, NULL);
     int nslots = psrt_optim_nslots(ps->opt.kind);
+    const struct psrt_var *v = NULL; /* the one being allocated: named when it fails */
     for (int i = 0; i < ps->model.nvars; i++) {
-        const struct psrt_var *v = &ps->model.vars[i];
+        v = &ps->model.vars[i];
         if (v->kind == PSRT_VAR_SPARSE) {
             float si[2] = {psrt_optim_slot_init(&ps->opt, 0), psrt_optim_slot_init(&ps->opt, 1)};
             ps->has_sparse = true;
@@ -1160,7 +1162,16 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
     *out = (struct psrt_ps *)ps;
     return 0;
 oom:
-    psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d", f->task);
+    if (v && v->kind == PSRT_VAR_SPARSE)
+        psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d: sparse table %s "
+                     "(lower --sparse_features)", f->task, v->name);
+    else if (v)
+        psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d: %s, %" PRId64
+                     " floats (%.1f GiB with its %d slot%s)%s", f->task, v->name, v->n,
+                     (double)v->n * 4 * (nslots + 1) / (1u << 30), nslots, nslots == 1 ? "" : "s",
+                     !strcmp(f->model, "bench_dense") ? "; lower --dense_floats" : "");
+    else
+        psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d", f->task);
     return -ENOMEM;
 }
 

@@ -299,6 +299,27 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_CONTAINS(err, "--max_steps=x");
 }
 
+/* A model too big for the memory a ps may have fails at once, in one line
+ * naming the variable, its size and the flag to lower (under ulimit -v, so
+ * that it fails the same way whatever the machine's overcommit setting). */
+FL_TEST(psrt_flags, ps_out_of_memory_names_the_variable_and_flag)
+{
+    const char *b = fl_test_bin("psrt");
+    if (access(b, X_OK) != 0)
+        FL_SKIP("%s is not built", b);
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "cd %s && ulimit -v 2000000 && exec %s --job_name=ps --task_index=0 "
+                        "--ps_hosts=127.0.0.1:0 --worker_hosts=127.0.0.1:1 --model=bench_dense "
+                        "--dense_floats=1000000000 --optimizer=adagrad 2>&1",
+                        fl_test_dir(), b);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "ResourceExhaustedError: no memory for the variables of ps task 0: "
+                            "bench/w0, 1000000000 floats (7.5 GiB with its 1 slot); "
+                            "lower --dense_floats\n");
+    FL_ASSERT_EQ(strchr(out, '\n') - out + 1, (long)strlen(out)); /* one line */
+    free(out);
+}
+
 /* A zero timeout, or one under poll's millisecond, would time every call
  * out at once (and a worker would reconnect forever); an int flag past INT_MAX would wrap when stored. */
 FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
