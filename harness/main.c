@@ -789,6 +789,11 @@ int main(int argc, char **argv)
     /* emit reads its own options: its KEY=VALUE arguments are not ours */
     if (strcmp(cmd, "emit") && want_help(argc - 1, argv + 1))
         return help_for(cmd);
+    /* getopt names argv[0] in its messages: "faultline run: unrecognized
+     * option '--bogus'", not "run: ..." */
+    char prog[64];
+    snprintf(prog, sizeof prog, "faultline %s", cmd);
+    argv[1] = prog;
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);

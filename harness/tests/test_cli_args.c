@@ -7,6 +7,7 @@
  */
 #include "harness/tests/fl_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +64,10 @@ FL_TEST(cli, only_documented_short_options)
                             bad[i]);
         FL_ASSERT_MSG(rc == 2, "faultline %s: exit %d", bad[i], rc);
         FL_ASSERT_MSG(strstr(out, "invalid option") != NULL, "faultline %s: %s", bad[i], out);
+        /* getopt's message names the command as typed: "faultline run: ..." */
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "faultline %.*s: ", (int)strcspn(bad[i], " "), bad[i]);
+        FL_ASSERT_MSG(strncmp(out, cmd, strlen(cmd)) == 0, "faultline %s: %s", bad[i], out);
         free(out);
     }
 }
