@@ -713,6 +713,26 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
                 break;
             }
             int j = fl_scn_job_find(s, items[i]->value);
+            int h = j < 0 ? fl_scn_host_find(s, items[i]->value) : -1;
+            if (h >= 0) { /* a host: say which job(s) it runs */
+                char jobs[256] = "";
+                size_t l = 0;
+                for (size_t q = 0; q < s->n_jobs; q++)
+                    for (size_t t = 0; t < s->jobs[q].n_tasks; t++)
+                        if (s->jobs[q].task_hosts[t] == h && l < sizeof jobs) {
+                            l += (size_t)snprintf(jobs + l, sizeof jobs - l, "%s'%s'",
+                                                  l ? ", " : "", s->jobs[q].name);
+                            break;
+                        }
+                if (l)
+                    return fl_scn_verr(c, items[i]->loc,
+                                       "stop_when: '%s' is a host; stop_when takes job names "
+                                       "(host %s runs job %s)", items[i]->value, items[i]->value,
+                                       jobs);
+                return fl_scn_verr(c, items[i]->loc,
+                                   "stop_when: '%s' is a host; stop_when takes job names (and "
+                                   "no job runs on %s)", items[i]->value, items[i]->value);
+            }
             if (j < 0) {
                 const char **names = fl_scn_zalloc(c, s->n_jobs, sizeof *names);
                 if (!names)
