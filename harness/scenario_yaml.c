@@ -3,7 +3,8 @@
  * tree of fl_scn_ynode that keeps 1-based line:column marks and byte ranges,
  * so that the validator (scenario.c) can point at the exact place of any
  * problem.  Anchors and aliases are supported (an alias shares the anchored
- * node); mapping keys must be scalars and unique; exactly one document.
+ * node), merge keys ('<<') are not; mapping keys must be scalars and unique;
+ * exactly one document.
  */
 #include "harness/scenario_yaml.h"
 
@@ -192,6 +193,9 @@ static int parse_collection(struct pctx *c, struct fl_scn_ynode *n, int depth)
             if (key->type != FL_YN_SCALAR)
                 return fail(c, key->loc, "a mapping key must be a plain name, not a %s",
                             key->type == FL_YN_MAP ? "mapping" : "list");
+            if (key->style == FL_YS_PLAIN && strcmp(key->value, "<<") == 0)
+                return fail(c, key->loc, "YAML merge keys ('<<') are not supported: write the "
+                            "keys out, or share a whole value with an anchor and alias");
             for (size_t i = 0; i < n->n; i++)
                 if (strcmp(n->keys[i]->value, key->value) == 0)
                     return fail(c, key->loc, "duplicate key '%.300s' (first at line %d column %d)",
