@@ -689,6 +689,12 @@ static void reap(struct engine *e)
              * grandchild; take what is there now). */
             if (p->out_fd >= 0)
                 read_output(e, p);
+            struct task_rt *tr = &e->tasks[p->task];
+            if (tr->relaunch_on_exit && tr->cur == p) {
+                tr->relaunch_on_exit = false;
+                if (!e->stopping && e->hosts[p->host].h.state == FL_HOST_UP)
+                    eng_start_task(e, p->task);
+            }
             break;
         }
     }

@@ -52,6 +52,7 @@ struct task_rt {
     struct proc *cur;           /* the latest generation, NULL before the first start */
     int gens;
     int restart_pending;        /* heals that will start it again */
+    bool relaunch_on_exit;      /* a kill healed while cur still ran: start it when cur exits */
 };
 
 struct host_rt {

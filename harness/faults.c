@@ -14,7 +14,8 @@
  * at exactly that point of the sender's execution.
  *
  * What each action does (heal in brackets, when for: is given):
- *   kill        signal the task's (or host's) process groups  [start them again]
+ *   kill        signal the task's (or host's) process groups  [start them again,
+ *               each once its killed process has exited]
  *   pause       SIGSTOP                                        [SIGCONT]
  *   restart     kill the host's init (all its processes), start the host and
  *               its tasks again on the same disk              [for: = downtime]
@@ -231,7 +232,13 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
             int t = fr->tasks[i];
             if (e->tasks[t].restart_pending > 0)
                 e->tasks[t].restart_pending--;
-            if (restart && e->hosts[e->s->tasks[t].host].h.state == FL_HOST_UP)
+            if (!restart || e->hosts[e->s->tasks[t].host].h.state != FL_HOST_UP)
+                continue;
+            /* A relaunch, never a second copy beside a process that is
+             * still shutting down (or ignored the signal): wait for it. */
+            if (e->tasks[t].cur && e->tasks[t].cur->running)
+                e->tasks[t].relaunch_on_exit = true;
+            else
                 eng_start_task(e, t);
         }
         break;

@@ -1,0 +1,51 @@
+/*
+ * test_faults_review.c: integration tests pinning down fixes from a
+ * conformance review of the fault catalog (scenarios/README.md, "Kinds"):
+ * each runs the real faultline binary on a scenario of harness/tests/scenarios/
+ * with real hosts, and checks in the run's database what the scenario cannot
+ * say about itself (when each generation of a task ran).
+ */
+#include "harness/tests/fl_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void require_setup(void)
+{
+    fl_test_need_root();
+    if (access(fl_test_bin("fl-probe"), X_OK) != 0)
+        FL_SKIP("build/bin/fl-probe is not built");
+}
+
+/* Runs harness/tests/scenarios/NAME with the test's own --out and --db; the
+ * scenario's expectations make the exit status the verdict. */
+static void run_passes(const char *name)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
+    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
+    free(out);
+}
+
+static int db_int(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    return fl_test_db_int(path, sql);
+}
+
+/* "for: starts the killed tasks again": a task still shutting down when the
+ * kill heals is relaunched once it has exited, never beside itself. */
+FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
+{
+    require_setup();
+    run_passes("relaunch-slow-exit.yaml");
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
+    FL_ASSERT_EQ(db_int("SELECT exit_code FROM processes WHERE job='node' AND generation=0"), 3);
+    /* generation 1 started no earlier than generation 0 ended */
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes g0, processes g1 WHERE g0.job='node' "
+                        "AND g1.job='node' AND g0.generation=0 AND g1.generation=1 "
+                        "AND g1.started_ms < g0.ended_ms"), 0);
+}
