@@ -210,6 +210,22 @@ static int make_disk(struct engine *e, int i, bool preload)
     return preload ? preload_disk(e, i) : 0;
 }
 
+/* The host's /tmp: an empty, world-writable, sticky directory, at the start
+ * and again when the host is replaced (a new machine). */
+static int make_tmp(struct engine *e, int i)
+{
+    struct host_rt *hr = &e->hosts[i];
+    int rc = fl_rm_rf(hr->tmp);
+    if (rc == 0)
+        rc = fl_mkdir_p(hr->tmp, 01777);
+    if (rc < 0) {
+        eng_error(e, "host %s: empty /tmp at %s: %s", e->s->hosts[i].name, hr->tmp, strerror(-rc));
+        return rc;
+    }
+    chmod(hr->tmp, 01777);
+    return 0;
+}
+
 static int setup_dirs(struct engine *e)
 {
     const struct fl_scenario *s = e->s;
@@ -279,11 +295,8 @@ static int setup_dirs(struct engine *e)
         fl_fabric_addr_str((int)i, hr->addr, sizeof hr->addr);
         if ((rc = make_disk(e, (int)i, true)) < 0)
             break;
-        if ((rc = fl_mkdir_p(hr->tmp, 01777)) < 0) {
-            eng_error(e, "mkdir %s: %s", hr->tmp, strerror(-rc));
+        if ((rc = make_tmp(e, (int)i)) < 0)
             break;
-        }
-        chmod(hr->tmp, 01777);
         /* shared mounts of this host */
         for (size_t m = 0; m < s->n_shared; m++)
             for (size_t k = 0; k < s->shared[m].n_hosts; k++)
@@ -354,7 +367,7 @@ int eng_host_up(struct engine *e, int i, bool fresh_disk)
     int rc;
     if (hr->h.state != FL_HOST_DOWN)
         return 0;
-    if (fresh_disk && (rc = make_disk(e, i, false)) < 0)
+    if (fresh_disk && ((rc = make_disk(e, i, false)) < 0 || (rc = make_tmp(e, i)) < 0))
         return rc;
     hr->h.generation++;
     struct fl_host *hp = &hr->h;

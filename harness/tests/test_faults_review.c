@@ -49,3 +49,12 @@ FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
                         "AND g1.job='node' AND g0.generation=0 AND g1.generation=1 "
                         "AND g1.started_ms < g0.ended_ms"), 0);
 }
+
+/* "replace: a new machine": its /tmp is as empty as its disk; a restart
+ * (a reboot of the same machine) keeps both. */
+FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
+{
+    require_setup();
+    run_passes("replace-tmp.yaml");
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
+}
