@@ -39,7 +39,7 @@ struct proc {
     char line[4096];
     size_t linelen;
     bool running;
-    bool stopped;               /* SIGSTOPped by a pause fault */
+    bool stopped;               /* stopped by a pause, or a kill with a stop signal */
     int exit_code;              /* -1 when killed by a signal */
     int sig;
     bool core;

@@ -140,9 +140,13 @@ static void kill_one(struct engine *e, struct fault_rt *fr, int task)
     struct proc *p = e->tasks[task].cur;
     if (!p || !p->running)
         return;
+    int sig = fr->f->action.signal ? fr->f->action.signal : SIGKILL;
     if (p->stopped)
         eng_signal_proc(e, p, SIGCONT);
-    eng_signal_proc(e, p, fr->f->action.signal ? fr->f->action.signal : SIGKILL);
+    eng_signal_proc(e, p, sig);
+    /* A stop signal leaves it stopped like a pause: the end of the run (and
+     * a later kill) must continue it before SIGTERM can end it. */
+    p->stopped = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
     if (fr->f->for_ms > 0) {
         e->tasks[task].restart_pending++;
         add_task(fr, task);

@@ -58,3 +58,14 @@ FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
     run_passes("replace-tmp.yaml");
     FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
 }
+
+/* "kill: sends signal": with SIGSTOP the task is stopped, and the end of
+ * the run continues it like a paused task, so SIGTERM (not SIGKILL after
+ * the grace) ends it. */
+FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
+{
+    require_setup();
+    run_passes("kill-sigstop.yaml");
+    FL_ASSERT_EQ(db_int("SELECT signal FROM processes WHERE job='node'"), 15);
+    FL_ASSERT(db_int("SELECT duration_ms FROM runs") < 20000);
+}
