@@ -1008,8 +1008,10 @@ static void free_engine(struct engine *e)
         free(e->hosts[i].mounts);
         free((char *)e->hosts[i].h.spec.hosts_file);
     }
-    for (size_t i = 0; i < e->nfaults; i++)
+    for (size_t i = 0; i < e->nfaults; i++) {
         free(e->faults[i].tasks);
+        free(e->faults[i].starts);
+    }
     free(e->faults);
     free(e->hosts);
     free(e->tasks);

@@ -77,6 +77,7 @@ struct fault_rt {
     int rule_id;                /* partition */
     int rec_no;
     int *tasks;                 /* tasks this fault killed/paused, to restart/resume */
+    int *starts;                /* each one's task_rt.gens then: started again since? */
     size_t ntasks;
 };
 

@@ -77,9 +77,12 @@ void fl_faults_init(struct engine *e)
     }
 }
 
-static void add_task(struct fault_rt *fr, int task)
+/* starts: the task's start count (task_rt.gens) when the fault hit it. */
+static void add_task(struct fault_rt *fr, int task, int starts)
 {
     fr->tasks = realloc(fr->tasks, (fr->ntasks + 1) * sizeof *fr->tasks);
+    fr->starts = realloc(fr->starts, (fr->ntasks + 1) * sizeof *fr->starts);
+    fr->starts[fr->ntasks] = starts;
     fr->tasks[fr->ntasks++] = task;
 }
 
@@ -149,7 +152,7 @@ static void kill_one(struct engine *e, struct fault_rt *fr, int task)
     p->stopped = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
     if (fr->f->for_ms > 0) {
         e->tasks[task].restart_pending++;
-        add_task(fr, task);
+        add_task(fr, task, e->tasks[task].gens);
     }
 }
 
@@ -160,7 +163,7 @@ static void pause_one(struct engine *e, struct fault_rt *fr, int task)
         return;
     eng_signal_proc(e, p, SIGSTOP);
     p->stopped = true;
-    add_task(fr, task);
+    add_task(fr, task, e->tasks[task].gens);
 }
 
 static void restart_tasks_on(struct engine *e, int host)
@@ -238,6 +241,8 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
                 e->tasks[t].restart_pending--;
             if (!restart || e->hosts[e->s->tasks[t].host].h.state != FL_HOST_UP)
                 continue;
+            if (e->tasks[t].gens != fr->starts[i])
+                continue;       /* started again since (its host restarted) */
             /* A relaunch, never a second copy beside a process that is
              * still shutting down (or ignored the signal): wait for it. */
             if (e->tasks[t].cur && e->tasks[t].cur->running)

@@ -69,3 +69,13 @@ FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
     FL_ASSERT_EQ(db_int("SELECT signal FROM processes WHERE job='node'"), 15);
     FL_ASSERT(db_int("SELECT duration_ms FROM runs") < 20000);
 }
+
+/* A kill with for: and a restart of the same host: the restart starts the
+ * task again, and the kill's heal then finds it started already. */
+FL_TEST_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
+{
+    require_setup();
+    run_passes("kill-for-then-restart.yaml");
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
+}
