@@ -15,7 +15,8 @@
  * Ending: when every task of the `stop_when` jobs has exited for good (no
  * restart pending), or on timeout, harness error or interrupt, the engine
  * resumes paused processes, sends SIGTERM to every process group still
- * running, SIGKILL after the grace period, and waits for all of them.  Then
+ * running, SIGKILL after the grace period (at once on a second interrupt),
+ * and waits for all of them.  Then
  * check.c judges, the recorder gets the verdict, and tear-down removes
  * everything the run created: hosts (and with them their namespaces and
  * mounts), the switch, cgroups, and the run directory (kept with its logs
@@ -756,7 +757,8 @@ static void begin_stop(struct engine *e)
             eng_signal_proc(e, p, SIGCONT);
         eng_signal_proc(e, p, SIGTERM);
     }
-    e->kill_at = eng_now(e) + e->s->run.grace_ms;
+    /* a second interrupt (both may come in one read) leaves no grace */
+    e->kill_at = eng_now(e) + (e->interrupts > 1 ? 0 : e->s->run.grace_ms);
 }
 
 static void progress(struct engine *e, bool final)
@@ -845,9 +847,15 @@ static void loop(struct engine *e)
                     if (si.ssi_signo == SIGCHLD)
                         continue;
                     if (!e->interrupted)
-                        fprintf(stderr, "\nfaultline: %s: stopping the run and cleaning up\n",
+                        fprintf(stderr, "\nfaultline: %s: stopping the run and cleaning up "
+                                "(interrupt again to kill its processes at once)\n",
+                                strsignal((int)si.ssi_signo));
+                    else if (e->interrupts == 1)
+                        fprintf(stderr, "faultline: %s again: killing the run's processes now\n",
                                 strsignal((int)si.ssi_signo));
                     e->interrupted = true;
+                    if (++e->interrupts == 2 && e->stopping)
+                        e->kill_at = eng_now(e);    /* no more grace */
                 }
                 reap(e);
                 break;

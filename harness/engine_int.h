@@ -121,6 +121,7 @@ struct engine {
     int64_t kill_at;            /* SIGKILL after grace */
     bool timed_out;
     bool interrupted;
+    int interrupts;             /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
     char error[1024];           /* the first harness error: verdict error */
     char cgroup_run[PATH_MAX];
     bool any_cgroup;
