@@ -94,6 +94,23 @@ int fl_engine_global_init(char *err, size_t errlen)
     return 0;
 }
 
+bool fl_engine_take_interrupt(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    struct timespec now = {0, 0};
+    int sig = sigtimedwait(&set, NULL, &now);
+    if (sig <= 0)
+        return false;
+    while (sigtimedwait(&set, NULL, &now) > 0)
+        ;
+    fprintf(stderr, "\nfaultline: %s: starting no further run\n", strsignal(sig));
+    return true;
+}
+
 void eng_write_state(struct engine *e)
 {
     struct fl_state st = {0};

@@ -44,6 +44,11 @@ struct fl_engine_result {
 int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_opts *o,
                   struct fl_engine_result *res);
 
+/* Between runs: takes an interrupt (SIGINT, SIGTERM, SIGHUP) that arrived
+ * since the last run's event loop ended (while it was judged and torn
+ * down), says so on stderr and returns true: start no further run. */
+bool fl_engine_take_interrupt(void);
+
 /* Process-wide setup: a private mount namespace and blocked signals for the
  * event loop.  Call once, before anything else, single-threaded. */
 int fl_engine_global_init(char *err, size_t errlen);

@@ -540,6 +540,9 @@ static int cmd_run(int argc, char **argv)
             if (filters[i].n_terms && !fl_scn_selector_match(s, &filters[i], var))
                 continue;
             for (uint64_t r = 0; r < repeat && !interrupted; r++) {
+                /* an interrupt while the last run was torn down */
+                if ((interrupted = fl_engine_take_interrupt()))
+                    break;
                 results = realloc(results, (nrows + 1) * sizeof *results);
                 rows = realloc(rows, (nrows + 1) * sizeof *rows);
                 vnames = realloc(vnames, (nrows + 1) * sizeof *vnames);
@@ -564,6 +567,8 @@ static int cmd_run(int argc, char **argv)
             }
         }
     }
+    if (!interrupted)
+        interrupted = fl_engine_take_interrupt();
     printf("\n");
     fl_report_summary(stdout, rows, nrows);
     for (size_t i = 0; i < nrows; i++)

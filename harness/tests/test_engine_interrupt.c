@@ -155,3 +155,70 @@ FL_TEST_T(engine, second_interrupt_skips_the_grace, 60)
                  1);
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE verdict='running'"), 0);
 }
+
+/* The pid of the one child of pid (strace's tracee), or -1. */
+static pid_t only_child(pid_t pid)
+{
+    char path[64], *text;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    if (fl_read_file(path, &text, NULL) < 0)
+        return -1;
+    pid_t child = atoi(text) > 0 ? atoi(text) : -1;
+    free(text);
+    return child;
+}
+
+/* An interrupt that lands while a run is being torn down (held there by
+ * strace at its first umount2, after the run's verdict is recorded) is
+ * not lost: no further repeat is started (nor recorded as an errored
+ * run), and the exit status is 130, also when it was the last run. */
+FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
+{
+    require_setup();
+    if (system("strace -V >/dev/null 2>&1") != 0)
+        FL_SKIP("needs strace (ci/install-deps installs it) to hold the harness in its teardown");
+    const char *scn = write_scenario("quick.yaml",
+        "name: it-quick\n"
+        "hosts: [a]\n"
+        "cluster:\n"
+        "  quick: [a]\n"
+        "run:\n"
+        "  command: \"echo done\"\n");
+    const char *repeats[] = {"3", "1"};
+    for (int c = 0; c < 2; c++) {
+        char trace[4096], out[4096], db[4096], log[4096];
+        snprintf(trace, sizeof trace, "%s/strace%d.txt", fl_test_dir(), c);
+        snprintf(out, sizeof out, "%s/o%d", fl_test_dir(), c);
+        snprintf(db, sizeof db, "%s/fl%d.db", fl_test_dir(), c);
+        snprintf(log, sizeof log, "%s/run.out", fl_test_dir());
+        pid_t spid = fork();
+        if (spid == 0) {
+            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            dup2(fd, 1);
+            dup2(fd, 2);
+            execlp("strace", "strace", "-o", trace, "-e", "trace=umount2", "-e",
+                   "inject=umount2:delay_enter=3000000:when=1", fl_test_bin("faultline"), "run",
+                   "-q", "--out", out, "--db", db, "--repeat", repeats[c], scn, (char *)NULL);
+            _exit(127);
+        }
+        char rel[64];
+        snprintf(rel, sizeof rel, "strace%d.txt", c);
+        FL_REQUIRE_MSG(wait_for(rel, "umount2(", 20000), "--repeat %s: no umount2 in teardown",
+                       repeats[c]);
+        pid_t fpid = only_child(spid);
+        FL_REQUIRE_MSG(fpid > 0, "--repeat %s: faultline under strace not found", repeats[c]);
+        kill(fpid, SIGINT);
+        int ws;
+        waitpid(spid, &ws, 0);
+        char *text = NULL;
+        fl_read_file(log, &text, NULL);
+        FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "--repeat %s: exit status %d: %s",
+                      repeats[c], ws, text ? text : "");
+        free(text);
+        FL_ASSERT_MSG(fl_test_db_int(db, "SELECT count(*) FROM runs") == 1 &&
+                      fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'") == 1,
+                      "--repeat %s: %d runs recorded (%d passed), want only the torn-down one",
+                      repeats[c], fl_test_db_int(db, "SELECT count(*) FROM runs"),
+                      fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'"));
+    }
+}
