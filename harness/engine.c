@@ -828,6 +828,54 @@ static void arm_timer(struct engine *e)
     timerfd_settime(e->timerfd, 0, &its, NULL);
 }
 
+static void accept_clients(struct engine *e)
+{
+    struct fl_evsrv_client *c;
+    while ((c = fl_evsrv_accept(e->ev))) {
+        struct watch *cw = malloc(sizeof *cw);
+        if (!cw) {
+            fl_evsrv_drop(e->ev, c);
+            continue;
+        }
+        *cw = (struct watch){W_CLIENT, c};
+        c->user = cw;   /* freed by the server when it drops c */
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = cw};
+        epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->fd, &ev);
+    }
+}
+
+static void read_client(struct engine *e, struct fl_evsrv_client *c)
+{
+    if (fl_evsrv_read(e->ev, c, on_event, e) < 0) {
+        epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+        fl_evsrv_drop(e->ev, c);
+    }
+}
+
+/* After the loop: the events that processes sent before they exited but
+ * the loop had not read when it saw the last exit (a connection still in
+ * the listen backlog, lines still in a client's socket).  Bounded, in case
+ * a leftover process keeps sending. */
+static void drain_events(struct engine *e)
+{
+    struct epoll_event evs[64];
+    for (int round = 0; round < 64; round++) {
+        int n = epoll_wait(e->epfd, evs, 64, 0), handled = 0;
+        for (int i = 0; i < n; i++) {
+            struct watch *w = evs[i].data.ptr;
+            if (w->type == W_LISTEN) {
+                accept_clients(e);
+                handled++;
+            } else if (w->type == W_CLIENT) {
+                read_client(e, w->ptr);
+                handled++;
+            }
+        }
+        if (handled == 0)
+            break;
+    }
+}
+
 static void loop(struct engine *e)
 {
     struct epoll_event evs[64];
@@ -882,29 +930,12 @@ static void loop(struct engine *e)
                 if (read(e->timerfd, &x, sizeof x) < 0) { /* spurious */ }
                 break;
             }
-            case W_LISTEN: {
-                struct fl_evsrv_client *c;
-                while ((c = fl_evsrv_accept(e->ev))) {
-                    struct watch *cw = malloc(sizeof *cw);
-                    if (!cw) {
-                        fl_evsrv_drop(e->ev, c);
-                        continue;
-                    }
-                    *cw = (struct watch){W_CLIENT, c};
-                    c->user = cw;   /* freed by the server when it drops c */
-                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = cw};
-                    epoll_ctl(e->epfd, EPOLL_CTL_ADD, c->fd, &ev);
-                }
+            case W_LISTEN:
+                accept_clients(e);
                 break;
-            }
-            case W_CLIENT: {
-                struct fl_evsrv_client *c = w->ptr;
-                if (fl_evsrv_read(e->ev, c, on_event, e) < 0) {
-                    epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-                    fl_evsrv_drop(e->ev, c);
-                }
+            case W_CLIENT:
+                read_client(e, w->ptr);
                 break;
-            }
             case W_OUTPUT:
                 read_output(e, w->ptr);
                 break;
@@ -1158,6 +1189,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         fl_faults_tick(e);          /* at: 0s faults on processes */
     }
     loop(e);
+    drain_events(e);
 
 judge:
     teardown(e);
