@@ -1,6 +1,6 @@
 /*
  * events.c: the client side of the harness's event channel
- * (EVENTS-SPEC.md, wire protocol v1).
+ * (docs/events.md, wire protocol v1).
  *
  * FAULTLINE_EVENTS unset: every call is a no-op.  Otherwise one unix stream
  * connection per process, opened at start with a HELLO line; each event is

@@ -94,7 +94,7 @@ void psrt_flags_usage(FILE *out)
 "thread cannot be created.\n"
 "\n"
 "Harness hooks:\n"
-"  FAULTLINE_EVENTS=/path.sock  report events (EVENTS-SPEC.md); FAULTLINE_SYNC lists\n"
+"  FAULTLINE_EVENTS=/path.sock  report events (docs/events.md); FAULTLINE_SYNC lists\n"
 "                              kinds sent as sync points ('*' = all)\n"
 "  libfiu fault points (fiu-ctrl -c 'enable name=...' PID, or PSRT_FIU=name[=errno],...;\n"
 "  remote control fifo basename from FIU_CTRL_FIFO or PSRT_FIU_FIFO):\n"

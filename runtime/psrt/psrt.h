@@ -2,7 +2,7 @@
  * psrt.h: interfaces shared by psrt's modules (the ps/worker training
  * runtime under test, DESIGN.md §7).  Not a public API: the harness talks to
  * psrt through its command line, its exit status, its output and the event
- * channel (EVENTS-SPEC.md); only the checkpoint files it writes are shared,
+ * channel (docs/events.md); only the checkpoint files it writes are shared,
  * through runtime/ckpt.
  *
  * Module map (one file each, exported names prefixed psrt_<module>_):

@@ -312,10 +312,14 @@ FL_TEST(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
                                 "--save_checkpoint_secs", "--max_to_keep",
                                 "--checkpoint_protocol", "--rpc_threads", "--export_dir",
                                 "--seed", "psrt predict", "psrt inspect", "psrt/save/merge",
-                                "psrt/restore/read", "psrt/export/write", NULL};
+                                "psrt/restore/read", "psrt/export/write", "(docs/events.md)", NULL};
     for (int i = 0; documented[i]; i++)
         FL_ASSERT_CONTAINS(out, documented[i]);
     free(out);
+    /* the event channel's reference it names is there */
+    char ev[4096];
+    snprintf(ev, sizeof ev, "%s/docs/events.md", fl_test_root());
+    FL_ASSERT_MSG(access(ev, R_OK) == 0, "psrt --help names %s, which is missing", ev);
 }
 
 /* A "ps" that accepts and answers garbage: every connection closed after
