@@ -100,6 +100,8 @@ FL_TEST_T(engine, run_disk_private_and_shared_path, 60)
     /* four file checks and the reader's checks, all recorded as passed */
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE name='file' AND passed=1"), 4);
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE passed=0"), 0);
+    /* a scenario without variants is recorded as variant 'default' (docs/schema.md) */
+    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE variant='default'"), 1);
     free(out);
 }
 

@@ -3,13 +3,16 @@
  * block of the page is run against a database recorded through the recorder
  * API, and the four questions the page promises to answer (faults of a run,
  * how often a scenario fails, verdicts changed since a revision, how long
- * saves take) must return the rows the recorded runs imply.
+ * saves take) must return the rows the recorded runs imply.  The tables the
+ * page describes ("### name ..." and the backquoted names in the first
+ * cell of each row) must be the database's, column for column, both ways.
  */
 #include "harness/recorder.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,7 +23,7 @@ static void record(struct fl_rec *rec, const char *id, const char *variant, cons
                    int64_t started, const char *verdict, bool details)
 {
     struct fl_rec_run *run;
-    struct fl_rec_run_info info = {.run_id = id, .scenario = "seed-001-merge-needs-shared-fs",
+    struct fl_rec_run_info info = {.run_id = id, .scenario = "s001-2ps-3w",
                                    .variant = variant, .git_rev = rev, .seed = 1,
                                    .started_at_ms = started};
     FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
@@ -132,4 +135,126 @@ FL_TEST(recorder, schema_doc_queries_run)
     FL_ASSERT_STREQ(buf, "4 8");
     free(doc);
     fl_rec_close(rec);
+}
+
+
+/* Adds each `name` of a table row's first cell ("| `run`, `proc_no` | ...")
+ * to cols (a space-separated list, " a b c "). */
+static void doc_row_columns(const char *row, char *cols, size_t cap)
+{
+    const char *end = strchr(row + 1, '|');
+    for (const char *p = row; end && (p = strchr(p, '`')) && p < end;) {
+        const char *q = strchr(p + 1, '`');
+        if (!q || q > end)
+            break;
+        size_t l = strlen(cols);
+        snprintf(cols + l, cap - l, "%.*s ", (int)(q - p - 1), p + 1);
+        p = q + 1;
+    }
+}
+
+/* " a b " (the order does not matter) against the columns of table t. */
+static void same_columns(sqlite3 *db, const char *t, const char *doc_cols, const char *skip)
+{
+    char sql[128], *real = calloc(1, 4096);
+    snprintf(sql, sizeof sql, "SELECT name FROM pragma_table_info('%s')", t);
+    sqlite3_stmt *st;
+    FL_REQUIRE_EQ(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        char w[80];
+        snprintf(w, sizeof w, " %s ", c);
+        n++;
+        if (skip && !strcmp(c, skip))
+            continue;
+        size_t l = strlen(real);
+        snprintf(real + l, 4096 - l, "%s ", c);
+        FL_ASSERT_MSG(strstr(doc_cols, w) != NULL,
+                      "docs/schema.md: column %s.%s is not documented (documented:%s)", t, c,
+                      doc_cols);
+    }
+    sqlite3_finalize(st);
+    FL_ASSERT_MSG(n > 0, "docs/schema.md describes table %s, which the database lacks", t);
+    for (const char *p = doc_cols; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t l = strcspn(p, " ");
+        if (!l)
+            break;
+        char w[80];
+        snprintf(w, sizeof w, " %.*s ", (int)l, p);
+        char all[4200];
+        snprintf(all, sizeof all, " %s", real);
+        FL_ASSERT_MSG(strstr(all, w) != NULL || (skip && !strncmp(p, skip, l) && !skip[l]),
+                      "docs/schema.md documents column %s.%.*s, which the database lacks", t,
+                      (int)l, p);
+        p += l;
+    }
+    free(real);
+}
+
+FL_TEST(recorder, schema_doc_tables_match_the_database)
+{
+    char path[4096], dbpath[4096], err[256];
+    snprintf(path, sizeof path, "%s/docs/schema.md", fl_test_root());
+    FILE *f = fopen(path, "r");
+    FL_REQUIRE_MSG(f, "cannot open %s", path);
+    char *doc = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&doc, &cap, '\0', f);
+    fclose(f);
+    FL_REQUIRE(len > 0);
+    struct fl_rec *rec;
+    snprintf(dbpath, sizeof dbpath, "%s/t.db", fl_test_dir());
+    FL_REQUIRE_EQ(fl_rec_open(&rec, dbpath, NULL, err, sizeof err), 0);
+    sqlite3 *db = fl_rec_db(rec);
+
+    /* Every "### <table> ..." section under "## Tables", up to the next "## ". */
+    char *tables = strstr(doc, "\n## Tables\n");
+    FL_REQUIRE(tables);
+    char *tables_end = strstr(tables + 1, "\n## ");
+    FL_REQUIRE(tables_end);
+    *tables_end = '\0';
+    char seen[512] = " ";
+    int nsections = 0;
+    for (char *sec = strstr(tables, "\n### "); sec;) {
+        sec += 5;
+        nsections++;
+        char *next = strstr(sec, "\n### ");
+        if (next)
+            *next = '\0';
+        char name[64];
+        FL_REQUIRE(sscanf(sec, "%63[a-z_]", name) == 1);
+        size_t sl = strlen(seen);
+        snprintf(seen + sl, sizeof seen - sl, "%s ", name);
+        char cols[2048] = " ";
+        for (char *row = strstr(sec, "\n| `"); row; row = strstr(row + 1, "\n| `"))
+            doc_row_columns(row + 1, cols, sizeof cols);
+        same_columns(db, name, cols, NULL);
+        /* the views beside ckpt_ops: "(same columns without `kind`)" */
+        if (!strcmp(name, "ckpt_ops")) {
+            FL_ASSERT_CONTAINS(sec, "columns without `kind`");
+            static const char *const views[] = {"saves", "restores", "exports"};
+            for (size_t v = 0; v < 3; v++)
+                same_columns(db, views[v], cols, "kind");
+        }
+        if (!next)
+            break;
+        sec = next;
+    }
+    FL_ASSERT_GE(nsections, 6);
+    /* and every table of the database has its section */
+    sqlite3_stmt *st;
+    FL_REQUIRE_EQ(sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         "AND name NOT LIKE 'sqlite_%'", -1, &st, NULL),
+                  SQLITE_OK);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char w[80];
+        snprintf(w, sizeof w, " %s ", (const char *)sqlite3_column_text(st, 0));
+        FL_ASSERT_MSG(strstr(seen, w) != NULL, "docs/schema.md has no section for table%s", w);
+    }
+    sqlite3_finalize(st);
+    fl_rec_close(rec);
+    free(doc);
 }
