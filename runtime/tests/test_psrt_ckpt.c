@@ -312,7 +312,12 @@ FL_TEST(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
                                 "--save_checkpoint_secs", "--max_to_keep",
                                 "--checkpoint_protocol", "--rpc_threads", "--export_dir",
                                 "--seed", "psrt predict", "psrt inspect", "psrt/save/merge",
-                                "psrt/restore/read", "psrt/export/write", "(docs/events.md)", NULL};
+                                "psrt/restore/read", "psrt/export/write", "(docs/events.md)",
+                                "--pool_threads", "--export_version", "--rpc_timeout_secs",
+                                "--connect_timeout_secs", "--reconnect_timeout_secs",
+                                "--ps_exit_on_chief_done", "--sharded_save",
+                                "--log_every_steps", "--sparse_features", "--dense_floats",
+                                "--step_delay", "--noname (false)", NULL};
     for (int i = 0; documented[i]; i++)
         FL_ASSERT_CONTAINS(out, documented[i]);
     free(out);
