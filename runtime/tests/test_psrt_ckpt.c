@@ -72,7 +72,15 @@ static void every_checkpoint_restores_bit_exactly(const char *model)
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s/w0/train_logs", fl_test_dir());
     FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
-    FL_REQUIRE_GE(st.n_all, 4);
+    /* The chief saves at step 0, when the global step is 100 past its last
+     * save, and at 400; the other two workers train on while a save is
+     * fsynced, so on a busy disk the global step can pass a whole interval
+     * during one save and that save point is skipped (model.ckpt-0, -250,
+     * -400).  Only the first and the last are certain, and two are enough
+     * for both restore paths (k = 0 from the chief's copy, k = 1 from the
+     * ps copies). */
+    FL_REQUIRE_MSG(st.n_all >= 2, "%zu checkpoints kept, want the first and the last",
+                   st.n_all);
     for (size_t k = 0; k < st.n_all; k++) {
         const char *name = st.all_model_checkpoint_paths[k];
         long long step = atoll(strrchr(name, '-') + 1);
