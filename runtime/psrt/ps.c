@@ -1206,19 +1206,16 @@ int psrt_ps_main(const struct psrt_flags *f)
              f->rpc_threads == PSRT_POOL ? "pool" : "per_request");
     psrt_ev("ps.ready", "task=%d port=%d", f->task, psrt_ps_port(ps));
     psrt_ps_wait(ps);
-    /* Linger while workers still finish their last step (they get "done"
-     * answers and exit 0), at most 3 s. */
+    /* Linger while workers are still connected, at most 3 s: each gets a
+     * "done" answer to its next call (a step, or the Ping of a worker
+     * waiting for the model, which polls every 0.5 s) and exits 0, closing
+     * its connection.  (Lingering only until 0.3 s without a request let a
+     * waiting worker find the ps gone and retry for --reconnect_timeout_secs.) */
     struct ps *s = (struct ps *)ps;
-    uint64_t last = psrt_server_served(s->srv);
-    double quiet_since = psrt_now(), start = quiet_since;
-    while (psrt_now() - start < 3 && psrt_now() - quiet_since < 0.3) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
+    double start = psrt_now();
+    while (psrt_now() - start < 3 && psrt_server_open_conns(s->srv) > 0) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
-        uint64_t now = psrt_server_served(s->srv);
-        if (now != last) {
-            last = now;
-            quiet_since = psrt_now();
-        }
     }
     psrt_ev("ps.done", "task=%d", f->task);
     return 0;

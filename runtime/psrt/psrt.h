@@ -326,6 +326,9 @@ void psrt_server_set_timeout(struct psrt_server *s, double secs);
 void psrt_server_wait(struct psrt_server *s);
 /* Number of requests served (tests). */
 uint64_t psrt_server_served(const struct psrt_server *s);
+/* Connections accepted and not closed yet (a peer's close is seen when its
+ * connection is next served). */
+int psrt_server_open_conns(const struct psrt_server *s);
 
 /* ---- threads (pool.c) ---------------------------------------------------- */
 struct psrt_pool;

@@ -775,6 +775,7 @@ struct psrt_server {
     struct psrt_pool *pool;
     pthread_t disp;
     atomic_ullong served;
+    atomic_int open;    /* accepted connections not yet closed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
@@ -788,6 +789,7 @@ void psrt_server_set_timeout(struct psrt_server *s, double secs)
 
 static void conn_close(struct srv_conn *sc)
 {
+    atomic_fetch_sub(&sc->s->open, 1);
     close(sc->fd);
     psrt_buf_free(&sc->in);
     psrt_buf_free(&sc->rep.out);
@@ -864,6 +866,7 @@ static void *dispatcher(void *arg)
                     }
                     sc->fd = fd;
                     sc->s = s;
+                    atomic_fetch_add(&s->open, 1);
                     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT | EPOLLRDHUP,
                                              .data.ptr = sc};
                     if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
@@ -973,6 +976,8 @@ fail:
 
 int psrt_server_port(const struct psrt_server *s) { return s->port; }
 uint64_t psrt_server_served(const struct psrt_server *s) { return atomic_load(&s->served); }
+
+int psrt_server_open_conns(const struct psrt_server *s) { return atomic_load(&s->open); }
 
 void psrt_server_wait(struct psrt_server *s)
 {

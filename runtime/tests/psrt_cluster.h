@@ -33,6 +33,7 @@ struct pc {
     char ps_hosts[512], worker_hosts[512];
     char common[2048];
     pid_t ps[16], w[16];
+    char ps_dir[16][64], w_dir[16][64]; /* each task's directory, for its log */
 };
 
 static __attribute__((unused)) int pc_free_port(void)
@@ -132,10 +133,13 @@ static __attribute__((unused)) pid_t pc_start_opts(struct pc *c, const char *job
         _exit(127);
     }
     free(args);
-    if (!strcmp(job, "ps") && task < 16)
+    if (!strcmp(job, "ps") && task < 16) {
         c->ps[task] = pid;
-    else if (task < 16)
+        snprintf(c->ps_dir[task], sizeof c->ps_dir[task], "%s", dir_name);
+    } else if (task < 16) {
         c->w[task] = pid;
+        snprintf(c->w_dir[task], sizeof c->w_dir[task], "%s", dir_name);
+    }
     return pid;
 }
 
@@ -221,7 +225,14 @@ static __attribute__((unused)) int pc_wait_all(struct pc *c, double timeout)
             continue;
         if (chief == 0) {
             int r = pc_wait(c->w[i], 10);
-            FL_ASSERT_MSG(r == 0, "worker %d exited %d", i, r);
+            if (r != 0) {
+                char rel[80];
+                snprintf(rel, sizeof rel, "%s.log", c->w_dir[i]);
+                char *log = pc_read(rel);
+                FL_ASSERT_MSG(r == 0, "worker %d exited %d (-1: still running 10 s after the "
+                              "chief, killed); its log %s:\n%s", i, r, rel, log);
+                free(log);
+            }
         } else {
             kill(c->w[i], SIGKILL); /* would wait for the model until its timeout */
             pc_wait(c->w[i], 5);
@@ -233,7 +244,14 @@ static __attribute__((unused)) int pc_wait_all(struct pc *c, double timeout)
             continue;
         if (chief == 0) {
             int r = pc_wait(c->ps[i], 10);
-            FL_ASSERT_MSG(r == 0, "ps %d exited %d", i, r);
+            if (r != 0) {
+                char rel[80];
+                snprintf(rel, sizeof rel, "%s.log", c->ps_dir[i]);
+                char *log = pc_read(rel);
+                FL_ASSERT_MSG(r == 0, "ps %d exited %d (-1: still running 10 s after the chief, "
+                              "killed); its log %s:\n%s", i, r, rel, log);
+                free(log);
+            }
         } else {
             kill(c->ps[i], SIGKILL); /* TensorFlow's ps would serve forever */
             pc_wait(c->ps[i], 5);

@@ -3,9 +3,12 @@
  * separate processes, a separate working directory = disk per task) train
  * each model to its target loss with the robust protocol, every process
  * exits 0, the checkpoints are where the protocol says, and predictions
- * from the export match the true model.
+ * from the export match the true model.  A ps told by the chief that
+ * training is done still answers "done" to a worker that was connected but
+ * silent (waiting for the model) before it exits.
  */
 #include "runtime/tests/psrt_cluster.h"
+#include "runtime/psrt/psrt.h"
 
 #include <math.h>
 
@@ -114,4 +117,41 @@ FL_TEST_T(psrt_train, max_to_keep_and_save_secs_are_honoured, 40)
         saves++;
     FL_ASSERT_MSG(saves >= 3, "%d saves:\n%s", saves, log);
     free(log);
+}
+
+/* The chief's Shutdown, then a worker that has been connected all along but
+ * silent for 1 s (a worker waiting for the model polls every 0.5 s, a loaded
+ * machine delays it more): its next call gets the "done" answer, and the ps
+ * exits 0 once it has gone.  The ps used to leave after 0.3 s without a
+ * request, and such a worker then retried a gone ps for
+ * --reconnect_timeout_secs. */
+FL_TEST_T(psrt_train, ps_answers_done_to_a_silent_connected_worker_before_exiting, 30)
+{
+    struct pc c;
+    pc_init(&c, 1, 2, "--model=linear --connect_timeout_secs=10");
+    FL_REQUIRE(pc_start(&c, "ps", 0, "ps0", NULL) > 0);
+    int port = atoi(strrchr(c.ps_hosts, ':') + 1);
+    struct psrt_conn *chief = psrt_conn_new("127.0.0.1", port, "ps task 0");
+    struct psrt_conn *idle = psrt_conn_new("127.0.0.1", port, "ps task 0");
+    struct psrt_err e = {0};
+    struct psrt_buf resp = {0};
+    int32_t st = -1;
+    FL_REQUIRE_MSG(psrt_conn_connect(chief, 10, &e) == 0, "%s", e.msg);
+    FL_REQUIRE_MSG(psrt_conn_connect(idle, 10, &e) == 0, "%s", e.msg);
+    FL_REQUIRE_MSG(psrt_conn_call(chief, PSRT_OP_SHUTDOWN, 0, NULL, 0, 10, &resp, &st, &e) == 0,
+                   "%s", e.msg);
+    FL_ASSERT_EQ(st, 0);
+    psrt_conn_free(chief);
+    /* the silence under test, not a wait for something */
+    struct timespec ts = {1, 0};
+    nanosleep(&ts, NULL);
+    int r = psrt_conn_call(idle, PSRT_OP_PING, 0, NULL, 0, 10, &resp, &st, &e);
+    FL_ASSERT_MSG(r == 0, "the ps was gone for a worker still connected: %s\n%s", e.msg,
+                  pc_read("ps0.log"));
+    FL_ASSERT_EQ(st, -ESHUTDOWN);
+    psrt_conn_free(idle);
+    psrt_buf_free(&resp);
+    r = pc_wait(c.ps[0], 10);
+    FL_ASSERT_MSG(r == 0, "ps exited %d:\n%s", r, pc_read("ps0.log"));
+    c.ps[0] = 0;
 }
