@@ -129,7 +129,8 @@ static const char *usage_emit =
     "($FAULTLINE_EVENTS). With --sync, waits until the harness has applied every\n"
     "fault the event triggers (which may kill the caller). A bad KIND or\n"
     "KEY=VALUE is an error (exit 2) everywhere; without FAULTLINE_EVENTS it\n"
-    "does nothing else and exits 0.\n";
+    "does nothing else and exits 0. Exit 1 when the channel cannot be reached or\n"
+    "breaks before the answer (the run is over), with one line on stderr.\n";
 
 static int help_for(const char *cmd)
 {
