@@ -965,7 +965,19 @@ static void print_commands(struct engine *e)
                e->s->hosts[e->s->tasks[t].host].name, cmd ? cmd : err);
         free(cmd);
     }
-    printf("Another terminal: faultline exec %s HOST -- CMD...   Leave with 'exit'.\n", e->run_id);
+    /* exec finds the run under --out: name it when it is not the default
+     * (e->dir is <real path of --out>/runs/<run id>) */
+    char out[PATH_MAX] = "";
+    if (e->o->out_dir) {
+        snprintf(out, sizeof out, "%s", e->dir);
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(out, '/');
+            if (slash)
+                *slash = 0;
+        }
+    }
+    printf("Another terminal: faultline exec %s%s%s%s HOST -- CMD...   Leave with 'exit'.\n",
+           out[0] ? "--out " : "", out, out[0] ? " " : "", e->run_id);
     fflush(stdout);
 }
 

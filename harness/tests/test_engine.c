@@ -575,6 +575,11 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     char *text;
     FL_REQUIRE_EQ(fl_read_file(sout, &text, NULL), 0);
     FL_ASSERT_CONTAINS(text, "\nb\nfrom-exec\n");
+    /* the exec command it suggests names this --out */
+    char hint[4400];
+    snprintf(hint, sizeof hint, "/out %s HOST -- CMD", g.run_id);
+    FL_ASSERT_CONTAINS(text, "Another terminal: faultline exec --out /");
+    FL_ASSERT_CONTAINS(text, hint);
     free(text);
     FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
     /* everything is removed when the shell exits (no --keep) */
