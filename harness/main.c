@@ -117,10 +117,12 @@ static const char *usage_runs =
     "                   'default' for a scenario without variants)\n"
     "  --verdict V      only runs with this verdict: pass, fail, error or running\n"
     "  --limit N        at most N runs (default 20; -1 for all)\n"
-    "  --since REV      only runs since the first run at git revision REV (a prefix)\n"
+    "  --since REV      only runs since the first run at git revision REV\n"
     "  --history        verdict history per scenario and variant (how often it\n"
     "                   fails); takes --scenario and --variant\n"
-    "  --changed REV    scenarios whose verdict changed since git revision REV\n";
+    "  --changed REV    scenarios whose verdict changed since git revision REV\n"
+    "REV: anything git names in this checkout (HEAD~3, a branch, a full hash), or\n"
+    "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n";
 
 static const char *usage_emit =
     "usage: faultline emit [--sync] KIND [KEY=VALUE...]\n"
@@ -710,6 +712,18 @@ static int cmd_runs(int argc, char **argv)
         case 'C': changed = optarg; break;
         default: fputs(usage_runs, stderr); return 2;
         }
+    }
+    /* A revision as typed ("HEAD~3", a full hash) -> as recorded (12 digits). */
+    char bin[PATH_MAX], top[PATH_MAX], since_rev[64], changed_rev[64];
+    bin_dir(bin, sizeof bin);
+    snprintf(top, sizeof top, "%s/../..", bin);
+    if (ro.since_rev) {
+        fl_rec_git_resolve(top, ro.since_rev, since_rev, sizeof since_rev);
+        ro.since_rev = since_rev;
+    }
+    if (changed) {
+        fl_rec_git_resolve(top, changed, changed_rev, sizeof changed_rev);
+        changed = changed_rev;
     }
     /* Reading only: a mistyped --db (or no out/ here) is not a new database. */
     struct stat st;

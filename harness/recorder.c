@@ -976,6 +976,26 @@ int fl_rec_git_revision(const char *dir, char *buf, size_t len)
     return 0;
 }
 
+void fl_rec_git_resolve(const char *dir, const char *rev, char *buf, size_t len)
+{
+    char spec[512], out[64];
+    size_t n = strlen(rev), hex = strspn(rev, "0123456789abcdefABCDEF");
+    snprintf(buf, len, "%s", rev);
+    if (!n || (size_t)snprintf(spec, sizeof spec, "%s^{commit}", rev) >= sizeof spec)
+        return;
+    char *argv[] = {"git", "-C", (char *)dir, "rev-parse", "--verify", "--quiet", "--short=12",
+                    spec, NULL};
+    if (capture(argv, out, sizeof out) == 0) {
+        out[strcspn(out, "\r\n")] = '\0';
+        if (out[0]) {
+            snprintf(buf, len, "%s", out);
+            return;
+        }
+    }
+    if (hex == n && n > 12 && len > 12)
+        buf[12] = '\0';
+}
+
 /* ---- rows of a run ----------------------------------------------------------------- */
 
 static void q_int_or_null(struct qbuild *b, int64_t v, bool null)

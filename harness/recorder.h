@@ -147,6 +147,14 @@ int fl_rec_make_run_id(char *buf, size_t len, int64_t unix_ms);
  * tree has changes to tracked files; -ENOENT when dir is not in a git tree. */
 int fl_rec_git_revision(const char *dir, char *buf, size_t len);
 
+/* The recorded form of a revision a person typed (--since, --changed): what
+ * `git -C dir rev-parse --short=12 REV^{commit}` says ("HEAD~2", "main", a
+ * full hash -> 12 hex digits); when git cannot resolve it (another checkout's
+ * commit, no git tree), a hash longer than 12 digits is cut to 12 (its
+ * recorded prefix) and anything else is kept as typed (a prefix, "...-dirty").
+ * Always fills buf. */
+void fl_rec_git_resolve(const char *dir, const char *rev, char *buf, size_t len);
+
 /* ---- rows of a run (queued; see above) ------------------------------------ */
 
 struct fl_rec_proc {

@@ -3,9 +3,11 @@
  * command line: the event server frees every client it accepted (also the
  * ones still connected when it closes), `faultline shell` arms no fault and
  * has no timeout, the last event of a task that exits at once is recorded,
- * and the help and argument checks of emit, runs and gc.
+ * the help and argument checks of emit, runs and gc, and `runs --since/
+ * --changed REV` take a revision as git names it.
  */
 #include "harness/evsrv.h"
+#include "harness/recorder.h"
 #include "harness/rundir.h"
 #include "harness/tests/fl_test.h"
 
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static int freed;
@@ -193,4 +196,61 @@ FL_TEST(cli, gc_has_no_db_option)
                     fl_test_dir());
     FL_ASSERT_EQ(rc, 2);
     free(out);
+}
+
+static void record_rev(struct fl_rec *rec, const char *id, const char *rev, int64_t at,
+                       const char *verdict)
+{
+    struct fl_rec_run *run;
+    struct fl_rec_run_info info = {.run_id = id, .scenario = "s", .variant = "default",
+                                   .git_rev = rev, .seed = 1, .started_at_ms = at};
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
+    FL_REQUIRE_EQ(fl_rec_run_end(run, verdict, NULL, 10), 0);
+}
+
+/* A full hash (as `git log` prints it) and a name git resolves (HEAD) find
+ * the runs recorded under the 12-digit revision; they used to be compared as
+ * text prefixes of it and match nothing ("no run recorded at revision"). */
+FL_TEST(cli, runs_since_and_changed_take_revisions_as_git_names_them)
+{
+    char db[4096], err[256], *out, *head = NULL;
+    snprintf(db, sizeof db, "%s/r.db", fl_test_dir());
+    bool git = fl_test_sh(&head, "git -C %s rev-parse --short=12 HEAD 2>/dev/null",
+                          fl_test_root()) == 0 && strlen(head) >= 12;
+    if (git)
+        head[strcspn(head, "\n")] = '\0';
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    int64_t now = (int64_t)time(NULL) * 1000;
+    record_rev(rec, "r-old", "aaaa1111bbbb", now - 2000, "fail");
+    record_rev(rec, "r-new", git ? head : "cccc2222dddd", now - 1000, "pass");
+    fl_rec_close(rec);
+
+    const char *full = "aaaa1111bbbb0123456789abcdef0123456789ab";
+    int rc = fl_test_sh(&out, "%s runs --db %s --since %s 2>&1", fl_test_bin("faultline"), db, full);
+    FL_ASSERT_MSG(rc == 0, "runs --since FULL-HASH: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "r-old");
+    FL_ASSERT_CONTAINS(out, "r-new");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs --db %s --changed %s 2>&1", fl_test_bin("faultline"), db, full);
+    FL_ASSERT_MSG(rc == 0, "runs --changed FULL-HASH: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "r-new");
+    free(out);
+    /* a prefix still works, an unknown revision is still said */
+    rc = fl_test_sh(&out, "%s runs --db %s --since aaaa11 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "r-old");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs --db %s --since 0000ffff 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "no run recorded at revision 0000ffff");
+    free(out);
+    if (git) {
+        rc = fl_test_sh(&out, "%s runs --db %s --since HEAD 2>&1", fl_test_bin("faultline"), db);
+        FL_ASSERT_MSG(rc == 0, "runs --since HEAD (%s): exit %d: %s", head, rc, out);
+        FL_ASSERT_CONTAINS(out, "r-new");
+        FL_ASSERT(strstr(out, "r-old") == NULL);
+        free(out);
+    }
+    free(head);
 }
