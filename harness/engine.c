@@ -654,9 +654,10 @@ static void read_output(struct engine *e, struct proc *p)
     }
 }
 
-static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw)
+/* Records an event (database, and what expectations count). */
+static void record_event(struct engine *e, struct fl_evsrv_client *c, const struct fl_ev *ev,
+                         char *raw)
 {
-    struct engine *e = ctx;
     const struct fl_scenario *s = e->s;
     int host = fl_scn_host_find(s, c->host);
     int job = fl_scn_job_find(s, c->job);
@@ -675,9 +676,23 @@ static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *e
     es->job = job;
     const char *step = fl_ev_get(ev, "step");
     es->step = step ? atoll(step) : -1;
-    fl_faults_on_event(e, host, job, task, ev);
+}
+
+static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw)
+{
+    struct engine *e = ctx;
+    record_event(e, c, ev, raw);
+    fl_faults_on_event(e, fl_scn_host_find(e->s, c->host), fl_scn_job_find(e->s, c->job),
+                       c->task >= 0 ? c->task : -1, ev);
     if (ev->type == FL_EV_SYNC)
         fl_evsrv_reply(c, ev->seq);
+}
+
+/* An event read after every host is down: recorded, too late to trigger. */
+static void on_late_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev,
+                          char *raw)
+{
+    record_event(ctx, c, ev, raw);
 }
 
 static void reap(struct engine *e)
@@ -849,30 +864,6 @@ static void read_client(struct engine *e, struct fl_evsrv_client *c)
     if (fl_evsrv_read(e->ev, c, on_event, e) < 0) {
         epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         fl_evsrv_drop(e->ev, c);
-    }
-}
-
-/* After the loop: the events that processes sent before they exited but
- * the loop had not read when it saw the last exit (a connection still in
- * the listen backlog, lines still in a client's socket).  Bounded, in case
- * a leftover process keeps sending. */
-static void drain_events(struct engine *e)
-{
-    struct epoll_event evs[64];
-    for (int round = 0; round < 64; round++) {
-        int n = epoll_wait(e->epfd, evs, 64, 0), handled = 0;
-        for (int i = 0; i < n; i++) {
-            struct watch *w = evs[i].data.ptr;
-            if (w->type == W_LISTEN) {
-                accept_clients(e);
-                handled++;
-            } else if (w->type == W_CLIENT) {
-                read_client(e, w->ptr);
-                handled++;
-            }
-        }
-        if (handled == 0)
-            break;
     }
 }
 
@@ -1051,6 +1042,11 @@ static void teardown(struct engine *e)
     e->fab = NULL;
     if (e->any_cgroup)
         fl_cgroup_remove_run(e->cgroup_run);
+    /* Every process is gone, so what they sent is all in the socket buffers:
+     * read it, or an event sent just before an exit (a plain EVENT, no answer
+     * awaited) was lost whenever the exit was seen first. */
+    if (e->ev)
+        fl_evsrv_drain(e->ev, on_late_event, e);
     fl_evsrv_close(e->ev);      /* drops every client left, with its watch */
     e->ev = NULL;
     /* sized (tmpfs) disks stay mounted until the checks have looked at them */
@@ -1201,7 +1197,6 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         fl_faults_tick(e);          /* at: 0s faults on processes */
     }
     loop(e);
-    drain_events(e);
 
 judge:
     teardown(e);

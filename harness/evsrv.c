@@ -287,6 +287,14 @@ void fl_evsrv_drop(struct fl_evsrv *s, struct fl_evsrv_client *c)
     free(c);
 }
 
+void fl_evsrv_drain(struct fl_evsrv *s, fl_evsrv_fn fn, void *ctx)
+{
+    while (fl_evsrv_accept(s))
+        ;
+    for (struct fl_evsrv_client *c = s->clients; c; c = c->next)
+        fl_evsrv_read(s, c, fn, ctx);   /* to EAGAIN or EOF; fl_evsrv_close drops them */
+}
+
 void fl_evsrv_close(struct fl_evsrv *s)
 {
     if (!s)

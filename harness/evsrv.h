@@ -56,6 +56,11 @@ struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);
 /* Reads what the client sent and calls fn once per complete line.  Returns
  * 0, or -EPIPE when the client is gone (then free it with _drop). */
 int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx);
+/* For the end of a run, once no sender is left: accepts every pending
+ * connection and reads every client to the end of what it sent (what a
+ * process wrote just before it exited is in the kernel's buffers, possibly
+ * on a connection not accepted yet).  Clients accepted here have user NULL. */
+void fl_evsrv_drain(struct fl_evsrv *s, fl_evsrv_fn fn, void *ctx);
 /* Answers a SYNC (ignores a client that is gone). */
 void fl_evsrv_reply(struct fl_evsrv_client *c, unsigned long seq);
 /* Unlinks a client, closes its socket, frees it (and its user pointer). */

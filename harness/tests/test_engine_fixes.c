@@ -89,6 +89,51 @@ FL_TEST(engine, evsrv_close_frees_every_client)
         close(fds[i]);
 }
 
+static int drained;
+static char drained_kinds[256];
+static void count_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw)
+{
+    (void)ctx;
+    (void)raw;
+    drained++;
+    size_t l = strlen(drained_kinds);
+    snprintf(drained_kinds + l, sizeof drained_kinds - l, "%s@%s ", ev->kind, c->host);
+}
+
+/* Events a process sent right before it exited, on a connection the server
+ * has not even accepted yet (or accepted and not read): the end-of-run drain
+ * gets every one.  The engine used to stop reading as soon as the last task
+ * had exited, and lost them (engine/kill_for_relaunches_and_pause_freezes
+ * found no nap.end under load). */
+FL_TEST(engine, evsrv_drain_reads_what_exited_senders_left)
+{
+    char path[4096], err[256];
+    snprintf(path, sizeof path, "%s/ev.sock", fl_test_dir());
+    struct fl_evsrv *s;
+    FL_REQUIRE_EQ(fl_evsrv_open(&s, path, free, err, sizeof err), 0);
+    /* one accepted before it wrote, one never accepted; both gone */
+    int a = connect_to(path);
+    FL_REQUIRE(a >= 0);
+    struct fl_evsrv_client *ca = accept_one(s);
+    FL_REQUIRE(ca != NULL);
+    int b = connect_to(path);
+    FL_REQUIRE(b >= 0);
+    const char *la = "HELLO host=h0 job=w task=0 pid=1\nEVENT nap.end step=1\n";
+    const char *lb = "HELLO host=h1 job=w task=1 pid=2\nEVENT train.done step=9\nEVENT x.y\n";
+    FL_REQUIRE_EQ(write(a, la, strlen(la)), (ssize_t)strlen(la));
+    FL_REQUIRE_EQ(write(b, lb, strlen(lb)), (ssize_t)strlen(lb));
+    close(a);
+    close(b);
+    drained = 0;
+    drained_kinds[0] = 0;
+    fl_evsrv_drain(s, count_event, NULL);
+    FL_ASSERT_EQ(drained, 3);
+    FL_ASSERT_CONTAINS(drained_kinds, "nap.end@h0");
+    FL_ASSERT_CONTAINS(drained_kinds, "train.done@h1");
+    FL_ASSERT_CONTAINS(drained_kinds, "x.y@h1");
+    fl_evsrv_close(s);
+}
+
 /* A shell on a host whose scenario would crash that host at once, kill it
  * at the 1 s timeout and make its processes sync on an event: the shell
  * outlives both, and sees no FAULTLINE_SYNC. */
