@@ -1,11 +1,12 @@
 /*
- * cgroup.h: per-host pids cgroups (see cgroup.c).
+ * cgroup.h: per-host pids cgroups and per-task freezer cgroups (see cgroup.c).
  */
 #ifndef FL_CGROUP_H
 #define FL_CGROUP_H
 
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -14,13 +15,28 @@
 int fl_cgroup_root(char *buf, size_t len);
 /* Creates <root>/<run_id>/<host>; its path into path. */
 int fl_cgroup_create(const char *run_id, const char *host, char *path, size_t len);
+/* Directory under which faultline's freezer cgroups live: 2 (unified
+ * hierarchy at /sys/fs/cgroup: cgroup.freeze), 1 (v1 freezer hierarchy) or
+ * -ENOTSUP. */
+int fl_cgroup_freezer_root(char *buf, size_t len);
+/* Creates <freezer root>/<run_id>/<host>/<task> (and the run's owner mark
+ * there); its path into path. */
+int fl_cgroup_create_task(const char *run_id, const char *host, const char *task, char *path,
+                          size_t len);
+/* Freezes (waiting up to timeout_ms until every process in it is frozen:
+ * -ETIMEDOUT otherwise) or thaws the cgroup at path, v2 or v1 by the files
+ * it has; -ENOENT when it has neither. */
+int fl_cgroup_freeze(const char *path, bool frozen, int timeout_ms);
+/* Sends sig to every process in the cgroup: how many, or -errno. */
+int fl_cgroup_signal(const char *path, int sig);
 /* The owner mark in <root>/<run_id> (see cgroup.c), and who it names:
  * 0, or -ENOENT when the run's cgroup has none. */
 #define FL_CGROUP_OWNER_PREFIX "harness."
 int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *starttime);
 /* pids.max = max (max <= 0: "max", no limit). */
 int fl_cgroup_set_pids_max(const char *path, long max);
-/* Removes <root>/<run_id> and every host cgroup in it (killing stragglers). */
+/* Removes <root>/<run_id> and every cgroup below it (killing stragglers,
+ * thawing frozen ones). */
 int fl_cgroup_remove_run(const char *run_cgroup_dir);
 
 #endif

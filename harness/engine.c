@@ -14,13 +14,15 @@
  *
  * Ending: when every task of the `stop_when` jobs has exited for good (no
  * restart pending), or on timeout, harness error or interrupt, the engine
- * resumes paused processes, sends SIGTERM to every process group still
- * running, SIGKILL after the grace period (at once on a second interrupt),
- * and waits for all of them.  Then
- * check.c judges, the recorder gets the verdict, and tear-down removes
- * everything the run created: hosts (and with them their namespaces and
- * mounts), the switch, cgroups, and the run directory (kept with its logs
- * when the run did not pass, whole with --keep).
+ * resumes paused processes (thaws frozen task cgroups), sends SIGTERM to
+ * every task still running (every process in its cgroup when it has one,
+ * else its process group), SIGKILL after the grace period (at once on a
+ * second interrupt), and waits for all of them.  Then check.c judges, the
+ * recorder gets the verdict, and tear-down removes everything the run created: hosts (and with them their
+ * namespaces and mounts; a task cgroup still frozen is thawed first, or its
+ * processes could not die), the switch, cgroups (pids and freezer), and the
+ * run directory (kept with its logs when the run did not pass, whole with
+ * --keep).
  *
  * Shell mode (`faultline shell`): the same set-up and tear-down, but no
  * fault is armed (fl_faults_init keeps none) and there is no timeout: the
@@ -127,10 +129,10 @@ void eng_write_state(struct engine *e)
         st.switch_pid = fl_fabric_switch_pid(e->fab);
         st.switch_start = fl_proc_starttime(st.switch_pid);
     }
-    if (e->any_cgroup) {
-        snprintf(st.cgroups[0], sizeof st.cgroups[0], "%s", e->cgroup_run);
-        st.ncgroups = 1;
-    }
+    if (e->any_cgroup)
+        snprintf(st.cgroups[st.ncgroups++], sizeof st.cgroups[0], "%s", e->cgroup_run);
+    if (e->any_freezer && !(e->any_cgroup && !strcmp(e->freezer_run, e->cgroup_run)))
+        snprintf(st.cgroups[st.ncgroups++], sizeof st.cgroups[0], "%s", e->freezer_run);
     st.hosts = calloc(e->s->n_hosts, sizeof *st.hosts);
     for (size_t i = 0; st.hosts && i < e->s->n_hosts; i++) {
         struct fl_host *h = &e->hosts[i].h;
@@ -241,6 +243,52 @@ static int make_tmp(struct engine *e, int i)
         return rc;
     }
     chmod(hr->tmp, 01777);
+    return 0;
+}
+
+/* The task's freezer cgroup, faultline/<run_id>/<host>/<job:index>.  With
+ * no freezer on the machine, a pause falls back to SIGSTOP of the process
+ * group (said once). */
+static int make_task_cgroup(struct engine *e, int task)
+{
+    const struct fl_scenario *s = e->s;
+    struct task_rt *tr = &e->tasks[task];
+    if (tr->has_cgroup)
+        return 0;
+    char tname[64];
+    fl_scn_task_name(s, task, tname, sizeof tname);
+    const char *host = s->hosts[s->tasks[task].host].name;
+    int rc = fl_cgroup_create_task(e->run_id, host, tname, tr->cgroup, sizeof tr->cgroup);
+    if (rc == -ENOTSUP) {
+        static bool said;
+        if (!said)
+            fprintf(stderr, "faultline: no cgroup freezer on this machine: pause stops the "
+                            "task's process group with SIGSTOP instead\n");
+        said = true;
+        return 0;
+    }
+    if (rc < 0) {
+        eng_error(e, "task %s on %s: create freezer cgroup %s for the pause fault: %s", tname,
+                  host, tr->cgroup, strerror(-rc));
+        /* what exists of it is removed at the end */
+        if (!e->any_freezer && fl_cgroup_freezer_root(e->freezer_run, sizeof e->freezer_run) > 0) {
+            size_t n = strlen(e->freezer_run);
+            snprintf(e->freezer_run + n, sizeof e->freezer_run - n, "/%s", e->run_id);
+            e->any_freezer = true;
+        }
+        return rc;
+    }
+    tr->has_cgroup = true;
+    if (!e->any_freezer) {
+        /* .../faultline/<run_id>/<host>/<task> -> .../faultline/<run_id> */
+        snprintf(e->freezer_run, sizeof e->freezer_run, "%s", tr->cgroup);
+        for (int up = 0; up < 2; up++) {
+            char *slash = strrchr(e->freezer_run, '/');
+            if (slash)
+                *slash = 0;
+        }
+        e->any_freezer = true;
+    }
     return 0;
 }
 
@@ -359,6 +407,16 @@ static int setup_dirs(struct engine *e)
         hr->h.pidfd = -1;
     }
     free(need_cg);
+    /* which tasks need a freezer cgroup of their own (a pause fault on them) */
+    for (size_t f = 0; rc >= 0 && f < e->nfaults; f++) {
+        const struct fl_scn_action *a = &e->faults[f].f->action;
+        if (a->kind != FL_SCN_ACT_PAUSE)
+            continue;
+        for (size_t t = 0; rc >= 0 && t < s->n_tasks; t++)
+            if (a->target.kind == FL_SCN_TGT_TASK ? (int)t == a->target.task
+                                                  : s->tasks[t].host == a->target.host)
+                rc = make_task_cgroup(e, (int)t);
+    }
     return rc < 0 ? rc : 0;
 }
 
@@ -401,12 +459,39 @@ int eng_host_up(struct engine *e, int i, bool fresh_disk)
 
 void eng_signal_proc(struct engine *e, struct proc *p, int sig)
 {
-    (void)e;
     if (!p->running)
+        return;
+    /* Every process of the task, whatever its session or process group,
+     * when the task has a cgroup of its own */
+    struct task_rt *tr = &e->tasks[p->task];
+    if (tr->has_cgroup && fl_cgroup_signal(tr->cgroup, sig) > 0)
         return;
     /* Its process group (a non-simple command is a shell with children). */
     if (kill(-p->pid, sig) < 0)
         kill(p->pid, sig);
+}
+
+/* How long a freeze may take: tasks freeze in microseconds, unless one is
+ * stuck in the kernel (a hung NFS read, say). */
+#define FREEZE_TIMEOUT_MS 2000
+
+int eng_task_freeze(struct engine *e, int task, bool frozen, char *err, size_t errlen)
+{
+    struct task_rt *tr = &e->tasks[task];
+    if (!tr->has_cgroup || tr->frozen == frozen)
+        return 0;
+    int rc = fl_cgroup_freeze(tr->cgroup, frozen, FREEZE_TIMEOUT_MS);
+    /* A freeze that timed out may still complete: it counts as frozen, to
+     * be thawed like one.  A thaw that failed leaves it frozen. */
+    if (frozen || rc == 0)
+        tr->frozen = frozen;
+    if (rc < 0 && err) {
+        char tname[64];
+        snprintf(err, errlen, "task %s: %s %s: %s", fl_scn_task_name(e->s, task, tname, sizeof tname),
+                 frozen ? "freeze" : "thaw", tr->cgroup,
+                 rc == -ETIMEDOUT ? "still FREEZING after 2 s" : strerror(-rc));
+    }
+    return rc;
 }
 
 /* Kills every process on a host at once (init dies: the kernel kills the
@@ -421,6 +506,15 @@ void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_re
             e->tasks[p->task].restart_pending++;
     }
     fl_host_kill(&hr->h);
+    /* a frozen process dies only once thawed: killed first, so it never
+     * runs again (and its task starts again in a thawed cgroup) */
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (e->s->tasks[t].host == host && e->tasks[t].frozen) {
+            fl_cgroup_signal(e->tasks[t].cgroup, SIGKILL);
+            char err[1024];
+            if (eng_task_freeze(e, (int)t, false, err, sizeof err) < 0)
+                eng_error(e, "host %s going down: %s", e->s->hosts[host].name, err);
+        }
     hr->down_by_fault = by != NULL;
     eng_write_state(e);
 }
@@ -556,7 +650,8 @@ int eng_start_task(struct engine *e, int task)
     char *argv[4], *script;
     fl_tmpl_shell_argv(cmd, argv, &script);
     struct fl_spawn sp = {.argv = argv, .envp = env, .cwd = NULL, .stdin_fd = -1,
-                          .stdout_fd = pfd[1], .stderr_fd = pfd[1]};
+                          .stdout_fd = pfd[1], .stderr_fd = pfd[1],
+                          .cgroup = tr->has_cgroup ? tr->cgroup : NULL};
     pid_t pid = fl_host_spawn(&e->hosts[t->host].h, &sp, err, sizeof err);
     close(pfd[1]);
     free_strv(env);
@@ -782,6 +877,13 @@ static void begin_stop(struct engine *e)
         return;
     e->stopping = true;
     fl_faults_heal_all(e);
+    /* a pause without for: is still on: thaw it, so that SIGTERM can end
+     * its task within the grace */
+    for (size_t t = 0; t < e->s->n_tasks; t++) {
+        char err[1024];
+        if (eng_task_freeze(e, (int)t, false, err, sizeof err) < 0)
+            eng_error(e, "ending the run: %s", err);
+    }
     for (struct proc *p = e->procs; p; p = p->next) {
         if (!p->running)
             continue;
@@ -1029,6 +1131,13 @@ static void teardown(struct engine *e)
         tcsetpgrp(0, getpgrp());
     for (size_t i = 0; i < s->n_hosts; i++)
         fl_host_kill(&e->hosts[i].h);
+    /* a frozen process dies only once thawed (and its host's init only
+     * once it has): killed, then thawed (after a set-up error, say) */
+    for (size_t t = 0; t < s->n_tasks; t++)
+        if (e->tasks[t].frozen) {
+            fl_cgroup_signal(e->tasks[t].cgroup, SIGKILL);
+            eng_task_freeze(e, (int)t, false, NULL, 0);
+        }
     /* every process is dead with its host; reap them all (and the inits) */
     int st;
     pid_t pid;
@@ -1042,6 +1151,8 @@ static void teardown(struct engine *e)
     e->fab = NULL;
     if (e->any_cgroup)
         fl_cgroup_remove_run(e->cgroup_run);
+    if (e->any_freezer && !(e->any_cgroup && !strcmp(e->freezer_run, e->cgroup_run)))
+        fl_cgroup_remove_run(e->freezer_run);
     /* Every process is gone, so what they sent is all in the socket buffers:
      * read it, or an event sent just before an exit (a plain EVENT, no answer
      * awaited) was lost whenever the exit was seen first. */

@@ -53,6 +53,13 @@ struct task_rt {
     int gens;
     int restart_pending;        /* heals that will start it again */
     bool relaunch_on_exit;      /* a kill healed while cur still ran: start it when cur exits */
+    /* The task's own freezer cgroup (only for tasks a pause fault of the run
+     * targets): every process of every generation of the task joins it at
+     * spawn, so it holds all of them, whatever their session.  Invariant:
+     * frozen iff the harness froze it and has not thawed it since. */
+    bool has_cgroup;
+    bool frozen;
+    char cgroup[PATH_MAX];
 };
 
 struct host_rt {
@@ -123,8 +130,10 @@ struct engine {
     bool interrupted;
     int interrupts;             /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
     char error[1024];           /* the first harness error: verdict error */
-    char cgroup_run[PATH_MAX];
+    char cgroup_run[PATH_MAX];  /* faultline/<run_id> of the pids cgroups */
     bool any_cgroup;
+    char freezer_run[PATH_MAX]; /* faultline/<run_id> of the task cgroups (= cgroup_run on v2) */
+    bool any_freezer;
     int shell_pid;
 };
 
@@ -135,6 +144,9 @@ int eng_start_task(struct engine *e, int task);
 int eng_host_up(struct engine *e, int host, bool fresh_disk);
 void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_restart);
 void eng_signal_proc(struct engine *e, struct proc *p, int sig);
+/* Freezes (waiting until it is) or thaws a task's cgroup; 0 when the task
+ * has none or is already so; -errno with err filled otherwise. */
+int eng_task_freeze(struct engine *e, int task, bool frozen, char *err, size_t errlen);
 
 /* faults.c */
 void fl_faults_init(struct engine *e);

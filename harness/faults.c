@@ -14,9 +14,15 @@
  * at exactly that point of the sender's execution.
  *
  * What each action does (heal in brackets, when for: is given):
- *   kill        signal the task's (or host's) process groups  [start them again,
- *               each once its killed process has exited]
- *   pause       SIGSTOP                                        [SIGCONT]
+ *   kill        signal every process of the target's tasks: all of a task's
+ *               cgroup when it has one (a pause fault of the run targets
+ *               it), else its process group; a frozen task is thawed after
+ *               the signal               [start them again, each once its
+ *               killed process has exited]
+ *   pause       freeze each target task's freezer cgroup (every process of
+ *               the task, whatever its session), waiting until frozen;
+ *               SIGSTOP of the process group where the machine has no
+ *               freezer                         [thaw; SIGCONT]
  *   restart     kill the host's init (all its processes), start the host and
  *               its tasks again on the same disk              [for: = downtime]
  *   replace     same, with a fresh empty disk                  [for: = downtime]
@@ -125,28 +131,36 @@ static void target_text(const struct engine *e, const struct fl_scn_fault *f, ch
     }
 }
 
-/* Tasks a kill/pause target covers. */
-static void for_target_tasks(struct engine *e, const struct fl_scn_target *t,
-                             void (*fn)(struct engine *, struct fault_rt *, int), struct fault_rt *fr)
+typedef int (*task_fn)(struct engine *, struct fault_rt *, int, char *, size_t);
+
+/* Tasks a kill/pause target covers: the first error, with err filled. */
+static int for_target_tasks(struct engine *e, const struct fl_scn_target *t, task_fn fn,
+                            struct fault_rt *fr, char *err, size_t errlen)
 {
-    if (t->kind == FL_SCN_TGT_TASK) {
-        fn(e, fr, t->task);
-        return;
-    }
+    if (t->kind == FL_SCN_TGT_TASK)
+        return fn(e, fr, t->task, err, errlen);
+    int rc = 0;
     for (size_t i = 0; i < e->s->n_tasks; i++)
-        if (e->s->tasks[i].host == t->host)
-            fn(e, fr, (int)i);
+        if (e->s->tasks[i].host == t->host) {
+            int r = fn(e, fr, (int)i, rc < 0 ? NULL : err, errlen);
+            if (r < 0 && rc == 0)
+                rc = r;
+        }
+    return rc;
 }
 
-static void kill_one(struct engine *e, struct fault_rt *fr, int task)
+static int kill_one(struct engine *e, struct fault_rt *fr, int task, char *err, size_t errlen)
 {
     struct proc *p = e->tasks[task].cur;
     if (!p || !p->running)
-        return;
+        return 0;
     int sig = fr->f->action.signal ? fr->f->action.signal : SIGKILL;
     if (p->stopped)
         eng_signal_proc(e, p, SIGCONT);
     eng_signal_proc(e, p, sig);
+    /* a paused task is thawed, like a stopped one continued: after the
+     * signal, so that a SIGKILL ends it before it runs again */
+    int rc = eng_task_freeze(e, task, false, err, errlen);
     /* A stop signal leaves it stopped like a pause: the end of the run (and
      * a later kill) must continue it before SIGTERM can end it. */
     p->stopped = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
@@ -154,16 +168,29 @@ static void kill_one(struct engine *e, struct fault_rt *fr, int task)
         e->tasks[task].restart_pending++;
         add_task(fr, task, e->tasks[task].gens);
     }
+    return rc;
 }
 
-static void pause_one(struct engine *e, struct fault_rt *fr, int task)
+static int pause_one(struct engine *e, struct fault_rt *fr, int task, char *err, size_t errlen)
 {
-    struct proc *p = e->tasks[task].cur;
-    if (!p || !p->running || p->stopped)
-        return;
+    struct task_rt *tr = &e->tasks[task];
+    struct proc *p = tr->cur;
+    if (!p || !p->running)
+        return 0;
+    if (tr->has_cgroup) {
+        if (tr->frozen)
+            return 0;           /* paused already, by another fault */
+        int rc = eng_task_freeze(e, task, true, err, errlen);
+        if (tr->frozen)
+            add_task(fr, task, tr->gens);
+        return rc;
+    }
+    if (p->stopped)
+        return 0;
     eng_signal_proc(e, p, SIGSTOP);
     p->stopped = true;
-    add_task(fr, task, e->tasks[task].gens);
+    add_task(fr, task, tr->gens);
+    return 0;
 }
 
 static void restart_tasks_on(struct engine *e, int host)
@@ -181,10 +208,10 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
     int rc = 0;
     switch (a->kind) {
     case FL_SCN_ACT_KILL:
-        for_target_tasks(e, &a->target, kill_one, fr);
+        rc = for_target_tasks(e, &a->target, kill_one, fr, err, errlen);
         break;
     case FL_SCN_ACT_PAUSE:
-        for_target_tasks(e, &a->target, pause_one, fr);
+        rc = for_target_tasks(e, &a->target, pause_one, fr, err, errlen);
         break;
     case FL_SCN_ACT_RESTART:
     case FL_SCN_ACT_REPLACE:
@@ -253,7 +280,16 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
         break;
     case FL_SCN_ACT_PAUSE:
         for (size_t i = 0; i < fr->ntasks; i++) {
-            struct proc *p = e->tasks[fr->tasks[i]].cur;
+            int t = fr->tasks[i];
+            if (e->tasks[t].gens != fr->starts[i])
+                continue;       /* started again since: not the process this paused */
+            if (e->tasks[t].has_cgroup) {
+                int r = eng_task_freeze(e, t, false, rc < 0 ? NULL : err, sizeof err);
+                if (r < 0 && rc == 0)
+                    rc = r;
+                continue;
+            }
+            struct proc *p = e->tasks[t].cur;
             if (p && p->running && p->stopped) {
                 eng_signal_proc(e, p, SIGCONT);
                 p->stopped = false;

@@ -7,14 +7,17 @@
  * host init through PDEATHSIG and the anchor pipe, so every namespace and
  * process), but gc does not rely on that: it kills any recorded init or
  * switch holder still alive with its recorded start time, and any process
- * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups,
+ * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups
+ * (pids and freezer; a paused task's processes outlive the harness, frozen,
+ * until their cgroup is thawed: removal kills, then thaws, then removes),
  * unmounts anything left under the run directory, removes the directory and
  * marks the run 'error: harness killed' in the database its state file names
- * (a run recorded with --no-db names none, and has no row to mark).  Cgroups under
- * faultline/ whose run is not alive are removed too: judged by the run's
- * state file when the run is under this --out, otherwise by the harness
- * that the run's cgroup names (see cgroup.c), so a gc never takes another
- * --out's live run for dead, even while none of its processes is up.
+ * (a run recorded with --no-db names none, and has no row to mark).
+ * Cgroups under faultline/ (in the pids and in the freezer hierarchy) whose
+ * run is not alive are removed too: judged by the run's state file when the
+ * run is under this --out, otherwise by the harness that the run's cgroup
+ * names (see cgroup.c), so a gc never takes another --out's live run for
+ * dead, even while none of its processes is up.
  */
 #include "harness/cgroup.h"
 #include "harness/cli.h"
@@ -105,12 +108,10 @@ static void collect_run(const char *dir, const struct fl_state *st, bool dry, in
     (*count)++;
 }
 
-/* Cgroups of runs that are not alive (their run dir is gone or dead). */
-static void collect_cgroups(const char *runs_dir, bool dry, int *count)
+/* Cgroups under root (a faultline/ directory) of runs that are not alive
+ * (their run dir is gone or dead). */
+static void collect_cgroups(const char *root, const char *runs_dir, bool dry, int *count)
 {
-    char root[PATH_MAX];
-    if (fl_cgroup_root(root, sizeof root) < 0)
-        return;
     DIR *d = opendir(root);
     if (!d)
         return;
@@ -211,7 +212,13 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
         }
         closedir(d);
     }
-    collect_cgroups(runs, dry, &count);
+    /* the pids hierarchy, and the freezer one when it is another (v1) */
+    char root[PATH_MAX], froot[PATH_MAX];
+    bool pids = fl_cgroup_root(root, sizeof root) > 0;
+    if (pids)
+        collect_cgroups(root, runs, dry, &count);
+    if (fl_cgroup_freezer_root(froot, sizeof froot) > 0 && !(pids && !strcmp(root, froot)))
+        collect_cgroups(froot, runs, dry, &count);
     if (count == 0)
         printf("nothing to remove\n");
     return 0;

@@ -15,8 +15,9 @@
  *
  * Processes are not started by init: the harness forks them straight into the
  * host (setns to init's PID namespace for the fork, then the child joins the
- * other namespaces and the host's cgroup), so the harness is the parent of
- * every process and learns exits, signals and core dumps first-hand.
+ * other namespaces, the host's cgroup and the task's own cgroup when it has
+ * one, before exec), so the harness is the parent of every process and
+ * learns exits, signals and core dumps first-hand.
  *
  * Nothing outlives the harness: the harness runs in a private mount namespace
  * (every mount of a run vanishes with it), namespaces are never bind-mounted
@@ -505,9 +506,12 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
             st.step = 1;
             goto child_fail;
         }
-        if (h->spec.cgroup) {
+        const char *cgroups[2] = {h->spec.cgroup, sp->cgroup};
+        for (int i = 0; i < 2; i++) {
+            if (!cgroups[i])
+                continue;
             char path[4096];
-            snprintf(path, sizeof path, "%s/cgroup.procs", h->spec.cgroup);
+            snprintf(path, sizeof path, "%s/cgroup.procs", cgroups[i]);
             int fd = open(path, O_WRONLY | O_CLOEXEC);
             if (fd < 0 || write(fd, "0\n", 2) != 2) {
                 st.step = 2;

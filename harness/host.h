@@ -87,9 +87,12 @@ struct fl_spawn {
     const char *cwd;            /* inside the host; NULL = workdir */
     int stdin_fd, stdout_fd, stderr_fd;   /* -1: /dev/null */
     bool new_session;           /* setsid() (default: own process group) */
+    const char *cgroup;         /* a cgroup dir it joins too (after the host's), before
+                                 * exec, so its descendants stay in it: or NULL */
 };
 
-/* Starts a process inside the host (all its namespaces and its cgroup); the
+/* Starts a process inside the host (all its namespaces, its cgroup and
+ * sp->cgroup); the
  * harness is its parent.  Returns the pid (> 0) or -errno with err filled. */
 pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, size_t errlen);
 

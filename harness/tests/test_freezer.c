@@ -1,0 +1,411 @@
+/*
+ * test_freezer.c: the pause fault on the cgroup freezer, on real cgroups and
+ * real hosts: fl_cgroup_freeze on a v1 freezer cgroup and on a v2 cgroup
+ * (where a cgroup2 hierarchy is mounted, also beside v1 at
+ * /sys/fs/cgroup/unified), then the real faultline binary on scenarios of
+ * harness/tests/scenarios/ whose task starts a child that leaves its session
+ * (setsid): a pause must stop it and a kill reach it, and no freezer cgroup
+ * of a run may outlive it, nor a SIGKILLed harness once gc has run.
+ */
+#include "harness/cgroup.h"
+#include "harness/rundir.h"
+#include "harness/tests/fl_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+static void require_setup(void)
+{
+    fl_test_need_root();
+    if (access(fl_test_bin("fl-probe"), X_OK) != 0)
+        FL_SKIP("build/bin/fl-probe is not built");
+}
+
+static const char *scn(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/harness/tests/scenarios/%s", fl_test_root(), name);
+    return path;
+}
+
+static int db_int(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    return fl_test_db_int(path, sql);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits (bounded) until pred() holds, polling the machine's real state. */
+static bool wait_until(bool (*pred)(void *), void *arg, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (pred(arg))
+            return true;
+        sleep_ms(10);
+    }
+    return pred(arg);
+}
+
+/* ---- fl_cgroup_freeze on a bare cgroup ------------------------------------ */
+
+static bool counter_moved(void *arg)
+{
+    volatile unsigned long *c = ((volatile unsigned long **)arg)[0];
+    unsigned long from = *((unsigned long **)arg)[1];
+    return *c != from;
+}
+
+/* A child counting in shared memory joins a fresh cgroup under parent:
+ * frozen, its counter stands still; thawed, it moves again; a SIGKILL
+ * while frozen ends it once thawed; the cgroup is removed. */
+static void freeze_stops_and_thaws(const char *parent)
+{
+    char cg[4096], procs[4200];
+    snprintf(cg, sizeof cg, "%s/fl-test-freezer-%d", parent, (int)getpid());
+    FL_REQUIRE_MSG(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
+    volatile unsigned long *counter =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    FL_REQUIRE(counter != MAP_FAILED);
+    *counter = 0;
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", cg);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(procs, O_WRONLY);
+        if (fd < 0 || write(fd, "0\n", 2) != 2)
+            _exit(1);
+        close(fd);
+        /* its own session: a pause must not depend on the process group */
+        setsid();
+        for (;;) {
+            (*counter)++;
+            sleep_ms(1);
+        }
+    }
+    FL_REQUIRE(pid > 0);
+    unsigned long zero = 0, at;
+    void *arg0[2] = {(void *)counter, &zero};
+    bool started = wait_until(counter_moved, arg0, 5000);
+    FL_ASSERT_MSG(started, "the child did not start counting");
+    int rc = fl_cgroup_freeze(cg, true, 2000);
+    FL_ASSERT_EQ(rc, 0);
+    at = *counter;
+    sleep_ms(200);              /* the window in which it must not move */
+    FL_ASSERT_MSG(*counter == at, "counter moved while frozen: %lu -> %lu", at, *counter);
+    rc = fl_cgroup_freeze(cg, false, 0);
+    FL_ASSERT_EQ(rc, 0);
+    void *arg1[2] = {(void *)counter, &at};
+    FL_ASSERT_MSG(wait_until(counter_moved, arg1, 5000), "counter still at %lu after the thaw", at);
+    /* frozen again, then killed: it dies once thawed */
+    FL_ASSERT_EQ(fl_cgroup_freeze(cg, true, 2000), 0);
+    FL_ASSERT_EQ(fl_cgroup_signal(cg, SIGKILL), 1);
+    FL_ASSERT_EQ(fl_cgroup_freeze(cg, false, 0), 0);
+    int ws = 0;
+    FL_ASSERT_EQ(waitpid(pid, &ws, 0), pid);
+    FL_ASSERT_MSG(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL, "child status %d", ws);
+    for (int i = 0; i < 100 && rmdir(cg) < 0 && errno == EBUSY; i++)
+        sleep_ms(10);
+    FL_ASSERT_MSG(access(cg, F_OK) != 0, "%s left", cg);
+    munmap((void *)counter, 4096);
+}
+
+FL_TEST_T(cgroup, freeze_v1_stops_a_setsid_process_and_thaws_it, 30)
+{
+    fl_test_need_root();
+    if (access("/sys/fs/cgroup/freezer/freezer.state", F_OK) != 0 &&
+        access("/sys/fs/cgroup/freezer/tasks", F_OK) != 0)
+        FL_SKIP("no v1 freezer hierarchy at /sys/fs/cgroup/freezer");
+    freeze_stops_and_thaws("/sys/fs/cgroup/freezer");
+}
+
+/* The v2 path (cgroup.freeze, "frozen 1" in cgroup.events): where the
+ * unified hierarchy is /sys/fs/cgroup, or mounted beside v1. */
+FL_TEST_T(cgroup, freeze_v2_stops_a_setsid_process_and_thaws_it, 30)
+{
+    fl_test_need_root();
+    const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    for (int i = 0; i < 2; i++) {
+        struct statfs sf;
+        char f[128];
+        snprintf(f, sizeof f, "%s/cgroup.procs", roots[i]);
+        if (statfs(roots[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC && access(f, W_OK) == 0) {
+            freeze_stops_and_thaws(roots[i]);
+            return;
+        }
+    }
+    FL_SKIP("no cgroup2 hierarchy mounted");
+}
+
+/* ---- pause and kill in runs ---------------------------------------------- */
+
+/* The run's freezer cgroup directory (<freezer root>/<run_id>). */
+static void freezer_dir(const char *run_id, char *buf, size_t len)
+{
+    char root[4096];
+    if (fl_cgroup_freezer_root(root, sizeof root) < 0)
+        FL_SKIP("no cgroup freezer on this machine");
+    snprintf(buf, len, "%s/%s", root, run_id);
+}
+
+static char *only_run_id(void)
+{
+    char *id;
+    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'",
+                             fl_test_dir()), 0);
+    FL_REQUIRE(id[0] != 0);
+    return id;
+}
+
+/* A paused task's setsid child makes no progress during the pause and does
+ * after it: the child emits child.tick every ~20 ms, and no tick reaches
+ * the harness between the pause and its heal (20 ms allowed for a tick
+ * already sent when the pause landed).  The scenario itself checks its
+ * tick file the same way (ctl). */
+FL_TEST_T(faults, pause_freezes_a_setsid_child, 60)
+{
+    require_setup();
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                        fl_test_dir(), fl_test_dir(), scn("pause-setsid.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    FL_REQUIRE_EQ(db_int("SELECT count(*) FROM faults WHERE kind='pause' AND error IS NULL "
+                         "AND healed_ms IS NOT NULL"), 1);
+    FL_ASSERT_GE(db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='pause'"), 1000);
+    FL_ASSERT_GE(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
+                        "AND f.kind='pause' AND e.t_ms < f.applied_ms"), 3);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
+                        "AND f.kind='pause' AND e.t_ms > f.applied_ms + 20 AND e.t_ms < f.healed_ms"),
+                 0);
+    FL_ASSERT_GE(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
+                        "AND f.kind='pause' AND e.t_ms >= f.healed_ms"), 2);
+    /* the run's freezer cgroups are gone with it */
+    char *id = only_run_id(), cg[4096];
+    freezer_dir(id, cg, sizeof cg);
+    FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s left after the run", cg);
+    free(id);
+}
+
+/* kill reaches a task's setsid child through the task's cgroup, a paused
+ * task's (killed, then thawed) and an unpaused one's: ctl checks that both
+ * children's pids are gone.  Nothing is left after the run. */
+FL_TEST_T(faults, kill_reaches_a_setsid_child, 60)
+{
+    require_setup();
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                        fl_test_dir(), fl_test_dir(), scn("kill-setsid.yaml"));
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND signal=9"), 2);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE error IS NOT NULL"), 0);
+    char *id = only_run_id(), cg[4096];
+    freezer_dir(id, cg, sizeof cg);
+    FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s left after the run", cg);
+    free(id);
+}
+
+/* ---- a run in the background ---------------------------------------------- */
+
+static pid_t start_run(const char *scenario)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char out[4096], db[4096];
+        snprintf(out, sizeof out, "%s/out", fl_test_dir());
+        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
+              scn(scenario), (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+struct run_ctx {
+    char runs[4096];
+    char run_id[128];
+    char dir[4096];
+    const char *log;            /* log file name in the run's logs/ */
+    const char *word;           /* that it must hold */
+};
+
+static bool run_logged(void *arg)
+{
+    struct run_ctx *g = arg;
+    DIR *d = opendir(g->runs);
+    if (!d)
+        return false;
+    struct dirent *e;
+    bool up = false;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(g->run_id, sizeof g->run_id, "%s", e->d_name);
+        snprintf(g->dir, sizeof g->dir, "%s/%s", g->runs, e->d_name);
+        char log[8192], *text;
+        snprintf(log, sizeof log, "%s/logs/%s", g->dir, g->log);
+        if (fl_read_file(log, &text, NULL) == 0) {
+            up = strstr(text, g->word) != NULL;
+            free(text);
+        }
+    }
+    closedir(d);
+    return up;
+}
+
+/* Processes whose environment names the run. */
+static int count_run_processes(const char *run_id)
+{
+    char want[160];
+    snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], *env;
+        size_t len;
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        if (fl_read_file(path, &env, &len) < 0)
+            continue;
+        for (size_t off = 0; off < len; off += strlen(env + off) + 1)
+            if (!strcmp(env + off, want)) {
+                n++;
+                break;
+            }
+        free(env);
+    }
+    closedir(d);
+    return n;
+}
+
+static bool run_processes_gone(void *arg)
+{
+    return count_run_processes(((struct run_ctx *)arg)->run_id) == 0;
+}
+
+/* The harness SIGKILLed while a task and its setsid child are frozen: the
+ * kernel cannot end them (a frozen process dies only once thawed), so they
+ * outlive the harness; gc must kill and thaw them and remove every freezer
+ * cgroup of the run.  Before that, a gc of another --out spares the live
+ * run's freezer cgroups. */
+FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
+{
+    require_setup();
+    struct run_ctx g = {.log = "a.ctl.0.0.log", .word = "PAUSED"};
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    pid_t pid = start_run("pause-long.yaml");
+    bool paused = wait_until(run_logged, &g, 20000);
+    if (!paused) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    FL_REQUIRE_MSG(paused, "the run did not pause its task");
+    char cg[4096], task[4300], *state;
+    freezer_dir(g.run_id, cg, sizeof cg);
+    snprintf(task, sizeof task, "%s/a/node:0", cg);
+    struct fl_state st;
+    FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
+    bool listed = false;
+    for (size_t i = 0; i < st.ncgroups; i++)
+        listed |= !strcmp(st.cgroups[i], cg);
+    fl_state_free(&st);
+    FL_ASSERT_MSG(listed, "the state file does not list %s", cg);
+    char file[4400];
+    snprintf(file, sizeof file, "%s/%s", task,
+             access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "cgroup.events" : "freezer.state");
+    FL_REQUIRE_EQ(fl_read_file(file, &state, NULL), 0);
+    FL_ASSERT_MSG(strstr(state, "FROZEN") || strstr(state, "frozen 1"), "%s: %s", file, state);
+    free(state);
+    /* node's shell and its setsid child are in the task's cgroup */
+    char procs[4400], *list;
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", task);
+    FL_REQUIRE_EQ(fl_read_file(procs, &list, NULL), 0);
+    int n = 0;
+    for (char *p = list; *p; p++)
+        n += *p == '\n';
+    free(list);
+    FL_ASSERT_GE(n, 2);
+    /* a gc of another --out sees the freezer cgroup but no state file: the
+     * owner mark in it must keep the live run from being taken for dead */
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --out %s/other 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    FL_ASSERT_MSG(strstr(out, g.run_id) == NULL, "gc touched the live run %s: %s", g.run_id, out);
+    free(out);
+    FL_ASSERT_MSG(access(task, F_OK) == 0, "gc elsewhere removed %s", task);
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    /* v1: frozen, they outlive the harness (a v2 frozen process dies of a
+     * SIGKILL): gc is what ends them */
+    if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0)
+        FL_ASSERT_GE(count_run_processes(g.run_id), 2);
+    rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, g.run_id);
+    free(out);
+    FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s left after gc", cg);
+    FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "run directory %s left", g.dir);
+    FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived gc",
+                  g.run_id);
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'",
+             g.run_id);
+    FL_ASSERT_EQ(db_int(sql), 1);
+}
+
+/* A run without a pause fault makes no freezer cgroup (set-up cost stays
+ * as it was): long.yaml has a limit fault, so a pids cgroup only. */
+FL_TEST_T(engine, run_without_pause_makes_no_freezer_cgroup, 60)
+{
+    require_setup();
+    struct run_ctx g = {.log = "a.sleeper.0.0.log", .word = "UP"};
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    pid_t pid = start_run("long.yaml");
+    bool up = wait_until(run_logged, &g, 20000);
+    char cg[4096], pids[4096];
+    if (up) {
+        freezer_dir(g.run_id, cg, sizeof cg);
+        char task[4300];
+        snprintf(task, sizeof task, "%s/a/sleeper:0", cg);
+        FL_ASSERT_MSG(access(task, F_OK) != 0, "task cgroup %s made for a run without pause", task);
+        /* v1: not even the run's directory in the freezer hierarchy (on v2
+         * it is the pids cgroups' one) */
+        if (fl_cgroup_root(pids, sizeof pids) > 0 && strncmp(pids, cg, strlen(pids)) != 0)
+            FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s made for a run without pause", cg);
+        struct fl_state st;
+        if (fl_state_read(g.dir, &st) == 0) {
+            FL_ASSERT_EQ(st.ncgroups, 1);
+            fl_state_free(&st);
+        }
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    FL_REQUIRE_MSG(up, "the run did not come up");
+}
