@@ -10,6 +10,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,17 @@ double psrt_flags_bulk_timeout(const struct psrt_flags *f)
 int64_t psrt_flags_features(const struct psrt_flags *f)
 {
     return !strcmp(f->model, "bench_dense") ? f->dense_floats : f->sparse_features;
+}
+
+void psrt_flags_layout(const struct psrt_flags *f, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "model %s over %d ps task%s", f->model, f->nps, f->nps == 1 ? "" : "s");
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (!strcmp(f->model, "sparse_lr"))
+        snprintf(buf + n, len - (size_t)n, ", %" PRId64 " features", f->sparse_features);
+    else if (!strcmp(f->model, "bench_dense"))
+        snprintf(buf + n, len - (size_t)n, ", %" PRId64 " floats per variable", f->dense_floats);
 }
 
 void psrt_flags_free(struct psrt_flags *f)

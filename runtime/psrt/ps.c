@@ -479,6 +479,9 @@ static void h_ping(struct ps *ps, struct psrt_reply *rep)
     psrt_buf_u32(&rep->out, (uint32_t)atomic_load(&ps->ready));
     psrt_buf_u64(&rep->out, (uint64_t)gs);
     psrt_buf_u32(&rep->out, (uint32_t)ps->task);
+    char layout[160];
+    psrt_flags_layout(ps->f, layout, sizeof layout);
+    psrt_buf_str(&rep->out, layout);
 }
 
 static void h_init(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)

@@ -120,6 +120,10 @@ double psrt_flags_bulk_timeout(const struct psrt_flags *f);
 /* The model's size parameter: --dense_floats for bench_dense, else
  * --sparse_features. */
 int64_t psrt_flags_features(const struct psrt_flags *f);
+/* The variable layout the model flags give, in words ("model sparse_lr over 2 ps
+ * tasks, 33554432 features"): every task must agree on it.  A ps sends its
+ * own in its Ping reply; a worker compares it with its own. */
+void psrt_flags_layout(const struct psrt_flags *f, char *buf, size_t len);
 /* "host:port" list parser (exported for tests). */
 int psrt_flags_hostports(const char *s, struct psrt_hostport **out, int *n);
 

@@ -149,9 +149,21 @@ int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
     (void)psrt_buf_get_u64(b);
     *ready = (int)psrt_buf_get_u32(b);
     *step = (long long)psrt_buf_get_u64(b);
-    if (b->bad) {
+    (void)psrt_buf_get_u32(b); /* its task index */
+    char theirs[160], ours[160];
+    int sr = psrt_buf_get_str(b, theirs, sizeof theirs);
+    if (b->bad || sr) {
         psrt_err_set(err, -EBADMSG, "malformed Ping reply from %s", psrt_conn_peer(w->conn[p]));
         return -EBADMSG;
+    }
+    /* a ps started with other model flags serves other variables: every
+     * Pull and Push would be malformed, so say so once, plainly */
+    psrt_flags_layout(w->f, ours, sizeof ours);
+    if (strcmp(theirs, ours)) {
+        psrt_err_set(err, -EINVAL, "%s serves %s; this worker has %s: give every task the same "
+                     "--model, --ps_hosts and model size flags", psrt_conn_peer(w->conn[p]),
+                     theirs, ours);
+        return -EINVAL;
     }
     return 0;
 }
@@ -443,12 +455,20 @@ int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct 
     return 0;
 }
 
+/* Connects to every ps and checks, with a Ping, that it serves the model
+ * this worker's flags describe (psrt_worker_ping fails -EINVAL otherwise). */
 int psrt_worker_connect(struct psrt_worker *w, struct psrt_err *err)
 {
     for (int p = 0; p < w->nps; p++) {
+        int ready;
+        long long step;
         int r = psrt_conn_connect(w->conn[p], w->f->connect_timeout, err);
         if (r)
             return r;
+        /* only a model mismatch fails here: a ps that shut down or a
+         * connection lost again is the training loop's to handle */
+        if (psrt_worker_ping(w, p, &ready, &step, err) == -EINVAL)
+            return -EINVAL;
     }
     return 0;
 }
@@ -525,6 +545,8 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
         r = psrt_worker_ping(w, p, &ready, &step, err);
         if (r == -ESHUTDOWN)
             return STEP_DONE;
+        if (r == -EINVAL) /* a ps relaunched with other model flags */
+            return r;
         if (r)
             return ensure_connected(w, err) ? r : 0; /* retry the step */
         if (!ready) {

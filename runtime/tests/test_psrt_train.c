@@ -155,3 +155,26 @@ FL_TEST_T(psrt_train, ps_answers_done_to_a_silent_connected_worker_before_exitin
     FL_ASSERT_MSG(r == 0, "ps exited %d:\n%s", r, pc_read("ps0.log"));
     c.ps[0] = 0;
 }
+
+/* A worker whose model flags differ from the ps tasks' fails at once, in
+ * one line naming the ps, both layouts and the flags to align; it used to
+ * train into "malformed Pull reply" errors. */
+FL_TEST_T(psrt_train, worker_with_other_model_flags_than_the_ps_fails_naming_both, 30)
+{
+    struct pc c;
+    pc_init(&c, 1, 1, "--connect_timeout_secs=10 --train_dir=./train_logs --max_steps=5");
+    FL_REQUIRE(pc_start(&c, "ps", 0, "ps0", "--model=linear") > 0);
+    FL_REQUIRE(pc_start(&c, "worker", 0, "w0", "--model=softmax") > 0);
+    int r = pc_wait(c.w[0], 20);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_MSG(r == 1, "worker exited %d:\n%s", r, log);
+    char want[256];
+    snprintf(want, sizeof want, "InvalidArgumentError: ps task 0 at %s serves model linear over 1 "
+             "ps task; this worker has model softmax over 1 ps task: give every task the same "
+             "--model, --ps_hosts and model size flags\n", c.ps_hosts);
+    FL_ASSERT_CONTAINS(log, want);
+    FL_ASSERT_EQ(strstr(log, "malformed"), NULL);
+    free(log);
+    c.w[0] = 0;
+    pc_kill_all(&c);
+}
