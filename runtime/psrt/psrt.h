@@ -192,7 +192,7 @@ void psrt_buf_skip_align8(struct psrt_buf *b);
 
 /* ---- RPC (rpc.c) -------------------------------------------------------- */
 enum psrt_op {
-    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64, task u32 */
+    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64, task u32, layout str */
     PSRT_OP_INIT,          /* chief: initialise every variable */
     PSRT_OP_PULL,          /* dense values + sparse rows; may reserve a step */
     PSRT_OP_PUSH,          /* gradients, applied by the optimizer */
