@@ -117,14 +117,30 @@ static int parse_flags(struct psrt_flags *f, const char *ps_hosts, const char *m
     return 0;
 }
 
+/* A required flag: its value, or NULL after saying that it is missing. */
+static const char *required(int argc, char **argv, const char *bench, const char *flag,
+                            const char *what)
+{
+    const char *v = arg(argc, argv, flag, NULL);
+    if (!v)
+        fprintf(stderr, "psrt bench %s: %s=%s is required (see psrt bench --help)\n", bench, flag,
+                what);
+    return v;
+}
+
 static int bench_sparse(int argc, char **argv)
 {
-    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
+    const char *hosts = required(argc, argv, "sparse", "--ps_hosts", "H:P,...");
     size_t n = (size_t)atoll(arg(argc, argv, "--pairs", "10000000"));
     int reps = atoi(arg(argc, argv, "--reps", "3"));
     int streamed = atoi(arg(argc, argv, "--stream", "1"));
-    if (!hosts || reps < 1)
+    if (!hosts)
         return 2;
+    if (reps < 1) {
+        fprintf(stderr, "psrt bench sparse: --reps=%s: expected an integer from 1\n",
+                arg(argc, argv, "--reps", ""));
+        return 2;
+    }
     struct psrt_flags f;
     if (parse_flags(&f, hosts, "sparse_lr", "sgd", NULL))
         return 2;
@@ -286,7 +302,7 @@ static int bench_sparse(int argc, char **argv)
 
 static int bench_dense(int argc, char **argv)
 {
-    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
+    const char *hosts = required(argc, argv, "dense", "--ps_hosts", "H:P,...");
     double secs = atof(arg(argc, argv, "--secs", "3"));
     char extra[128];
     snprintf(extra, sizeof extra, "--dense_floats=%s", arg(argc, argv, "--dense_floats", "4194304"));
@@ -362,8 +378,8 @@ static int bench_dense(int argc, char **argv)
 
 static int bench_robust(int argc, char **argv)
 {
-    const char *hosts = arg(argc, argv, "--ps_hosts", NULL);
-    const char *dir = arg(argc, argv, "--train_dir", NULL);
+    const char *hosts = required(argc, argv, "robust", "--ps_hosts", "H:P,...");
+    const char *dir = hosts ? required(argc, argv, "robust", "--train_dir", "DIR") : NULL;
     if (!hosts || !dir)
         return 2;
     char extra[2048];

@@ -320,6 +320,34 @@ FL_TEST(psrt_flags, ps_out_of_memory_names_the_variable_and_flag)
     free(out);
 }
 
+/* psrt bench's usage mistakes each say what is wrong, exit 2, and run
+ * nothing; --help lists every benchmark. */
+FL_TEST(psrt_flags, bench_usage_mistakes_say_what_is_wrong)
+{
+    const char *b = fl_test_bin("psrt");
+    if (access(b, X_OK) != 0)
+        FL_SKIP("%s is not built", b);
+    static const struct { const char *args, *want; } cases[] = {
+        {"sparse", "psrt bench sparse: --ps_hosts=H:P,... is required"},
+        {"dense --secs=1", "psrt bench dense: --ps_hosts=H:P,... is required"},
+        {"robust --ps_hosts=127.0.0.1:1", "psrt bench robust: --train_dir=DIR is required"},
+        {"sparse --ps_hosts=127.0.0.1:1 --reps=0", "--reps=0: expected an integer from 1"},
+        {"dense --bogus=1", "psrt bench dense: unknown argument '--bogus=1'"},
+        {"nosuch", "psrt bench: unknown benchmark 'nosuch'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        int rc = fl_test_sh(&out, "%s bench %s 2>&1", b, cases[i].args);
+        FL_ASSERT_MSG(rc == 2, "psrt bench %s: exit %d: %s", cases[i].args, rc, out);
+        FL_ASSERT_CONTAINS(out, cases[i].want);
+        free(out);
+    }
+    char *out = NULL;
+    FL_ASSERT_EQ(fl_test_sh(&out, "%s bench --help", b), 0);
+    FL_ASSERT_CONTAINS(out, "psrt bench robust");
+    free(out);
+}
+
 /* A zero timeout, or one under poll's millisecond, would time every call
  * out at once (and a worker would reconnect forever); an int flag past INT_MAX would wrap when stored. */
 FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
