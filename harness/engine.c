@@ -798,6 +798,7 @@ static void reap(struct engine *e)
         fl_host_note_reaped(pid);
         if (pid == e->shell_pid) {
             e->shell_pid = -pid;    /* done */
+            e->shell_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             continue;
         }
         bool found = false;
@@ -1210,6 +1211,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->o = o;
     e->res = res;
     e->epfd = e->sigfd = e->timerfd = -1;
+    e->shell_status = -1;
     e->t0_mono = mono_ms();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -1323,6 +1325,7 @@ judge:
         }
     }
     res->interrupted = e->interrupted;
+    res->shell_status = e->shell_status;
     res->duration_ms = eng_now(e);
     if (e->error[0]) {
         snprintf(res->verdict, sizeof res->verdict, "error");

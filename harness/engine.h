@@ -36,6 +36,8 @@ struct fl_engine_result {
     char observed[1024];
     int64_t duration_ms;
     bool interrupted;           /* SIGINT/SIGTERM: stop every further run */
+    int shell_status;           /* shell mode: the shell's exit status (128+signal
+                                   when killed); -1 when it did not end by itself */
 };
 
 /* Runs variant v of s.  Always cleans up what it created (unless opts->keep,

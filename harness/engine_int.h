@@ -135,6 +135,7 @@ struct engine {
     char freezer_run[PATH_MAX]; /* faultline/<run_id> of the task cgroups (= cgroup_run on v2) */
     bool any_freezer;
     int shell_pid;
+    int shell_status;           /* its wait status once reaped, else -1 */
 };
 
 int64_t eng_now(const struct engine *e);

@@ -83,7 +83,8 @@ static const char *usage_shell =
     "an interactive shell on HOST ($SHELL, else /bin/sh), in its working\n"
     "directory. The commands each role would run are printed; --start starts\n"
     "them too. Faults are not applied. Another terminal can run\n"
-    "'faultline exec RUN HOST -- CMD'. Everything is removed when the shell exits.\n";
+    "'faultline exec RUN HOST -- CMD'. Everything is removed when the shell exits.\n"
+    "Exit status is the shell's (1 when the hosts could not be brought up).\n";
 
 static const char *usage_exec =
     "usage: faultline exec RUN HOST [--] CMD [ARGS...]\n"
@@ -672,7 +673,9 @@ static int cmd_shell(int argc, char **argv)
         fprintf(stderr, "faultline: %s\n", res.reason);
     fl_scn_selector_free(&f);
     fl_scenario_free(s);
-    return !strcmp(res.verdict, "error") ? 1 : 0;
+    if (!strcmp(res.verdict, "error"))
+        return 1;
+    return res.shell_status >= 0 ? res.shell_status : 0; /* the shell's, as exec gives CMD's */
 }
 
 static int cmd_runs(int argc, char **argv)

@@ -159,6 +159,11 @@ FL_TEST_T(engine, shell_applies_no_faults_and_has_no_timeout, 60)
     FL_ASSERT_MSG(rc == 0, "faultline shell exited %d:\n%s", rc, out);
     FL_ASSERT_CONTAINS(out, "SYNC=none\nSTILL-HERE\n");
     free(out);
+    /* its exit status is the shell's, so a script can use it */
+    rc = fl_test_sh(&out, "printf 'exit 7\\n' | %s shell --out %s/out %s a 2>&1",
+                    fl_test_bin("faultline"), fl_test_dir(), path);
+    FL_ASSERT_MSG(rc == 7, "faultline shell exited %d, not the shell's 7:\n%s", rc, out);
+    free(out);
 }
 
 /* A task that sends an event and exits at once: its run may end (the
