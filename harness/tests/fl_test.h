@@ -42,6 +42,9 @@ void fl_test_need_root(void);
 /* First column of the first row of a query on the SQLite database at path,
  * as an int; -1 when the database or the query fails. */
 int fl_test_db_int(const char *path, const char *sql);
+/* How many processes carry FAULTLINE_RUN=run_id in their environment (the
+ * tasks of a run, wherever they are). */
+int fl_test_count_run_processes(const char *run_id);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to
  * *out (malloc'd, NUL-terminated) if out is not NULL, else to the test log. */
 int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,10 +15,12 @@
  * summary and a line "N passed, N failed, N skipped".
  */
 #include "harness/tests/fl_test.h"
+#include "harness/rundir.h"
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <sqlite3.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -144,6 +146,34 @@ void fl_test_need_root(void)
 {
     if (geteuid() != 0)
         FL_SKIP("needs root (namespaces, mounts)");
+}
+
+int fl_test_count_run_processes(const char *run_id)
+{
+    char want[160];
+    snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char path[64], *env = NULL;
+        size_t len = 0;
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        if (fl_read_file(path, &env, &len) < 0)
+            continue;
+        for (size_t off = 0; off < len; off += strlen(env + off) + 1)
+            if (!strcmp(env + off, want)) {
+                n++;
+                break;
+            }
+        free(env);
+    }
+    if (d)
+        closedir(d);
+    return n;
 }
 
 int fl_test_db_int(const char *path, const char *sql)

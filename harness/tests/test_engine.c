@@ -55,34 +55,6 @@ static int db_count(const char *sql)
     return fl_test_db_int(path, sql);
 }
 
-/* Processes whose environment names a faultline run under our --out. */
-static int count_run_processes(const char *run_id)
-{
-    char want[128];
-    snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], *env;
-        size_t len;
-        snprintf(path, sizeof path, "/proc/%d/environ", pid);
-        if (fl_read_file(path, &env, &len) < 0)
-            continue;
-        for (size_t off = 0; off < len; off += strlen(env + off) + 1)
-            if (!strcmp(env + off, want)) {
-                n++;
-                break;
-            }
-        free(env);
-    }
-    closedir(d);
-    return n;
-}
-
 static void require_setup(void)
 {
     fl_test_need_root();
@@ -290,7 +262,7 @@ static bool run_is_up(void *arg)
 
 static bool run_processes_gone(void *arg)
 {
-    return count_run_processes(((struct gc_ctx *)arg)->run_id) == 0;
+    return fl_test_count_run_processes(((struct gc_ctx *)arg)->run_id) == 0;
 }
 
 static bool inits_gone(void *arg)
@@ -317,7 +289,7 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
     snprintf(cg, sizeof cg, "%s", st.cgroups[0]);
     struct stat sb;
     FL_ASSERT_EQ(stat(cg, &sb), 0);
-    FL_ASSERT(count_run_processes(g.run_id) >= 2);
+    FL_ASSERT(fl_test_count_run_processes(g.run_id) >= 2);
 
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -369,7 +341,7 @@ static bool no_task_up(void *arg)
             snprintf(log, sizeof log, "%s/logs/a.worker.0.0.log", g->dir);
             if (fl_read_file(log, &text, NULL) == 0) {
                 down = strstr(text, "UP") && st.ncgroups == 1 &&
-                       count_run_processes(g->run_id) == 0;
+                       fl_test_count_run_processes(g->run_id) == 0;
                 free(text);
             }
             fl_state_free(&st);
@@ -473,7 +445,7 @@ FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
     char *id;
     FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()), 0);
     FL_REQUIRE(id[0] != 0);
-    FL_ASSERT_EQ(count_run_processes(id), 0);
+    FL_ASSERT_EQ(fl_test_count_run_processes(id), 0);
     free(id);
 }
 
@@ -514,7 +486,7 @@ FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
     waitpid(pid, &ws, 0);
     FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "faultline exit status %d", ws);
     /* everything was removed by the run itself, before it exited */
-    FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
+    FL_ASSERT_EQ(fl_test_count_run_processes(g.run_id), 0);
     for (size_t i = 0; i < st.nhosts; i++)
         FL_ASSERT(!fl_pid_alive(st.hosts[i].pid, st.hosts[i].starttime));
     struct stat sb;
@@ -581,7 +553,7 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     FL_ASSERT_CONTAINS(text, "Another terminal: faultline exec --out /");
     FL_ASSERT_CONTAINS(text, hint);
     free(text);
-    FL_ASSERT_EQ(count_run_processes(g.run_id), 0);
+    FL_ASSERT_EQ(fl_test_count_run_processes(g.run_id), 0);
     /* everything is removed when the shell exits (no --keep) */
     char rundir[8400];
     snprintf(rundir, sizeof rundir, "%s/%s", g.runs, g.run_id);

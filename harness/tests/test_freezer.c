@@ -276,37 +276,9 @@ static bool run_logged(void *arg)
     return up;
 }
 
-/* Processes whose environment names the run. */
-static int count_run_processes(const char *run_id)
-{
-    char want[160];
-    snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
-    int n = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], *env;
-        size_t len;
-        snprintf(path, sizeof path, "/proc/%d/environ", pid);
-        if (fl_read_file(path, &env, &len) < 0)
-            continue;
-        for (size_t off = 0; off < len; off += strlen(env + off) + 1)
-            if (!strcmp(env + off, want)) {
-                n++;
-                break;
-            }
-        free(env);
-    }
-    closedir(d);
-    return n;
-}
-
 static bool run_processes_gone(void *arg)
 {
-    return count_run_processes(((struct run_ctx *)arg)->run_id) == 0;
+    return fl_test_count_run_processes(((struct run_ctx *)arg)->run_id) == 0;
 }
 
 /* The harness SIGKILLed while a task and its setsid child are frozen: the
@@ -365,7 +337,7 @@ FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
     /* v1: frozen, they outlive the harness (a v2 frozen process dies of a
      * SIGKILL): gc is what ends them */
     if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0)
-        FL_ASSERT_GE(count_run_processes(g.run_id), 2);
+        FL_ASSERT_GE(fl_test_count_run_processes(g.run_id), 2);
     rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, g.run_id);
