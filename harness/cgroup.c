@@ -123,33 +123,36 @@ static int make_run_dir(const char *root, int v, const char *run_id)
     return fl_mkdir_p(mark, 0755);
 }
 
-int fl_cgroup_create(const char *run_id, const char *host, char *path, size_t len)
+/* root/<run_id>/<rest>, made with its run directory (v: the hierarchy's
+ * version, or a negative errno from looking it up). */
+static int create_in(int v, const char *root, const char *run_id, const char *rest, char *path,
+                     size_t len)
 {
-    char root[PATH_MAX];
-    int v = fl_cgroup_root(root, sizeof root);
     if (v < 0)
         return v;
     int rc = make_run_dir(root, v, run_id);
     if (rc < 0)
         return rc;
-    if (snprintf(path, len, "%s/%s/%s", root, run_id, host) >= (int)len)
+    if (snprintf(path, len, "%s/%s/%s", root, run_id, rest) >= (int)len)
         return -ENAMETOOLONG;
     return fl_mkdir_p(path, 0755);
+}
+
+int fl_cgroup_create(const char *run_id, const char *host, char *path, size_t len)
+{
+    char root[PATH_MAX];
+    int v = fl_cgroup_root(root, sizeof root);
+    return create_in(v, root, run_id, host, path, len);
 }
 
 int fl_cgroup_create_task(const char *run_id, const char *host, const char *task, char *path,
                           size_t len)
 {
-    char root[PATH_MAX];
+    char root[PATH_MAX], rest[512];
     int v = fl_cgroup_freezer_root(root, sizeof root);
-    if (v < 0)
-        return v;
-    int rc = make_run_dir(root, v, run_id);
-    if (rc < 0)
-        return rc;
-    if (snprintf(path, len, "%s/%s/%s/%s", root, run_id, host, task) >= (int)len)
+    if (snprintf(rest, sizeof rest, "%s/%s", host, task) >= (int)sizeof rest)
         return -ENAMETOOLONG;
-    return fl_mkdir_p(path, 0755);
+    return create_in(v, root, run_id, rest, path, len);
 }
 
 int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *starttime)

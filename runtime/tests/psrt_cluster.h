@@ -217,47 +217,39 @@ static __attribute__((unused)) void pc_start_all(struct pc *c, const char *extra
 
 /* Waits for the chief, then every other task; asserts each exit status is
  * want (the chief's is returned). */
+/* After the chief exited with status chief: waits for tasks first..n-1 of pids
+ * (0 = none) when it succeeded, asserting each exits 0 within 10 s and
+ * printing its log otherwise; kills them when it failed (a worker would wait
+ * for the model until its timeout, TensorFlow's ps would serve forever). */
+static __attribute__((unused)) void pc_wait_rest(pid_t *pids, char (*dirs)[64], int first, int n,
+                                                 const char *what, int chief)
+{
+    for (int i = first; i < n; i++) {
+        if (pids[i] <= 0)
+            continue;
+        if (chief == 0) {
+            int r = pc_wait(pids[i], 10);
+            if (r != 0) {
+                char rel[80];
+                snprintf(rel, sizeof rel, "%s.log", dirs[i]);
+                char *log = pc_read(rel);
+                FL_ASSERT_MSG(r == 0, "%s %d exited %d (-1: still running 10 s after the chief, "
+                              "killed); its log %s:\n%s", what, i, r, rel, log);
+                free(log);
+            }
+        } else {
+            kill(pids[i], SIGKILL);
+            pc_wait(pids[i], 5);
+        }
+        pids[i] = 0;
+    }
+}
+
 static __attribute__((unused)) int pc_wait_all(struct pc *c, double timeout)
 {
     int chief = pc_wait(c->w[0], timeout);
-    for (int i = 1; i < c->nw; i++) {
-        if (c->w[i] <= 0)
-            continue;
-        if (chief == 0) {
-            int r = pc_wait(c->w[i], 10);
-            if (r != 0) {
-                char rel[80];
-                snprintf(rel, sizeof rel, "%s.log", c->w_dir[i]);
-                char *log = pc_read(rel);
-                FL_ASSERT_MSG(r == 0, "worker %d exited %d (-1: still running 10 s after the "
-                              "chief, killed); its log %s:\n%s", i, r, rel, log);
-                free(log);
-            }
-        } else {
-            kill(c->w[i], SIGKILL); /* would wait for the model until its timeout */
-            pc_wait(c->w[i], 5);
-        }
-        c->w[i] = 0;
-    }
-    for (int i = 0; i < c->nps; i++) {
-        if (c->ps[i] <= 0)
-            continue;
-        if (chief == 0) {
-            int r = pc_wait(c->ps[i], 10);
-            if (r != 0) {
-                char rel[80];
-                snprintf(rel, sizeof rel, "%s.log", c->ps_dir[i]);
-                char *log = pc_read(rel);
-                FL_ASSERT_MSG(r == 0, "ps %d exited %d (-1: still running 10 s after the chief, "
-                              "killed); its log %s:\n%s", i, r, rel, log);
-                free(log);
-            }
-        } else {
-            kill(c->ps[i], SIGKILL); /* TensorFlow's ps would serve forever */
-            pc_wait(c->ps[i], 5);
-        }
-        c->ps[i] = 0;
-    }
+    pc_wait_rest(c->w, c->w_dir, 1, c->nw, "worker", chief);
+    pc_wait_rest(c->ps, c->ps_dir, 0, c->nps, "ps", chief);
     return chief;
 }
 
