@@ -45,7 +45,8 @@ HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_CKPT)
 FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
-BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench
+BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
+        $(O)/lib/fl_fiu_preload.so
 
 .PHONY: all deps check run bench fuzz install clean
 all: $(BINS)
@@ -78,6 +79,12 @@ $(O)/bin/faultline: $(O)/obj/harness/main.o $(HARNESS_LIBS)
 $(O)/bin/fl-probe: $(O)/obj/harness/tools/fl_probe.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^
+
+# Preloaded into the tasks a disk: fault targets (harness/disk_faults.c):
+# libfiu's remote control plus the harness's state file.
+$(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)
@@ -112,6 +119,8 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/faultline
+	install -m 644 $(O)/lib/fl_fiu_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
 
 clean:
 	rm -rf $(O)

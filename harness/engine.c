@@ -523,6 +523,8 @@ void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_re
 
 static const char *lookup_addr(const struct engine *e, int i) { return e->hosts[i].addr; }
 
+static void free_strv(char **v);
+
 static char **build_env(struct engine *e, int task, char *err, size_t errlen, int *rc)
 {
     const struct fl_scenario *s = e->s;
@@ -531,7 +533,7 @@ static char **build_env(struct engine *e, int task, char *err, size_t errlen, in
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + j->n_env + 16, sizeof *env);
+    char **env = calloc(n + j->n_env + 24, sizeof *env);
     size_t k = 0;
     /* inherited, minus what we set */
     for (size_t i = 0; i < n; i++) {
@@ -576,6 +578,12 @@ static char **build_env(struct engine *e, int task, char *err, size_t errlen, in
         abort();
     if (e->sync_kinds[0] && asprintf(&env[k++], "FAULTLINE_SYNC=%s", e->sync_kinds) < 0)
         abort();
+    if ((*rc = fl_disk_env(e, task, env, &k, err, errlen)) < 0 ||
+        (*rc = fl_clock_env(e, task, env, &k, err, errlen)) < 0) {
+        env[k] = NULL;
+        free_strv(env);
+        return NULL;
+    }
     env[k] = NULL;
     *rc = 0;
     return env;
@@ -1188,6 +1196,7 @@ static void free_engine(struct engine *e)
         free(e->faults[i].tasks);
         free(e->faults[i].starts);
     }
+    fl_disk_free(e);
     free(e->faults);
     free(e->hosts);
     free(e->tasks);
@@ -1264,6 +1273,10 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         }
     }
     fl_faults_init(e);
+    if (fl_disk_init(e, err, sizeof err) < 0) {
+        eng_error(e, "%s", err);
+        goto judge;
+    }
 
     if (setup_dirs(e) < 0)
         goto judge;

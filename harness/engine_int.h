@@ -136,6 +136,7 @@ struct engine {
     bool any_freezer;
     int shell_pid;
     int shell_status;           /* its wait status once reaped, else -1 */
+    struct fl_disk *disk;       /* disk faults' run-time state (disk_faults.c); NULL without */
 };
 
 int64_t eng_now(const struct engine *e);
@@ -158,6 +159,26 @@ void fl_faults_on_event(struct engine *e, int host, int job, int task, const str
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
 void fl_faults_heal_all(struct engine *e);
 const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);
+
+/* disk_faults.c: the disk: fault kind (libfiu failure points in the target's
+ * processes).  All are no-ops in a run without disk faults. */
+struct fl_disk;
+int fl_disk_init(struct engine *e, char *err, size_t errlen);     /* after fl_faults_init */
+void fl_disk_free(struct engine *e);
+/* Adds LD_PRELOAD and the control variables to a task's env being built
+ * (env has room for 4 more entries at *k). */
+int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen);
+int fl_disk_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
+int fl_disk_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
+void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len);  /* faults.detail */
+
+/* clock_offset.c: a host's clock_offset through libfaketime.  Adds LD_PRELOAD,
+ * FAKETIME and FAKETIME_DONT_FAKE_MONOTONIC to a task's env being built when
+ * its host has an offset (env has room for 3 more at *k). */
+int fl_clock_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen);
+
+/* env_preload.c: puts libs (space-separated) first in env's LD_PRELOAD. */
+void eng_env_preload(char **env, size_t *k, const char *libs);
 
 /* check.c */
 void fl_check_run(struct engine *e);

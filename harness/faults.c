@@ -29,6 +29,8 @@
  *   crash_host  kill the host's init                           [restart]
  *   partition   nftables drop rules in the switch              [remove them]
  *   limit       pids.max of the host's cgroup                  [max]
+ *   disk        enable a libfiu failure point in every process of the
+ *               target's tasks (disk_faults.c)                 [disable it]
  */
 #include "harness/cgroup.h"
 #include "harness/engine_int.h"
@@ -101,6 +103,7 @@ static void target_text(const struct engine *e, const struct fl_scn_fault *f, ch
     switch (a->kind) {
     case FL_SCN_ACT_KILL:
     case FL_SCN_ACT_PAUSE:
+    case FL_SCN_ACT_DISK:
         if (a->target.kind == FL_SCN_TGT_TASK)
             fl_scn_task_name(s, a->target.task, buf, len);
         else
@@ -250,6 +253,9 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
             snprintf(err, errlen, "host %s: write pids.max=%ld in %s: %s", e->s->hosts[a->host].name,
                      a->threads, e->hosts[a->host].cgroup, strerror(-rc));
         break;
+    case FL_SCN_ACT_DISK:
+        rc = fl_disk_apply(e, fr, err, errlen);
+        break;
     }
     return rc;
 }
@@ -317,6 +323,9 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
             snprintf(err, sizeof err, "host %s: reset pids.max: %s", e->s->hosts[a->host].name,
                      strerror(-rc));
         break;
+    case FL_SCN_ACT_DISK:
+        rc = fl_disk_heal(e, fr, err, sizeof err);
+        break;
     }
     if (rc < 0 && restart)
         eng_error(e, "healing fault %d (%s, line %d): %s", fr->index + 1,
@@ -330,7 +339,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
 {
     if (fr->st != F_PENDING || e->stopping)
         return;
-    char err[1024] = "", target[512], detail[64] = "";
+    char err[1024] = "", target[512], detail[256] = "";
     target_text(e, fr->f, target, sizeof target);
     const struct fl_scn_action *a = &fr->f->action;
     if (a->kind == FL_SCN_ACT_KILL)
@@ -338,6 +347,8 @@ static void fire(struct engine *e, struct fault_rt *fr)
                  fl_scn_signal_name(a->signal ? a->signal : SIGKILL) ?: "?");
     else if (a->kind == FL_SCN_ACT_LIMIT)
         snprintf(detail, sizeof detail, "threads=%ld", a->threads);
+    else if (a->kind == FL_SCN_ACT_DISK)
+        fl_disk_detail(fr, detail, sizeof detail);
     if (fr->f->for_ms > 0) {
         size_t n = strlen(detail);
         snprintf(detail + n, sizeof detail - n, "%sfor=%lldms", n ? " " : "",
@@ -377,7 +388,8 @@ void fl_faults_tick_setup(struct engine *e)
         struct fault_rt *fr = &e->faults[i];
         enum fl_scn_action_kind k = fr->f->action.kind;
         if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT &&
-            now >= fr->f->trigger.at_ms && (k == FL_SCN_ACT_PARTITION || k == FL_SCN_ACT_LIMIT))
+            now >= fr->f->trigger.at_ms &&
+            (k == FL_SCN_ACT_PARTITION || k == FL_SCN_ACT_LIMIT || k == FL_SCN_ACT_DISK))
             fire(e, fr);
     }
 }

@@ -67,7 +67,8 @@ struct fl_scn_host {
     size_t n_dirs;
     struct fl_scn_file *files;  /* created before start */
     size_t n_files;
-    int64_t clock_offset_ms;    /* parsed and recorded, not applied yet; 0 unless set */
+    int64_t clock_offset_ms;    /* its tasks' wall clock is this far ahead (libfaketime,
+                                   harness/clock_offset.c); 0 unless set */
     bool clock_offset_set;
 };
 
@@ -211,6 +212,22 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_CRASH_HOST,      /* host: every process at once; with for_ms comes back (restart) */
     FL_SCN_ACT_PARTITION,       /* groups (both ways) or from -> to (one way) */
     FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
+    FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
+};
+
+/*
+ * DISK: a libfiu failure point enabled in every process of the target's
+ * tasks (harness/disk_faults.c): a call of libfiu's POSIX preload
+ * (call: write -> posix/io/rw/write) or a point a program names itself
+ * (point: psrt/save/shard_write).  The failing call returns its error value
+ * with errno = err.
+ */
+#define FL_SCN_DISK_POINT_MAX 128
+struct fl_scn_disk {
+    char point[FL_SCN_DISK_POINT_MAX];  /* libfiu name of the failure point */
+    char call[32];                      /* the call as written ("write"); "" for point: */
+    int err;                            /* errno of the failing call; default EIO */
+    double probability;                 /* 0 < p <= 1; 1 = every call fails */
 };
 
 /* A list of host indexes. */
@@ -237,6 +254,7 @@ struct fl_scn_action {
     size_t n_groups;
     struct fl_scn_hostset from, to;
     long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
+    struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
 };
 
 struct fl_scn_fault {
@@ -426,6 +444,8 @@ bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check 
 
 const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k);  /* "at", "after", "on_log" */
 const char *fl_scn_action_kind_name(enum fl_scn_action_kind k);    /* "kill", "pause", ... */
+/* "ENOSPC" for ENOSPC (the errno names a disk fault accepts); NULL if unknown. */
+const char *fl_scn_errno_name(int err);
 /* "SIGKILL" for 9; NULL if unknown. */
 const char *fl_scn_signal_name(int sig);
 /* "SIGTERM", "TERM", "15" -> 15; -EINVAL if unknown. */

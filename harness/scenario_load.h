@@ -73,6 +73,8 @@ void fl_scn_regex_free(struct fl_scn_regex *r);
 
 /* Sections in scenario_faults.c. */
 int fl_scn_load_faults(struct fl_scn_vctx *c, const ynode *fs);
+/* scenario_disk.c: the mapping of a disk: fault into a->disk and a->target. */
+int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
 int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
 
 #endif

@@ -1,0 +1,159 @@
+/*
+ * test_disk_faults.c: the disk: fault kind (scenarios/README.md, "Kinds"):
+ * how a disk: mapping loads, and, on real hosts, that a task of the target
+ * sees the errno on the chosen call while the fault is on and success after
+ * its heal, that a task of another host is untouched, and that psrt's own
+ * named points fail a save; and a host's clock_offset applied (libfaketime).
+ * The integration tests run the real faultline
+ * binary on scenarios of harness/tests/scenarios/ and read the run's database.
+ */
+#include "harness/clock_offset.h"
+#include "harness/scenario.h"
+#include "harness/tests/fl_test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BASE                                                                   \
+    "name: t\n"                                                                \
+    "hosts: [ps0, ps1, w0]\n"                                                  \
+    "cluster:\n"                                                               \
+    "  ps: [ps0, ps1]\n"                                                       \
+    "  worker: [w0]\n"                                                         \
+    "run:\n"                                                                   \
+    "  command: \"sleep 1\"\n"
+
+static struct fl_scenario *load(const char *text)
+{
+    char err[1024] = "";
+    struct fl_scenario *s = NULL;
+    int rc = fl_scenario_load_mem("s.yaml", text, strlen(text), &s, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0 && s, "load failed: %s", err);
+    return s;
+}
+
+FL_TEST(disk_faults, load_call_point_errno_probability)
+{
+    struct fl_scenario *s = load(BASE "faults:\n"
+                                 "  - {at: 1s, disk: {host: ps1, call: write, errno: ENOSPC, probability: 50%}, for: 2s}\n"
+                                 "  - {at: 1s, disk: {host: \"ps:0\", point: psrt/save/shard_write}}\n"
+                                 "  - {at: 1s, disk: {host: chief, call: posix/io/sync/fsync, errno: 5, probability: 0.25}}\n");
+    FL_REQUIRE_EQ(s->n_faults, 3);
+    const struct fl_scn_action *a = &s->faults[0].action;
+    FL_ASSERT_EQ(a->kind, FL_SCN_ACT_DISK);
+    FL_ASSERT_EQ(a->target.kind, FL_SCN_TGT_HOST);
+    FL_ASSERT_EQ(a->host, 1);
+    FL_ASSERT_STREQ(a->disk.call, "write");
+    FL_ASSERT_STREQ(a->disk.point, "posix/io/rw/write");
+    FL_ASSERT_EQ(a->disk.err, ENOSPC);
+    FL_ASSERT(a->disk.probability > 0.499 && a->disk.probability < 0.501);
+    FL_ASSERT_EQ(s->faults[0].for_ms, 2000);
+    a = &s->faults[1].action;
+    FL_ASSERT_EQ(a->target.kind, FL_SCN_TGT_TASK);
+    FL_ASSERT_STREQ(a->disk.call, "");
+    FL_ASSERT_STREQ(a->disk.point, "psrt/save/shard_write");
+    FL_ASSERT_EQ(a->disk.err, EIO);             /* the default */
+    FL_ASSERT(a->disk.probability == 1);
+    a = &s->faults[2].action;
+    FL_ASSERT_EQ(a->target.task, s->chief_task);
+    FL_ASSERT_STREQ(a->disk.call, "fsync");     /* a point name is taken as its call */
+    FL_ASSERT_EQ(a->disk.err, 5);
+    FL_ASSERT(a->disk.probability > 0.249 && a->disk.probability < 0.251);
+    FL_ASSERT_STREQ(fl_scn_action_kind_name(a->kind), "disk");
+    FL_ASSERT_STREQ(fl_scn_errno_name(ENOSPC), "ENOSPC");
+    fl_scenario_free(s);
+}
+
+static void require_setup(void)
+{
+    fl_test_need_root();
+    if (access(fl_test_bin("faultline"), X_OK) != 0)
+        FL_SKIP("build/bin/faultline is not built");
+    if (access("/usr/lib/fiu/fiu_posix_preload.so", R_OK) != 0)
+        FL_SKIP("libfiu's fiu_posix_preload.so is not installed");
+}
+
+static void run_passes(const char *name)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
+    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
+    free(out);
+}
+
+static int db_int(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    return fl_test_db_int(path, sql);
+}
+
+/* call: write, errno: ENOSPC on host a for 1s: dd started during the fault
+ * and the task's shell (started before it) both fail with ENOSPC, succeed
+ * after the heal; host b's task never fails and has no preload (the
+ * scenario's expectations); the fault is recorded with its detail and heal. */
+FL_TEST_T(disk_faults, write_enospc_on_target_host_only, 60)
+{
+    require_setup();
+    run_passes("disk-write.yaml");
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
+                        "AND detail='call=write errno=ENOSPC for=1000ms' AND error IS NULL"), 1);
+    int held = db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='disk'");
+    FL_ASSERT_GE(held, 1000);
+    FL_ASSERT_LT(held, 1500);
+}
+
+/* point: psrt/save/shard_write on the ps host, applied at the chief's first
+ * save.begin (a sync point): psrt's robust save fails there with the errno
+ * given, and both tasks print psrt's one-line failure (the scenario). */
+FL_TEST_T(disk_faults, psrt_point_fails_robust_save, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    run_passes("disk-psrt-point.yaml");
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='ps0' "
+                        "AND detail='point=psrt/save/shard_write errno=ENOSPC' AND error IS NULL "
+                        "AND healed_ms IS NULL"), 1);
+}
+
+/* "now=N" of host H's clock.read event, as a number. */
+static long long clock_read(const char *host)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT CAST(substr(attrs, 5) AS INTEGER) - 1700000000 FROM events "
+             "WHERE kind='clock.read' AND host='%s'", host);
+    return db_int(sql) + 1700000000LL;
+}
+
+/* clock_offset: 1h on a, -1.5s on c, none on b: `date +%s` on a reads
+ * about 3600 s more than on b, c about 1.5 s less; the FAKETIME each got is
+ * in the scenario's expectations. */
+FL_TEST_T(clock_offset, date_on_offset_host_is_ahead, 60)
+{
+    fl_test_need_root();
+    if (!fl_clock_faketime_lib())
+        FL_SKIP("libfaketime is not installed (Debian package libfaketime)");
+    run_passes("clock-offset.yaml");
+    long long a = clock_read("a"), b = clock_read("b"), c = clock_read("c");
+    FL_ASSERT_GE(a - b, 3599);
+    FL_ASSERT_LE(a - b, 3601);
+    FL_ASSERT_GE(b - c, 1);
+    FL_ASSERT_LE(b - c, 3);
+}
+
+FL_TEST(clock_offset, faketime_value_is_signed_seconds_with_ms)
+{
+    char b[40];
+    fl_clock_faketime_value(3600000, b, sizeof b);
+    FL_ASSERT_STREQ(b, "+3600.000");
+    fl_clock_faketime_value(-250, b, sizeof b);
+    FL_ASSERT_STREQ(b, "-0.250");
+    fl_clock_faketime_value(1500, b, sizeof b);
+    FL_ASSERT_STREQ(b, "+1.500");
+}
