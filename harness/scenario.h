@@ -211,6 +211,26 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_CRASH_HOST,      /* host: every process at once; with for_ms comes back (restart) */
     FL_SCN_ACT_PARTITION,       /* groups (both ways) or from -> to (one way) */
     FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
+    FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
+};
+
+/*
+ * LINK.  Which frames: BETWEEN: between any two hosts of action.from (both
+ * ways; at least two); ONEWAY: from any of action.from to any of action.to;
+ * HOST: every frame to or from action.host (its port on the switch).
+ */
+enum fl_scn_link_scope {
+    FL_SCN_LINK_BETWEEN = 1,
+    FL_SCN_LINK_ONEWAY,
+    FL_SCN_LINK_HOST,
+};
+
+struct fl_scn_link {
+    enum fl_scn_link_scope scope;
+    unsigned loss_bp;           /* hundredths of a percent dropped, 1..10000; 0 = none */
+    uint64_t rate_bit;          /* bit/s, 0 = none (BETWEEN, ONEWAY) */
+    bool down;                  /* HOST: the port is down */
+    int64_t flap_ms;            /* HOST: down and up by turns, each half of this period; 0 = none */
 };
 
 /* A list of host indexes. */
@@ -237,6 +257,7 @@ struct fl_scn_action {
     size_t n_groups;
     struct fl_scn_hostset from, to;
     long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
+    struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
 };
 
 struct fl_scn_fault {

@@ -74,5 +74,8 @@ void fl_scn_regex_free(struct fl_scn_regex *r);
 /* Sections in scenario_faults.c. */
 int fl_scn_load_faults(struct fl_scn_vctx *c, const ynode *fs);
 int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
+/* scenario_link.c: the value of a link: fault into a (kind, link, from, to,
+ * host). */
+int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
 
 #endif

@@ -196,6 +196,7 @@ const char *fl_scn_action_kind_name(enum fl_scn_action_kind k)
     case FL_SCN_ACT_CRASH_HOST: return "crash_host";
     case FL_SCN_ACT_PARTITION: return "partition";
     case FL_SCN_ACT_LIMIT: return "limit";
+    case FL_SCN_ACT_LINK: return "link";
     }
     return "?";
 }
