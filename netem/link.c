@@ -332,44 +332,48 @@ static void put_ports(char *buf, size_t len, const int *h, size_t n)
         snprintf(buf + o, len - o, " }");
 }
 
-/* The rules of a fault: "<match> <action>" per match. */
+/* The rules of a fault: "<match> <action>" per match (at most two matches
+ * of two rules each, every line shorter than 2 * plen + 128). */
 static char *rules_text(const struct fl_link_spec *s, int cid)
 {
-    size_t cap = 64 + (s->na + s->nb) * 24 * 4 + 256;
-    char *a = malloc(cap / 2), *b = malloc(cap / 2), *out = malloc(cap * 2);
-    if (!a || !b || !out) {
+    size_t plen = 16 + (s->na + s->nb) * 16;   /* ", \"h1022\"" is 9 */
+    size_t mlen = 2 * plen + 32, cap = 4 * (mlen + 96) + 1;
+    char *a = malloc(plen), *b = malloc(plen), *match = malloc(2 * mlen), *out = malloc(cap);
+    if (!a || !b || !match || !out) {
         free(a);
         free(b);
+        free(match);
         free(out);
         return NULL;
     }
-    put_ports(a, cap / 2, s->a, s->na);
+    put_ports(a, plen, s->a, s->na);
     if (s->scope == FL_LINK_ONEWAY)
-        put_ports(b, cap / 2, s->b, s->nb);
+        put_ports(b, plen, s->b, s->nb);
     else
-        snprintf(b, cap / 2, "%s", a);
-    char match[2][4096];
+        snprintf(b, plen, "%s", a);
     int nm = 0;
     if (s->scope == FL_LINK_HOST) {
-        snprintf(match[nm++], sizeof match[0], "iifname %s", a);
-        snprintf(match[nm++], sizeof match[0], "oifname %s", a);
+        snprintf(match + mlen * nm++, mlen, "iifname %s", a);
+        snprintf(match + mlen * nm++, mlen, "oifname %s", a);
     } else {
-        snprintf(match[nm++], sizeof match[0], "iifname %s oifname %s", a, b);
+        snprintf(match + mlen * nm++, mlen, "iifname %s oifname %s", a, b);
     }
     size_t o = 0;
     out[0] = 0;
     for (int m = 0; m < nm; m++) {
+        const char *mt = match + mlen * m;
         if (s->loss_bp >= 10000)
-            o += (size_t)snprintf(out + o, cap * 2 - o, "%s ether type != arp drop\n", match[m]);
+            o += (size_t)snprintf(out + o, cap - o, "%s ether type != arp drop\n", mt);
         else if (s->loss_bp)
-            o += (size_t)snprintf(out + o, cap * 2 - o,
+            o += (size_t)snprintf(out + o, cap - o,
                                   "%s ether type != arp numgen random mod 10000 < %u drop\n",
-                                  match[m], s->loss_bp);
+                                  mt, s->loss_bp);
         if (cid)
-            o += (size_t)snprintf(out + o, cap * 2 - o, "%s meta priority set 1:%x\n", match[m], cid);
+            o += (size_t)snprintf(out + o, cap - o, "%s meta priority set 1:%x\n", mt, cid);
     }
     free(a);
     free(b);
+    free(match);
     return out;
 }
 

@@ -394,3 +394,25 @@ FL_TEST(link, apply_rejects_bad_specs)
     FL_ASSERT_EQ(fl_links_apply(e.l, &s, &id, err, sizeof err), -EINVAL);
     env_down(&e);
 }
+
+/* Rules name ports, so a fault may cover hosts not attached (yet): a
+ * thousand of them make one long rule that nft takes. */
+FL_TEST(link, loss_rules_for_1000_hosts_apply)
+{
+    struct env e;
+    char err[512] = "";
+    env_up(&e, 2);
+    static int many[1000];
+    for (int i = 0; i < 1000; i++)
+        many[i] = i;
+    int id = apply(&e, FL_LINK_BETWEEN, many, 1000, NULL, 0, 2500, 0, false);
+    int from[] = { 0 };
+    int id2 = apply(&e, FL_LINK_ONEWAY, from, 1, many + 1, 999, 100, 0, false);
+    char *out = NULL;
+    fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c '\"h999\"'", (int)fl_fabric_switch_pid(e.f));
+    FL_ASSERT_STREQ(out, "2\n");
+    free(out);
+    FL_ASSERT_EQ(fl_links_heal(e.l, id, err, sizeof err), 0);
+    FL_ASSERT_EQ(fl_links_heal(e.l, id2, err, sizeof err), 0);
+    env_down(&e);
+}
