@@ -453,6 +453,7 @@ int eng_host_up(struct engine *e, int i, bool fresh_disk)
         return rc;
     }
     hr->down_by_fault = false;
+    fl_faults_link_host_up(e, i);   /* its port is new: rate classes, down state */
     eng_write_state(e);
     return 0;
 }
@@ -1156,6 +1157,7 @@ static void teardown(struct engine *e)
             if (p->pid == pid)
                 p->running = false;
     }
+    fl_faults_link_free(e);
     fl_fabric_destroy(e->fab);
     e->fab = NULL;
     if (e->any_cgroup)

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 struct fl_fabric;
+struct fl_links;
 struct fl_rec_run;
 
 enum watch_type { W_SIGNAL = 1, W_TIMER, W_LISTEN, W_CLIENT, W_OUTPUT };
@@ -82,6 +83,9 @@ struct fault_rt {
     enum fault_state st;
     int64_t heal_at;            /* when ACTIVE and for_ms > 0 */
     int rule_id;                /* partition */
+    int link_id;                /* link: fl_links id while applied, else 0 */
+    bool flap_down;             /* link flap: its ports are down now */
+    int64_t flap_next;          /* link flap: next turn, ms since start; -1 none */
     int rec_no;
     int *tasks;                 /* tasks this fault killed/paused, to restart/resume */
     int *starts;                /* each one's task_rt.gens then: started again since? */
@@ -113,6 +117,7 @@ struct engine {
     char fsdir[PATH_MAX];       /* tmpfs holding every disk, /tmp and shared dir */
     const char *expose[3];      /* run, bin and scenario dirs, visible in every host */
     struct fl_fabric *fab;
+    struct fl_links *links;     /* link faults (faults_link.c), made at the first */
     struct fl_rec_run *rec;
 
     struct host_rt *hosts;
@@ -158,6 +163,16 @@ int64_t fl_faults_next_deadline(const struct engine *e);   /* ms since start, -1
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
 void fl_faults_heal_all(struct engine *e);
+/* faults_link.c */
+void fl_faults_link_target(const struct engine *e, const struct fl_scn_action *a, char *buf,
+                           size_t len);
+void fl_faults_link_detail(const struct fl_scn_action *a, char *buf, size_t len);
+int fl_faults_link_apply(struct engine *e, struct fault_rt *fr, int64_t now, char *err,
+                         size_t errlen);
+int fl_faults_link_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
+void fl_faults_link_flap(struct engine *e, struct fault_rt *fr, int64_t now);   /* turns when due */
+void fl_faults_link_host_up(struct engine *e, int host);   /* its port was made again */
+void fl_faults_link_free(struct engine *e);                /* before the fabric goes */
 const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);
 
 /* disk_faults.c: the disk: fault kind (libfiu failure points in the target's

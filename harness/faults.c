@@ -31,6 +31,10 @@
  *   limit       pids.max of the host's cgroup                  [max]
  *   disk        enable a libfiu failure point in every process of the
  *               target's tasks (disk_faults.c)                 [disable it]
+ *   link        loss / rate / down in the switch (faults_link.c, netem/link.h)
+ *                                                              [remove them]
+ *               flap: down and up by turns every half period, on the loop's
+ *               timer, until healed (ACTIVE until the end without for:)
  */
 #include "harness/cgroup.h"
 #include "harness/engine_int.h"
@@ -127,6 +131,9 @@ static void target_text(const struct engine *e, const struct fl_scn_fault *f, ch
                     n += (size_t)snprintf(buf + n, len - n, "]");
             }
         }
+        break;
+    case FL_SCN_ACT_LINK:
+        fl_faults_link_target(e, a, buf, len);
         break;
     default:
         snprintf(buf, len, "%s", a->host >= 0 ? s->hosts[a->host].name : "?");
@@ -247,6 +254,9 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
             free(sizes);
         }
         break;
+    case FL_SCN_ACT_LINK:
+        rc = fl_faults_link_apply(e, fr, eng_now(e), err, errlen);
+        break;
     case FL_SCN_ACT_LIMIT:
         rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, a->threads);
         if (rc < 0)
@@ -317,6 +327,9 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
     case FL_SCN_ACT_PARTITION:
         rc = fl_fabric_heal(e->fab, fr->rule_id, err, sizeof err);
         break;
+    case FL_SCN_ACT_LINK:
+        rc = fl_faults_link_heal(e, fr, err, sizeof err);
+        break;
     case FL_SCN_ACT_LIMIT:
         rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, 0);
         if (rc < 0)
@@ -349,14 +362,19 @@ static void fire(struct engine *e, struct fault_rt *fr)
         snprintf(detail, sizeof detail, "threads=%ld", a->threads);
     else if (a->kind == FL_SCN_ACT_DISK)
         fl_disk_detail(fr, detail, sizeof detail);
+    else if (a->kind == FL_SCN_ACT_LINK)
+        fl_faults_link_detail(a, detail, sizeof detail);
     if (fr->f->for_ms > 0) {
         size_t n = strlen(detail);
         snprintf(detail + n, sizeof detail - n, "%sfor=%lldms", n ? " " : "",
                  (long long)fr->f->for_ms);
     }
     int64_t now = eng_now(e);
-    fr->st = fr->f->for_ms > 0 ? F_ACTIVE : F_DONE;
-    fr->heal_at = now + fr->f->for_ms;
+    /* a flap keeps turning until healed, or until the end without for: */
+    bool flaps = a->kind == FL_SCN_ACT_LINK && a->link.flap_ms > 0;
+    fr->st = fr->f->for_ms > 0 || flaps ? F_ACTIVE : F_DONE;
+    fr->heal_at = fr->f->for_ms > 0 ? now + fr->f->for_ms : -1;
+    fr->flap_next = -1;
     int rc = apply(e, fr, err, sizeof err);
     if (rc < 0)
         eng_error(e, "fault %d (%s %s, line %d): %s", fr->index + 1,
@@ -376,8 +394,10 @@ void fl_faults_tick(struct engine *e)
         struct fault_rt *fr = &e->faults[i];
         if (fr->st == F_PENDING && fl_trig_due(&fr->f->trigger, now))
             fire(e, fr);
-        else if (fr->st == F_ACTIVE && now >= fr->heal_at)
+        else if (fr->st == F_ACTIVE && fr->heal_at >= 0 && now >= fr->heal_at)
             heal(e, fr, true);
+        else if (fr->st == F_ACTIVE && fr->flap_next >= 0)
+            fl_faults_link_flap(e, fr, now);
     }
 }
 
@@ -389,7 +409,8 @@ void fl_faults_tick_setup(struct engine *e)
         enum fl_scn_action_kind k = fr->f->action.kind;
         if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT &&
             now >= fr->f->trigger.at_ms &&
-            (k == FL_SCN_ACT_PARTITION || k == FL_SCN_ACT_LIMIT || k == FL_SCN_ACT_DISK))
+            (k == FL_SCN_ACT_PARTITION || k == FL_SCN_ACT_LIMIT || k == FL_SCN_ACT_DISK ||
+             k == FL_SCN_ACT_LINK))
             fire(e, fr);
     }
 }
@@ -406,6 +427,8 @@ int64_t fl_faults_next_deadline(const struct engine *e)
             t = fr->heal_at;
         if (t >= 0 && (next < 0 || t < next))
             next = t;
+        if (fr->st == F_ACTIVE && fr->flap_next >= 0 && (next < 0 || fr->flap_next < next))
+            next = fr->flap_next;
     }
     return next;
 }

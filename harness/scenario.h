@@ -213,6 +213,7 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_PARTITION,       /* groups (both ways) or from -> to (one way) */
     FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
     FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
+    FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
 };
 
 /*
@@ -228,6 +229,25 @@ struct fl_scn_disk {
     char call[32];                      /* the call as written ("write"); "" for point: */
     int err;                            /* errno of the failing call; default EIO */
     double probability;                 /* 0 < p <= 1; 1 = every call fails */
+};
+
+/*
+ * LINK.  Which frames: BETWEEN: between any two hosts of action.from (both
+ * ways; at least two); ONEWAY: from any of action.from to any of action.to;
+ * HOST: every frame to or from action.host (its port on the switch).
+ */
+enum fl_scn_link_scope {
+    FL_SCN_LINK_BETWEEN = 1,
+    FL_SCN_LINK_ONEWAY,
+    FL_SCN_LINK_HOST,
+};
+
+struct fl_scn_link {
+    enum fl_scn_link_scope scope;
+    unsigned loss_bp;           /* hundredths of a percent dropped, 1..10000; 0 = none */
+    uint64_t rate_bit;          /* bit/s, 0 = none (BETWEEN, ONEWAY) */
+    bool down;                  /* HOST: the port is down */
+    int64_t flap_ms;            /* HOST: down and up by turns, each half of this period; 0 = none */
 };
 
 /* A list of host indexes. */
@@ -255,6 +275,7 @@ struct fl_scn_action {
     struct fl_scn_hostset from, to;
     long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
     struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
+    struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
 };
 
 struct fl_scn_fault {

@@ -19,7 +19,7 @@
 #include <strings.h>
 
 static const char *const action_keys[] = {
-    "kill", "pause", "restart", "replace", "crash_host", "partition", "limit", "disk", "link",
+    "kill", "pause", "restart", "replace", "crash_host", "partition", "limit", "link", "disk",
 };
 
 static const char *const trigger_keys[] = {"at", "after", "on_log"};
@@ -206,10 +206,10 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
             if (kindish) {
                 if (sug) {
                     fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s'", k);
-                    return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys) - 1);
+                    return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys));
                 }
                 return fl_scn_verr(c, it->keys[i]->loc,
-                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition, limit or disk)",
+                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition, limit, disk or link)",
                                    k);
             }
             if (sug) {
@@ -217,7 +217,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
             }
             return fl_scn_verr(c, it->keys[i]->loc,
-                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit or disk; and signal, for, variant)",
+                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk or link; and signal, for, variant)",
                                k);
         }
         if (is_trigger) {
@@ -228,10 +228,6 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
             tv = it->items[i];
         }
         if (is_action) {
-            if (strcmp(k, "link") == 0)
-                return fl_scn_verr(c, it->keys[i]->loc,
-                            "fault kind '%s' is not supported yet (it comes with a later version of faultline)",
-                            k);
             if (ak)
                 return fl_scn_verr(c, it->keys[i]->loc, "fault has two kinds ('%s' and '%s'); write two faults",
                             ak->value, k);
@@ -240,7 +236,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         }
     }
     if (!ak)
-        return fl_scn_verr(c, it->loc, "fault has no kind (one of kill, pause, restart, replace, crash_host, partition, limit, disk)");
+        return fl_scn_verr(c, it->loc, "fault has no kind (one of kill, pause, restart, replace, crash_host, partition, limit, disk, link)");
     if (!tk)
         return fl_scn_verr(c, it->loc, "fault has no trigger (add at: <time>, after: {event: ...} or on_log: {match: ...})");
     if ((rc = load_trigger(c, tk, tv, &f->trigger)) < 0)
@@ -267,6 +263,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
             return rc;
     } else if (strcmp(kind, "disk") == 0) {
         if ((rc = fl_scn_load_disk(c, av, a)) < 0)
+            return rc;
+    } else if (strcmp(kind, "link") == 0) {
+        if ((rc = fl_scn_load_link(c, av, a)) < 0)
             return rc;
     } else {
         static const char *const lkeys[] = {"host", "threads"};

@@ -76,5 +76,8 @@ int fl_scn_load_faults(struct fl_scn_vctx *c, const ynode *fs);
 /* scenario_disk.c: the mapping of a disk: fault into a->disk and a->target. */
 int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
 int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
+/* scenario_link.c: the value of a link: fault into a (kind, link, from, to,
+ * host). */
+int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
 
 #endif

@@ -197,6 +197,7 @@ const char *fl_scn_action_kind_name(enum fl_scn_action_kind k)
     case FL_SCN_ACT_PARTITION: return "partition";
     case FL_SCN_ACT_LIMIT: return "limit";
     case FL_SCN_ACT_DISK: return "disk";
+    case FL_SCN_ACT_LINK: return "link";
     }
     return "?";
 }

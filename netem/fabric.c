@@ -1243,6 +1243,31 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const in
     return rc;
 }
 
+int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what, int *rule_id,
+                        char *err, size_t errlen)
+{
+    if (!rules || !*rules) {
+        seterr(err, errlen, "fabric: %s: no rules", what);
+        return -EINVAL;
+    }
+    int id = f->next_rule;
+    struct sbuf sb = { 0 };
+    sb_chain(&sb, id);
+    for (const char *l = rules; *l;) {
+        size_t n = strcspn(l, "\n");
+        if (n)
+            sb_printf(&sb, "add rule bridge %s p%d %.*s\n", FL_FABRIC_NFT_TABLE, id, (int)n, l);
+        l += n;
+        if (*l)
+            l++;
+    }
+    char w[64];
+    snprintf(w, sizeof w, "%s p%d", what, id);
+    int rc = add_rule(f, &sb, id, rule_id, w, err, errlen);
+    free(sb.s);
+    return rc;
+}
+
 int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
 {
     size_t i;

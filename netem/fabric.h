@@ -150,6 +150,15 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom,
                     const int *to, size_t nto, int *rule_id,
                     char *err, size_t errlen);
 
+/* A base chain p<id> like a partition's, holding `rules`: nft rule
+ * statements, one rule per line, each added as
+ * "add rule bridge faultline p<id> <line>" (netem/link.c's loss and rate
+ * marks).  Port names match as for partitions, so the rules stay in force
+ * across a host's restart.  `what` names the caller in error messages
+ * ("link loss").  fl_fabric_heal(*rule_id) removes the chain. */
+int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what, int *rule_id,
+                        char *err, size_t errlen);
+
 /* Removes exactly the rules of one partition/block.  -ENOENT for an unknown
  * (or already healed) id. */
 int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen);

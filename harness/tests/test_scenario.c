@@ -537,8 +537,8 @@ FL_TEST(scenario, load_error_hosts_and_jobs)
 
 FL_TEST(scenario, load_error_not_supported_yet)
 {
-    expect_error(BASE "faults:\n  - {at: 1s, link: {from: w0, to: ps0, loss: 1%}}\n",
-                 "s.yaml:9:14: fault kind 'link' is not supported yet (it comes with a later version of faultline)");
+    expect_error(BASE "faults:\n  - {at: 1s, link: {from: w0, to: ps0, jitter: 5ms}}\n",
+                 "s.yaml:9:40: link 'jitter' is not supported yet (loss, rate, down and flap are; it comes with a later version of faultline)");
 }
 
 FL_TEST(scenario, load_error_missing_file)

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""link_probe.py: traffic for the link-fault scenarios (test_link_faults.c).
+
+  link_probe.py udp-rx PORT BIN          count datagrams by their first byte;
+                                         answer each 'P' with 'p'; at the
+                                         first 'F' report the counts of 'L'
+                                         and 'H' as event link.udp and exit
+  link_probe.py udp-tx HOST PORT BIN EVENT N GAP_MS [STABLE_MS]
+                                         wait until HOST answers; emit --sync
+                                         EVENT (the fault lands); send N 'L'
+                                         datagrams GAP_MS apart; wait until
+                                         bursts of 20 probes are all answered
+                                         for STABLE_MS (the fault healed);
+                                         send 400 'H', 50 'F'
+  link_probe.py tcp-rx PORT BIN          two TCP transfers; report each one's
+                                         rate as event link.rate
+  link_probe.py tcp-sink PORT BIN         TCP transfers until killed; report
+                                         each one's rate and the process's
+                                         generation as event link.transfer
+  link_probe.py tcp-tx HOST PORT BIN EVENT SECS
+                                         one transfer of SECS seconds, emit
+                                         --sync EVENT, a second one
+The fault is applied when `faultline emit --sync` returns, so nothing here
+sleeps to wait for it; waiting for the heal is watching the link itself.
+"""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+
+def emit(bin_dir, *args):
+    subprocess.run([bin_dir + "/faultline", "emit"] + list(args), check=True)
+
+
+def udp_rx(port, bin_dir):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
+    s.bind(("", port))
+    counts = {}
+    while True:
+        data, peer = s.recvfrom(64)
+        tag = data[:1].decode()
+        counts[tag] = counts.get(tag, 0) + 1
+        if tag == "P":
+            s.sendto(b"p", peer)
+        elif tag == "F":
+            break
+    lossy, healed = counts.get("L", 0), counts.get("H", 0)
+    print(f"lossy={lossy} healed={healed}", flush=True)
+    emit(bin_dir, "link.udp", f"lossy={lossy}", f"healed={healed}")
+
+
+def probe(s, addr, n, wait_s):
+    """Sends n probes, returns how many answers came within wait_s."""
+    while True:  # stale answers
+        try:
+            s.recv(16, socket.MSG_DONTWAIT)
+        except (BlockingIOError, socket.timeout):
+            break
+    for _ in range(n):
+        s.sendto(b"P", addr)
+    got, end = 0, time.monotonic() + wait_s
+    while got < n:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        s.settimeout(left)
+        try:
+            s.recv(16)
+            got += 1
+        except socket.timeout:
+            break
+    return got
+
+
+def udp_tx(host, port, bin_dir, event, n, gap_ms, stable_ms):
+    addr = (socket.gethostbyname(host), port)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    deadline = time.monotonic() + 20
+    while probe(s, addr, 1, 0.05) == 0:     # the receiver is up
+        if time.monotonic() > deadline:
+            sys.exit("receiver never answered")
+    emit(bin_dir, "--sync", event)
+    for _ in range(n):
+        s.sendto(b"L", addr)
+        if gap_ms:
+            time.sleep(gap_ms / 1000.0)     # pacing the traffic, not waiting for anything
+    # healed: every probe answered, for stable_ms in a row (a flapping
+    # link answers everything while it is up)
+    t0 = time.monotonic()
+    ok_since = None
+    while True:
+        now = time.monotonic()
+        if probe(s, addr, 20, 0.1) < 20:
+            ok_since = None
+        elif ok_since is None:
+            ok_since = now
+        if ok_since is not None and (now - ok_since) * 1000 >= stable_ms:
+            break
+        if now - t0 > 30:
+            sys.exit("the link never healed")
+        if stable_ms:
+            time.sleep(0.01)                # pacing the probes
+    print(f"healed after {time.monotonic() - t0:.2f}s", flush=True)
+    for _ in range(400):
+        s.sendto(b"H", addr)
+    for _ in range(50):
+        s.sendto(b"F", addr)
+
+
+def tcp_rx(port, bin_dir):
+    l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("", port))
+    l.listen(4)
+    rates = []
+    for _ in range(2):
+        c, _ = l.accept()
+        got, t0 = 0, None
+        while True:
+            b = c.recv(1 << 16)
+            if not b:
+                break
+            if t0 is None:
+                t0 = time.monotonic()
+            got += len(b)
+        secs = time.monotonic() - t0
+        c.close()
+        rates.append(int(got * 8 / secs / 1000))
+    print(f"free_kbit={rates[0]} limited_kbit={rates[1]}", flush=True)
+    emit(bin_dir, "link.rate", f"free_kbit={rates[0]}", f"limited_kbit={rates[1]}")
+
+
+def tcp_sink(port, bin_dir):
+    l = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("", port))
+    l.listen(4)
+    gen = os.environ.get("FAULTLINE_GENERATION", "0")
+    while True:
+        c, _ = l.accept()
+        got, t0 = 0, None
+        while True:
+            b = c.recv(1 << 16)
+            if not b:
+                break
+            if t0 is None:
+                t0 = time.monotonic()
+            got += len(b)
+        kbit = int(got * 8 / (time.monotonic() - t0) / 1000)
+        print(f"generation {gen}: {kbit} kbit/s", flush=True)
+        emit(bin_dir, "link.transfer", f"kbit={kbit}", f"gen={gen}")
+        c.close()
+
+
+def tcp_send(addr, secs):
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            c = socket.create_connection(addr, timeout=5)
+            break
+        except ConnectionRefusedError:       # the receiver is not up yet
+            if time.monotonic() > deadline:
+                sys.exit("receiver never listened")
+            time.sleep(0.02)
+    buf = b"x" * (1 << 16)
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        c.sendall(buf)
+    c.shutdown(socket.SHUT_WR)
+    c.settimeout(60)
+    c.recv(1)                               # the receiver has counted it all (its close)
+    c.close()
+
+
+def tcp_tx(host, port, bin_dir, event, secs):
+    addr = (socket.gethostbyname(host), port)
+    tcp_send(addr, secs)
+    emit(bin_dir, "--sync", event)
+    tcp_send(addr, secs)
+
+
+if __name__ == "__main__":
+    a = sys.argv[1:]
+    if a[0] == "udp-rx":
+        udp_rx(int(a[1]), a[2])
+    elif a[0] == "udp-tx":
+        udp_tx(a[1], int(a[2]), a[3], a[4], int(a[5]), int(a[6]), int(a[7]) if len(a) > 7 else 0)
+    elif a[0] == "tcp-rx":
+        tcp_rx(int(a[1]), a[2])
+    elif a[0] == "tcp-sink":
+        tcp_sink(int(a[1]), a[2])
+    elif a[0] == "tcp-tx":
+        tcp_tx(a[1], int(a[2]), a[3], a[4], float(a[5]))
+    else:
+        sys.exit("usage: see the docstring")

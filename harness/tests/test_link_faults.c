@@ -1,0 +1,188 @@
+/*
+ * test_link_faults.c: the `link:` fault kind end to end.  What the loader
+ * makes of link values (scope, loss in hundredths of a percent, rate in
+ * bit/s, down, flap), and real runs of the scenarios in
+ * harness/tests/scenarios/link-*.yaml, whose traffic (link_probe.py, python3)
+ * reports what got through as events, read back from the run's database:
+ * loss 50% lets 25-75% of 400 datagrams through and everything once healed;
+ * one-way loss spares the other direction; a rate of 20mbit holds a TCP
+ * transfer to 10-24 Mbit/s, far below the unlimited rate; a link down drops
+ * everything until it heals; a flapping link lets some through; a rate holds
+ * across a restart of the receiving host.  The faults
+ * table says what was applied and when it healed.  Wide tolerances: the
+ * machine is shared.  The runs need root and python3; they skip otherwise.
+ */
+#include "harness/tests/fl_test.h"
+#include "harness/scenario.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HEAD "name: t\nhosts: [a, b, c]\ncluster: {x: [a, b, c]}\nrun: {command: 'true'}\nfaults:\n"
+
+static struct fl_scenario *load(const char *faults)
+{
+    char text[2048], err[512] = "";
+    struct fl_scenario *s = NULL;
+    snprintf(text, sizeof text, HEAD "%s", faults);
+    int rc = fl_scenario_load_mem("s.yaml", text, strlen(text), &s, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "load: %s", err);
+    return s;
+}
+
+FL_TEST(link_faults, load_scopes_loss_and_rate)
+{
+    struct fl_scenario *s = load(
+        "  - {at: 1s, link: {hosts: [a, b, c], loss: 30%}, for: 2s}\n"
+        "  - {at: 1s, link: {from: [a], to: [b, c], loss: 0.5%, rate: 10mbit}}\n"
+        "  - {at: 1s, link: {from: c, to: a, rate: 1.5mbps}}\n"
+        "  - {at: 1s, link: {host: 'x:1', loss: 100%}}\n"
+        "  - {at: 1s, link: {hosts: [a, b], rate: 500Kbit}}\n");
+    FL_REQUIRE_EQ(s->n_faults, 5);
+    const struct fl_scn_action *a = &s->faults[0].action;
+    FL_ASSERT_EQ(a->kind, FL_SCN_ACT_LINK);
+    FL_ASSERT_STREQ(fl_scn_action_kind_name(a->kind), "link");
+    FL_ASSERT_EQ(a->link.scope, FL_SCN_LINK_BETWEEN);
+    FL_ASSERT_EQ(a->from.n, 3);
+    FL_ASSERT_EQ(a->link.loss_bp, 3000);
+    FL_ASSERT_EQ(a->link.rate_bit, 0);
+    FL_ASSERT_EQ(s->faults[0].for_ms, 2000);
+    a = &s->faults[1].action;
+    FL_ASSERT_EQ(a->link.scope, FL_SCN_LINK_ONEWAY);
+    FL_ASSERT_EQ(a->from.n, 1);
+    FL_ASSERT_EQ(a->to.n, 2);
+    FL_ASSERT_EQ(a->link.loss_bp, 50);
+    FL_ASSERT_EQ(a->link.rate_bit, 10000000);
+    FL_ASSERT_EQ(s->faults[2].action.link.rate_bit, 12000000);
+    a = &s->faults[3].action;
+    FL_ASSERT_EQ(a->link.scope, FL_SCN_LINK_HOST);
+    FL_ASSERT_EQ(a->host, 1);           /* x:1 runs on b */
+    FL_ASSERT_EQ(a->link.loss_bp, 10000);
+    FL_ASSERT_EQ(s->faults[4].action.link.rate_bit, 500000);
+    fl_scenario_free(s);
+}
+
+FL_TEST(link_faults, load_down_and_flap)
+{
+    struct fl_scenario *s = load(
+        "  - {at: 1s, link: {host: a, down: true}, for: 1s}\n"
+        "  - {at: 1s, link: {host: chief, flap: {period: 200ms}}}\n");
+    FL_ASSERT(s->faults[0].action.link.down);
+    FL_ASSERT_EQ(s->faults[0].action.link.flap_ms, 0);
+    FL_ASSERT_EQ(s->faults[1].action.link.scope, FL_SCN_LINK_HOST);
+    FL_ASSERT_EQ(s->faults[1].action.link.flap_ms, 200);
+    FL_ASSERT(!s->faults[1].action.link.down);
+    fl_scenario_free(s);
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static void require_setup(void)
+{
+    fl_test_need_root();
+    if (access("/usr/bin/python3", X_OK) != 0)
+        FL_SKIP("no /usr/bin/python3 for link_probe.py");
+}
+
+static void run_passes(const char *name)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
+    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
+    free(out);
+}
+
+static int db_int(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    return fl_test_db_int(path, sql);
+}
+
+/* The value of key=N in the attributes of the run's only event `kind`. */
+static long event_attr(const char *kind, const char *key)
+{
+    char *out = NULL;
+    fl_test_sh(&out, "sqlite3 %s/fl.db \"SELECT attrs FROM events WHERE kind='%s'\"", fl_test_dir(), kind);
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    const char *p = out ? strstr(out, pat) : NULL;
+    long v = p ? strtol(p + strlen(pat), NULL, 10) : -1;
+    free(out);
+    return v;
+}
+
+FL_TEST_T(link_faults, loss_50_percent_then_healed, 90)
+{
+    require_setup();
+    run_passes("link-loss.yaml");
+    long lossy = event_attr("link.udp", "lossy"), healed = event_attr("link.udp", "healed");
+    printf("loss 50%%: %ld of 400 datagrams arrived; after the heal %ld of 400\n", lossy, healed);
+    FL_ASSERT_MSG(lossy >= 100 && lossy <= 300, "%ld of 400 arrived under 50%% loss", lossy);
+    FL_ASSERT_MSG(healed >= 396, "%ld of 400 arrived once healed", healed);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='a<->b' "
+                        "AND detail='loss=50.00% for=2000ms' AND error IS NULL "
+                        "AND healed_ms - applied_ms BETWEEN 2000 AND 2500"), 1);
+}
+
+FL_TEST_T(link_faults, loss_oneway_spares_other_direction, 90)
+{
+    require_setup();
+    run_passes("link-loss-oneway.yaml");   /* expects lossy=100 healed=400 */
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b->a' "
+                        "AND healed_ms IS NOT NULL"), 1);
+}
+
+FL_TEST_T(link_faults, rate_20mbit_limits_tcp_transfer, 90)
+{
+    require_setup();
+    run_passes("link-rate.yaml");
+    long free_k = event_attr("link.rate", "free_kbit"), lim_k = event_attr("link.rate", "limited_kbit");
+    printf("TCP a->b: unlimited %.1f Mbit/s, at rate 20mbit %.1f Mbit/s\n", free_k / 1000.0,
+           lim_k / 1000.0);
+    FL_ASSERT_MSG(lim_k >= 10000 && lim_k <= 24000, "limited to %ld kbit/s", lim_k);
+    FL_ASSERT_MSG(free_k > 5 * lim_k, "unlimited %ld kbit/s vs limited %ld", free_k, lim_k);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='rate=20000000bit' "
+                        "AND healed_ms IS NULL"), 1);
+}
+
+FL_TEST_T(link_faults, down_drops_everything_until_healed, 90)
+{
+    require_setup();
+    run_passes("link-down.yaml");          /* expects lossy=0 healed=400 */
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b' "
+                        "AND detail='down for=1000ms' AND healed_ms - applied_ms BETWEEN 1000 AND 1500"), 1);
+}
+
+FL_TEST_T(link_faults, flap_lets_some_through_then_all, 90)
+{
+    require_setup();
+    run_passes("link-flap.yaml");          /* expects healed=400 */
+    long lossy = event_attr("link.udp", "lossy");
+    printf("flap 200ms: %ld of 300 datagrams (one each 5 ms) arrived\n", lossy);
+    FL_ASSERT_MSG(lossy >= 30 && lossy <= 270, "%ld of 300 arrived while flapping", lossy);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='flap=200ms for=2000ms' "
+                        "AND healed_ms IS NOT NULL"), 1);
+}
+
+/* A rate limit survives a restart of the receiving host: its new switch
+ * port gets the htb class back when the host is up again. */
+FL_TEST_T(link_faults, rate_holds_across_restart, 90)
+{
+    require_setup();
+    run_passes("link-rate-restart.yaml");
+    char *out = NULL;
+    fl_test_sh(&out, "sqlite3 %s/fl.db \"SELECT attrs FROM events WHERE kind='link.transfer' ORDER BY t_ms\"",
+               fl_test_dir());
+    long k0 = -1, k1 = -1;
+    FL_REQUIRE_MSG(out && sscanf(out, "kbit=%ld gen=0\nkbit=%ld gen=1", &k0, &k1) == 2,
+                   "events: %s", out ? out : "(none)");
+    free(out);
+    printf("rate 10mbit: %.1f Mbit/s before b's restart, %.1f Mbit/s after\n", k0 / 1000.0, k1 / 1000.0);
+    FL_ASSERT_MSG(k0 >= 5000 && k0 <= 12000, "before the restart: %ld kbit/s", k0);
+    FL_ASSERT_MSG(k1 >= 5000 && k1 <= 12000, "after the restart: %ld kbit/s", k1);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='restart' AND error IS NULL"), 1);
+}
