@@ -45,6 +45,12 @@ int fl_test_db_int(const char *path, const char *sql);
 /* How many processes carry FAULTLINE_RUN=run_id in their environment (the
  * tasks of a run, wherever they are). */
 int fl_test_count_run_processes(const char *run_id);
+/* Runs `faultline run` on harness/tests/scenarios/NAME with --out and --db
+ * in fl_test_dir() (o/, fl.db); fails the test, with its output, unless it
+ * exits 0 (the scenario's expectations are the verdict). */
+void fl_test_scenario_passes(const char *name);
+/* fl_test_db_int on the database of fl_test_scenario_passes. */
+int fl_test_scenario_db_int(const char *sql);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to
  * *out (malloc'd, NUL-terminated) if out is not NULL, else to the test log. */
 int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

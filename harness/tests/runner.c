@@ -148,6 +148,22 @@ void fl_test_need_root(void)
         FL_SKIP("needs root (namespaces, mounts)");
 }
 
+void fl_test_scenario_passes(const char *name)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
+    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
+    free(out);
+}
+
+int fl_test_scenario_db_int(const char *sql)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
+    return fl_test_db_int(path, sql);
+}
+
 int fl_test_count_run_processes(const char *run_id)
 {
     char want[160];

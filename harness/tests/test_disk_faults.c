@@ -76,22 +76,6 @@ static void require_setup(void)
         FL_SKIP("libfiu's fiu_posix_preload.so is not installed");
 }
 
-static void run_passes(const char *name)
-{
-    char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
-    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
-    free(out);
-}
-
-static int db_int(const char *sql)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
-    return fl_test_db_int(path, sql);
-}
-
 /* call: write, errno: ENOSPC on host a for 1s: dd started during the fault
  * and the task's shell (started before it) both fail with ENOSPC, succeed
  * after the heal; host b's task never fails and has no preload (the
@@ -99,10 +83,10 @@ static int db_int(const char *sql)
 FL_TEST_T(disk_faults, write_enospc_on_target_host_only, 60)
 {
     require_setup();
-    run_passes("disk-write.yaml");
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
+    fl_test_scenario_passes("disk-write.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
                         "AND detail='call=write errno=ENOSPC for=1000ms' AND error IS NULL"), 1);
-    int held = db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='disk'");
+    int held = fl_test_scenario_db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='disk'");
     FL_ASSERT_GE(held, 1000);
     FL_ASSERT_LT(held, 1500);
 }
@@ -115,8 +99,8 @@ FL_TEST_T(disk_faults, psrt_point_fails_robust_save, 60)
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
-    run_passes("disk-psrt-point.yaml");
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='ps0' "
+    fl_test_scenario_passes("disk-psrt-point.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='ps0' "
                         "AND detail='point=psrt/save/shard_write errno=ENOSPC' AND error IS NULL "
                         "AND healed_ms IS NULL"), 1);
 }
@@ -128,7 +112,7 @@ static long long clock_read(const char *host)
     snprintf(sql, sizeof sql,
              "SELECT CAST(substr(attrs, 5) AS INTEGER) - 1700000000 FROM events "
              "WHERE kind='clock.read' AND host='%s'", host);
-    return db_int(sql) + 1700000000LL;
+    return fl_test_scenario_db_int(sql) + 1700000000LL;
 }
 
 /* clock_offset: 1h on a, -1.5s on c, none on b: `date +%s` on a reads
@@ -139,7 +123,7 @@ FL_TEST_T(clock_offset, date_on_offset_host_is_ahead, 60)
     fl_test_need_root();
     if (!fl_clock_faketime_lib())
         FL_SKIP("libfaketime is not installed (Debian package libfaketime)");
-    run_passes("clock-offset.yaml");
+    fl_test_scenario_passes("clock-offset.yaml");
     long long a = clock_read("a"), b = clock_read("b"), c = clock_read("c");
     FL_ASSERT_GE(a - b, 3599);
     FL_ASSERT_LE(a - b, 3601);

@@ -18,34 +18,16 @@ static void require_setup(void)
         FL_SKIP("build/bin/fl-probe is not built");
 }
 
-/* Runs harness/tests/scenarios/NAME with the test's own --out and --db; the
- * scenario's expectations make the exit status the verdict. */
-static void run_passes(const char *name)
-{
-    char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
-    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
-    free(out);
-}
-
-static int db_int(const char *sql)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
-    return fl_test_db_int(path, sql);
-}
-
 /* "for: starts the killed tasks again": a task still shutting down when the
  * kill heals is relaunched once it has exited, never beside itself. */
 FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
 {
     require_setup();
-    run_passes("relaunch-slow-exit.yaml");
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
-    FL_ASSERT_EQ(db_int("SELECT exit_code FROM processes WHERE job='node' AND generation=0"), 3);
+    fl_test_scenario_passes("relaunch-slow-exit.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT exit_code FROM processes WHERE job='node' AND generation=0"), 3);
     /* generation 1 started no earlier than generation 0 ended */
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes g0, processes g1 WHERE g0.job='node' "
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes g0, processes g1 WHERE g0.job='node' "
                         "AND g1.job='node' AND g0.generation=0 AND g1.generation=1 "
                         "AND g1.started_ms < g0.ended_ms"), 0);
 }
@@ -55,8 +37,8 @@ FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
 FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
 {
     require_setup();
-    run_passes("replace-tmp.yaml");
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
+    fl_test_scenario_passes("replace-tmp.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
 }
 
 /* "kill: sends signal": with SIGSTOP the task is stopped, and the end of
@@ -65,9 +47,9 @@ FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
 FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
 {
     require_setup();
-    run_passes("kill-sigstop.yaml");
-    FL_ASSERT_EQ(db_int("SELECT signal FROM processes WHERE job='node'"), 15);
-    FL_ASSERT(db_int("SELECT duration_ms FROM runs") < 20000);
+    fl_test_scenario_passes("kill-sigstop.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT signal FROM processes WHERE job='node'"), 15);
+    FL_ASSERT(fl_test_scenario_db_int("SELECT duration_ms FROM runs") < 20000);
 }
 
 /* A kill with for: and a restart of the same host: the restart starts the
@@ -75,7 +57,7 @@ FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
 FL_TEST_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
 {
     require_setup();
-    run_passes("kill-for-then-restart.yaml");
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
+    fl_test_scenario_passes("kill-for-then-restart.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
 }

@@ -86,22 +86,6 @@ static void require_setup(void)
         FL_SKIP("no /usr/bin/python3 for link_probe.py");
 }
 
-static void run_passes(const char *name)
-{
-    char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
-    FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
-    free(out);
-}
-
-static int db_int(const char *sql)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/fl.db", fl_test_dir());
-    return fl_test_db_int(path, sql);
-}
-
 /* The value of key=N in the attributes of the run's only event `kind`. */
 static long event_attr(const char *kind, const char *key)
 {
@@ -118,12 +102,12 @@ static long event_attr(const char *kind, const char *key)
 FL_TEST_T(link_faults, loss_50_percent_then_healed, 90)
 {
     require_setup();
-    run_passes("link-loss.yaml");
+    fl_test_scenario_passes("link-loss.yaml");
     long lossy = event_attr("link.udp", "lossy"), healed = event_attr("link.udp", "healed");
     printf("loss 50%%: %ld of 400 datagrams arrived; after the heal %ld of 400\n", lossy, healed);
     FL_ASSERT_MSG(lossy >= 100 && lossy <= 300, "%ld of 400 arrived under 50%% loss", lossy);
     FL_ASSERT_MSG(healed >= 396, "%ld of 400 arrived once healed", healed);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='a<->b' "
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='a<->b' "
                         "AND detail='loss=50.00% for=2000ms' AND error IS NULL "
                         "AND healed_ms - applied_ms BETWEEN 2000 AND 2500"), 1);
 }
@@ -131,40 +115,40 @@ FL_TEST_T(link_faults, loss_50_percent_then_healed, 90)
 FL_TEST_T(link_faults, loss_oneway_spares_other_direction, 90)
 {
     require_setup();
-    run_passes("link-loss-oneway.yaml");   /* expects lossy=100 healed=400 */
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b->a' "
+    fl_test_scenario_passes("link-loss-oneway.yaml");   /* expects lossy=100 healed=400 */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b->a' "
                         "AND healed_ms IS NOT NULL"), 1);
 }
 
 FL_TEST_T(link_faults, rate_20mbit_limits_tcp_transfer, 90)
 {
     require_setup();
-    run_passes("link-rate.yaml");
+    fl_test_scenario_passes("link-rate.yaml");
     long free_k = event_attr("link.rate", "free_kbit"), lim_k = event_attr("link.rate", "limited_kbit");
     printf("TCP a->b: unlimited %.1f Mbit/s, at rate 20mbit %.1f Mbit/s\n", free_k / 1000.0,
            lim_k / 1000.0);
     FL_ASSERT_MSG(lim_k >= 10000 && lim_k <= 24000, "limited to %ld kbit/s", lim_k);
     FL_ASSERT_MSG(free_k > 5 * lim_k, "unlimited %ld kbit/s vs limited %ld", free_k, lim_k);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='rate=20000000bit' "
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='rate=20000000bit' "
                         "AND healed_ms IS NULL"), 1);
 }
 
 FL_TEST_T(link_faults, down_drops_everything_until_healed, 90)
 {
     require_setup();
-    run_passes("link-down.yaml");          /* expects lossy=0 healed=400 */
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b' "
+    fl_test_scenario_passes("link-down.yaml");          /* expects lossy=0 healed=400 */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='b' "
                         "AND detail='down for=1000ms' AND healed_ms - applied_ms BETWEEN 1000 AND 1500"), 1);
 }
 
 FL_TEST_T(link_faults, flap_lets_some_through_then_all, 90)
 {
     require_setup();
-    run_passes("link-flap.yaml");          /* expects healed=400 */
+    fl_test_scenario_passes("link-flap.yaml");          /* expects healed=400 */
     long lossy = event_attr("link.udp", "lossy");
     printf("flap 200ms: %ld of 300 datagrams (one each 5 ms) arrived\n", lossy);
     FL_ASSERT_MSG(lossy >= 30 && lossy <= 270, "%ld of 300 arrived while flapping", lossy);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='flap=200ms for=2000ms' "
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND detail='flap=200ms for=2000ms' "
                         "AND healed_ms IS NOT NULL"), 1);
 }
 
@@ -173,7 +157,7 @@ FL_TEST_T(link_faults, flap_lets_some_through_then_all, 90)
 FL_TEST_T(link_faults, rate_holds_across_restart, 90)
 {
     require_setup();
-    run_passes("link-rate-restart.yaml");
+    fl_test_scenario_passes("link-rate-restart.yaml");
     char *out = NULL;
     fl_test_sh(&out, "sqlite3 %s/fl.db \"SELECT attrs FROM events WHERE kind='link.transfer' ORDER BY t_ms\"",
                fl_test_dir());
@@ -184,5 +168,5 @@ FL_TEST_T(link_faults, rate_holds_across_restart, 90)
     printf("rate 10mbit: %.1f Mbit/s before b's restart, %.1f Mbit/s after\n", k0 / 1000.0, k1 / 1000.0);
     FL_ASSERT_MSG(k0 >= 5000 && k0 <= 12000, "before the restart: %ld kbit/s", k0);
     FL_ASSERT_MSG(k1 >= 5000 && k1 <= 12000, "after the restart: %ld kbit/s", k1);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM faults WHERE kind='restart' AND error IS NULL"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='restart' AND error IS NULL"), 1);
 }
