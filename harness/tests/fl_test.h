@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 typedef void (*fl_test_fn)(void);
 
@@ -49,6 +50,13 @@ int fl_test_count_run_processes(const char *run_id);
  * in fl_test_dir() (o/, fl.db); fails the test, with its output, unless it
  * exits 0 (the scenario's expectations are the verdict). */
 void fl_test_scenario_passes(const char *name);
+/* Starts `faultline run -q` on harness/tests/scenarios/NAME in the
+ * background (--out <test dir>/out, --db <test dir>/fl.db, output
+ * discarded); its pid. */
+pid_t fl_test_scenario_start(const char *name);
+/* Polls pred(arg) every 10 ms for up to ms milliseconds (bounded, for
+ * state that has no event, such as a run's files and processes). */
+bool fl_test_wait_until(bool (*pred)(void *), void *arg, int ms);
 /* fl_test_db_int on the database of fl_test_scenario_passes. */
 int fl_test_scenario_db_int(const char *sql);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to

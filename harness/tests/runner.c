@@ -157,6 +157,35 @@ void fl_test_scenario_passes(const char *name)
     free(out);
 }
 
+pid_t fl_test_scenario_start(const char *name)
+{
+    char out[4096], db[4096], path[4096];
+    snprintf(out, sizeof out, "%s/out", fl_test_dir());
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    snprintf(path, sizeof path, "%s/harness/tests/scenarios/%s", fl_test_root(), name);
+    const char *bin = fl_test_bin("faultline");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(bin, "faultline", "run", "-q", "--out", out, "--db", db, path, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+bool fl_test_wait_until(bool (*pred)(void *), void *arg, int ms)
+{
+    for (int i = 0; i < ms / 10; i++) {
+        if (pred(arg))
+            return true;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return pred(arg);
+}
+
 int fl_test_scenario_db_int(const char *sql)
 {
     char path[4096];

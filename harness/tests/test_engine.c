@@ -197,37 +197,6 @@ FL_TEST_T(engine, bad_scenario_exits_2_and_creates_nothing, 30)
     }
 }
 
-/* Starts `faultline run` on a test scenario in the background (--out
- * <test dir>/out, --db <test dir>/fl.db, output discarded); its pid. */
-static pid_t start_run(const char *scenario)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        char out[4096], db[4096];
-        snprintf(out, sizeof out, "%s/out", fl_test_dir());
-        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
-              scn(scenario), (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
-/* Waits (bounded) until pred() holds, polling the machine's real state. */
-static bool wait_until(bool (*pred)(void *), void *arg, int ms)
-{
-    for (int i = 0; i < ms / 10; i++) {
-        if (pred(arg))
-            return true;
-        struct timespec ts = {0, 10 * 1000000};
-        nanosleep(&ts, NULL);
-    }
-    return pred(arg);
-}
-
 struct gc_ctx {
     char runs[4096];
     char run_id[128];
@@ -279,8 +248,8 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = start_run("long.yaml");
-    FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
+    pid_t pid = fl_test_scenario_start("long.yaml");
+    FL_REQUIRE_MSG(fl_test_wait_until(run_is_up, &g, 20000), "the run did not come up");
     struct fl_state st;
     FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
     FL_ASSERT_EQ(st.nhosts, 2);
@@ -294,9 +263,9 @@ FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     /* The kernel takes the hosts down with the harness (PDEATHSIG, anchor). */
-    FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived the harness",
+    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived the harness",
                   g.run_id);
-    FL_ASSERT_MSG(wait_until(inits_gone, &st, 5000), "host inits or the switch outlived the harness");
+    FL_ASSERT_MSG(fl_test_wait_until(inits_gone, &st, 5000), "host inits or the switch outlived the harness");
     fl_state_free(&st);
 
     char *out;
@@ -359,8 +328,8 @@ FL_TEST_T(engine, gc_elsewhere_spares_a_live_run, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = start_run("down.yaml");
-    FL_REQUIRE_MSG(wait_until(no_task_up, &g, 20000), "the worker was not killed");
+    pid_t pid = fl_test_scenario_start("down.yaml");
+    FL_REQUIRE_MSG(fl_test_wait_until(no_task_up, &g, 20000), "the worker was not killed");
     char *out;
     int rc = fl_test_sh(&out, "%s gc --out %s/other 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
@@ -407,7 +376,7 @@ FL_TEST_T(engine, kill_at_a_call_then_gc_cleans, 60)
         closedir(d);
         FL_REQUIRE_MSG(g.run_id[0], "%s: no run directory", calls[c]);
         snprintf(g.dir, sizeof g.dir, "%s/%s", g.runs, g.run_id);
-        FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "%s: processes of run %s outlived the harness",
+        FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "%s: processes of run %s outlived the harness",
                       calls[c], g.run_id);
         rc = fl_test_sh(&out, "%s gc --out %s/out%d 2>&1", fl_test_bin("faultline"), fl_test_dir(), c);
         FL_ASSERT_MSG(rc == 0, "%s: gc exited %d: %s", calls[c], rc, out);
@@ -475,8 +444,8 @@ FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
     require_setup();
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = start_run("long.yaml");
-    FL_REQUIRE_MSG(wait_until(run_is_up, &g, 20000), "the run did not come up");
+    pid_t pid = fl_test_scenario_start("long.yaml");
+    FL_REQUIRE_MSG(fl_test_wait_until(run_is_up, &g, 20000), "the run did not come up");
     struct fl_state st;
     FL_REQUIRE_EQ(fl_state_read(g.dir, &st), 0);
     char cg[4096];
@@ -522,7 +491,7 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     int w = open(fifo, O_WRONLY);
     FL_REQUIRE(w >= 0);
     const char *ready[2] = {sout, "Another terminal"};
-    FL_REQUIRE_MSG(wait_until(file_has, ready, 20000), "the shell did not come up");
+    FL_REQUIRE_MSG(fl_test_wait_until(file_has, ready, 20000), "the shell did not come up");
     struct gc_ctx g;
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
     DIR *d = opendir(g.runs);

@@ -56,17 +56,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* Waits (bounded) until pred() holds, polling the machine's real state. */
-static bool wait_until(bool (*pred)(void *), void *arg, int ms)
-{
-    for (int i = 0; i < ms / 10; i++) {
-        if (pred(arg))
-            return true;
-        sleep_ms(10);
-    }
-    return pred(arg);
-}
-
 /* ---- fl_cgroup_freeze on a bare cgroup ------------------------------------ */
 
 static bool counter_moved(void *arg)
@@ -105,7 +94,7 @@ static void freeze_stops_and_thaws(const char *parent)
     FL_REQUIRE(pid > 0);
     unsigned long zero = 0, at;
     void *arg0[2] = {(void *)counter, &zero};
-    bool started = wait_until(counter_moved, arg0, 5000);
+    bool started = fl_test_wait_until(counter_moved, arg0, 5000);
     FL_ASSERT_MSG(started, "the child did not start counting");
     int rc = fl_cgroup_freeze(cg, true, 2000);
     FL_ASSERT_EQ(rc, 0);
@@ -115,7 +104,7 @@ static void freeze_stops_and_thaws(const char *parent)
     rc = fl_cgroup_freeze(cg, false, 0);
     FL_ASSERT_EQ(rc, 0);
     void *arg1[2] = {(void *)counter, &at};
-    FL_ASSERT_MSG(wait_until(counter_moved, arg1, 5000), "counter still at %lu after the thaw", at);
+    FL_ASSERT_MSG(fl_test_wait_until(counter_moved, arg1, 5000), "counter still at %lu after the thaw", at);
     /* frozen again, then killed: it dies once thawed */
     FL_ASSERT_EQ(fl_cgroup_freeze(cg, true, 2000), 0);
     FL_ASSERT_EQ(fl_cgroup_signal(cg, SIGKILL), 1);
@@ -227,23 +216,6 @@ FL_TEST_T(faults, kill_reaches_a_setsid_child, 60)
 
 /* ---- a run in the background ---------------------------------------------- */
 
-static pid_t start_run(const char *scenario)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        char out[4096], db[4096];
-        snprintf(out, sizeof out, "%s/out", fl_test_dir());
-        snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 1);
-        dup2(null, 2);
-        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", out, "--db", db,
-              scn(scenario), (char *)NULL);
-        _exit(127);
-    }
-    return pid;
-}
-
 struct run_ctx {
     char runs[4096];
     char run_id[128];
@@ -291,8 +263,8 @@ FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
     require_setup();
     struct run_ctx g = {.log = "a.ctl.0.0.log", .word = "PAUSED"};
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = start_run("pause-long.yaml");
-    bool paused = wait_until(run_logged, &g, 20000);
+    pid_t pid = fl_test_scenario_start("pause-long.yaml");
+    bool paused = fl_test_wait_until(run_logged, &g, 20000);
     if (!paused) {
         kill(pid, SIGTERM);
         waitpid(pid, NULL, 0);
@@ -344,7 +316,7 @@ FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
     free(out);
     FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s left after gc", cg);
     FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "run directory %s left", g.dir);
-    FL_ASSERT_MSG(wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived gc",
+    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived gc",
                   g.run_id);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'",
@@ -359,8 +331,8 @@ FL_TEST_T(engine, run_without_pause_makes_no_freezer_cgroup, 60)
     require_setup();
     struct run_ctx g = {.log = "a.sleeper.0.0.log", .word = "UP"};
     snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
-    pid_t pid = start_run("long.yaml");
-    bool up = wait_until(run_logged, &g, 20000);
+    pid_t pid = fl_test_scenario_start("long.yaml");
+    bool up = fl_test_wait_until(run_logged, &g, 20000);
     char cg[4096], pids[4096];
     if (up) {
         freezer_dir(g.run_id, cg, sizeof cg);
