@@ -10,6 +10,7 @@
  */
 #include "harness/tests/fl_test.h"
 #include "netem/fabric.h"
+#include "netem/tests/netns_util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -29,56 +30,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 300
-
-/* A host: a process in a new netns that waits to be killed. */
-static pid_t host_spawn(void)
-{
-    pid_t parent = getpid();
-    long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWNET | SIGCHLD), NULL, NULL, NULL, NULL);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
-        for (;;)
-            pause();
-    }
-    return (pid_t)pid;
-}
-
-static void host_kill(pid_t pid)
-{
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-}
-
-/* socket(type) inside the netns of pid. */
-static int socket_in(pid_t pid, int type)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0 || home < 0)
-        return -1;
-    int s = -1;
-    if (setns(nsfd, CLONE_NEWNET) == 0) {
-        s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-        if (setns(home, CLONE_NEWNET) != 0)
-            abort();
-    }
-    close(nsfd);
-    close(home);
-    return s;
-}
-
-static struct sockaddr_in sin_of(int idx, int port)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    a.sin_addr.s_addr = fl_fabric_addr(idx);
-    return a;
-}
 
 /* TCP listener of host (pid, idx) on port; connections complete into the
  * backlog without accept(). */

@@ -11,6 +11,7 @@
 #include "harness/tests/fl_test.h"
 #include "netem/fabric.h"
 #include "netem/link.h"
+#include "netem/tests/netns_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,54 +28,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static pid_t host_spawn(void)
-{
-    pid_t parent = getpid();
-    long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWNET | SIGCHLD), NULL, NULL, NULL, NULL);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(0);
-        for (;;)
-            pause();
-    }
-    return (pid_t)pid;
-}
-
-static void host_kill(pid_t pid)
-{
-    if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
-}
-
-static int socket_in(pid_t pid, int type)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    int s = -1;
-    if (nsfd >= 0 && home >= 0 && setns(nsfd, CLONE_NEWNET) == 0) {
-        s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
-        if (setns(home, CLONE_NEWNET) != 0)
-            abort();
-    }
-    if (nsfd >= 0)
-        close(nsfd);
-    if (home >= 0)
-        close(home);
-    return s;
-}
-
-static struct sockaddr_in sin_of(int idx, int port)
-{
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-    a.sin_addr.s_addr = fl_fabric_addr(idx);
-    return a;
-}
 
 struct env {
     struct fl_fabric *f;
