@@ -9,6 +9,7 @@
  */
 #include "harness/recorder.h"
 #include "harness/tests/fl_test.h"
+#include "harness/rundir.h"
 
 #include <errno.h>
 #include <sqlite3.h>
@@ -79,17 +80,19 @@ static int run_block(sqlite3 *db, const char *sql, const char **err)
     return rows;
 }
 
+/* docs/schema.md, whole (path gets its name); fails the test when absent. */
+static char *read_schema_doc(char *path, size_t len)
+{
+    snprintf(path, len, "%s/docs/schema.md", fl_test_root());
+    char *doc = NULL;
+    FL_REQUIRE_MSG(fl_read_file(path, &doc, NULL) == 0, "cannot read %s", path);
+    return doc;
+}
+
 FL_TEST(recorder, schema_doc_queries_run)
 {
     char path[4096], dbpath[4096], err[256];
-    snprintf(path, sizeof path, "%s/docs/schema.md", fl_test_root());
-    FILE *f = fopen(path, "r");
-    FL_REQUIRE_MSG(f, "cannot open %s", path);
-    char *doc = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&doc, &cap, '\0', f);
-    fclose(f);
-    FL_REQUIRE(len > 0);
+    char *doc = read_schema_doc(path, sizeof path);
 
     struct fl_rec *rec;
     snprintf(dbpath, sizeof dbpath, "%s/q.db", fl_test_dir());
@@ -197,14 +200,7 @@ static void same_columns(sqlite3 *db, const char *t, const char *doc_cols, const
 FL_TEST(recorder, schema_doc_tables_match_the_database)
 {
     char path[4096], dbpath[4096], err[256];
-    snprintf(path, sizeof path, "%s/docs/schema.md", fl_test_root());
-    FILE *f = fopen(path, "r");
-    FL_REQUIRE_MSG(f, "cannot open %s", path);
-    char *doc = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&doc, &cap, '\0', f);
-    fclose(f);
-    FL_REQUIRE(len > 0);
+    char *doc = read_schema_doc(path, sizeof path);
     struct fl_rec *rec;
     snprintf(dbpath, sizeof dbpath, "%s/t.db", fl_test_dir());
     FL_REQUIRE_EQ(fl_rec_open(&rec, dbpath, NULL, err, sizeof err), 0);
