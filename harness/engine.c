@@ -517,6 +517,7 @@ void eng_host_down(struct engine *e, int host, struct fault_rt *by, bool will_re
                 eng_error(e, "host %s going down: %s", e->s->hosts[host].name, err);
         }
     hr->down_by_fault = by != NULL;
+    hr->comes_back = will_restart;
     eng_write_state(e);
 }
 

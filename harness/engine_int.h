@@ -72,6 +72,7 @@ struct host_rt {
     bool tmpfs_disk;
     char addr[16];
     bool down_by_fault;
+    bool comes_back;            /* down, and a heal will bring it up again */
 };
 
 enum fault_state { F_PENDING, F_ACTIVE, F_DONE };

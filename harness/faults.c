@@ -280,9 +280,20 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
     case FL_SCN_ACT_KILL:
         for (size_t i = 0; i < fr->ntasks; i++) {
             int t = fr->tasks[i];
+            const struct host_rt *hr = &e->hosts[e->s->tasks[t].host];
             if (e->tasks[t].restart_pending > 0)
                 e->tasks[t].restart_pending--;
-            if (!restart || e->hosts[e->s->tasks[t].host].h.state != FL_HOST_UP)
+            /* Healed while its host is down and coming back: the task is
+             * started with the host's other tasks when it is up (one
+             * pending start for restart_tasks_on), unless it was started
+             * since. */
+            if (restart && hr->h.state != FL_HOST_UP && hr->comes_back &&
+                e->tasks[t].gens == fr->starts[i]) {
+                if (e->tasks[t].restart_pending == 0)
+                    e->tasks[t].restart_pending = 1;
+                continue;
+            }
+            if (!restart || hr->h.state != FL_HOST_UP)
                 continue;
             if (e->tasks[t].gens != fr->starts[i])
                 continue;       /* started again since (its host restarted) */

@@ -61,3 +61,14 @@ FL_TEST_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
 }
+
+/* A kill's for: that ends while the host is down from a longer restart:
+ * the task is started when the host is back (it was never started again
+ * before: the heal found the host down and dropped the pending start). */
+FL_TEST_T(faults, kill_for_heal_while_host_down_starts_on_up, 60)
+{
+    require_setup();
+    fl_test_scenario_passes("kill-for-heals-while-host-down.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
+}
