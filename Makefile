@@ -46,6 +46,7 @@ FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
+        $(O)/bin/fl-disk-probe \
         $(O)/lib/fl_fiu_preload.so
 
 .PHONY: all deps check run bench fuzz install clean
@@ -77,6 +78,11 @@ $(O)/bin/faultline: $(O)/obj/harness/main.o $(HARNESS_LIBS)
 
 # A probe that the integration tests run on hosts (no nc/python needed).
 $(O)/bin/fl-probe: $(O)/obj/harness/tools/fl_probe.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^
+
+# A disk probe the disk fault tests run on hosts (times calls, short writes).
+$(O)/bin/fl-disk-probe: $(O)/obj/harness/tools/fl_disk_probe.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^
 
@@ -118,7 +124,7 @@ fuzz:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(O)/bin/fl-disk-probe $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/faultline
 	install -m 644 $(O)/lib/fl_fiu_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
 

@@ -229,6 +229,11 @@ struct fl_scn_disk {
     char call[32];                      /* the call as written ("write"); "" for point: */
     int err;                            /* errno of the failing call; default EIO */
     double probability;                 /* 0 < p <= 1; 1 = every call fails */
+    /* Instead of an errno (call: only; point is then "faultline/delay/CALL"
+     * or "faultline/short/CALL", checked by fl_fiu_preload.so): */
+    int64_t delay_us;                   /* > 0: the call is delayed this long, then made */
+    uint64_t short_bytes;               /* > 0: a write writes at most this many bytes */
+    unsigned short_ppm;                 /* > 0: a write writes this fraction (ppm) of what it was asked */
 };
 
 /*
