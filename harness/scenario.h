@@ -214,6 +214,22 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
     FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
     FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
+    FL_SCN_ACT_CORRUPT,         /* host + rest: bytes of files on its disk changed */
+    FL_SCN_ACT_TRUNCATE,        /* host + rest: files on its disk cut to a size */
+};
+
+/*
+ * CORRUPT, TRUNCATE: files at rest on a host's disk changed at the moment
+ * the fault fires (harness/at_rest.c), once (no heal): every file the glob
+ * `path` matches, relative to the host's workdir, gets `bytes` bytes at
+ * offsets drawn from the run's seed flipped (CORRUPT) or is cut to `size`
+ * bytes (TRUNCATE).
+ */
+#define FL_SCN_REST_PATH_MAX 256
+struct fl_scn_rest {
+    char path[FL_SCN_REST_PATH_MAX];    /* glob, relative to the workdir, no '..' */
+    uint64_t bytes;                     /* CORRUPT: bytes changed per file, >= 1 */
+    uint64_t size;                      /* TRUNCATE: the size each file is cut to */
 };
 
 /*
@@ -281,6 +297,7 @@ struct fl_scn_action {
     long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
     struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
     struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
+    struct fl_scn_rest rest;        /* CORRUPT, TRUNCATE (host in host, target) */
 };
 
 struct fl_scn_fault {

@@ -198,6 +198,8 @@ const char *fl_scn_action_kind_name(enum fl_scn_action_kind k)
     case FL_SCN_ACT_LIMIT: return "limit";
     case FL_SCN_ACT_DISK: return "disk";
     case FL_SCN_ACT_LINK: return "link";
+    case FL_SCN_ACT_CORRUPT: return "corrupt";
+    case FL_SCN_ACT_TRUNCATE: return "truncate";
     }
     return "?";
 }
