@@ -70,6 +70,9 @@ struct fl_scn_host {
     int64_t clock_offset_ms;    /* its tasks' wall clock is this far ahead (libfaketime,
                                    harness/clock_offset.c); 0 unless set */
     bool clock_offset_set;
+    int64_t clock_drift_ppm;    /* its tasks' wall clock runs this much fast (< 0: slow), in
+                                   millionths, from the start of the run; 0 unless set */
+    bool clock_drift_set;
 };
 
 /* A path mounted into several hosts (models NFS). */
@@ -498,6 +501,8 @@ int fl_scn_signal_parse(const char *s);
 int fl_scn_duration_parse(const char *s, int64_t *ms);
 /* "4096", "512K", "64M", "1G", "2T" (binary multiples; "MiB"/"MB" accepted) -> bytes. */
 int fl_scn_size_parse(const char *s, uint64_t *bytes);
+/* "10%", "-0.5%", "+200ppm" -> millionths (clock_drift). */
+int fl_scn_drift_parse(const char *s, int64_t *ppm);
 
 /* ---- variants ---------------------------------------------------------- */
 
