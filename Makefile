@@ -46,7 +46,8 @@ FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
-        $(O)/lib/fl_fiu_preload.so
+        $(O)/bin/fl-disk-probe \
+        $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so
 
 .PHONY: all deps check run bench fuzz install clean
 all: $(BINS)
@@ -80,11 +81,22 @@ $(O)/bin/fl-probe: $(O)/obj/harness/tools/fl_probe.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^
 
+# A disk probe the disk fault tests run on hosts (times calls, short writes).
+$(O)/bin/fl-disk-probe: $(O)/obj/harness/tools/fl_disk_probe.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^
+
 # Preloaded into the tasks a disk: fault targets (harness/disk_faults.c):
 # libfiu's remote control plus the harness's state file.
 $(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
+
+# Preloaded before libfaketime into the tasks of a host with clock_drift
+# (harness/clock_offset.c): one drifting clock for all its processes.
+$(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)
@@ -118,9 +130,9 @@ fuzz:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(O)/bin/fl-disk-probe $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/faultline
-	install -m 644 $(O)/lib/fl_fiu_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
+	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
 
 clean:
 	rm -rf $(O)

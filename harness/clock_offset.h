@@ -11,5 +11,10 @@
 const char *fl_clock_faketime_lib(void);
 /* FAKETIME's value for an offset in ms: "+3600.000", "-0.250". */
 void fl_clock_faketime_value(int64_t ms, char *buf, size_t len);
+/* FAKETIME's value with clock_drift, for a process started since_ms after
+ * the run's start: "+0.100000 x1.010000000" (offset plus the drift so far,
+ * then the rate). */
+void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since_ms, char *buf,
+                                   size_t len);
 
 #endif

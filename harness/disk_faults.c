@@ -2,7 +2,10 @@
  * disk_faults.c: the `disk:` fault kind at run time: a libfiu failure point
  * (a call of libfiu's POSIX preload, posix/io/rw/write, or a point a program
  * names itself, psrt/save/shard_write) enabled in every process of the
- * target's tasks, failing with the fault's errno.
+ * target's tasks, failing with the fault's errno; or, for `delay:` and
+ * `short:`, fl_fiu_preload.so's own point faultline/delay/CALL or
+ * faultline/short/CALL, whose failinfo is the delay (microseconds) or the
+ * length a write is cut to (see harness/tools/fl_fiu_preload.c).
  *
  * Only a run with a disk fault preloads anything, and only into the tasks its
  * disk faults target: their processes start with LD_PRELOAD of
@@ -54,6 +57,20 @@ struct fl_disk {
     int *keep;                  /* fds of sessions that timed out (fiu_ctl.h) */
     size_t nkeep;
 };
+
+/* failinfo of the fault's point: errno, delay in us, or short length
+ * (SHORT_PPM | ppm for a fraction, as fl_fiu_preload.c reads it) */
+#define SHORT_PPM (1ULL << 40)
+static unsigned long long failinfo(const struct fl_scn_disk *dk)
+{
+    if (dk->delay_us)
+        return (unsigned long long)dk->delay_us;
+    if (dk->short_ppm)
+        return SHORT_PPM | dk->short_ppm;
+    if (dk->short_bytes)
+        return dk->short_bytes;
+    return (unsigned long long)dk->err;
+}
 
 static bool covers(const struct engine *e, const struct fault_rt *fr, int task)
 {
@@ -115,7 +132,7 @@ int fl_disk_init(struct engine *e, char *err, size_t errlen)
         for (size_t t = 0; t < s->n_tasks; t++)
             if (covers(e, &e->faults[i], (int)t)) {
                 d->targeted[t] = true;
-                d->posix[t] |= dk->call[0] != 0;
+                d->posix[t] |= dk->call[0] != 0 && !dk->delay_us && !dk->short_bytes && !dk->short_ppm;
                 d->any_probability |= dk->probability < 1;
             }
     }
@@ -200,10 +217,10 @@ static size_t task_state(const struct engine *e, int task, char lines[][192], si
         if (!win)
             snprintf(lines[n++], 192, "disable name=%s", point);
         else if (win->probability < 1)
-            snprintf(lines[n++], 192, "enable_random name=%s,failnum=1,failinfo=%d,probability=%.6f",
-                     point, win->err, win->probability);
+            snprintf(lines[n++], 192, "enable_random name=%s,failnum=1,failinfo=%llu,probability=%.6f",
+                     point, failinfo(win), win->probability);
         else
-            snprintf(lines[n++], 192, "enable name=%s,failnum=1,failinfo=%d", point, win->err);
+            snprintf(lines[n++], 192, "enable name=%s,failnum=1,failinfo=%llu", point, failinfo(win));
     }
     return n;
 }
@@ -343,7 +360,15 @@ void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len)
         n = (size_t)snprintf(buf, len, "call=%s", dk->call);
     else
         n = (size_t)snprintf(buf, len, "point=%s", dk->point);
-    if (n < len)
+    if (n >= len)
+        return;
+    if (dk->delay_us)
+        n += (size_t)snprintf(buf + n, len - n, " delay=%lldms", (long long)(dk->delay_us / 1000));
+    else if (dk->short_ppm)
+        n += (size_t)snprintf(buf + n, len - n, " short=%g%%", dk->short_ppm / 10000.0);
+    else if (dk->short_bytes)
+        n += (size_t)snprintf(buf + n, len - n, " short=%lluB", (unsigned long long)dk->short_bytes);
+    else
         n += (size_t)(en ? snprintf(buf + n, len - n, " errno=%s", en)
                          : snprintf(buf + n, len - n, " errno=%d", dk->err));
     if (n < len && dk->probability < 1)

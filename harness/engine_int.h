@@ -187,6 +187,10 @@ int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, si
 int fl_disk_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 int fl_disk_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len);  /* faults.detail */
+/* at_rest.c: corrupt: and truncate: (files at rest on the host's disk
+ * changed now); detail gets what was changed, err why not. */
+int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                     size_t errlen);
 
 /* clock_offset.c: a host's clock_offset through libfaketime.  Adds LD_PRELOAD,
  * FAKETIME and FAKETIME_DONT_FAKE_MONOTONIC to a task's env being built when

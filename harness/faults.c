@@ -33,6 +33,8 @@
  *               target's tasks (disk_faults.c)                 [disable it]
  *   link        loss / rate / down in the switch (faults_link.c, netem/link.h)
  *                                                              [remove them]
+ *   corrupt     flip bytes of files at rest on the host's disk (at_rest.c)
+ *   truncate    cut files at rest on the host's disk (at_rest.c)   [no heal]
  *               flap: down and up by turns every half period, on the loop's
  *               timer, until healed (ACTIVE until the end without for:)
  */
@@ -105,6 +107,10 @@ static void target_text(const struct engine *e, const struct fl_scn_fault *f, ch
     size_t n = 0;
     buf[0] = 0;
     switch (a->kind) {
+    case FL_SCN_ACT_CORRUPT:
+    case FL_SCN_ACT_TRUNCATE:
+        snprintf(buf, len, "%s", s->hosts[a->host].name);
+        break;
     case FL_SCN_ACT_KILL:
     case FL_SCN_ACT_PAUSE:
     case FL_SCN_ACT_DISK:
@@ -266,6 +272,9 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
     case FL_SCN_ACT_DISK:
         rc = fl_disk_apply(e, fr, err, errlen);
         break;
+    case FL_SCN_ACT_CORRUPT:
+    case FL_SCN_ACT_TRUNCATE:
+        break;                  /* fire(): fl_at_rest_apply fills the detail */
     }
     return rc;
 }
@@ -350,6 +359,9 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
     case FL_SCN_ACT_DISK:
         rc = fl_disk_heal(e, fr, err, sizeof err);
         break;
+    case FL_SCN_ACT_CORRUPT:
+    case FL_SCN_ACT_TRUNCATE:
+        break;                  /* no for: (nothing to undo) */
     }
     if (rc < 0 && restart)
         eng_error(e, "healing fault %d (%s, line %d): %s", fr->index + 1,
@@ -363,7 +375,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
 {
     if (fr->st != F_PENDING || e->stopping)
         return;
-    char err[1024] = "", target[512], detail[256] = "";
+    char err[1024] = "", target[512], detail[1024] = "";
     target_text(e, fr->f, target, sizeof target);
     const struct fl_scn_action *a = &fr->f->action;
     if (a->kind == FL_SCN_ACT_KILL)
@@ -386,7 +398,9 @@ static void fire(struct engine *e, struct fault_rt *fr)
     fr->st = fr->f->for_ms > 0 || flaps ? F_ACTIVE : F_DONE;
     fr->heal_at = fr->f->for_ms > 0 ? now + fr->f->for_ms : -1;
     fr->flap_next = -1;
-    int rc = apply(e, fr, err, sizeof err);
+    int rc = a->kind == FL_SCN_ACT_CORRUPT || a->kind == FL_SCN_ACT_TRUNCATE
+                 ? fl_at_rest_apply(e, fr, detail, sizeof detail, err, sizeof err)
+                 : apply(e, fr, err, sizeof err);
     if (rc < 0)
         eng_error(e, "fault %d (%s %s, line %d): %s", fr->index + 1,
                   fl_scn_action_kind_name(a->kind), target, fr->f->loc.line, err);

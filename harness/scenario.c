@@ -154,7 +154,7 @@ static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
 
 static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const ynode *opt)
 {
-    static const char *const keys[] = {"disk", "clock_offset"};
+    static const char *const keys[] = {"disk", "clock_offset", "clock_drift"};
     static const char *const disk_keys[] = {"size", "dirs", "files"};
     char where[128];
     int rc;
@@ -176,6 +176,18 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
                         co->value);
         h->clock_offset_ms = neg ? -ms : ms;
         h->clock_offset_set = true;
+    }
+    const ynode *cd = fl_scn_yaml_get(opt, "clock_drift", NULL);
+    if (cd) {
+        if ((rc = fl_scn_want(c, cd, FL_YN_SCALAR, "'clock_drift'")) < 0)
+            return rc;
+        if (fl_scn_drift_parse(cd->value, &h->clock_drift_ppm) < 0)
+            return fl_scn_verr(c, cd->loc, "'clock_drift' must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
+                               cd->value);
+        if (h->clock_drift_ppm <= -500000 || h->clock_drift_ppm > 10000000)
+            return fl_scn_verr(c, cd->loc, "'clock_drift' must be above -50%% and at most 1000%%, not '%s'",
+                               cd->value);
+        h->clock_drift_set = true;
     }
     const ynode *disk = fl_scn_yaml_get(opt, "disk", NULL);
     if (!disk || fl_scn_yaml_is_null(disk))

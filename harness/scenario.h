@@ -70,6 +70,9 @@ struct fl_scn_host {
     int64_t clock_offset_ms;    /* its tasks' wall clock is this far ahead (libfaketime,
                                    harness/clock_offset.c); 0 unless set */
     bool clock_offset_set;
+    int64_t clock_drift_ppm;    /* its tasks' wall clock runs this much fast (< 0: slow), in
+                                   millionths, from the start of the run; 0 unless set */
+    bool clock_drift_set;
 };
 
 /* A path mounted into several hosts (models NFS). */
@@ -214,6 +217,22 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
     FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
     FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
+    FL_SCN_ACT_CORRUPT,         /* host + rest: bytes of files on its disk changed */
+    FL_SCN_ACT_TRUNCATE,        /* host + rest: files on its disk cut to a size */
+};
+
+/*
+ * CORRUPT, TRUNCATE: files at rest on a host's disk changed at the moment
+ * the fault fires (harness/at_rest.c), once (no heal): every file the glob
+ * `path` matches, relative to the host's workdir, gets `bytes` bytes at
+ * offsets drawn from the run's seed flipped (CORRUPT) or is cut to `size`
+ * bytes (TRUNCATE).
+ */
+#define FL_SCN_REST_PATH_MAX 256
+struct fl_scn_rest {
+    char path[FL_SCN_REST_PATH_MAX];    /* glob, relative to the workdir, no '..' */
+    uint64_t bytes;                     /* CORRUPT: bytes changed per file, >= 1 */
+    uint64_t size;                      /* TRUNCATE: the size each file is cut to */
 };
 
 /*
@@ -229,6 +248,11 @@ struct fl_scn_disk {
     char call[32];                      /* the call as written ("write"); "" for point: */
     int err;                            /* errno of the failing call; default EIO */
     double probability;                 /* 0 < p <= 1; 1 = every call fails */
+    /* Instead of an errno (call: only; point is then "faultline/delay/CALL"
+     * or "faultline/short/CALL", checked by fl_fiu_preload.so): */
+    int64_t delay_us;                   /* > 0: the call is delayed this long, then made */
+    uint64_t short_bytes;               /* > 0: a write writes at most this many bytes */
+    unsigned short_ppm;                 /* > 0: a write writes this fraction (ppm) of what it was asked */
 };
 
 /*
@@ -276,6 +300,7 @@ struct fl_scn_action {
     long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
     struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
     struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
+    struct fl_scn_rest rest;        /* CORRUPT, TRUNCATE (host in host, target) */
 };
 
 struct fl_scn_fault {
@@ -476,6 +501,8 @@ int fl_scn_signal_parse(const char *s);
 int fl_scn_duration_parse(const char *s, int64_t *ms);
 /* "4096", "512K", "64M", "1G", "2T" (binary multiples; "MiB"/"MB" accepted) -> bytes. */
 int fl_scn_size_parse(const char *s, uint64_t *bytes);
+/* "10%", "-0.5%", "+200ppm" -> millionths (clock_drift). */
+int fl_scn_drift_parse(const char *s, int64_t *ppm);
 
 /* ---- variants ---------------------------------------------------------- */
 

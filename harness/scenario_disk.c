@@ -1,10 +1,12 @@
 /*
  * scenario_disk.c: validation of a `disk:` fault's mapping
- * ({host, call | point, errno, probability}) into struct fl_scn_disk: the
- * calls a scenario may fail and the libfiu POSIX-preload failure points they
- * map to, psrt's own named points, errno names, and probabilities written
- * as `50%` or `0.5`.  What the harness then does with it is in
- * disk_faults.c.
+ * ({host, call | point, errno | delay | short, probability}) into struct
+ * fl_scn_disk: the calls a scenario may fail and the libfiu POSIX-preload
+ * failure points they map to, psrt's own named points, errno names, the
+ * calls that can be slowed (`delay: 50ms`) or cut short (`short: 1K`,
+ * `short: 50%`) and the points of fl_fiu_preload.so that do it, and
+ * probabilities written as `50%` or `0.5`.  What the harness then does with
+ * it is in disk_faults.c.
  */
 #include "harness/scenario_load.h"
 #include "harness/suggest.h"
@@ -48,6 +50,19 @@ static const struct { const char *call, *point; } calls[] = {
 
 /* psrt's named points (runtime/psrt/README.md); a psrt/ name not listed
  * here would never fail, so it is an error. */
+/* Calls fl_fiu_preload.so can delay (delay:) and cut short (short:). */
+static const char *const delay_calls[] = {"read", "pread", "readv", "preadv", "write", "pwrite",
+                                          "writev", "pwritev", "fsync", "fdatasync"};
+static const char *const short_calls[] = {"write", "pwrite", "writev", "pwritev"};
+
+static bool listed(const char *v, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v, list[i]) == 0)
+            return true;
+    return false;
+}
+
 static const char *const psrt_points[] = {
     "psrt/save/begin", "psrt/save/shard_write", "psrt/save/shard_sync", "psrt/save/merge",
     "psrt/save/chief_write", "psrt/save/commit", "psrt/save/state", "psrt/save/gc",
@@ -181,9 +196,54 @@ static int load_probability(struct fl_scn_vctx *c, const ynode *n, double *p)
     return 0;
 }
 
+/* delay: a duration, 1ms .. 1h */
+static int load_delay(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int64_t ms;
+    int rc;
+    if ((rc = fl_scn_get_duration(c, n, "disk 'delay'", false, &ms)) < 0)
+        return rc;
+    if (ms > 3600000)
+        return fl_scn_verr(c, n->loc, "disk 'delay' must be at most 1h, not '%s'", n->value);
+    d->delay_us = ms * 1000;
+    return 0;
+}
+
+/* short: a size ("1K", "100": at most that many bytes per call) or a
+ * percentage ("50%": that fraction of what the call was asked to write) */
+static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'short'")) < 0)
+        return rc;
+    const char *v = n->value;
+    size_t len = strlen(v);
+    if (len > 1 && v[len - 1] == '%') {
+        char *end;
+        double x = (*v >= '0' && *v <= '9') || *v == '.' ? strtod(v, &end) : -1;
+        if (x < 0 || end != v + len - 1)
+            return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+                               v);
+        if (!(x > 0 && x < 100))
+            return fl_scn_verr(c, n->loc, "disk 'short' percentage must be above 0%% and below 100%%, not '%s'", v);
+        d->short_ppm = (unsigned)(x * 10000 + 0.5);
+        if (d->short_ppm == 0)
+            d->short_ppm = 1;
+        return 0;
+    }
+    uint64_t b;
+    if (fl_scn_size_parse(v, &b) < 0)
+        return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+                           v);
+    if (b == 0 || b >= (1ULL << 40))
+        return fl_scn_verr(c, n->loc, "disk 'short' must be at least 1 byte and below 1T, not '%s'", v);
+    d->short_bytes = b;
+    return 0;
+}
+
 int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a)
 {
-    static const char *const keys[] = {"host", "call", "point", "errno", "probability"};
+    static const char *const keys[] = {"host", "call", "point", "errno", "delay", "short", "probability"};
     struct fl_scn_disk *d = &a->disk;
     int rc;
 
@@ -200,19 +260,43 @@ int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action
     const ynode *h = fl_scn_yaml_get(v, "host", NULL), *ca = fl_scn_yaml_get(v, "call", NULL);
     const ynode *pt = fl_scn_yaml_get(v, "point", NULL), *en = fl_scn_yaml_get(v, "errno", NULL);
     const ynode *pr = fl_scn_yaml_get(v, "probability", NULL);
+    const ynode *de = fl_scn_yaml_get(v, "delay", NULL), *sh = fl_scn_yaml_get(v, "short", NULL);
     if (!h)
         return fl_scn_verr(c, v->loc, "disk needs 'host' (a host, job:task or chief)");
     if (ca && pt)
         return fl_scn_verr(c, pt->loc, "disk has both 'call' and 'point'; give one");
     if (!ca && !pt)
         return fl_scn_verr(c, v->loc, "disk needs 'call' (a call to fail, e.g. write) or 'point' (a failure point, e.g. psrt/save/shard_write)");
+    const ynode *what[] = {en, de, sh};
+    const char *what_name[] = {"errno", "delay", "short"};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            if (what[i] && what[j])
+                return fl_scn_verr(c, what[j]->loc, "disk has both '%s' and '%s'; give one (a fault either fails, delays or shortens a call)",
+                                   what_name[i], what_name[j]);
+    if ((de || sh) && pt)
+        return fl_scn_verr(c, (de ? de : sh)->loc, "disk '%s' needs 'call' (a call like %s), not 'point'",
+                           de ? "delay" : "short", de ? "fsync" : "write");
     if ((rc = fl_scn_resolve_target(c, h, "disk", &a->target)) < 0)
         return rc;
     a->host = a->target.host;
     if ((rc = ca ? load_call(c, ca, d) : load_point(c, pt, d)) < 0)
         return rc;
+    if (de && !listed(d->call, delay_calls, ARRAY_LEN(delay_calls)))
+        return fl_scn_verr(c, ca->loc, "disk 'delay' works on read, pread, readv, preadv, write, pwrite, writev, pwritev, fsync and fdatasync, not '%s'",
+                           d->call);
+    if (sh && !listed(d->call, short_calls, ARRAY_LEN(short_calls)))
+        return fl_scn_verr(c, ca->loc, "disk 'short' works on write, pwrite, writev and pwritev, not '%s'", d->call);
     if (en && (rc = load_errno(c, en, &d->err)) < 0)
         return rc;
+    if (de && (rc = load_delay(c, de, d)) < 0)
+        return rc;
+    if (sh && (rc = load_short(c, sh, d)) < 0)
+        return rc;
+    if (de || sh) {
+        d->err = 0;
+        snprintf(d->point, sizeof d->point, "faultline/%s/%s", de ? "delay" : "short", d->call);
+    }
     if (pr && (rc = load_probability(c, pr, &d->probability)) < 0)
         return rc;
     return 0;

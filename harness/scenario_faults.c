@@ -20,6 +20,7 @@
 
 static const char *const action_keys[] = {
     "kill", "pause", "restart", "replace", "crash_host", "partition", "limit", "link", "disk",
+    "corrupt", "truncate",
 };
 
 static const char *const trigger_keys[] = {"at", "after", "on_log"};
@@ -172,7 +173,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     struct fl_scenario *s = c->s;
     static const char *const keys[] = {
         "at", "after", "on_log", "kill", "signal", "pause", "restart", "replace",
-        "crash_host", "partition", "limit", "for", "variant", "disk", "link",
+        "crash_host", "partition", "limit", "for", "variant", "disk", "link", "corrupt", "truncate",
     };
     const ynode *tk = NULL, *tv = NULL, *ak = NULL, *av = NULL;
     int rc;
@@ -209,7 +210,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                     return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys));
                 }
                 return fl_scn_verr(c, it->keys[i]->loc,
-                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition, limit, disk or link)",
+                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate)",
                                    k);
             }
             if (sug) {
@@ -217,7 +218,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
             }
             return fl_scn_verr(c, it->keys[i]->loc,
-                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk or link; and signal, for, variant)",
+                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate; and signal, for, variant)",
                                k);
         }
         if (is_trigger) {
@@ -236,7 +237,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         }
     }
     if (!ak)
-        return fl_scn_verr(c, it->loc, "fault has no kind (one of kill, pause, restart, replace, crash_host, partition, limit, disk, link)");
+        return fl_scn_verr(c, it->loc, "fault has no kind (one of kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt, truncate)");
     if (!tk)
         return fl_scn_verr(c, it->loc, "fault has no trigger (add at: <time>, after: {event: ...} or on_log: {match: ...})");
     if ((rc = load_trigger(c, tk, tv, &f->trigger)) < 0)
@@ -266,6 +267,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
             return rc;
     } else if (strcmp(kind, "link") == 0) {
         if ((rc = fl_scn_load_link(c, av, a)) < 0)
+            return rc;
+    } else if (strcmp(kind, "corrupt") == 0 || strcmp(kind, "truncate") == 0) {
+        if ((rc = fl_scn_load_at_rest(c, kind, av, a)) < 0)
             return rc;
     } else {
         static const char *const lkeys[] = {"host", "threads"};
@@ -306,6 +310,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     }
     const ynode *fo = fl_scn_yaml_get(it, "for", &sk);
     if (fo) {
+        if (a->kind == FL_SCN_ACT_CORRUPT || a->kind == FL_SCN_ACT_TRUNCATE)
+            return fl_scn_verr(c, sk->loc, "'for' does not apply to %s (a change to files at rest is not undone)",
+                               ak->value);
         if ((rc = fl_scn_get_duration(c, fo, "'for'", false, &f->for_ms)) < 0)
             return rc;
     }

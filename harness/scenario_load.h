@@ -79,5 +79,8 @@ int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
 /* scenario_link.c: the value of a link: fault into a (kind, link, from, to,
  * host). */
 int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
+/* scenario_at_rest.c: corrupt: / truncate: (kind is "corrupt" or "truncate"). */
+int fl_scn_load_at_rest(struct fl_scn_vctx *c, const char *kind, const ynode *v,
+                        struct fl_scn_action *a);
 
 #endif

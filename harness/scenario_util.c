@@ -99,6 +99,25 @@ int fl_scn_duration_parse(const char *s, int64_t *ms)
     return 0;
 }
 
+int fl_scn_drift_parse(const char *s, int64_t *ppm)
+{
+    char *end;
+    const char *p = s + (*s == '+' || *s == '-');
+    if (!(*p >= '0' && *p <= '9') && *p != '.')
+        return -EINVAL;
+    double x = strtod(s, &end);
+    if (end == s)
+        return -EINVAL;
+    if (strcmp(end, "%") == 0)
+        x *= 10000;
+    else if (strcmp(end, "ppm") != 0)
+        return -EINVAL;
+    if (!(x > -1e9 && x < 1e9))
+        return -ERANGE;
+    *ppm = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
+    return 0;
+}
+
 int fl_scn_size_parse(const char *s, uint64_t *bytes)
 {
     uint64_t ip, frac;
@@ -198,6 +217,8 @@ const char *fl_scn_action_kind_name(enum fl_scn_action_kind k)
     case FL_SCN_ACT_LIMIT: return "limit";
     case FL_SCN_ACT_DISK: return "disk";
     case FL_SCN_ACT_LINK: return "link";
+    case FL_SCN_ACT_CORRUPT: return "corrupt";
+    case FL_SCN_ACT_TRUNCATE: return "truncate";
     }
     return "?";
 }

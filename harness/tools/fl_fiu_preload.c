@@ -22,16 +22,195 @@
  * The file is read with raw system calls, so that a failure point being
  * enabled (read, open) cannot fail the read.  libfiu is shared with the
  * program (libfiu.so.0), so psrt's own fault points are controlled too.
+ *
+ * It also wraps the I/O calls that `disk: {call, delay}` slows and
+ * `disk: {call, short}` cuts short, with failure points of its own that the
+ * harness enables like any other: faultline/delay/CALL (failinfo: the delay
+ * in microseconds; the call waits that long, then is made: through libfiu's
+ * POSIX preload, when loaded, which may still fail it) and
+ * faultline/short/CALL for write, pwrite, writev, pwritev (failinfo: a byte
+ * count, or SHORT_PPM | millionths of the size asked; the call is made with
+ * that fewer bytes: a real short write, the rest is not written).  Only
+ * descriptors of files and directories are affected (not pipes, sockets or
+ * terminals): the disk is slow, not the process's stdout or libfiu's own
+ * control fifo.  Without such a point enabled, a wrapped call costs one
+ * fiu_fail() lookup.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <fiu-control.h>
 #include <fiu.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+/* faultline/short/CALL's failinfo: a fraction (ppm) rather than bytes;
+ * harness/disk_faults.c sets it the same way. */
+#define SHORT_PPM (1ULL << 40)
+
+/* A descriptor on the disk: a regular file, a directory or a block device. */
+static int on_disk(int fd)
+{
+    struct stat st;
+    if (syscall(SYS_fstat, fd, &st) != 0)
+        return 0;
+    return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode);
+}
+
+static void delay_if(const char *point, int fd)
+{
+    if (!fiu_fail(point) || !on_disk(fd))
+        return;
+    uint64_t us = (uint64_t)(uintptr_t)fiu_failinfo();
+    struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000}, rem;
+    int saved = errno;
+    /* a raw call: libfaketime (clock_drift) must not scale it */
+    while (syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, &rem) == EINTR)
+        ts = rem;
+    errno = saved;
+}
+
+/* How many of count bytes a write makes under faultline/short/CALL. */
+static size_t short_len(const char *point, int fd, size_t count)
+{
+    if (count <= 1 || !fiu_fail(point) || !on_disk(fd))
+        return count;
+    uint64_t v = (uint64_t)(uintptr_t)fiu_failinfo(), n;
+    if (v & SHORT_PPM)
+        n = (uint64_t)((unsigned __int128)count * (v & (SHORT_PPM - 1)) / 1000000);
+    else
+        n = v;
+    if (n == 0)
+        n = 1;
+    return n < count ? (size_t)n : count;
+}
+
+/* iov cut to at most len bytes, into out (up to max entries); its count */
+static int cut_iov(const struct iovec *iov, int cnt, size_t len, struct iovec *out, int max)
+{
+    int k = 0;
+    for (int i = 0; i < cnt && k < max && len > 0; i++) {
+        out[k] = iov[i];
+        if (out[k].iov_len > len)
+            out[k].iov_len = len;
+        len -= out[k].iov_len;
+        k++;
+    }
+    return k;
+}
+
+static size_t iov_len(const struct iovec *iov, int cnt)
+{
+    size_t n = 0;
+    for (int i = 0; i < cnt; i++)
+        n += iov[i].iov_len;
+    return n;
+}
+
+#define NEXT(name)                                                             \
+    static __typeof__(&name) next_##name;                                      \
+    if (!next_##name)                                                          \
+        next_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+ssize_t read(int fd, void *buf, size_t count)
+{
+    NEXT(read);
+    delay_if("faultline/delay/read", fd);
+    return next_read(fd, buf, count);
+}
+
+ssize_t pread(int fd, void *buf, size_t count, off_t off)
+{
+    NEXT(pread);
+    delay_if("faultline/delay/pread", fd);
+    return next_pread(fd, buf, count, off);
+}
+
+ssize_t pread64(int fd, void *buf, size_t count, off64_t off)
+{
+    NEXT(pread64);
+    delay_if("faultline/delay/pread", fd);
+    return next_pread64(fd, buf, count, off);
+}
+
+ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    NEXT(readv);
+    delay_if("faultline/delay/readv", fd);
+    return next_readv(fd, iov, cnt);
+}
+
+ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    NEXT(preadv);
+    delay_if("faultline/delay/preadv", fd);
+    return next_preadv(fd, iov, cnt, off);
+}
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+    NEXT(write);
+    delay_if("faultline/delay/write", fd);
+    return next_write(fd, buf, short_len("faultline/short/write", fd, count));
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t off)
+{
+    NEXT(pwrite);
+    delay_if("faultline/delay/pwrite", fd);
+    return next_pwrite(fd, buf, short_len("faultline/short/pwrite", fd, count), off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off)
+{
+    NEXT(pwrite64);
+    delay_if("faultline/delay/pwrite", fd);
+    return next_pwrite64(fd, buf, short_len("faultline/short/pwrite", fd, count), off);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    NEXT(writev);
+    delay_if("faultline/delay/writev", fd);
+    size_t want = iov_len(iov, cnt), len = short_len("faultline/short/writev", fd, want);
+    if (len == want)
+        return next_writev(fd, iov, cnt);
+    struct iovec cut[64];
+    return next_writev(fd, cut, cut_iov(iov, cnt, len, cut, 64));
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    NEXT(pwritev);
+    delay_if("faultline/delay/pwritev", fd);
+    size_t want = iov_len(iov, cnt), len = short_len("faultline/short/pwritev", fd, want);
+    if (len == want)
+        return next_pwritev(fd, iov, cnt, off);
+    struct iovec cut[64];
+    return next_pwritev(fd, cut, cut_iov(iov, cnt, len, cut, 64), off);
+}
+
+int fsync(int fd)
+{
+    NEXT(fsync);
+    delay_if("faultline/delay/fsync", fd);
+    return next_fsync(fd);
+}
+
+int fdatasync(int fd)
+{
+    NEXT(fdatasync);
+    delay_if("faultline/delay/fdatasync", fd);
+    return next_fdatasync(fd);
+}
 
 static void apply_state(void)
 {
