@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -379,12 +380,15 @@ int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_op
     size_t *order = NULL;
     char tmp[PATH_MAX] = "";
     FILE *f = NULL;
+    bool sel_error = false;
     int ret;
 
     if (errlen)
         err[0] = '\0';
-    if ((ret = select_runs(db, &o, &runs, err, errlen)) < 0)
+    if ((ret = select_runs(db, &o, &runs, err, errlen)) < 0) {
+        sel_error = true;
         goto cleanup;
+    }
     if (!(order = malloc(runs.n * sizeof *order))) {
         ret = -ENOMEM;
         snprintf(err, errlen, "out of memory");
@@ -396,18 +400,30 @@ int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_op
     qsort(order, runs.n, sizeof *order, by_rank);
     sort_rows = NULL;
 
+    struct stat st;
+    if (!*path || path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+        ret = -EISDIR;
+        snprintf(err, errlen, "%s is a directory; give the report a file path (e.g. %s%sreport.html)",
+                 path, path, *path && path[strlen(path) - 1] == '/' ? "" : "/");
+        goto cleanup;
+    }
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp) {
         ret = -ENAMETOOLONG;
         snprintf(err, errlen, "%s: path too long", path);
+        tmp[0] = '\0';
         goto cleanup;
     }
     if ((ret = fl_report_mkdir_parents(path)) < 0) {
-        snprintf(err, errlen, "cannot create the directory of %s: %s", path, strerror(-ret));
+        snprintf(err, errlen, "cannot create the directory of %s: %s (give another path)", path,
+                 strerror(-ret));
+        tmp[0] = '\0';
         goto cleanup;
     }
     if (!(f = fopen(tmp, "w"))) {
         ret = -errno;
-        snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(-ret));
+        snprintf(err, errlen, "cannot write the report beside %s (%s): %s (give another path)",
+                 path, tmp, strerror(-ret));
+        tmp[0] = '\0';
         goto cleanup;
     }
     if ((ret = write_doc(db, f, &runs, order,
@@ -433,6 +449,9 @@ int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_op
     }
     ret = (int)runs.n;
 cleanup:
+    /* the file's errors are not the selection's (-ENOENT: unknown run or revision) */
+    if (ret == -ENOENT && !sel_error)
+        ret = -EIO;
     if (f)
         fclose(f);
     if (ret < 0 && tmp[0])

@@ -160,8 +160,9 @@ struct fl_report_html_opts {
  *
  * Returns the number of runs written (>= 1), or a negative errno with a
  * message for people in err: -ENODATA the database holds no runs (or none
- * matches), -ENOENT a run id or since_rev is not recorded, -EIO a database
- * error, other values when the file could not be written.
+ * matches), -ENOENT a run id or since_rev is not recorded (only then), -EIO a
+ * database error, -EISDIR path is a directory, other values when the file
+ * could not be written.
  */
 int fl_report_html(struct sqlite3 *db, const char *path, const struct fl_report_html_opts *opts,
                    char *err, size_t errlen);

@@ -306,6 +306,13 @@ FL_TEST(report_html, selection_last_ids_and_failing_first)
     FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --last 0 2>&1", bin, d), 2);
     FL_ASSERT_CONTAINS(out, "--last wants a number");
     free(out);
+    /* --out naming a directory: said, and nothing left behind */
+    FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s 2>&1", bin, d, d), 1);
+    FL_ASSERT_CONTAINS(out, " is a directory; give the report a file path (e.g. ");
+    free(out);
+    FL_ASSERT_EQ(fl_test_sh(&out, "ls -a %s | grep -c tmp", d), 1);
+    FL_ASSERT_STREQ(out, "0\n");
+    free(out);
 }
 
 FL_TEST(report_html, help_lists_the_command_and_its_options)
