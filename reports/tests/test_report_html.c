@@ -306,6 +306,15 @@ FL_TEST(report_html, selection_last_ids_and_failing_first)
     FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --last 0 2>&1", bin, d), 2);
     FL_ASSERT_CONTAINS(out, "--last wants a number");
     free(out);
+    /* --since REV: every run since the first at that revision (all three here) */
+    FL_REQUIRE_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since aaaa1111", bin, d,
+                             path), 0);
+    FL_ASSERT_CONTAINS(out, ": 3 runs (");
+    free(out);
+    FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since 0123abcd 2>&1", bin,
+                            d, path), 2);
+    FL_ASSERT_CONTAINS(out, "no run recorded at revision 0123abcd in database ");
+    free(out);
     /* --out naming a directory: said, and nothing left behind */
     FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s 2>&1", bin, d, d), 1);
     FL_ASSERT_CONTAINS(out, " is a directory; give the report a file path (e.g. ");
