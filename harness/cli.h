@@ -12,5 +12,8 @@ int fl_cli_exec(int argc, char **argv, const char *usage);
  * channel at path; a NULL or empty path (not under the harness) sends nothing. */
 int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync);
 int fl_cli_bench_hosts(int argc, char **argv);
+/* `faultline report` (cli_report.c) and its --help text. */
+extern const char fl_cli_report_usage[];
+int fl_cli_report(int argc, char **argv);
 
 #endif

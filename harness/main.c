@@ -38,6 +38,7 @@ static const char *usage_main =
     "  exec RUN HOST -- CMD...  run a command on a host of a running run\n"
     "  gc                       remove what killed runs left behind\n"
     "  runs                     list recorded runs (also --history, --changed REV)\n"
+    "  report                   write an HTML report with timelines of recorded runs\n"
     "  emit [--sync] KIND [K=V...]  send an event from a process under faultline\n"
     "  help [COMMAND]           this text, or a command's options\n"
     "  --version                the version\n"
@@ -59,10 +60,12 @@ static const char *usage_run =
     "  --out DIR           where run directories go (default out; runs in DIR/runs)\n"
     "  --keep              keep each run's directory (disks, logs) even when it passes\n"
     "  --junit FILE        also write JUnit XML\n"
+    "  --html FILE         also write the HTML report with timelines of these runs\n"
+    "                      (as 'faultline report' does; needs the database)\n"
     "  -q, --quiet         no progress line\n"
     "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
-    "JUnit XML could not be written), 2 for a bad scenario file or option, 130\n"
+    "JUnit XML or HTML report could not be written), 2 for a bad scenario file or option, 130\n"
     "when interrupted (cleanup still happens).\n";
 
 static const char *usage_validate =
@@ -147,6 +150,7 @@ static int help_for(const char *cmd)
     else if (!strcmp(cmd, "exec")) u = usage_exec;
     else if (!strcmp(cmd, "gc")) u = usage_gc;
     else if (!strcmp(cmd, "runs")) u = usage_runs;
+    else if (!strcmp(cmd, "report")) u = fl_cli_report_usage;
     else if (!strcmp(cmd, "emit")) u = usage_emit;
     if (!u) {
         fprintf(stderr, "faultline: no command '%s'; see 'faultline --help'\n", cmd);
@@ -445,14 +449,15 @@ static int cmd_run(int argc, char **argv)
 {
     struct common c = {0};
     uint64_t repeat = 1;
-    const char *junit = NULL;
+    const char *junit = NULL, *html = NULL;
     bool quiet = false;
     static const struct option opts[] = {
         {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
         {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
         {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
         {"keep", no_argument, 0, 'k'},          {"junit", required_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},         {0, 0, 0, 0}};
+        {"quiet", no_argument, 0, 'q'},         {"html", required_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     int ch;
     optind = 1;
     /* Short options only where --help shows them (-q): the rest are long. */
@@ -480,6 +485,7 @@ static int cmd_run(int argc, char **argv)
         case 'o': c.out = optarg; break;
         case 'k': c.keep = true; break;
         case 'j': junit = optarg; break;
+        case 'h': html = optarg; break;
         case 'q': quiet = true; break;
         default:
             fputs(usage_run, stderr);
@@ -488,6 +494,10 @@ static int cmd_run(int argc, char **argv)
     }
     if (optind >= argc) {
         fputs(usage_run, stderr);
+        return 2;
+    }
+    if (html && c.no_db) {
+        fprintf(stderr, "faultline: --html reads the runs back from the database; drop --no-db\n");
         return 2;
     }
     struct fl_scenario **v;
@@ -582,6 +592,20 @@ static int cmd_run(int argc, char **argv)
     if (junit && (jrc = fl_report_junit(junit, rows, nrows)) < 0) {
         fprintf(stderr, "faultline: writing JUnit XML to %s: %s\n", junit, strerror(-jrc));
         failed++;
+    }
+    if (html && rec) {
+        const char **ids = calloc(nrows + 1, sizeof *ids);
+        for (size_t i = 0; ids && i < nrows; i++)
+            ids[i] = rows[i].run_id;
+        struct fl_report_html_opts ho = {.run_ids = ids, .n_run_ids = nrows,
+                                         .skip_missing = true};
+        if (!ids || fl_report_html(fl_rec_db(rec), html, &ho, err, sizeof err) < 0) {
+            fprintf(stderr, "faultline: HTML report: %s\n", ids ? err : "out of memory");
+            failed++;
+        } else {
+            printf("report: %s\n", html);
+        }
+        free(ids);
     }
     if (rec)
         fl_rec_close(rec);
@@ -824,6 +848,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "exec")) return fl_cli_exec(argc - 1, argv + 1, usage_exec);
     if (!strcmp(cmd, "gc")) return fl_cli_gc(argc - 1, argv + 1, usage_gc);
     if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return fl_cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "emit")) return cmd_emit(argc - 1, argv + 1);
     if (!strcmp(cmd, "_bench-hosts")) return fl_cli_bench_hosts(argc - 1, argv + 1);
     fprintf(stderr, "faultline: unknown command '%s'; see 'faultline --help'\n", cmd);

@@ -25,8 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Length of the valid UTF-8 character XML allows at p, or 0. */
-static size_t xml_char_len(const unsigned char *p)
+size_t fl_report_xml_char_len(const unsigned char *p)
 {
     unsigned c = p[0];
     uint32_t cp;
@@ -61,7 +60,7 @@ static void xml_put(FILE *f, const char *s, bool attr)
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
-        size_t n = xml_char_len(p);
+        size_t n = fl_report_xml_char_len(p);
         if (!n) {
             fputc('?', f);
             p++;
@@ -146,7 +145,7 @@ static void write_case(FILE *f, const struct fl_report_row *r)
     fputs("    </testcase>\n", f);
 }
 
-static int mkdir_parents(const char *path)
+int fl_report_mkdir_parents(const char *path)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
@@ -180,7 +179,7 @@ int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n
 
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
         return -ENAMETOOLONG;
-    err = mkdir_parents(path);
+    err = fl_report_mkdir_parents(path);
     if (err)
         return err;
     done = calloc(n ? n : 1, sizeof *done);

@@ -131,4 +131,40 @@ int fl_report_history(struct sqlite3 *db, FILE *out, const struct fl_report_hist
  */
 int fl_report_changed(struct sqlite3 *db, FILE *out, const char *rev);
 
+/* ---- the HTML report (reports/html.c, timeline.c) ----------------------------- */
+
+struct fl_report_html_opts {
+    const char *const *run_ids; /* these runs (runs.run_id, exact); n_run_ids of them */
+    size_t n_run_ids;
+    bool skip_missing;          /* with run_ids: ids not in the database are left out
+                                   (a run that failed before it was recorded), not -ENOENT */
+    int last;                   /* without run_ids: the most recent N runs; 0 -> 20, < 0 all */
+    const char *since_rev;      /* without run_ids: runs since the first run at this
+                                   recorded revision (prefix match), newest first */
+    const char *title;          /* <title> and heading; NULL -> "faultline report" */
+};
+
+/*
+ * Writes ONE self-contained HTML file to path (atomically: temp file renamed
+ * into place; missing parent directories are created): inline CSS and SVG,
+ * no script, nothing fetched.  A summary table of the selected runs
+ * (scenario, variant, verdict, time, reason, seed, git rev, started), failing
+ * runs first, then for each run a <details> section (open when it did not
+ * pass) with its timeline: a time axis from the run's start, one row per
+ * fault (applied -> healed), one lane per host/task with its process
+ * lifetimes (exit code or signal at the end, relaunches as further bars),
+ * fault intervals shaded on the lanes they hit, events as marks (sync points
+ * filled); then the checks with their outcomes, the processes and the events
+ * as tables.  Every string from the database is HTML-escaped (invalid UTF-8
+ * and forbidden control characters become '?').
+ *
+ * Returns the number of runs written (>= 1), or a negative errno with a
+ * message for people in err: -ENODATA the database holds no runs (or none
+ * matches), -ENOENT a run id or since_rev is not recorded (only then), -EIO a
+ * database error, -EISDIR path is a directory, other values when the file
+ * could not be written.
+ */
+int fl_report_html(struct sqlite3 *db, const char *path, const struct fl_report_html_opts *opts,
+                   char *err, size_t errlen);
+
 #endif

@@ -51,4 +51,11 @@ const char *fl_report_one_line(const char *s, size_t max, char *buf, size_t len)
 /* Display width of UTF-8 text (characters, counting each code point as 1). */
 size_t fl_report_text_width(const char *s);
 
+/* Length of the valid UTF-8 character at p that XML 1.0 (and so HTML) can
+ * hold, or 0 (invalid UTF-8, forbidden C0 controls, surrogates, U+FFFE/FFFF). */
+size_t fl_report_xml_char_len(const unsigned char *p);
+
+/* Creates the missing parent directories of path (0, or negative errno). */
+int fl_report_mkdir_parents(const char *path);
+
 #endif

@@ -1,0 +1,56 @@
+/*
+ * html_int.h: what the HTML report's pieces share (internal to reports/):
+ * escaping, times, a small in-memory copy of query results, and the
+ * per-run timeline section that html.c places in the document.
+ */
+#ifndef FL_REPORT_HTML_INT_H
+#define FL_REPORT_HTML_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+/* Writes s HTML-escaped (& < > " ' as entities; invalid UTF-8 and control
+ * characters other than tab/newline as '?'); NULL writes nothing. */
+void fl_html_put(FILE *f, const char *s);
+/* fl_html_put of a printf-formatted string. */
+void fl_html_putf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Milliseconds since run start for people: "850ms", "1.25s", "2m03.4s". */
+const char *fl_html_fmt_ms(int64_t ms, char *buf, size_t len);
+
+/* All rows of one query, every column kept as text (NULL stays NULL). */
+struct fl_rows {
+    size_t n, ncol;
+    char **cell;        /* cell[row * ncol + col] */
+};
+
+/* Runs sql with ?1 bound to run (the runs.id); 0, -ENOMEM, or -EIO with
+ * the SQLite message written to err. */
+int fl_rows_load(struct sqlite3 *db, struct fl_rows *r, const char *sql, int64_t run,
+                 char *err, size_t errlen);
+/* Appends every row st yields (columns as in r, when r has rows already):
+ * 0, -ENOMEM, -EINVAL (other columns), -EIO (SQLite error; see errmsg). */
+int fl_rows_step(struct fl_rows *r, struct sqlite3_stmt *st);
+void fl_rows_free(struct fl_rows *r);
+static inline const char *fl_rows_s(const struct fl_rows *r, size_t i, size_t j)
+{
+    return r->cell[i * r->ncol + j];
+}
+static inline bool fl_rows_null(const struct fl_rows *r, size_t i, size_t j)
+{
+    return !r->cell[i * r->ncol + j];
+}
+int64_t fl_rows_i(const struct fl_rows *r, size_t i, size_t j); /* 0 for NULL */
+
+/* The run's section body: the SVG timeline, then the checks, processes and
+ * events tables.  duration_ms < 0 when the run has none recorded.  0, or
+ * a negative errno with err set. */
+int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_ms,
+                     char *err, size_t errlen);
+
+#endif
