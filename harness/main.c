@@ -11,6 +11,7 @@
 #include "harness/recorder.h"
 #include "harness/rundir.h"
 #include "harness/scenario.h"
+#include "harness/soak.h"
 #include "reports/report.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@ static const char *usage_main =
     "  run SCENARIO|DIR...      run scenarios (every variant), print verdicts and a table\n"
     "  validate SCENARIO|DIR... check scenario files without running anything\n"
     "  list SCENARIO|DIR...     list scenarios and their variants\n"
+    "  soak PROFILE             randomized fault schedules; failures kept, minimized\n"
     "  shell SCENARIO HOST      bring the hosts up and open a shell on HOST\n"
     "  exec RUN HOST -- CMD...  run a command on a host of a running run\n"
     "  gc                       remove what killed runs left behind\n"
@@ -152,6 +154,7 @@ static int help_for(const char *cmd)
     else if (!strcmp(cmd, "runs")) u = usage_runs;
     else if (!strcmp(cmd, "report")) u = fl_cli_report_usage;
     else if (!strcmp(cmd, "emit")) u = usage_emit;
+    else if (!strcmp(cmd, "soak")) u = fl_soak_usage;
     if (!u) {
         fprintf(stderr, "faultline: no command '%s'; see 'faultline --help'\n", cmd);
         return 2;
@@ -850,6 +853,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "runs")) return cmd_runs(argc - 1, argv + 1);
     if (!strcmp(cmd, "report")) return fl_cli_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "emit")) return cmd_emit(argc - 1, argv + 1);
+    if (!strcmp(cmd, "soak")) return fl_cli_soak(argc - 1, argv + 1);
     if (!strcmp(cmd, "_bench-hosts")) return fl_cli_bench_hosts(argc - 1, argv + 1);
     fprintf(stderr, "faultline: unknown command '%s'; see 'faultline --help'\n", cmd);
     return 2;

@@ -884,6 +884,7 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
     static const char *const keys[] = {
         "name", "about", "seed", "timeout", "hosts", "shared", "workdir",
         "cluster", "run", "variants", "faults", "expect",
+        "soak",     /* a soak profile's block: read by soak_profile.c, not here */
     };
     struct fl_scenario *s = c->s;
     struct fl_scn_loc top = {1, 1};
