@@ -72,3 +72,16 @@ FL_TEST_T(faults, kill_for_heal_while_host_down_starts_on_up, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
 }
+
+/* Found by `faultline soak` (scenarios/soak/psrt-robust-relaunch.yaml): a
+ * second ps lost while the robust chief restores the first one's variables
+ * made the chief give up ("recovering from a lost ps failed"); it recovers
+ * again now.  The kill of ps:1 is pinned to the chief's restore.begin. */
+FL_TEST_T(faults, psrt_second_ps_lost_in_restore, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-ps-lost-during-recovery.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 2);
+}

@@ -530,9 +530,17 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
     }
 }
 
+/* An error that means a peer went away (or is restarting): the chief
+ * recovers instead of failing. */
+static bool lost_peer(int r)
+{
+    return r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
+           r == -ECONNREFUSED || r == -EPIPE || r == -ESTALE || r == -ESHUTDOWN;
+}
+
 /* After NEED_RECOVERY: reconnect lost ps; the chief restores or initialises
  * when any ps lost its variables; others wait for the model. */
-static int recover(struct psrt_worker *w, struct psrt_err *err)
+static int recover_once(struct psrt_worker *w, struct psrt_err *err)
 {
     int r = ensure_connected(w, err);
     if (r)
@@ -556,6 +564,22 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
         }
     }
     return psrt_worker_open_all(w, err); /* e.g. a restore by an earlier chief */
+}
+
+/* recover_once again while peers keep going away during the recovery
+ * itself (a second ps lost while the chief restores the first one's
+ * variables), for up to --reconnect_timeout from the first loss seen in
+ * it; each attempt starts over: reconnect, ping, restore. */
+static int recover(struct psrt_worker *w, struct psrt_err *err)
+{
+    double t0 = psrt_now();
+    for (;;) {
+        int r = recover_once(w, err);
+        if (!w->chief || r == STEP_DONE || !lost_peer(r) ||
+            psrt_now() - t0 >= w->f->reconnect_timeout)
+            return r;
+        psrt_log("lost a ps again while recovering (%s); recovering again", err->msg);
+    }
 }
 
 /* ---- chief: saving ------------------------------------------------------------ */
@@ -801,8 +825,7 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
                        (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
             if (due && gstep < f->max_steps) {
                 r = save(w, gstep, &err);
-                if (r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
-                    r == -ECONNREFUSED || r == -EPIPE || r == -ESTALE || r == -ESHUTDOWN) {
+                if (lost_peer(r)) {
                     /* a ps went away mid-save: recover, the save is not reported */
                     psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
                     int rr = recover(w, &err);
