@@ -155,9 +155,8 @@ static int heap_push(struct fl_emu *e, const struct held *h)
     return 0;
 }
 
-static void heap_del(struct fl_emu *e, size_t i)
+static void sift_down(struct fl_emu *e, size_t i)
 {
-    e->heap[i] = e->heap[--e->nheap];
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         if (l < e->nheap && before(&e->heap[l], &e->heap[m]))
@@ -171,16 +170,18 @@ static void heap_del(struct fl_emu *e, size_t i)
         e->heap[m] = t;
         i = m;
     }
-    /* an element moved into i from the end may also need to go up */
-    while (i > 0 && i < e->nheap) {
-        size_t p = (i - 1) / 2;
-        if (!before(&e->heap[i], &e->heap[p]))
-            break;
-        struct held t = e->heap[i];
-        e->heap[i] = e->heap[p];
-        e->heap[p] = t;
-        i = p;
-    }
+}
+
+/* Removes the top. */
+static void heap_pop(struct fl_emu *e)
+{
+    e->heap[0] = e->heap[--e->nheap];
+    sift_down(e, 0);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    return before(a, b) ? -1 : before(b, a) ? 1 : 0;
 }
 
 /* ---- verdicts ----------------------------------------------------------- */
@@ -272,7 +273,7 @@ static void release_due(struct fl_emu *e, uint64_t now)
 {
     while (e->nheap && e->heap[0].t_ns <= now) {
         struct held h = e->heap[0];
-        heap_del(e, 0);
+        heap_pop(e);
         release(e, &h, true);
     }
 }
@@ -671,15 +672,25 @@ static int unbind(struct fl_emu *e, struct equeue *q)
 {
     q->flushing = true;
     batch_flush(e, q);
-    for (size_t i = 0; i < e->nheap;) {
-        if (e->heap[i].queue == q->num) {
-            struct held h = e->heap[i];
-            heap_del(e, i);
-            release(e, &h, true);
-            i = 0;              /* the heap moved */
-        } else {
-            i++;
-        }
+    /* q's held frames to the end of the array, in release order; the rest
+     * made a heap again */
+    size_t k = 0, n = e->nheap;
+    struct held *mine = malloc((n ? n : 1) * sizeof *mine);
+    size_t nm = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e->heap[i].queue == q->num && mine)
+            mine[nm++] = e->heap[i];
+        else
+            e->heap[k++] = e->heap[i];
+    }
+    e->nheap = k;
+    for (size_t i = k / 2; i-- > 0;)
+        sift_down(e, i);
+    if (mine) {
+        qsort(mine, nm, sizeof *mine, by_time);
+        for (size_t i = 0; i < nm; i++)
+            release(e, &mine[i], true);
+        free(mine);
     }
     rx_round(e, 0);
     tx_flush(e);
