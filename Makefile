@@ -14,7 +14,7 @@ CC       ?= cc
 PREFIX   ?= /usr/local
 FIU      ?= 1
 O        := build
-PKGS     := yaml-0.1 sqlite3 libmnl libnftables
+PKGS     := yaml-0.1 sqlite3 libmnl libnftables libnftnl libnetfilter_queue
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wshadow -Wvla \
             -D_GNU_SOURCE -fno-strict-aliasing -MMD -MP -I. \

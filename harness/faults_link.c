@@ -10,8 +10,13 @@
  * also has flap_down (its ports are down now) and flap_next (when it turns
  * next, ms since start).  A flap without for: stays ACTIVE (turning) until
  * the end of the run.
+ * Delay, jitter, reorder, duplicate, corrupt and bursty loss go to the
+ * fabric's userspace emulator (netem/emu.h); its generator for a fault is
+ * seeded from the run's seed and the fault's index, so a run's seed decides
+ * which packets are hit.
  */
 #include "harness/engine_int.h"
+#include "netem/emu.h"
 #include "netem/link.h"
 
 #include <errno.h>
@@ -39,13 +44,28 @@ void fl_faults_link_target(const struct engine *e, const struct fl_scn_action *a
         n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->to.hosts[i]].name);
 }
 
+static size_t put_pct(char *buf, size_t n, size_t len, const char *key, unsigned bp)
+{
+    if (!bp || n >= len)
+        return n;
+    return n + (size_t)snprintf(buf + n, len - n, "%s%s=%u.%02u%%", n ? " " : "", key, bp / 100, bp % 100);
+}
+
 void fl_faults_link_detail(const struct fl_scn_action *a, char *buf, size_t len)
 {
     const struct fl_scn_link *lk = &a->link;
     size_t n = 0;
     buf[0] = 0;
-    if (lk->loss_bp)
-        n += (size_t)snprintf(buf + n, len - n, "loss=%u.%02u%%", lk->loss_bp / 100, lk->loss_bp % 100);
+    if (lk->emu && n < len)
+        n += (size_t)snprintf(buf + n, len - n, "delay=%lldms", (long long)lk->delay_ms);
+    if (lk->jitter_ms && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " jitter=%lldms", (long long)lk->jitter_ms);
+    n = put_pct(buf, n, len, "reorder", lk->reorder_bp);
+    n = put_pct(buf, n, len, "duplicate", lk->duplicate_bp);
+    n = put_pct(buf, n, len, "corrupt", lk->corrupt_bp);
+    n = put_pct(buf, n, len, "loss", lk->loss_bp);
+    if (lk->burst && n < len)
+        n += (size_t)snprintf(buf + n, len - n, " burst=%u", lk->burst);
     if (lk->rate_bit && n < len)
         n += (size_t)snprintf(buf + n, len - n, "%srate=%llubit", n ? " " : "",
                               (unsigned long long)lk->rate_bit);
@@ -71,10 +91,22 @@ int fl_faults_link_apply(struct engine *e, struct fault_rt *fr, int64_t now, cha
         return rc;
     int host = a->host;
     struct fl_link_spec spec = {
-        .loss_bp = lk->loss_bp,
+        .loss_bp = lk->burst ? 0 : lk->loss_bp,      /* bursty loss is the emulator's */
         .rate_bit = lk->rate_bit,
         .down = lk->down || lk->flap_ms > 0,
     };
+    struct fl_emu_params ep = {
+        .delay_us = (uint32_t)lk->delay_ms * 1000,
+        .jitter_us = (uint32_t)lk->jitter_ms * 1000,
+        .reorder_bp = lk->reorder_bp,
+        .duplicate_bp = lk->duplicate_bp,
+        .corrupt_bp = lk->corrupt_bp,
+        .ge_loss_bp = lk->burst ? lk->loss_bp : 0,
+        .ge_burst = lk->burst,
+        .seed = e->seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(fr->index + 1)),
+    };
+    if (lk->emu)
+        spec.emu = &ep;
     switch (lk->scope) {
     case FL_SCN_LINK_BETWEEN:
         spec.scope = FL_LINK_BETWEEN;

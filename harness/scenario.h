@@ -272,6 +272,11 @@ struct fl_scn_link {
     uint64_t rate_bit;          /* bit/s, 0 = none (BETWEEN, ONEWAY) */
     bool down;                  /* HOST: the port is down */
     int64_t flap_ms;            /* HOST: down and up by turns, each half of this period; 0 = none */
+    /* the userspace emulator (netem/emu.h); emu says whether any is set */
+    bool emu;
+    int64_t delay_ms, jitter_ms;    /* jitter <= delay */
+    unsigned reorder_bp, duplicate_bp, corrupt_bp;  /* hundredths of a percent */
+    unsigned burst;             /* loss: {p, burst}: Gilbert loss of loss_bp, mean run burst; 0 = plain loss */
 };
 
 /* A list of host indexes. */

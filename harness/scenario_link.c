@@ -2,11 +2,10 @@
  * scenario_link.c: validation of a `link:` fault's value (scenarios/README.md,
  * "Links") into struct fl_scn_action: which frames it covers (hosts: [a, b]
  * both ways, from/to one way, or host: every frame of one host) and what
- * happens to them (loss: a percentage, rate: bits per second, down, flap:
- * {period}).  Keys of netem that the machine cannot do yet (delay, jitter,
- * duplicate, reorder, corrupt) are recognised and rejected as "not supported
- * yet".  Every error is "file:line:col: what is wrong" at the offending key
- * or value.
+ * happens to them (loss: a percentage or {p, burst} for bursty loss, rate:
+ * bits per second, down, flap: {period}, and the emulator's delay, jitter,
+ * reorder, duplicate, corrupt).  Every error is "file:line:col: what is
+ * wrong" at the offending key or value.
  */
 #include "harness/scenario_load.h"
 #include "netem/link.h"
@@ -23,13 +22,15 @@ static const char *const link_keys[] = {
     "hosts", "from", "to", "host", "loss", "rate", "down", "flap",
     "delay", "jitter", "duplicate", "reorder", "corrupt",
 };
-#define N_SUPPORTED 8           /* the first keys of link_keys are supported */
+#define MAX_DELAY_MS 60000
 
-/* "30%", "0.5%", "100%": hundredths of a percent. */
-static int get_loss(struct fl_scn_vctx *c, const ynode *n, unsigned *bp)
+/* "30%", "0.5%", "100%": hundredths of a percent, for key `what`. */
+static int get_percent(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned *bp)
 {
     int rc;
-    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "'loss'")) < 0)
+    char q[32];
+    snprintf(q, sizeof q, "'%s'", what);
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, q)) < 0)
         return rc;
     const char *v = n->value;
     size_t i = 0;
@@ -43,20 +44,64 @@ static int get_loss(struct fl_scn_vctx *c, const ynode *n, unsigned *bp)
             if (nfrac < 2)
                 frac = frac * 10 + (unsigned)(v[i] - '0');
             else if (v[i] != '0')
-                return fl_scn_verr(c, n->loc, "'loss' has at most two decimals (0.01%%), not '%s'", v);
+                return fl_scn_verr(c, n->loc, "'%s' has at most two decimals (0.01%%), not '%s'", what, v);
             nfrac++;
             i++;
         }
         ok = nfrac > 0;
     }
     if (!ok || strcmp(v + i, "%") != 0)
-        return fl_scn_verr(c, n->loc, "'loss' must be a percentage like 1%%, 30%% or 0.5%%, not '%s'", v);
+        return fl_scn_verr(c, n->loc, "'%s' must be a percentage like 1%%, 30%% or 0.5%%, not '%s'", what, v);
     if (nfrac == 1)
         frac *= 10;
     unsigned total = whole * 100 + frac;
     if (total == 0 || total > 10000)
-        return fl_scn_verr(c, n->loc, "'loss' must be more than 0%% and at most 100%%, not %s", v);
+        return fl_scn_verr(c, n->loc, "'%s' must be more than 0%% and at most 100%%, not %s", what, v);
     *bp = total;
+    return 0;
+}
+
+/* loss: a percentage, or {p: percentage, burst: mean run length} */
+static int get_loss(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_link *lk)
+{
+    if (n->type != FL_YN_MAP)
+        return get_percent(c, n, "loss", &lk->loss_bp);
+    static const char *const keys[] = {"p", "burst"};
+    int rc;
+    if ((rc = fl_scn_check_keys(c, n, keys, 2, "loss")) < 0)
+        return rc;
+    const ynode *p = fl_scn_yaml_get(n, "p", NULL), *b = fl_scn_yaml_get(n, "burst", NULL);
+    if (!p || !b)
+        return fl_scn_verr(c, n->loc, "bursty 'loss' needs both 'p' (the loss, e.g. 5%%) and 'burst' (the mean run of lost packets, e.g. 4)");
+    if ((rc = get_percent(c, p, "p", &lk->loss_bp)) < 0)
+        return rc;
+    long burst;
+    if ((rc = fl_scn_get_long(c, b, "loss 'burst'", 1, 1000, &burst)) < 0)
+        return rc;
+    if (lk->loss_bp >= 10000)
+        return fl_scn_verr(c, p->loc, "bursty loss 'p' must be below 100%%, not %s (for every packet lost write loss: 100%%)", p->value);
+    /* the good->bad probability p/(burst*(1-p)) must be a probability */
+    if ((double)lk->loss_bp / 10000.0 > (double)burst / (double)(burst + 1))
+        return fl_scn_verr(c, p->loc,
+                           "bursty loss 'p' %s is too high for burst %ld: runs of %ld on average allow at most %.2f%%",
+                           p->value, burst, burst, 100.0 * (double)burst / (double)(burst + 1));
+    lk->burst = (unsigned)burst;
+    lk->emu = true;
+    return 0;
+}
+
+/* delay, jitter: a duration, 0 to 60s */
+static int get_delay(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ms)
+{
+    char q[32];
+    snprintf(q, sizeof q, "'%s'", what);
+    if (n->type == FL_YN_SCALAR && n->value[0] == '-')
+        return fl_scn_verr(c, n->loc, "'%s' cannot be negative, not %s", what, n->value);
+    int rc = fl_scn_get_duration(c, n, q, true, ms);
+    if (rc < 0)
+        return rc;
+    if (*ms > MAX_DELAY_MS)
+        return fl_scn_verr(c, n->loc, "'%s' must be at most 60s, not %s", what, n->value);
     return 0;
 }
 
@@ -104,12 +149,6 @@ int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action
     }
     if ((rc = fl_scn_check_keys(c, v, link_keys, ARRAY_LEN(link_keys), "link")) < 0)
         return rc;
-    for (size_t i = 0; i < v->n; i++)
-        for (size_t k = N_SUPPORTED; k < ARRAY_LEN(link_keys); k++)
-            if (strcmp(v->keys[i]->value, link_keys[k]) == 0)
-                return fl_scn_verr(c, v->keys[i]->loc,
-                                   "link '%s' is not supported yet (loss, rate, down and flap are; it comes with a later version of faultline)",
-                                   link_keys[k]);
 
     /* Which frames. */
     struct fl_scn_ynode *hk = NULL, *fk = NULL, *tk = NULL, *ok = NULL;
@@ -161,8 +200,35 @@ int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action
     struct fl_scn_ynode *lkk = NULL, *rk = NULL, *dk = NULL, *flk = NULL;
     const ynode *loss = fl_scn_yaml_get(v, "loss", &lkk), *rate = fl_scn_yaml_get(v, "rate", &rk);
     const ynode *down = fl_scn_yaml_get(v, "down", &dk), *flap = fl_scn_yaml_get(v, "flap", &flk);
-    if (loss && (rc = get_loss(c, loss, &lk->loss_bp)) < 0)
+    if (loss && (rc = get_loss(c, loss, lk)) < 0)
         return rc;
+    struct fl_scn_ynode *dlk = NULL, *jk = NULL, *rok = NULL, *duk = NULL, *ck = NULL;
+    const ynode *delay = fl_scn_yaml_get(v, "delay", &dlk), *jitter = fl_scn_yaml_get(v, "jitter", &jk);
+    const ynode *reorder = fl_scn_yaml_get(v, "reorder", &rok), *dup = fl_scn_yaml_get(v, "duplicate", &duk);
+    const ynode *corrupt = fl_scn_yaml_get(v, "corrupt", &ck);
+    if (delay && (rc = get_delay(c, delay, "delay", &lk->delay_ms)) < 0)
+        return rc;
+    if (jitter) {
+        if ((rc = get_delay(c, jitter, "jitter", &lk->jitter_ms)) < 0)
+            return rc;
+        if (!delay)
+            return fl_scn_verr(c, jk->loc, "'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
+        if (lk->jitter_ms > lk->delay_ms)
+            return fl_scn_verr(c, jitter->loc, "'jitter' %s must not exceed 'delay' %s (a packet cannot leave before it came)",
+                               jitter->value, delay->value);
+    }
+    if (reorder) {
+        if ((rc = get_percent(c, reorder, "reorder", &lk->reorder_bp)) < 0)
+            return rc;
+        if (lk->delay_ms == 0)
+            return fl_scn_verr(c, rok->loc, "'reorder' sends some packets ahead of delayed ones: set a 'delay' above 0 too");
+    }
+    if (dup && (rc = get_percent(c, dup, "duplicate", &lk->duplicate_bp)) < 0)
+        return rc;
+    if (corrupt && (rc = get_percent(c, corrupt, "corrupt", &lk->corrupt_bp)) < 0)
+        return rc;
+    if (delay || jitter || reorder || dup || corrupt)
+        lk->emu = true;
     if (rate) {
         if ((rc = get_rate(c, rate, &lk->rate_bit)) < 0)
             return rc;
@@ -196,12 +262,14 @@ int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action
         if (lk->scope != FL_SCN_LINK_HOST)
             return fl_scn_verr(c, k->loc, "'%s' acts on a host's link to the switch: write host: a, not '%s'",
                                k->value, first->value);
-        if (loss || rate)
-            return fl_scn_verr(c, (loss ? lkk : rk)->loc,
+        const struct fl_scn_ynode *other = loss ? lkk : rate ? rk : delay ? dlk : jitter ? jk : reorder ? rok : dup ? duk : corrupt ? ck : NULL;
+        if (other)
+            return fl_scn_verr(c, other->loc,
                                "'%s' cannot be combined with '%s' (the link is cut); write two faults",
-                               (loss ? lkk : rk)->value, k->value);
+                               other->value, k->value);
     }
-    if (!lk->loss_bp && !lk->rate_bit && !lk->down && !lk->flap_ms)
-        return fl_scn_verr(c, v->loc, "link does nothing: set loss, rate, down or flap");
+    if (!lk->loss_bp && !lk->rate_bit && !lk->down && !lk->flap_ms && !lk->emu)
+        return fl_scn_verr(c, v->loc,
+                           "link does nothing: set loss, rate, delay, jitter, reorder, duplicate, corrupt, down or flap");
     return 0;
 }

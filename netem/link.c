@@ -19,7 +19,9 @@
  * touches a handful of ports.
  */
 #include "netem/link.h"
+#include "netem/emu.h"
 #include "netem/fabric.h"
+#include "netem/nfq_rule.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,12 +52,15 @@ struct lfault {
     int *ports;                 /* down: the hosts whose ports it takes down */
     size_t nports;
     bool is_down;               /* counted in down[] now */
+    bool emu_rule, emu_queue;   /* the nfq rule / the emulator queue (number = id) exist */
+    uint64_t emu_handle;        /* of the nfq jump rule */
 };
 
 struct fl_links {
     struct fl_fabric *f;
     pid_t sw_pid;
     struct mnl_socket *nl;
+    struct fl_emu *emu;         /* made at the first emulated fault */
     uint32_t seq;
     int next_id, next_cid;
     struct lfault *faults;
@@ -143,6 +148,7 @@ void fl_links_free(struct fl_links *l)
         return;
     if (l->nl)
         mnl_socket_close(l->nl);
+    fl_emu_free(l->emu);
     for (size_t i = 0; i < l->nfaults; i++) {
         free(l->faults[i].rx);
         free(l->faults[i].ports);
@@ -395,6 +401,19 @@ static int undo(struct fl_links *l, struct lfault *lf, char *err, size_t errlen)
             rc = r;
         lf->chain = 0;
     }
+    /* no more marks: the queue rule, then the queue (releasing what it holds) */
+    if (lf->emu_rule) {
+        r = fl_nfq_rule_del(l->sw_pid, (uint16_t)lf->id, lf->emu_handle, rc < 0 ? tmp : err, rc < 0 ? sizeof tmp : errlen);
+        if (r < 0 && rc == 0)
+            rc = r;
+        lf->emu_rule = false;
+    }
+    if (lf->emu_queue) {
+        r = fl_emu_remove(l->emu, (uint16_t)lf->id, rc < 0 ? tmp : err, rc < 0 ? sizeof tmp : errlen);
+        if (r < 0 && rc == 0)
+            rc = r;
+        lf->emu_queue = false;
+    }
     /* the marks are gone: the classes can go */
     for (size_t i = 0; i < lf->nrx; i++) {
         r = htb_class_del(l, lf->rx[i], lf->cid, rc < 0 ? tmp : err, rc < 0 ? sizeof tmp : errlen);
@@ -451,6 +470,62 @@ static int bring_up(struct fl_links *l, struct lfault *lf, char *err, size_t err
     return rc;
 }
 
+/* The emulator, and br0 told to pass IPv4 frames through the ip family's
+ * hooks (br_netfilter; the netns default does already), where the queue
+ * rules are (nfq_rule.h). */
+static int emu_start(struct fl_links *l, char *err, size_t errlen)
+{
+    char buf[512], ext[256];
+    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+    nlh->nlmsg_type = RTM_NEWLINK;
+    struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof *ifm);
+    ifm->ifi_family = AF_UNSPEC;
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
+    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
+    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, 1);
+    mnl_attr_nest_end(nlh, data);
+    mnl_attr_nest_end(nlh, li);
+    int rc = nl_talk(l, nlh, ext, sizeof ext);
+    if (rc < 0) {
+        seterr(err, errlen, "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
+               FL_FABRIC_BRIDGE_IFNAME, (int)l->sw_pid, strerror(-rc), ext);
+        return rc;
+    }
+    return fl_emu_new(&l->emu, l->sw_pid, err, errlen);
+}
+
+/* The queue rules of fault id: one per (source, destination) it covers. */
+static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, uint64_t *handle, char *err,
+                     size_t errlen)
+{
+    size_t n = s->scope == FL_LINK_BETWEEN ? s->na * s->na : s->scope == FL_LINK_ONEWAY ? s->na * s->nb : 2 * s->na;
+    struct fl_nfq_match *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) {
+        seterr(err, errlen, "link: out of memory");
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->na; i++) {
+        uint32_t a = fl_fabric_addr(s->a[i]);
+        if (s->scope == FL_LINK_HOST) {
+            m[k++] = (struct fl_nfq_match){ .saddr = a };
+            m[k++] = (struct fl_nfq_match){ .daddr = a };
+        } else if (s->scope == FL_LINK_ONEWAY) {
+            for (size_t j = 0; j < s->nb; j++)
+                m[k++] = (struct fl_nfq_match){ .saddr = a, .daddr = fl_fabric_addr(s->b[j]) };
+        } else {
+            for (size_t j = 0; j < s->na; j++)
+                if (j != i)
+                    m[k++] = (struct fl_nfq_match){ .saddr = a, .daddr = fl_fabric_addr(s->a[j]) };
+        }
+    }
+    int rc = fl_nfq_rule_add(l->sw_pid, (uint16_t)id, m, k, handle, err, errlen);
+    free(m);
+    return rc;
+}
+
 int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, char *err,
                    size_t errlen)
 {
@@ -461,11 +536,18 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
     if (s->scope < FL_LINK_BETWEEN || s->scope > FL_LINK_HOST || s->loss_bp > 10000 ||
         (s->rate_bit && (s->rate_bit < FL_LINK_RATE_MIN || s->rate_bit > FL_LINK_RATE_MAX ||
                          s->scope == FL_LINK_HOST)) ||
-        (s->down && (s->scope != FL_LINK_HOST || s->loss_bp || s->rate_bit)) ||
-        (!s->down && !s->loss_bp && !s->rate_bit)) {
+        (s->down && (s->scope != FL_LINK_HOST || s->loss_bp || s->rate_bit || s->emu)) ||
+        (!s->down && !s->loss_bp && !s->rate_bit && !s->emu)) {
         seterr(err, errlen, "link: invalid fault (scope %d, loss %u, rate %llu, down %d)",
                (int)s->scope, s->loss_bp, (unsigned long long)s->rate_bit, (int)s->down);
         return -EINVAL;
+    }
+    int rc0;
+    if (s->emu && (rc0 = fl_emu_params_check(s->emu, err, errlen)) < 0)
+        return rc0;
+    if (s->emu && l->next_id > FL_EMU_QUEUE_MAX) {
+        seterr(err, errlen, "link: more than %d link faults in one run", FL_EMU_QUEUE_MAX);
+        return -ENOSPC;
     }
     if (s->rate_bit && l->next_cid > CID_MAX) {
         seterr(err, errlen, "link: more than %d rate limits in one run", CID_MAX);
@@ -516,15 +598,27 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
         l->nfaults++;
         l->next_id++;
     }
-    char *rules = rules_text(s, lf->cid);
-    if (!rules) {
-        rc = -ENOMEM;
-        seterr(err, errlen, "link: out of memory");
-        goto fail;
+    if (s->emu) {
+        if (!l->emu && (rc = emu_start(l, err, errlen)) < 0)
+            goto fail;
+        if ((rc = fl_emu_add(l->emu, (uint16_t)lf->id, s->emu, err, errlen)) < 0)
+            goto fail;
+        lf->emu_queue = true;
+        if ((rc = emu_rules(l, s, lf->id, &lf->emu_handle, err, errlen)) < 0)
+            goto fail;
+        lf->emu_rule = true;
     }
-    rc = fl_fabric_add_chain(l->f, rules, s->loss_bp ? "link loss" : "link rate", &lf->chain, err,
-                             errlen);
-    free(rules);
+    if (s->loss_bp || s->rate_bit) {
+        char *rules = rules_text(s, lf->cid);
+        if (!rules) {
+            rc = -ENOMEM;
+            seterr(err, errlen, "link: out of memory");
+            goto fail;
+        }
+        rc = fl_fabric_add_chain(l->f, rules, s->loss_bp ? "link loss" : "link rate", &lf->chain, err,
+                                 errlen);
+        free(rules);
+    }
     if (rc < 0) {
         lf->chain = 0;
         goto fail;

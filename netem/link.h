@@ -17,6 +17,12 @@
  *          in that class, everything else goes to htb's unlimited direct
  *          queue.  So every direction is shaped where it leaves the switch
  *          and nothing is put in the hosts' namespaces.
+ *   emu    (delay, jitter, reorder, duplicate, corrupt, bursty loss): IPv4
+ *          frames between the fault's hosts (by address) are queued to
+ *          NFQUEUE queue <id> (nfq_rule.h: chain q<id> of table ip
+ *          fl_netem), bound by the fabric's emulator (emu.h, a thread
+ *          started at the first such fault).  Heal: the queue rules go,
+ *          then the queue (what it held is released at once).
  *   down   the host's switch port h<idx> administratively down (its eth0
  *          loses carrier: a pulled cable); a count per port, so two faults
  *          downing one port bring it up only when both are healed.
@@ -47,6 +53,7 @@
 
 struct fl_fabric;
 struct fl_links;
+struct fl_emu_params;
 
 enum fl_link_scope {
     FL_LINK_BETWEEN = 1,
@@ -68,7 +75,9 @@ struct fl_link_spec {
     unsigned loss_bp;           /* 0..10000: hundredths of a percent dropped; 0 = none */
     uint64_t rate_bit;          /* bit/s, 0 = none; not with FL_LINK_HOST */
     bool down;                  /* FL_LINK_HOST only, alone */
+    const struct fl_emu_params *emu;  /* delay, jitter, ... (emu.h); NULL = none */
 };
+
 
 /* The link faults of fabric f (which must outlive them). */
 int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t errlen);

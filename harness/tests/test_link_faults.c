@@ -8,8 +8,14 @@
  * one-way loss spares the other direction; a rate of 20mbit holds a TCP
  * transfer to 10-24 Mbit/s, far below the unlimited rate; a link down drops
  * everything until it heals; a flapping link lets some through; a rate holds
- * across a restart of the receiving host.  The faults
- * table says what was applied and when it healed.  Wide tolerances: the
+ * across a restart of the receiving host; and the userspace emulator's
+ * kinds: a 50ms one-way delay adds 50-60ms to round trips; jitter 5ms on a
+ * 20ms delay both ways keeps round trips within 30-50ms (+ base) and
+ * spreads them; duplicate 50% doubles 25-75% of 400 numbered datagrams;
+ * reorder 25% on a 10ms delay makes arrivals out of order; corrupt 100%
+ * on UDP delivers none (checksum), all after the heal; bursty loss 20%
+ * with runs of 4 loses 10-35% in runs averaging over 2, all after the
+ * heal.  The faults table says what was applied and when it healed.  Wide tolerances: the
  * machine is shared.  The runs need root and python3; they skip otherwise.
  */
 #include "harness/tests/fl_test.h"
@@ -74,6 +80,37 @@ FL_TEST(link_faults, load_down_and_flap)
     FL_ASSERT_EQ(s->faults[1].action.link.scope, FL_SCN_LINK_HOST);
     FL_ASSERT_EQ(s->faults[1].action.link.flap_ms, 200);
     FL_ASSERT(!s->faults[1].action.link.down);
+    fl_scenario_free(s);
+}
+
+FL_TEST(link_faults, load_emulator_keys)
+{
+    struct fl_scenario *s = load(
+        "  - {at: 1s, link: {from: a, to: b, delay: 20ms, jitter: 5ms, loss: 1%}}\n"
+        "  - {at: 1s, link: {hosts: [a, b], delay: 10ms, reorder: 25%, duplicate: 0.5%, corrupt: 1%}}\n"
+        "  - {at: 1s, link: {host: c, loss: {p: 5%, burst: 3}}, for: 1s}\n"
+        "  - {at: 1s, link: {from: a, to: c, delay: 0ms, rate: 10mbit}}\n");
+    FL_REQUIRE_EQ(s->n_faults, 4);
+    const struct fl_scn_link *lk = &s->faults[0].action.link;
+    FL_ASSERT(lk->emu);
+    FL_ASSERT_EQ(lk->delay_ms, 20);
+    FL_ASSERT_EQ(lk->jitter_ms, 5);
+    FL_ASSERT_EQ(lk->loss_bp, 100);
+    FL_ASSERT_EQ(lk->burst, 0);         /* plain loss: nft, not the emulator */
+    lk = &s->faults[1].action.link;
+    FL_ASSERT_EQ(lk->scope, FL_SCN_LINK_BETWEEN);
+    FL_ASSERT_EQ(lk->reorder_bp, 2500);
+    FL_ASSERT_EQ(lk->duplicate_bp, 50);
+    FL_ASSERT_EQ(lk->corrupt_bp, 100);
+    lk = &s->faults[2].action.link;
+    FL_ASSERT(lk->emu);
+    FL_ASSERT_EQ(lk->scope, FL_SCN_LINK_HOST);
+    FL_ASSERT_EQ(lk->loss_bp, 500);
+    FL_ASSERT_EQ(lk->burst, 3);
+    lk = &s->faults[3].action.link;
+    FL_ASSERT(lk->emu);
+    FL_ASSERT_EQ(lk->delay_ms, 0);
+    FL_ASSERT_EQ(lk->rate_bit, 10000000);
     fl_scenario_free(s);
 }
 
@@ -169,4 +206,75 @@ FL_TEST_T(link_faults, rate_holds_across_restart, 90)
     FL_ASSERT_MSG(k0 >= 5000 && k0 <= 12000, "before the restart: %ld kbit/s", k0);
     FL_ASSERT_MSG(k1 >= 5000 && k1 <= 12000, "after the restart: %ld kbit/s", k1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='restart' AND error IS NULL"), 1);
+}
+
+/* ---- the emulator ------------------------------------------------------- */
+
+FL_TEST_T(link_faults, delay_50ms_one_way_adds_to_round_trips, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-delay.yaml");
+    long base = event_attr("link.rtt", "base_us"), lo = event_attr("link.rtt", "min_us"),
+         med = event_attr("link.rtt", "med_us"), hi = event_attr("link.rtt", "max_us");
+    printf("delay 50ms a->b: round trip %.2f ms before, %.2f..%.2f ms (median %.2f) under it\n",
+           base / 1e3, lo / 1e3, hi / 1e3, med / 1e3);
+    FL_ASSERT_MSG(lo - base >= 49000 && med - base <= 60000, "base %ld us, under delay %ld..%ld (median %ld)",
+                  base, lo, hi, med);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='a->b' "
+                        "AND detail='delay=50ms' AND error IS NULL"), 1);
+}
+
+FL_TEST_T(link_faults, jitter_bounds_round_trips, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-jitter.yaml");
+    long base = event_attr("link.rtt", "base_us"), lo = event_attr("link.rtt", "min_us"),
+         hi = event_attr("link.rtt", "max_us");
+    printf("delay 20ms jitter 5ms both ways: round trip %.2f ms before, %.2f..%.2f ms under it\n",
+           base / 1e3, lo / 1e3, hi / 1e3);
+    /* each way 15..25 ms: a round trip 30..50 ms over the base */
+    FL_ASSERT_MSG(lo - base >= 29000 && hi - base <= 60000, "base %ld, %ld..%ld us", base, lo, hi);
+    FL_ASSERT_MSG(hi - lo >= 4000, "spread %ld us", hi - lo);
+}
+
+FL_TEST_T(link_faults, duplicate_half_arrive_twice, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-duplicate.yaml");
+    long dups = event_attr("link.udp", "dups"), seq = event_attr("link.udp", "seq");
+    printf("duplicate 50%%: %ld of 400 numbered datagrams arrived, %ld twice\n", seq, dups);
+    FL_ASSERT_EQ(seq, 400);
+    FL_ASSERT_MSG(dups >= 100 && dups <= 300, "%ld duplicates of 400", dups);
+}
+
+FL_TEST_T(link_faults, reorder_makes_arrivals_out_of_order, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-reorder.yaml");
+    long ooo = event_attr("link.udp", "ooo"), seq = event_attr("link.udp", "seq");
+    printf("delay 10ms reorder 25%%: %ld of 300 arrived, %ld out of order\n", seq, ooo);
+    FL_ASSERT_EQ(seq, 300);
+    FL_ASSERT_MSG(ooo >= 10, "%ld arrivals out of order", ooo);
+}
+
+FL_TEST_T(link_faults, corrupt_all_udp_dropped_then_healed, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-corrupt.yaml");       /* expects lossy=0 healed=400 */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='link' AND target='a->b' "
+                        "AND detail='delay=0ms corrupt=100.00% for=1000ms' AND healed_ms IS NOT NULL"), 1);
+}
+
+FL_TEST_T(link_faults, bursty_loss_comes_in_runs_then_healed, 90)
+{
+    require_setup();
+    fl_test_scenario_passes("link-loss-burst.yaml");
+    long lost = event_attr("link.udp", "lost"), runs = event_attr("link.udp", "runs"),
+         healed = event_attr("link.udp", "healed");
+    double mean = runs > 0 ? (double)lost / (double)runs : 0;
+    printf("loss {p: 20%%, burst: 4}: %ld of 2000 lost in %ld runs (mean run %.2f); %ld of 400 after the heal\n",
+           lost, runs, mean, healed);
+    FL_ASSERT_MSG(lost >= 200 && lost <= 700, "%ld of 2000 lost", lost);
+    FL_ASSERT_MSG(mean >= 2.0, "mean run of losses %.2f", mean);
+    FL_ASSERT_EQ(healed, 400);
 }

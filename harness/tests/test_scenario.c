@@ -535,10 +535,10 @@ FL_TEST(scenario, load_error_hosts_and_jobs)
                  "s.yaml:3:11: bad job name 'Bad' (lower-case letters, digits and '_', starting with a letter)");
 }
 
-FL_TEST(scenario, load_error_not_supported_yet)
+FL_TEST(scenario, load_error_link_jitter_needs_delay)
 {
     expect_error(BASE "faults:\n  - {at: 1s, link: {from: w0, to: ps0, jitter: 5ms}}\n",
-                 "s.yaml:9:40: link 'jitter' is not supported yet (loss, rate, down and flap are; it comes with a later version of faultline)");
+                 "s.yaml:9:40: 'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
 }
 
 FL_TEST(scenario, load_error_missing_file)

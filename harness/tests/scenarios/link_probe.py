@@ -4,14 +4,25 @@
   link_probe.py udp-rx PORT BIN          count datagrams by their first byte;
                                          answer each 'P' with 'p'; at the
                                          first 'F' report the counts of 'L'
-                                         and 'H' as event link.udp and exit
-  link_probe.py udp-tx HOST PORT BIN EVENT N GAP_MS [STABLE_MS]
+                                         and 'H' as event link.udp and exit;
+                                         'S<n>' datagrams (sequence numbers)
+                                         add seq=, dups=, ooo= (arrivals
+                                         below an earlier one), lost=, runs=
+                                         (runs of consecutive lost numbers)
+  link_probe.py udp-tx HOST PORT BIN EVENT N GAP_MS [STABLE_MS [TAG]]
                                          wait until HOST answers; emit --sync
                                          EVENT (the fault lands); send N 'L'
-                                         datagrams GAP_MS apart; wait until
-                                         bursts of 20 probes are all answered
-                                         for STABLE_MS (the fault healed);
-                                         send 400 'H', 50 'F'
+                                         datagrams (TAG S: 'S<n>') GAP_MS
+                                         apart; wait until bursts of 20
+                                         probes are all answered for
+                                         STABLE_MS (the fault healed); send
+                                         400 'H', 50 'F<N>'
+  link_probe.py udp-rtt HOST PORT BIN EVENT N
+                                         N round trips to udp-rx one at a
+                                         time, emit --sync EVENT, N more;
+                                         report event link.rtt with base_us
+                                         (median before) and min_us, med_us,
+                                         max_us (under the fault); 50 'F0'
   link_probe.py tcp-rx PORT BIN          two TCP transfers; report each one's
                                          rate as event link.rate
   link_probe.py tcp-sink PORT BIN         TCP transfers until killed; report
@@ -39,17 +50,38 @@ def udp_rx(port, bin_dir):
     s.setsockopt(socket.SOL_SOCKET, 33, 4 << 20)  # SO_RCVBUFFORCE
     s.bind(("", port))
     counts = {}
+    seqs = []
+    n_sent = 0
     while True:
         data, peer = s.recvfrom(64)
         tag = data[:1].decode()
         counts[tag] = counts.get(tag, 0) + 1
         if tag == "P":
-            s.sendto(b"p", peer)
+            s.sendto(b"p" + data[1:], peer)
+        elif tag == "S":
+            seqs.append(int(data[1:]))
         elif tag == "F":
+            n_sent = int(data[1:] or b"0")
             break
-    lossy, healed = counts.get("L", 0), counts.get("H", 0)
-    print(f"lossy={lossy} healed={healed}", flush=True)
-    emit(bin_dir, "link.udp", f"lossy={lossy}", f"healed={healed}")
+    lossy, healed = counts.get("L", 0) + len(seqs), counts.get("H", 0)
+    extra = []
+    if seqs:
+        got = set(seqs)
+        ooo, top = 0, -1
+        for q in seqs:
+            if q < top:
+                ooo += 1
+            top = max(top, q)
+        runs, prev_lost = 0, False
+        for q in range(n_sent):
+            lost = q not in got
+            if lost and not prev_lost:
+                runs += 1
+            prev_lost = lost
+        extra = [f"seq={len(got)}", f"dups={len(seqs) - len(got)}", f"ooo={ooo}",
+                 f"lost={n_sent - len(got)}", f"runs={runs}"]
+    print(" ".join([f"lossy={lossy}", f"healed={healed}"] + extra), flush=True)
+    emit(bin_dir, "link.udp", f"lossy={lossy}", f"healed={healed}", *extra)
 
 
 def probe(s, addr, n, wait_s):
@@ -75,16 +107,20 @@ def probe(s, addr, n, wait_s):
     return got
 
 
-def udp_tx(host, port, bin_dir, event, n, gap_ms, stable_ms):
-    addr = (socket.gethostbyname(host), port)
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+def wait_up(s, addr):
     deadline = time.monotonic() + 20
     while probe(s, addr, 1, 0.05) == 0:     # the receiver is up
         if time.monotonic() > deadline:
             sys.exit("receiver never answered")
+
+
+def udp_tx(host, port, bin_dir, event, n, gap_ms, stable_ms, tag="L"):
+    addr = (socket.gethostbyname(host), port)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    wait_up(s, addr)
     emit(bin_dir, "--sync", event)
-    for _ in range(n):
-        s.sendto(b"L", addr)
+    for i in range(n):
+        s.sendto(b"L" if tag == "L" else b"S%d" % i, addr)
         if gap_ms:
             time.sleep(gap_ms / 1000.0)     # pacing the traffic, not waiting for anything
     # healed: every probe answered, for stable_ms in a row (a flapping
@@ -107,7 +143,42 @@ def udp_tx(host, port, bin_dir, event, n, gap_ms, stable_ms):
     for _ in range(400):
         s.sendto(b"H", addr)
     for _ in range(50):
-        s.sendto(b"F", addr)
+        s.sendto(b"F%d" % n, addr)
+
+
+def rtts(s, addr, n):
+    """n round trips one at a time (microseconds), answers matched by number."""
+    out = []
+    for i in range(n):
+        t0 = time.monotonic()
+        s.sendto(b"P%d" % i, addr)
+        s.settimeout(2)
+        while True:
+            try:
+                b = s.recv(32)
+            except socket.timeout:
+                break
+            if b == b"p%d" % i:
+                out.append(int((time.monotonic() - t0) * 1e6))
+                break
+    return sorted(out)
+
+
+def udp_rtt(host, port, bin_dir, event, n):
+    addr = (socket.gethostbyname(host), port)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    wait_up(s, addr)
+    base = rtts(s, addr, n)
+    emit(bin_dir, "--sync", event)
+    d = rtts(s, addr, n)
+    if not base or not d:
+        sys.exit("no round trips")
+    kv = [f"base_us={base[len(base) // 2]}", f"min_us={d[0]}", f"med_us={d[len(d) // 2]}",
+          f"max_us={d[-1]}", f"n={len(d)}"]
+    print(" ".join(kv), flush=True)
+    emit(bin_dir, "link.rtt", *kv)
+    for _ in range(50):
+        s.sendto(b"F0", addr)
 
 
 def tcp_rx(port, bin_dir):
@@ -187,7 +258,10 @@ if __name__ == "__main__":
     if a[0] == "udp-rx":
         udp_rx(int(a[1]), a[2])
     elif a[0] == "udp-tx":
-        udp_tx(a[1], int(a[2]), a[3], a[4], int(a[5]), int(a[6]), int(a[7]) if len(a) > 7 else 0)
+        udp_tx(a[1], int(a[2]), a[3], a[4], int(a[5]), int(a[6]), int(a[7]) if len(a) > 7 else 0,
+               a[8] if len(a) > 8 else "L")
+    elif a[0] == "udp-rtt":
+        udp_rtt(a[1], int(a[2]), a[3], a[4], int(a[5]))
     elif a[0] == "tcp-rx":
         tcp_rx(int(a[1]), a[2])
     elif a[0] == "tcp-sink":

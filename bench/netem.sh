@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/netem.sh: the userspace link emulator's cost (netem/emu.h).
+#   netem_delay0_throughput  TCP throughput (iperf3, 4 s) from host a to host b
+#                            of a `faultline run` while a link fault with
+#                            delay 0ms (both ways) sends every packet through
+#                            the emulator, vs the same run without the fault.
+#                            value and baseline_value in Mbit/s, ratio = value /
+#                            baseline.  NETEM_BENCH_ROUNDS rounds (default 3)
+#                            of each, alternating; best of each, every round on
+#                            stderr.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fl=$PWD/build/bin/faultline
+rounds=${NETEM_BENCH_ROUNDS:-3}
+W=$(mktemp -d /tmp/fl-bench-netem.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+cat >"$W/iperf_tx.py" <<'PY'
+import json, subprocess, sys, time
+bin_dir = sys.argv[1]
+subprocess.run([bin_dir + "/faultline", "emit", "--sync", "tx.go"], check=True)
+deadline = time.monotonic() + 20
+while True:   # until the server listens
+    p = subprocess.run(["iperf3", "-c", "b", "-p", "5201", "-t", "4", "-J"], capture_output=True, text=True)
+    if p.returncode == 0:
+        break
+    if time.monotonic() > deadline:
+        sys.exit("iperf3 never connected: " + p.stdout[-300:] + p.stderr[-300:])
+    time.sleep(0.05)
+mbit = int(json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6)
+print(f"mbit={mbit}", flush=True)
+subprocess.run([bin_dir + "/faultline", "emit", "netem.iperf", f"mbit={mbit}"], check=True)
+PY
+scenario() {   # name, fault line
+  cat >"$W/$1.yaml" <<Y
+name: bench-netem-$1
+timeout: 60s
+hosts: [a, b]
+cluster:
+  rx: [b]
+  tx: [a]
+run:
+  rx: {command: "iperf3 -s -1 -p 5201"}
+  tx: {command: "python3 {scenario_dir}/iperf_tx.py {bin}"}
+faults: $2
+expect:
+  all:
+    all: {exit: 0}
+Y
+}
+scenario plain "[]"
+scenario delay0 "[{after: {event: tx.go}, link: {hosts: [a, b], delay: 0ms}}]"
+
+measure() {
+  rm -f "$W/fl.db"
+  "$fl" run -q --db "$W/fl.db" --out "$W/out" "$W/$1.yaml" >"$W/run.log" 2>&1 ||
+    { echo "bench/netem.sh: faultline run $1 failed: $(tail -5 "$W/run.log")" >&2; return 1; }
+  sqlite3 "$W/fl.db" "SELECT attrs FROM events WHERE kind='netem.iperf'" | sed -n 's/.*mbit=\([0-9]*\).*/\1/p'
+}
+best_p=0 best_d=0
+for r in $(seq "$rounds"); do
+  if [ $((r % 2)) -eq 1 ]; then p=$(measure plain); d=$(measure delay0); else d=$(measure delay0); p=$(measure plain); fi
+  echo "bench/netem.sh: round $r: no fault $p Mbit/s, delay 0ms through the emulator $d Mbit/s" >&2
+  [ "$p" -gt "$best_p" ] && best_p=$p
+  [ "$d" -gt "$best_d" ] && best_d=$d
+done
+awk -v v="$best_d" -v b="$best_p" \
+  'BEGIN { printf "BENCH name=netem_delay0_throughput value=%s unit=mbit_per_s baseline=iperf3_no_fault baseline_value=%s ratio=%.3f\n", v, b, v / b }'
