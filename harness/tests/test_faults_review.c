@@ -85,3 +85,17 @@ FL_TEST_T(faults, psrt_second_ps_lost_in_restore, 60)
     fl_test_scenario_passes("psrt-ps-lost-during-recovery.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 2);
 }
+
+/* Found by `faultline soak`: a relaunched robust chief gave up when a ps
+ * went away while it restored ("preparing the model (restore or init)
+ * failed"); it starts again now.  The kill of ps:0 is pinned to the new
+ * chief's restore.begin. */
+FL_TEST_T(faults, psrt_ps_lost_in_chief_start, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-ps-lost-during-chief-start.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
+}

@@ -698,6 +698,37 @@ int psrt_worker_main(const struct psrt_flags *f)
     return r;
 }
 
+/* The chief's start: restore or initialise, read the global step, save the
+ * first checkpoint (unless it is the one just restored), open the model to
+ * the workers.  *what names the stage an error came from. */
+static int chief_start(struct psrt_worker *w, long long *gstep, const char **what,
+                       struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    *what = "preparing the model (restore or init)";
+    int r = prepare(w, err);
+    if (r)
+        return r;
+    /* the step the model is at (a restore's): the first save is named
+     * after it, so it must be known, not guessed */
+    int ready;
+    long long s0 = 0;
+    *what = "reading the global step before training";
+    r = psrt_worker_ping(w, 0, &ready, &s0, err);
+    if (r)
+        return r;
+    *gstep = s0;
+    if (saving_enabled(f) && !(w->restored_step >= 0 && w->restored_step == s0)) {
+        *what = "saving the first checkpoint";
+        r = save(w, s0, err);
+        if (r)
+            return r;
+    }
+    w->last_save_time = psrt_now();
+    *what = "opening the model to the workers";
+    return psrt_worker_open_all(w, err);
+}
+
 /* The task itself; psrt_worker_main frees w whichever way it returns. */
 static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
 {
@@ -742,11 +773,6 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
             print_fatal("creating train_dir", &err);
             return 1;
         }
-        r = prepare(w, &err);
-        if (r) {
-            print_fatal("preparing the model (restore or init)", &err);
-            return 1;
-        }
     } else {
         r = wait_for_model(w, &err);
         if (r == STEP_DONE) {
@@ -758,33 +784,26 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
             return 1;
         }
     }
-    psrt_ev("train.start", "job=worker task=%d", f->task);
     long long local = 0, gstep = 0;
     if (w->chief) {
-        /* the step the model is at (a restore's): the first save is named
-         * after it, so it must be known, not guessed */
-        int ready;
-        long long s0 = 0;
-        r = psrt_worker_ping(w, 0, &ready, &s0, &err);
-        if (r) {
-            print_fatal("reading the global step before training", &err);
-            return 1;
-        }
-        gstep = s0;
-        if (saving_enabled(f) && !(w->restored_step >= 0 && w->restored_step == s0)) {
-            r = save(w, s0, &err);
+        /* a ps lost while the chief starts (a relaunched chief restoring,
+         * say) is recovered like one lost while training: start again */
+        double t_start = psrt_now();
+        const char *what;
+        while ((r = chief_start(w, &gstep, &what, &err))) {
+            if (!lost_peer(r) || psrt_now() - t_start >= f->reconnect_timeout) {
+                print_fatal(what, &err);
+                return 1;
+            }
+            psrt_log("lost a ps while starting (%s); starting again", err.msg);
+            r = ensure_connected(w, &err);
             if (r) {
-                print_fatal("saving the first checkpoint", &err);
+                print_fatal("reconnecting to the ps tasks", &err);
                 return 1;
             }
         }
-        w->last_save_time = psrt_now();
-        r = psrt_worker_open_all(w, &err);
-        if (r) {
-            print_fatal("opening the model to the workers", &err);
-            return 1;
-        }
     }
+    psrt_ev("train.start", "job=worker task=%d", f->task);
     double t0 = psrt_now();
     for (;;) {
         double loss = 0;
