@@ -1074,6 +1074,9 @@ static void sb_ports(struct sbuf *b, const int *hosts, size_t n)
     sb_printf(b, " }");
 }
 
+/* The base chain (bridge forward hook) jumping to each rule's chain p<id>. */
+#define BASE_CHAIN "fl_base"
+
 /* Runs an nft script in the switch netns (creating the context and the
  * table the first time).  On failure writes "fabric: nft <what> ...". */
 static int nft_run(struct fl_fabric *f, const char *script, const char *what,
@@ -1095,7 +1098,12 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
         }
         nft_ctx_buffer_output(f->nft);
         nft_ctx_buffer_error(f->nft);
-        if (nft_run_cmd_from_buffer(f->nft, "add table bridge " FL_FABRIC_NFT_TABLE "\n") != 0) {
+        /* The one base chain of the run: never deleted, since unregistering
+         * a netfilter hook makes the kernel drop every packet queued in the
+         * namespace (the link emulator's held packets). */
+        if (nft_run_cmd_from_buffer(f->nft, "add table bridge " FL_FABRIC_NFT_TABLE "\n"
+                                    "add chain bridge " FL_FABRIC_NFT_TABLE " " BASE_CHAIN
+                                    " { type filter hook forward priority 0; policy accept; }\n") != 0) {
             ns_leave(saved);
             const char *e = nft_ctx_get_error_buffer(f->nft);
             seterr(err, errlen, "fabric: nft add table bridge %s in switch netns (pid %d): %s",
@@ -1143,6 +1151,11 @@ static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
         f->rules = nr;
         f->rulecap = ncap;
     }
+    sb_printf(sb, "add rule bridge %s " BASE_CHAIN " jump p%d\n", FL_FABRIC_NFT_TABLE, id);
+    if (sb->oom) {
+        seterr(err, errlen, "fabric: out of memory");
+        return -ENOMEM;
+    }
     int rc = nft_run(f, sb->s, what, err, errlen);
     if (rc < 0)
         return rc;
@@ -1152,12 +1165,12 @@ static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
     return 0;
 }
 
-/* Each partition/block is its own base chain p<id> on the bridge forward
- * hook, so heal deletes exactly it. */
+/* Each partition/block is its own regular chain p<id>, jumped to from the
+ * base chain (add_rule adds the jump), so heal deletes exactly it and no
+ * hook is ever unregistered. */
 static void sb_chain(struct sbuf *sb, int id)
 {
-    sb_printf(sb, "add chain bridge %s p%d { type filter hook forward priority 0; policy accept; }\n",
-              FL_FABRIC_NFT_TABLE, id);
+    sb_printf(sb, "add chain bridge %s p%d\n", FL_FABRIC_NFT_TABLE, id);
 }
 
 int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const size_t *group_sizes,
@@ -1277,13 +1290,26 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
         seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)", rule_id);
         return -ENOENT;
     }
-    char script[160], what[32];
-    snprintf(script, sizeof script, "flush chain bridge %s p%d\ndelete chain bridge %s p%d\n",
-             FL_FABRIC_NFT_TABLE, rule_id, FL_FABRIC_NFT_TABLE, rule_id);
+    /* One transaction: the base chain's jumps made again without this one
+     * (in the order the rules were added, so the last rate mark still
+     * wins), then its chain goes.  The base chain itself stays. */
+    struct sbuf sb = { 0 };
+    char what[32];
+    sb_printf(&sb, "flush chain bridge %s " BASE_CHAIN "\n", FL_FABRIC_NFT_TABLE);
+    for (size_t k = 0; k < f->nrules; k++)
+        if (k != i)
+            sb_printf(&sb, "add rule bridge %s " BASE_CHAIN " jump p%d\n", FL_FABRIC_NFT_TABLE,
+                      f->rules[k]);
+    sb_printf(&sb, "flush chain bridge %s p%d\ndelete chain bridge %s p%d\n",
+              FL_FABRIC_NFT_TABLE, rule_id, FL_FABRIC_NFT_TABLE, rule_id);
     snprintf(what, sizeof what, "heal p%d", rule_id);
-    int rc = nft_run(f, script, what, err, errlen);
+    int rc = sb.oom ? -ENOMEM : nft_run(f, sb.s, what, err, errlen);
+    if (sb.oom)
+        seterr(err, errlen, "fabric: out of memory");
+    free(sb.s);
     if (rc < 0)
         return rc;
-    f->rules[i] = f->rules[--f->nrules];
+    memmove(&f->rules[i], &f->rules[i + 1], (f->nrules - i - 1) * sizeof *f->rules);
+    f->nrules--;
     return 0;
 }

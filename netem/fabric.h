@@ -26,8 +26,11 @@
  * eth0 has no IPv6 link-local address (addrgenmode none): no DAD/RS/MLD
  * traffic floods the bridge; lo keeps ::1.
  *
- * Partitions are nftables rules (bridge family, table "faultline", one base
- * chain "p<rule id>" on the forward hook per partition/block) in the switch
+ * Partitions are nftables rules (bridge family, table "faultline", one
+ * regular chain "p<rule id>" per partition/block, jumped to from the base
+ * chain "fl_base" on the forward hook, which stays for the run: removing a
+ * hook would make the kernel drop every packet queued to the link emulator
+ * in the namespace) in the switch
  * namespace matching the switch-side port names, so a partition stays in
  * force across a host's restart (its port is re-created with the same
  * name).  A partition drops every frame (ARP and IPv4 alike) between groups.
@@ -150,7 +153,7 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom,
                     const int *to, size_t nto, int *rule_id,
                     char *err, size_t errlen);
 
-/* A base chain p<id> like a partition's, holding `rules`: nft rule
+/* A chain p<id> like a partition's, holding `rules`: nft rule
  * statements, one rule per line, each added as
  * "add rule bridge faultline p<id> <line>" (netem/link.c's loss and rate
  * marks).  Port names match as for partitions, so the rules stay in force

@@ -4,7 +4,8 @@
  *
  * The machine has no sch_netem, so each fault is built from what the kernel
  * does have:
- *   loss   an nft chain (fabric.h's p<id>, forward hook of the bridge) with
+ *   loss   an nft chain (fabric.h's p<id>, jumped to from the bridge's
+ *          forward hook) with
  *          "numgen random mod 10000 < N drop" on the frames the fault covers;
  *          ARP is exempt, so address resolution is not what gets lost.  The
  *          kernel's generator cannot be seeded: which frames are lost is not

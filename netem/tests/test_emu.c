@@ -371,3 +371,51 @@ FL_TEST_T(emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
     FL_ASSERT_MSG(us >= 300000 && us < 400000, "a->b took %ld us", (long)us);
     env_down(&e);
 }
+
+/* Healing a partition, a plain loss fault and a rate fault while the
+ * emulator holds a packet leaves that packet alone: the fabric's chains are
+ * regular chains jumped to from one base chain that stays for the run, so
+ * no netfilter hook goes away and the kernel flushes no queue. */
+FL_TEST_T(emu, heal_of_partition_loss_rate_keeps_held_packets, 60)
+{
+    struct env e;
+    env_up(&e);
+    struct fl_emu_params p = { .delay_us = 1000000, .seed = 11 };
+    apply_emu(&e, FL_LINK_ONEWAY, &p);                      /* a->b held 1 s */
+    struct sockaddr_in to_b = sin_of(1, 7000);
+    struct dgram d = { .seq = 1, .sent_ns = now_ns() };
+    FL_REQUIRE(sendto(e.udp[0], &d, sizeof d, 0, (struct sockaddr *)&to_b, sizeof to_b) == sizeof d);
+    char err[512] = "";
+    static const int a0[] = {0}, b1[] = {1};
+    /* b->a loss and a->b rate: neither drops the held a->b packet by itself */
+    struct fl_link_spec loss = { .scope = FL_LINK_ONEWAY, .a = b1, .na = 1, .b = a0, .nb = 1,
+                                 .loss_bp = 5000 };
+    struct fl_link_spec rate = { .scope = FL_LINK_ONEWAY, .a = a0, .na = 1, .b = b1, .nb = 1,
+                                 .rate_bit = 100000000 };
+    int lid = 0, rid = 0, pid = 0;
+    FL_REQUIRE_MSG(fl_links_apply(e.l, &loss, &lid, err, sizeof err) == 0, "loss: %s", err);
+    FL_REQUIRE_MSG(fl_links_apply(e.l, &rate, &rid, err, sizeof err) == 0, "rate: %s", err);
+    const int *groups[] = { a0, b1 };
+    size_t sizes[] = { 1, 1 };
+    FL_REQUIRE_MSG(fl_fabric_partition(e.f, groups, sizes, 2, &pid, err, sizeof err) == 0, "%s", err);
+    FL_REQUIRE_MSG(fl_links_heal(e.l, lid, err, sizeof err) == 0, "heal loss: %s", err);
+    FL_REQUIRE_MSG(fl_links_heal(e.l, rid, err, sizeof err) == 0, "heal rate: %s", err);
+    FL_REQUIRE_MSG(fl_fabric_heal(e.f, pid, err, sizeof err) == 0, "heal partition: %s", err);
+    uint64_t healed_us = (now_ns() - d.sent_ns) / 1000;
+    FL_REQUIRE_MSG(healed_us < 900000, "the heals took %lu us: the packet was released already",
+                   (unsigned long)healed_us);
+    struct pollfd pf = { .fd = e.udp[1], .events = POLLIN };
+    FL_ASSERT_MSG(poll(&pf, 1, 3000) == 1, "the held a->b datagram never arrived");
+    if (recv(e.udp[1], &d, sizeof d, MSG_DONTWAIT) == sizeof d) {
+        int64_t us = (int64_t)(now_ns() - d.sent_ns) / 1000;
+        printf("held 1 s across three heals: arrived after %.1f ms\n", us / 1e3);
+        FL_ASSERT_MSG(us >= 1000000 && us < 1500000, "a->b took %ld us", (long)us);
+    }
+    /* the fabric's table: one base chain, no p<id> left */
+    char *out = NULL;
+    fl_test_sh(&out, "nsenter -t %d -n nft list table bridge " FL_FABRIC_NFT_TABLE,
+               (int)fl_fabric_switch_pid(e.f));
+    FL_ASSERT_MSG(out && !strstr(out, "chain p") && !strstr(out, "jump"), "table: %s", out ? out : "");
+    free(out);
+    env_down(&e);
+}
