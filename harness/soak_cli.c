@@ -14,6 +14,7 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
+#include "harness/cli.h"
 #include "harness/engine.h"
 #include "harness/recorder.h"
 #include "harness/rundir.h"
@@ -352,6 +353,10 @@ int fl_cli_soak(int argc, char **argv)
     snprintf(runs, sizeof runs, "%s/runs", k.out);
     snprintf(fails, sizeof fails, "%s/soak-failures", k.out);
     int rc;
+    /* as faultline run: an unusable --out is one usage error, not an error
+     * per iteration (each kept as a failure and minimized, all night) */
+    if (fl_cli_prepare_out(k.out) < 0)
+        goto cleanup;
     if ((rc = fl_mkdir_p(runs, 0755)) < 0 || (rc = fl_mkdir_p(fails, 0755)) < 0) {
         fprintf(stderr, "faultline soak: cannot make %s and %s: %s (--out DIR picks another "
                 "place)\n", runs, fails, strerror(-rc));

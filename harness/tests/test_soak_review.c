@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *data(const char *name)
 {
@@ -76,4 +77,26 @@ FL_TEST_T(soak_review, replay_line_names_variant, 120)
     FL_ASSERT_CONTAINS(out, "mode=bad");
     free(out);
     free(text);
+}
+
+/* An --out whose run directories cannot hold an event socket makes every
+ * run an error: soak said so per iteration, kept each as a failure and
+ * minimized it (all night, at full speed).  Now one usage error first. */
+FL_TEST(soak_review, unusable_out_is_one_usage_error)
+{
+    fl_test_need_root();
+    char out_dir[4096];
+    snprintf(out_dir, sizeof out_dir, "%s/%0100d", fl_test_dir(), 0);
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 3 --seed 1 --out %s "
+                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), out_dir);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "is too long a path for run directories");
+    FL_ASSERT_CONTAINS(out, "--out DIR");
+    FL_ASSERT(!strstr(out, "soak: iteration"));
+    FL_ASSERT(!strstr(out, "failure kept"));
+    free(out);
+    char fails[4200];
+    snprintf(fails, sizeof fails, "%s/soak-failures", out_dir);
+    FL_ASSERT_EQ(access(fails, F_OK), -1);
 }
