@@ -179,8 +179,9 @@ static int write_text(const char *path, const char *text)
     return rc;
 }
 
-/* A failed iteration: keep it, minimize it, keep the minimum. */
-static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
+/* A failed iteration: keep it, minimize it, keep the minimum.  True when
+ * the failure needs no fault at all (the profile's baseline fails). */
+static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
                          const struct fl_soak_schedule *sc, const struct fl_engine_result *res)
 {
     char dir[PATH_MAX], path[PATH_MAX], min_path[PATH_MAX];
@@ -193,16 +194,18 @@ static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     if (!h || fl_soak_render(k->p, sc, NULL, h, &text) < 0 || write_text(path, text) < 0) {
         free(h);
         free(text);
-        return;
+        return false;
     }
     free(h);
     free(text);
     printf("failure kept: %s (%zu fault%s)\n", path, sc->n, sc->n == 1 ? "" : "s");
-    if (k->budget <= 0 || sc->n == 0)
-        return;
+    if (sc->n == 0)
+        return true;
+    if (k->budget <= 0)
+        return false;
     bool *keep = malloc(sc->n);
     if (!keep)
-        return;
+        return false;
     memset(keep, 1, sc->n);
     k->sc = sc;
     k->min_path = min_path;
@@ -225,6 +228,7 @@ static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     free(h);
     free(text);
     free(keep);
+    return n == 0 && rc >= 0;
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -391,6 +395,7 @@ int fl_cli_soak(int argc, char **argv)
 
     int64_t t0 = now_ms();
     uint64_t iter = 0, passed = 0, failed = 0, kept = 0;
+    bool baseline_fails = false;
     for (;; iter++) {
         if (iters_set ? iter >= iterations : now_ms() - t0 >= duration_ms)
             break;
@@ -417,8 +422,17 @@ int fl_cli_soak(int argc, char **argv)
                         (double)res.duration_ms / 1000, hms(now_ms() - t0, t1, sizeof t1), failed,
                         failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
             if (!ok) {
-                keep_failure(&k, seed, iter, &sc, &res);
                 kept++;
+                if (keep_failure(&k, seed, iter, &sc, &res)) {
+                    /* every iteration would fail and minimize to nothing */
+                    printf("\nsoak %s: it fails with no fault at all (%s: %s), so every "
+                           "iteration would fail the same way: stopping.  'faultline run %s%s%s' "
+                           "runs it without faults (its baseline); make that pass first.\n",
+                           k.p->path, res.verdict, res.reason, k.p->path,
+                           fl_scn_variant_count(s) > 1 ? " --variant " : "",
+                           fl_scn_variant_count(s) > 1 ? vname : "");
+                    baseline_fails = true;
+                }
             }
         }
         fl_soak_schedule_free(&sc);
@@ -428,11 +442,13 @@ int fl_cli_soak(int argc, char **argv)
             iter++;
             break;
         }
+        if (baseline_fails)
+            break;
     }
     printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64 " passed, %"
            PRIu64 " failed%s\n", k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
            hms(now_ms() - t0, t2, sizeof t2), seed, passed, failed,
-           k.interrupted ? "; interrupted" : "");
+           k.interrupted ? "; interrupted" : baseline_fails ? "; stopped: it fails without faults" : "");
     if (kept)
         printf("failures kept in %s\n", fails);
     ret = k.interrupted ? 130 : failed ? 1 : 0;

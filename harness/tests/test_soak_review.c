@@ -100,3 +100,28 @@ FL_TEST(soak_review, unusable_out_is_one_usage_error)
     snprintf(fails, sizeof fails, "%s/soak-failures", out_dir);
     FL_ASSERT_EQ(access(fails, F_OK), -1);
 }
+
+/* A profile that fails without any fault: every iteration failed, was kept
+ * and minimized down to no fault, all night.  Now the first minimization
+ * that needs no fault ends the soak, saying so and how to see it. */
+FL_TEST_T(soak_review, failing_baseline_stops_the_soak_plainly, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --duration 8s --seed 1 --out %s/o "
+                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "it fails with no fault at all");
+    FL_ASSERT_CONTAINS(out, "variants.yaml --variant mode=bad' runs it without faults");
+    FL_ASSERT_CONTAINS(out, ": 1 iteration in ");
+    FL_ASSERT_CONTAINS(out, "0 passed, 1 failed; stopped: it fails without faults");
+    free(out);
+    /* what was kept: the failure and its minimum, which has no fault */
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
+    char *min = one_file(dir, true, path, sizeof path);
+    FL_REQUIRE(min);
+    FL_ASSERT_CONTAINS(min, "\nfaults: []\n");
+    free(min);
+}
