@@ -273,6 +273,10 @@ int fl_cli_soak(int argc, char **argv)
         {"db", required_argument, 0, 'd'},       {"no-db", no_argument, 0, 'D'},
         {"quiet", no_argument, 0, 'q'},          {0, 0, 0, 0}};
     int ch;
+    /* a line at a time: a nightly job sends stdout and stderr to one log,
+     * where a block-buffered stdout came out after the stderr lines of the
+     * minimizing that followed it */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     optind = 1;
     while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
         switch (ch) {

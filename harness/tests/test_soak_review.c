@@ -125,3 +125,28 @@ FL_TEST_T(soak_review, failing_baseline_stops_the_soak_plainly, 120)
     FL_ASSERT_CONTAINS(min, "\nfaults: []\n");
     free(min);
 }
+
+/* Where a needle first occurs in h, or -1. */
+static long at(const char *h, const char *needle)
+{
+    const char *s = strstr(h, needle);
+    return s ? (long)(s - h) : -1;
+}
+
+/* stdout and stderr into one pipe (as ci/soak's log): the lines come in
+ * the order things happened. */
+FL_TEST_T(soak_review, one_log_keeps_the_order_of_events, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 1 --seed 1 --out %s/o "
+                        "--no-db 2>&1 | cat", fl_test_bin("faultline"), data("variants.yaml"), t);
+    FL_ASSERT_EQ(rc, 0);
+    long it = at(out, "soak: iteration 1 fail"), kept = at(out, "failure kept: "),
+         mini = at(out, "  minimizing 1 faults"), try1 = at(out, "  minimize try 1/"),
+         done = at(out, "minimized:    "), sum = at(out, ": 1 iteration in ");
+    FL_ASSERT_MSG(it >= 0 && it < kept && kept < mini && mini < try1 && try1 < done && done < sum,
+                  "out of order (%ld %ld %ld %ld %ld %ld): %s", it, kept, mini, try1, done, sum, out);
+    free(out);
+}
