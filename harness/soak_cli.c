@@ -43,7 +43,8 @@ const char fl_soak_usage[] =
     "failure (verdict and what failed) reproduces, and the smallest schedule is\n"
     "written next to it (NAME-iI-sSEED.min.yaml). 'faultline run FILE' replays one.\n"
     "\n"
-    "  --duration D        start no iteration after D (250ms, 30s, 10m, 2h; default 1h)\n"
+    "  --duration D        start no iteration, nor a run minimizing a failure, after D\n"
+    "                      (250ms, 30s, 10m, 2h; default 1h)\n"
     "  --iterations N      run N iterations (instead of --duration)\n"
     "  --seed N            the soak's seed (default random; printed, and in every file)\n"
     "  --variant K=V       the variant to soak, when the profile has several (repeatable)\n"
@@ -65,6 +66,7 @@ struct soak {
     const char *out;
     bool quiet;
     bool interrupted;
+    int64_t deadline;           /* now_ms() from which no run starts (--duration); 0: none */
     const char *vname;          /* the variant soaked, for the replay command */
     /* minimizing one failure */
     const struct fl_soak_schedule *sc;
@@ -120,6 +122,8 @@ static int reproduces(void *ctx, const bool *keep)
     struct soak *k = ctx;
     if (k->interrupted || (k->interrupted = fl_engine_take_interrupt()))
         return -EINTR;
+    if (k->deadline && now_ms() >= k->deadline)
+        return -ETIME;
     char *text;
     if (fl_soak_render(k->p, k->sc, keep, NULL, &text) < 0)
         return -ENOMEM;
@@ -215,12 +219,19 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
         fprintf(stderr, "  minimizing %zu faults (failure: %s), at most %d runs\n", sc->n, k->klass,
                 k->budget);
     int rc = fl_soak_minimize(sc->n, keep, k->budget, reproduces, k);
+    if (rc == -ETIME && k->tries == 0) {
+        printf("not minimized: the soak's --duration is up (the failure file holds its %zu "
+               "fault%s)\n", sc->n, sc->n == 1 ? "" : "s");
+        free(keep);
+        return false;
+    }
     size_t n = 0;
     for (size_t i = 0; i < sc->n; i++)
         n += keep[i];
     char what[256];
     snprintf(what, sizeof what, "minimized by faultline soak: %zu of %zu faults kept after %d "
-             "runs%s", n, sc->n, k->tries, rc == -EINTR ? " (interrupted)" : "");
+             "runs%s", n, sc->n, k->tries, rc == -EINTR ? " (interrupted)"
+             : rc == -ETIME ? " (stopped: the soak's --duration was up)" : "");
     if ((h = header(k, soak_seed, iter, res, min_path, what)) &&
         fl_soak_render(k->p, sc, keep, h, &text) == 0 && write_text(min_path, text) == 0)
         printf("minimized:    %s (%zu of %zu fault%s, %d run%s)\n", min_path, n, sc->n,
@@ -398,6 +409,7 @@ int fl_cli_soak(int argc, char **argv)
     fflush(stdout);
 
     int64_t t0 = now_ms();
+    k.deadline = iters_set ? 0 : t0 + duration_ms;
     uint64_t iter = 0, passed = 0, failed = 0, kept = 0;
     bool baseline_fails = false;
     for (;; iter++) {

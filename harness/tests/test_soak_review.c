@@ -150,3 +150,28 @@ FL_TEST_T(soak_review, one_log_keeps_the_order_of_events, 120)
                   "out of order (%ld %ld %ld %ld %ld %ld): %s", it, kept, mini, try1, done, sum, out);
     free(out);
 }
+
+/* --duration D: minimizing a failure started no run after D either (a
+ * nightly job's 2h soak could go on for budget x timeout more). */
+FL_TEST_T(soak_review, duration_bounds_minimizing_runs, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    /* each run takes about 200 ms: the first fails after the 100 ms are up */
+    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --duration 100ms --seed 1 --out %s/o "
+                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "failure kept: ");
+    FL_ASSERT_CONTAINS(out, "not minimized: the soak's --duration is up (the failure file holds "
+                       "its 1 fault)");
+    FL_ASSERT(!strstr(out, "minimize try"));
+    FL_ASSERT_CONTAINS(out, ": 1 iteration in ");
+    free(out);
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
+    char *text = one_file(dir, false, path, sizeof path);
+    FL_ASSERT(text);
+    free(text);
+    FL_ASSERT(!one_file(dir, true, path, sizeof path));
+}
