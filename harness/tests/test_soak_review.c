@@ -175,3 +175,37 @@ FL_TEST_T(soak_review, duration_bounds_minimizing_runs, 120)
     free(text);
     FL_ASSERT(!one_file(dir, true, path, sizeof path));
 }
+
+/* corrupt: and truncate: (files at rest) can be drawn; the failure file
+ * quotes their job:task hosts and globs, loads, and replays both faults. */
+FL_TEST_T(soak_review, files_at_rest_drawn_kept_and_replayed, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --iterations 1 --budget 0 --seed 2 --out %s/o --no-db "
+                        "2>&1", fl_test_bin("faultline"), data("at_rest.yaml"), t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "failure kept: ");
+    free(out);
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
+    char *text = one_file(dir, false, path, sizeof path);
+    FL_REQUIRE(text);
+    FL_ASSERT_CONTAINS(text, "corrupt: {host: 'ps:0', path: 'f.[d]a*', bytes: 4}}");
+    FL_ASSERT_CONTAINS(text, "truncate: {host: 'worker:0', path: '*.dat', size: 3}}");
+    free(text);
+    FL_ASSERT_EQ(fl_test_sh(&out, "%s validate %s 2>&1", fl_test_bin("faultline"), path), 0);
+    free(out);
+    rc = fl_test_sh(&out, "%s run %s --out %s/o --db %s/fl.db -q 2>&1", fl_test_bin("faultline"),
+                    path, t, t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "expected exit 7, observed exit 0");
+    free(out);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/fl.db", t);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind = 'corrupt' AND "
+                                "error IS NULL AND detail LIKE '%f.dat@%'"), 1);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind = 'truncate' AND "
+                                "error IS NULL AND detail LIKE '%f.dat 17->3%'"), 1);
+}
