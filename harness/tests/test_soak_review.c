@@ -209,3 +209,23 @@ FL_TEST_T(soak_review, files_at_rest_drawn_kept_and_replayed, 120)
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind = 'truncate' AND "
                                 "error IS NULL AND detail LIKE '%f.dat 17->3%'"), 1);
 }
+
+/* ci/soak, the nightly job's script: --help is its comment (it printed a
+ * line of the script too); without a build it says to run make (it
+ * blamed the DURATION). */
+FL_TEST(soak_review, ci_soak_help_and_missing_build)
+{
+    char *out = NULL;
+    FL_ASSERT_EQ(fl_test_sh(&out, "bash %s/ci/soak --help 2>&1", fl_test_root()), 2);
+    FL_ASSERT_CONTAINS(out, "130 when interrupted");
+    FL_ASSERT(!strstr(out, "set -"));
+    free(out);
+    const char *t = fl_test_dir();
+    FL_REQUIRE_EQ(fl_test_sh(NULL, "mkdir -p %s/ci && cp %s/ci/soak %s/ci/", t, fl_test_root(), t),
+                  0);
+    FL_ASSERT_EQ(fl_test_sh(&out, "bash %s/ci/soak 2h 2>&1", t), 2);
+    FL_ASSERT_CONTAINS(out, "no build/bin/faultline in ");
+    FL_ASSERT_CONTAINS(out, "run 'make' first");
+    FL_ASSERT(!strstr(out, "DURATION"));
+    free(out);
+}
