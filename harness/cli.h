@@ -15,5 +15,9 @@ int fl_cli_bench_hosts(int argc, char **argv);
 /* `faultline report` (cli_report.c) and its --help text. */
 extern const char fl_cli_report_usage[];
 int fl_cli_report(int argc, char **argv);
+/* Makes OUT/runs (NULL: "out") and checks it can hold run directories (writable,
+ * short enough for their event sockets) before anything runs; -1 after a
+ * message on stderr naming the path and what to do. */
+int fl_cli_prepare_out(const char *out);
 
 #endif

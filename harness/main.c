@@ -373,7 +373,7 @@ static int parse_u64(const char *opt, const char *s, uint64_t *v)
 /* OUT/runs, where run directories go, made and checked before anything
  * runs: an unusable --out is one usage error, not an error per run (each
  * recorded, with a "logs of" line naming a directory that cannot exist). */
-static int prepare_out(const char *out)
+int fl_cli_prepare_out(const char *out)
 {
     char runs[PATH_MAX], abs[PATH_MAX];
     struct stat st;
@@ -524,7 +524,7 @@ static int cmd_run(int argc, char **argv)
                 free_all(v, n);
                 return 2;
             }
-    if ((junit && check_junit_path(junit) < 0) || prepare_out(c.out) < 0) {
+    if ((junit && check_junit_path(junit) < 0) || fl_cli_prepare_out(c.out) < 0) {
         free_all(v, n);
         return 2;
     }
@@ -684,7 +684,7 @@ static int cmd_shell(int argc, char **argv)
         fprintf(stderr, "faultline: no variant of %s matches\n", s->path);
         return 2;
     }
-    if (prepare_out(c.out) < 0)
+    if (fl_cli_prepare_out(c.out) < 0)
         return 2;
     if (fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);

@@ -14,6 +14,7 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
+#include "harness/cli.h"
 #include "harness/engine.h"
 #include "harness/recorder.h"
 #include "harness/rundir.h"
@@ -42,7 +43,8 @@ const char fl_soak_usage[] =
     "failure (verdict and what failed) reproduces, and the smallest schedule is\n"
     "written next to it (NAME-iI-sSEED.min.yaml). 'faultline run FILE' replays one.\n"
     "\n"
-    "  --duration D        start no iteration after D (250ms, 30s, 10m, 2h; default 1h)\n"
+    "  --duration D        start no iteration, nor a run minimizing a failure, after D\n"
+    "                      (250ms, 30s, 10m, 2h; default 1h)\n"
     "  --iterations N      run N iterations (instead of --duration)\n"
     "  --seed N            the soak's seed (default random; printed, and in every file)\n"
     "  --variant K=V       the variant to soak, when the profile has several (repeatable)\n"
@@ -64,6 +66,8 @@ struct soak {
     const char *out;
     bool quiet;
     bool interrupted;
+    int64_t deadline;           /* now_ms() from which no run starts (--duration); 0: none */
+    const char *vname;          /* the variant soaked, for the replay command */
     /* minimizing one failure */
     const struct fl_soak_schedule *sc;
     const char *min_path;
@@ -118,6 +122,8 @@ static int reproduces(void *ctx, const bool *keep)
     struct soak *k = ctx;
     if (k->interrupted || (k->interrupted = fl_engine_take_interrupt()))
         return -EINTR;
+    if (k->deadline && now_ms() >= k->deadline)
+        return -ETIME;
     char *text;
     if (fl_soak_render(k->p, k->sc, keep, NULL, &text) < 0)
         return -ENOMEM;
@@ -161,7 +167,10 @@ static char *header(const struct soak *k, uint64_t soak_seed, uint64_t iter,
             k->p->path, soak_seed, iter, res->run_id);
     comment(f, "verdict: ", res->verdict);
     comment(f, "reason: ", res->reason);
-    fprintf(f, "# replay: faultline run %s\n", file);
+    fprintf(f, "# replay: faultline run %s", file);
+    if (fl_scn_variant_count(k->p->base) > 1)
+        fprintf(f, " --variant '%s'", k->vname);
+    fputc('\n', f);
     fclose(f);
     return h;
 }
@@ -174,8 +183,9 @@ static int write_text(const char *path, const char *text)
     return rc;
 }
 
-/* A failed iteration: keep it, minimize it, keep the minimum. */
-static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
+/* A failed iteration: keep it, minimize it, keep the minimum.  True when
+ * the failure needs no fault at all (the profile's baseline fails). */
+static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
                          const struct fl_soak_schedule *sc, const struct fl_engine_result *res)
 {
     char dir[PATH_MAX], path[PATH_MAX], min_path[PATH_MAX];
@@ -188,16 +198,18 @@ static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     if (!h || fl_soak_render(k->p, sc, NULL, h, &text) < 0 || write_text(path, text) < 0) {
         free(h);
         free(text);
-        return;
+        return false;
     }
     free(h);
     free(text);
     printf("failure kept: %s (%zu fault%s)\n", path, sc->n, sc->n == 1 ? "" : "s");
-    if (k->budget <= 0 || sc->n == 0)
-        return;
+    if (sc->n == 0)
+        return true;
+    if (k->budget <= 0)
+        return false;
     bool *keep = malloc(sc->n);
     if (!keep)
-        return;
+        return false;
     memset(keep, 1, sc->n);
     k->sc = sc;
     k->min_path = min_path;
@@ -207,12 +219,19 @@ static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
         fprintf(stderr, "  minimizing %zu faults (failure: %s), at most %d runs\n", sc->n, k->klass,
                 k->budget);
     int rc = fl_soak_minimize(sc->n, keep, k->budget, reproduces, k);
+    if (rc == -ETIME && k->tries == 0) {
+        printf("not minimized: the soak's --duration is up (the failure file holds its %zu "
+               "fault%s)\n", sc->n, sc->n == 1 ? "" : "s");
+        free(keep);
+        return false;
+    }
     size_t n = 0;
     for (size_t i = 0; i < sc->n; i++)
         n += keep[i];
     char what[256];
     snprintf(what, sizeof what, "minimized by faultline soak: %zu of %zu faults kept after %d "
-             "runs%s", n, sc->n, k->tries, rc == -EINTR ? " (interrupted)" : "");
+             "runs%s", n, sc->n, k->tries, rc == -EINTR ? " (interrupted)"
+             : rc == -ETIME ? " (stopped: the soak's --duration was up)" : "");
     if ((h = header(k, soak_seed, iter, res, min_path, what)) &&
         fl_soak_render(k->p, sc, keep, h, &text) == 0 && write_text(min_path, text) == 0)
         printf("minimized:    %s (%zu of %zu fault%s, %d run%s)\n", min_path, n, sc->n,
@@ -220,6 +239,7 @@ static void keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     free(h);
     free(text);
     free(keep);
+    return n == 0 && rc >= 0;
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t *v)
@@ -264,6 +284,10 @@ int fl_cli_soak(int argc, char **argv)
         {"db", required_argument, 0, 'd'},       {"no-db", no_argument, 0, 'D'},
         {"quiet", no_argument, 0, 'q'},          {0, 0, 0, 0}};
     int ch;
+    /* a line at a time: a nightly job sends stdout and stderr to one log,
+     * where a block-buffered stdout came out after the stderr lines of the
+     * minimizing that followed it */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     optind = 1;
     while ((ch = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
         switch (ch) {
@@ -343,10 +367,15 @@ int fl_cli_soak(int argc, char **argv)
         goto cleanup;
     }
     fl_scn_variant_name(s, k.variant, vname, sizeof vname);
+    k.vname = vname;
     char runs[PATH_MAX], fails[PATH_MAX];
     snprintf(runs, sizeof runs, "%s/runs", k.out);
     snprintf(fails, sizeof fails, "%s/soak-failures", k.out);
     int rc;
+    /* as faultline run: an unusable --out is one usage error, not an error
+     * per iteration (each kept as a failure and minimized, all night) */
+    if (fl_cli_prepare_out(k.out) < 0)
+        goto cleanup;
     if ((rc = fl_mkdir_p(runs, 0755)) < 0 || (rc = fl_mkdir_p(fails, 0755)) < 0) {
         fprintf(stderr, "faultline soak: cannot make %s and %s: %s (--out DIR picks another "
                 "place)\n", runs, fails, strerror(-rc));
@@ -380,7 +409,9 @@ int fl_cli_soak(int argc, char **argv)
     fflush(stdout);
 
     int64_t t0 = now_ms();
+    k.deadline = iters_set ? 0 : t0 + duration_ms;
     uint64_t iter = 0, passed = 0, failed = 0, kept = 0;
+    bool baseline_fails = false;
     for (;; iter++) {
         if (iters_set ? iter >= iterations : now_ms() - t0 >= duration_ms)
             break;
@@ -407,8 +438,17 @@ int fl_cli_soak(int argc, char **argv)
                         (double)res.duration_ms / 1000, hms(now_ms() - t0, t1, sizeof t1), failed,
                         failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
             if (!ok) {
-                keep_failure(&k, seed, iter, &sc, &res);
                 kept++;
+                if (keep_failure(&k, seed, iter, &sc, &res)) {
+                    /* every iteration would fail and minimize to nothing */
+                    printf("\nsoak %s: it fails with no fault at all (%s: %s), so every "
+                           "iteration would fail the same way: stopping.  'faultline run %s%s%s' "
+                           "runs it without faults (its baseline); make that pass first.\n",
+                           k.p->path, res.verdict, res.reason, k.p->path,
+                           fl_scn_variant_count(s) > 1 ? " --variant " : "",
+                           fl_scn_variant_count(s) > 1 ? vname : "");
+                    baseline_fails = true;
+                }
             }
         }
         fl_soak_schedule_free(&sc);
@@ -418,11 +458,13 @@ int fl_cli_soak(int argc, char **argv)
             iter++;
             break;
         }
+        if (baseline_fails)
+            break;
     }
     printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64 " passed, %"
            PRIu64 " failed%s\n", k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
            hms(now_ms() - t0, t2, sizeof t2), seed, passed, failed,
-           k.interrupted ? "; interrupted" : "");
+           k.interrupted ? "; interrupted" : baseline_fails ? "; stopped: it fails without faults" : "");
     if (kept)
         printf("failures kept in %s\n", fails);
     ret = k.interrupted ? 130 : failed ? 1 : 0;

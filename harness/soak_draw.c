@@ -205,6 +205,14 @@ void fl_soak_failure_class(const char *verdict, const char *reason, char *buf, s
     } else {
         size_t n = (size_t)snprintf(buf, len, "%s ", verdict);
         for (const char *s = reason; *s && n + 1 < len && n < 120; s++) {
+            /* a run id's hex part (runs/20261121-203137-cfa4b2/...): six or
+             * more hex digits with a digit among them are one number */
+            size_t hex = strspn(s, "0123456789abcdef");
+            if (hex >= 6 && strpbrk(s, "0123456789") && (size_t)(strpbrk(s, "0123456789") - s) < hex) {
+                s += hex - 1;
+                buf[n++] = '#';
+                continue;
+            }
             if (*s >= '0' && *s <= '9') {
                 while (s[1] >= '0' && s[1] <= '9')
                     s++;

@@ -23,9 +23,11 @@
 #include <string.h>
 
 static const char *const target_kinds[] = {"kill", "pause", "restart", "replace", "crash_host"};
-static const char *const other_kinds[] = {"partition", "limit", "disk", "link"};
+static const char *const other_kinds[] = {"partition", "limit", "disk", "link", "corrupt",
+                                          "truncate"};
 static const char *const entry_keys[] = {"kill", "pause", "restart", "replace", "crash_host",
-                                         "partition", "limit", "disk", "link", "signal",
+                                         "partition", "limit", "disk", "link", "corrupt",
+                                         "truncate", "signal",
                                          "every", "rate", "count", "for"};
 static const char *const soak_keys[] = {"duration", "start", "max_faults", "faults"};
 
@@ -337,7 +339,7 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     }
     if (!kk)
         return fl_scn_verr(c, m->loc, "soak fault needs a kind: kill, pause, restart, replace, "
-                           "crash_host, partition, limit, disk or link");
+                           "crash_host, partition, limit, disk, link, corrupt or truncate");
     snprintf(e->kind, sizeof e->kind, "%s", kk->value);
     ynode *sk = NULL, *sv = fl_scn_yaml_get(m, "signal", &sk);
     ynode *fk = NULL, *fv = fl_scn_yaml_get(m, "for", &fk);

@@ -217,6 +217,16 @@ FL_TEST(soak, failure_class_ignores_numbers_not_what_failed)
     fl_soak_failure_class("error", "host w0: clone failed after 12 ms", a, sizeof a);
     fl_soak_failure_class("error", "host w0: clone failed after 3 ms", b, sizeof b);
     FL_ASSERT_STREQ(a, b);
+    /* a path holding the run's id: the same failure in every run */
+    fl_soak_failure_class("error", "host a: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203137-cfa4b2/fs/hosts/a/disk)", a, sizeof a);
+    fl_soak_failure_class("error", "host a: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/a/disk)", b, sizeof b);
+    FL_ASSERT_STREQ(a, b);
+    /* but not another host's */
+    fl_soak_failure_class("error", "host b: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/b/disk)", b, sizeof b);
+    FL_ASSERT(strcmp(a, b) != 0);
 }
 
 FL_TEST(soak, load_invalid_profiles_report_exact_place_and_message)
