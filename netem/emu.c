@@ -12,6 +12,7 @@
  * is touched with e->mu held (the thread drops it only in ppoll).
  */
 #include "netem/emu.h"
+#include "netem/seterr.h"
 #include "netem/fabric.h"
 
 #include <errno.h>
@@ -27,7 +28,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,17 +86,6 @@ struct fl_emu {
     size_t txlen;
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t now_ns(void)
 {
@@ -467,7 +456,7 @@ int fl_emu_params_check(const struct fl_emu_params *p, char *err, size_t errlen)
     if (p->jitter_us > p->delay_us || p->reorder_bp > 10000 || p->duplicate_bp > 10000 ||
         p->corrupt_bp > 10000 || p->ge_loss_bp >= 10000 || (p->ge_loss_bp && p->ge_burst < 1) ||
         (p->reorder_bp && !p->delay_us)) {
-        seterr(err, errlen, "emu: invalid parameters (delay %uus jitter %uus reorder %u duplicate %u corrupt %u loss %u burst %g)",
+        fl_netem_seterr(err, errlen, "emu: invalid parameters (delay %uus jitter %uus reorder %u duplicate %u corrupt %u loss %u burst %g)",
                p->delay_us, p->jitter_us, p->reorder_bp, p->duplicate_bp, p->corrupt_bp, p->ge_loss_bp,
                p->ge_burst);
         return -EINVAL;
@@ -475,7 +464,7 @@ int fl_emu_params_check(const struct fl_emu_params *p, char *err, size_t errlen)
     if (p->ge_loss_bp) {
         double pl = p->ge_loss_bp / 10000.0, r = 1.0 / p->ge_burst;
         if (pl * r / (1 - pl) > 1) {
-            seterr(err, errlen, "emu: a loss of %g%% cannot have runs as short as %g frames on average",
+            fl_netem_seterr(err, errlen, "emu: a loss of %g%% cannot have runs as short as %g frames on average",
                    pl * 100, p->ge_burst);
             return -EINVAL;
         }
@@ -524,7 +513,7 @@ int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
             free(e->rx);
             free(e);
         }
-        seterr(err, errlen, "emu: out of memory");
+        fl_netem_seterr(err, errlen, "emu: out of memory");
         return -ENOMEM;
     }
     e->sw_pid = sw_pid;
@@ -536,13 +525,13 @@ int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
     int rc = 0;
     if (socket_in(sw_pid, 0, 0, 0, &e->nl) < 0) {
         rc = -errno;
-        seterr(err, errlen, "emu: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "emu: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
                (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
     if ((e->pkt_fd = socket_in(sw_pid, AF_PACKET, SOCK_RAW, 0, NULL)) < 0) {
         rc = -errno;
-        seterr(err, errlen, "emu: AF_PACKET socket in the switch netns (pid %d): %s", (int)sw_pid,
+        fl_netem_seterr(err, errlen, "emu: AF_PACKET socket in the switch netns (pid %d): %s", (int)sw_pid,
                strerror(-rc));
         goto cleanup;
     }
@@ -552,17 +541,17 @@ int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
     mnl_socket_setsockopt(e->nl, NETLINK_NO_ENOBUFS, &one, sizeof one);
     if (mnl_socket_bind(e->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
         rc = -errno;
-        seterr(err, errlen, "emu: bind NETLINK_NETFILTER socket: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "emu: bind NETLINK_NETFILTER socket: %s", strerror(-rc));
         goto cleanup;
     }
     e->portid = mnl_socket_get_portid(e->nl);
     if ((e->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
         rc = -errno;
-        seterr(err, errlen, "emu: eventfd: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "emu: eventfd: %s", strerror(-rc));
         goto cleanup;
     }
     if ((rc = -pthread_create(&e->th, NULL, emu_main, e)) < 0) {
-        seterr(err, errlen, "emu: pthread_create: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "emu: pthread_create: %s", strerror(-rc));
         goto cleanup;
     }
     e->started = true;
@@ -634,7 +623,7 @@ int fl_emu_add(struct fl_emu *e, uint16_t queue, const struct fl_emu_params *p, 
     struct equeue *q = NULL;
     if (qfind(e, queue)) {
         rc = -EEXIST;
-        seterr(err, errlen, "emu: queue %u is bound already", (unsigned)queue);
+        fl_netem_seterr(err, errlen, "emu: queue %u is bound already", (unsigned)queue);
         goto out;
     }
     for (size_t i = 0; i < FL_EMU_QUEUES && !q; i++)
@@ -642,7 +631,7 @@ int fl_emu_add(struct fl_emu *e, uint16_t queue, const struct fl_emu_params *p, 
             q = &e->q[i];
     if (!q) {
         rc = -ENOSPC;
-        seterr(err, errlen, "emu: more than %d emulated link faults at once", FL_EMU_QUEUES);
+        fl_netem_seterr(err, errlen, "emu: more than %d emulated link faults at once", FL_EMU_QUEUES);
         goto out;
     }
     memset(q, 0, sizeof *q);
@@ -659,7 +648,7 @@ int fl_emu_add(struct fl_emu *e, uint16_t queue, const struct fl_emu_params *p, 
     rc = config(e, queue, NFQNL_CFG_CMD_BIND, p, q->meta_only);
     if (rc < 0) {
         q->bound = false;
-        seterr(err, errlen, "emu: NFQNL_CFG_CMD_BIND queue %u in switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "emu: NFQNL_CFG_CMD_BIND queue %u in switch netns (pid %d): %s",
                (unsigned)queue, (int)e->sw_pid, strerror(-rc));
     }
 out:
@@ -705,9 +694,9 @@ int fl_emu_remove(struct fl_emu *e, uint16_t queue, char *err, size_t errlen)
     struct equeue *q = qfind(e, queue);
     int rc = -ENOENT;
     if (!q)
-        seterr(err, errlen, "emu: queue %u is not bound", (unsigned)queue);
+        fl_netem_seterr(err, errlen, "emu: queue %u is not bound", (unsigned)queue);
     else if ((rc = unbind(e, q)) < 0)
-        seterr(err, errlen, "emu: NFQNL_CFG_CMD_UNBIND queue %u in switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "emu: NFQNL_CFG_CMD_UNBIND queue %u in switch netns (pid %d): %s",
                (unsigned)queue, (int)e->sw_pid, strerror(-rc));
     pthread_mutex_unlock(&e->mu);
     return rc;

@@ -26,6 +26,7 @@
  * creating links, in the wrong namespace).
  */
 #include "netem/fabric.h"
+#include "netem/seterr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -105,17 +106,6 @@ struct fl_fabric {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static int sys_pidfd_open(pid_t pid)
 {
@@ -367,7 +357,7 @@ static void create_err(void *vctx, const struct op *op, int e, const char *ext)
     if (c->first)
         return;
     c->first = e;
-    seterr(c->err, c->errlen, "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
+    fl_netem_seterr(c->err, c->errlen, "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
            FL_FABRIC_BRIDGE_IFNAME,
            op->kind == OP_BR_NEW ? "create" : op->kind == OP_BR_UP ? "up" : "addrgenmode/alias",
            strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
@@ -382,7 +372,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
 
     struct fl_fabric *f = calloc(1, sizeof *f);
     if (!f) {
-        seterr(err, errlen, "fabric: out of memory");
+        fl_netem_seterr(err, errlen, "fabric: out of memory");
         return -ENOMEM;
     }
     f->holder = -1;
@@ -394,7 +384,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
 
     rc = ns_ident("/proc/thread-self/ns/net", &f->home_dev, &f->home_ino);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: stat /proc/thread-self/ns/net: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "fabric: stat /proc/thread-self/ns/net: %s", strerror(-rc));
         goto cleanup;
     }
 
@@ -406,7 +396,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     long pid = syscall(SYS_clone, (unsigned long)CLONE_NEWNET, NULL, NULL, NULL, NULL);
     if (pid < 0) {
         rc = -errno;
-        seterr(err, errlen, "fabric: clone(CLONE_NEWNET) for the switch holder: %s",
+        fl_netem_seterr(err, errlen, "fabric: clone(CLONE_NEWNET) for the switch holder: %s",
                strerror(-rc));
         goto cleanup;
     }
@@ -416,7 +406,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     f->holder_pidfd = sys_pidfd_open(f->holder);
     if (f->holder_pidfd < 0) {
         rc = -errno;
-        seterr(err, errlen, "fabric: pidfd_open(%d) of the switch holder: %s", f->holder,
+        fl_netem_seterr(err, errlen, "fabric: pidfd_open(%d) of the switch holder: %s", f->holder,
                strerror(-rc));
         goto cleanup;
     }
@@ -424,13 +414,13 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     snprintf(path, sizeof path, "/proc/%d/ns/net", f->holder);
     rc = ns_ident(path, &f->sw_dev, &f->sw_ino);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: stat %s: %s", path, strerror(-rc));
+        fl_netem_seterr(err, errlen, "fabric: stat %s: %s", path, strerror(-rc));
         goto cleanup;
     }
 
     rc = ns_enter(f->holder_pidfd, &saved);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: setns into the switch netns (pid %d): %s", f->holder,
+        fl_netem_seterr(err, errlen, "fabric: setns into the switch netns (pid %d): %s", f->holder,
                strerror(-rc));
         goto cleanup;
     }
@@ -438,7 +428,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     ns_leave(saved);
     if (f->sw_sock < 0) {
         rc = f->sw_sock;
-        seterr(err, errlen, "fabric: NETLINK_ROUTE socket in the switch netns: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "fabric: NETLINK_ROUTE socket in the switch netns: %s", strerror(-rc));
         goto cleanup;
     }
     int rcvbuf = 1 << 20;
@@ -479,7 +469,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     struct create_ctx cc = { err, errlen, 0 };
     rc = nb_run(f->sw_sock, &b, create_err, &cc);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: netlink to the switch netns: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "fabric: netlink to the switch netns: %s", strerror(-rc));
         goto cleanup;
     }
     if (cc.first) {
@@ -493,7 +483,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
 
 nomem:
     rc = -ENOMEM;
-    seterr(err, errlen, "fabric: out of memory");
+    fl_netem_seterr(err, errlen, "fabric: out of memory");
 cleanup:
     nb_free(&b);
     fl_fabric_destroy(f);
@@ -607,13 +597,13 @@ static int set_attached(struct fl_fabric *f, int idx, bool on)
 int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *err, size_t errlen)
 {
     if (!idx_ok(host_idx) || host_pid <= 0) {
-        seterr(err, errlen, "fabric: attach host %d (pid %d): invalid host index or pid",
+        fl_netem_seterr(err, errlen, "fabric: attach host %d (pid %d): invalid host index or pid",
                host_idx, (int)host_pid);
         return -EINVAL;
     }
     for (size_t i = 0; i < f->nq; i++) {
         if (f->queue[i].idx == host_idx) {
-            seterr(err, errlen, "fabric: attach host %d (pid %d): already queued (pid %d)",
+            fl_netem_seterr(err, errlen, "fabric: attach host %d (pid %d): already queued (pid %d)",
                    host_idx, (int)host_pid, (int)f->queue[i].pid);
             return -EEXIST;
         }
@@ -622,7 +612,7 @@ int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *er
         size_t ncap = f->qcap ? f->qcap * 2 : 64;
         struct qentry *nq = realloc(f->queue, ncap * sizeof *nq);
         if (!nq) {
-            seterr(err, errlen, "fabric: out of memory");
+            fl_netem_seterr(err, errlen, "fabric: out of memory");
             return -ENOMEM;
         }
         f->queue = nq;
@@ -686,7 +676,7 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
     default:
         snprintf(what, sizeof what, "netlink op %d of host %d", (int)op->kind, idx);
     }
-    seterr(c->err, c->errlen, "fabric: %s: %s%s%s%s", what, strerror(-e), ext ? " (" : "",
+    fl_netem_seterr(c->err, c->errlen, "fabric: %s: %s%s%s%s", what, strerror(-e), ext ? " (" : "",
            ext ? ext : "", ext ? ")" : "");
 }
 
@@ -984,14 +974,14 @@ static void detach_err(void *vctx, const struct op *op, int e, const char *ext)
     if (d->first)
         return;
     d->first = e;
-    seterr(d->err, d->errlen, "fabric: RTM_DELLINK h%d of host %d in switch netns: %s%s%s%s",
+    fl_netem_seterr(d->err, d->errlen, "fabric: RTM_DELLINK h%d of host %d in switch netns: %s%s%s%s",
            d->idx, d->idx, strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
 }
 
 int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen)
 {
     if (!idx_ok(host_idx)) {
-        seterr(err, errlen, "fabric: detach host %d: invalid host index", host_idx);
+        fl_netem_seterr(err, errlen, "fabric: detach host %d: invalid host index", host_idx);
         return -EINVAL;
     }
     for (size_t i = 0; i < f->nq; i++) {
@@ -1007,7 +997,7 @@ int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen
                                        0, OP_DETACH, -1);
     if (!nlh) {
         nb_free(&b);
-        seterr(err, errlen, "fabric: out of memory");
+        fl_netem_seterr(err, errlen, "fabric: out of memory");
         return -ENOMEM;
     }
     nb_close(&b, nlh);
@@ -1016,7 +1006,7 @@ int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen
     int rc = nb_run(f->sw_sock, &b, detach_err, &d);
     nb_free(&b);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: netlink to the switch netns (pid %d): %s", f->holder,
+        fl_netem_seterr(err, errlen, "fabric: netlink to the switch netns (pid %d): %s", f->holder,
                strerror(-rc));
         return rc;
     }
@@ -1085,7 +1075,7 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
     int saved = -1;
     int rc = ns_enter(f->holder_pidfd, &saved);
     if (rc < 0) {
-        seterr(err, errlen, "fabric: setns into the switch netns (pid %d) for nft %s: %s",
+        fl_netem_seterr(err, errlen, "fabric: setns into the switch netns (pid %d) for nft %s: %s",
                f->holder, what, strerror(-rc));
         return rc;
     }
@@ -1093,7 +1083,7 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
         f->nft = nft_ctx_new(NFT_CTX_DEFAULT);
         if (!f->nft) {
             ns_leave(saved);
-            seterr(err, errlen, "fabric: nft_ctx_new: failed");
+            fl_netem_seterr(err, errlen, "fabric: nft_ctx_new: failed");
             return -ENOMEM;
         }
         nft_ctx_buffer_output(f->nft);
@@ -1106,7 +1096,7 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
                                     " { type filter hook forward priority 0; policy accept; }\n") != 0) {
             ns_leave(saved);
             const char *e = nft_ctx_get_error_buffer(f->nft);
-            seterr(err, errlen, "fabric: nft add table bridge %s in switch netns (pid %d): %s",
+            fl_netem_seterr(err, errlen, "fabric: nft add table bridge %s in switch netns (pid %d): %s",
                    FL_FABRIC_NFT_TABLE, f->holder, e && *e ? e : "failed");
             nft_ctx_free(f->nft);
             f->nft = NULL;
@@ -1120,7 +1110,7 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
         char line[256];
         snprintf(line, sizeof line, "%s", e && *e ? e : "failed");
         line[strcspn(line, "\n")] = 0;
-        seterr(err, errlen, "fabric: nft %s in switch netns (pid %d): %s", what, f->holder, line);
+        fl_netem_seterr(err, errlen, "fabric: nft %s in switch netns (pid %d): %s", what, f->holder, line);
         return -EIO;
     }
     return 0;
@@ -1138,14 +1128,14 @@ static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
                     const char *what, char *err, size_t errlen)
 {
     if (sb->oom) {
-        seterr(err, errlen, "fabric: out of memory");
+        fl_netem_seterr(err, errlen, "fabric: out of memory");
         return -ENOMEM;
     }
     if (f->nrules == f->rulecap) {
         size_t ncap = f->rulecap ? f->rulecap * 2 : 16;
         int *nr = realloc(f->rules, ncap * sizeof *nr);
         if (!nr) {
-            seterr(err, errlen, "fabric: out of memory");
+            fl_netem_seterr(err, errlen, "fabric: out of memory");
             return -ENOMEM;
         }
         f->rules = nr;
@@ -1153,7 +1143,7 @@ static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
     }
     sb_printf(sb, "add rule bridge %s " BASE_CHAIN " jump p%d\n", FL_FABRIC_NFT_TABLE, id);
     if (sb->oom) {
-        seterr(err, errlen, "fabric: out of memory");
+        fl_netem_seterr(err, errlen, "fabric: out of memory");
         return -ENOMEM;
     }
     int rc = nft_run(f, sb->s, what, err, errlen);
@@ -1179,17 +1169,17 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
     size_t nonempty = 0;
     for (size_t g = 0; g < ngroups; g++) {
         if (group_sizes[g] && !groups[g]) {
-            seterr(err, errlen, "fabric: partition: group %zu is NULL", g);
+            fl_netem_seterr(err, errlen, "fabric: partition: group %zu is NULL", g);
             return -EINVAL;
         }
         if (!hosts_valid(groups[g], group_sizes[g])) {
-            seterr(err, errlen, "fabric: partition: group %zu holds an invalid host index", g);
+            fl_netem_seterr(err, errlen, "fabric: partition: group %zu holds an invalid host index", g);
             return -EINVAL;
         }
         nonempty += group_sizes[g] > 0;
     }
     if (nonempty < 2) {
-        seterr(err, errlen, "fabric: partition needs at least two non-empty groups (got %zu)",
+        fl_netem_seterr(err, errlen, "fabric: partition needs at least two non-empty groups (got %zu)",
                nonempty);
         return -EINVAL;
     }
@@ -1199,7 +1189,7 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             for (size_t h = g; h < ngroups; h++)
                 for (size_t j = (h == g ? i + 1 : 0); j < group_sizes[h]; j++)
                     if (groups[g][i] == groups[h][j]) {
-                        seterr(err, errlen,
+                        fl_netem_seterr(err, errlen,
                                "fabric: partition: host %d is named twice (groups %zu and %zu)",
                                groups[g][i], g, h);
                         return -EINVAL;
@@ -1231,11 +1221,11 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const in
                     int *rule_id, char *err, size_t errlen)
 {
     if (!nfrom || !nto || !from || !to) {
-        seterr(err, errlen, "fabric: block needs non-empty from and to lists");
+        fl_netem_seterr(err, errlen, "fabric: block needs non-empty from and to lists");
         return -EINVAL;
     }
     if (!hosts_valid(from, nfrom) || !hosts_valid(to, nto)) {
-        seterr(err, errlen, "fabric: block: invalid host index");
+        fl_netem_seterr(err, errlen, "fabric: block: invalid host index");
         return -EINVAL;
     }
     int id = f->next_rule;
@@ -1260,7 +1250,7 @@ int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what
                         char *err, size_t errlen)
 {
     if (!rules || !*rules) {
-        seterr(err, errlen, "fabric: %s: no rules", what);
+        fl_netem_seterr(err, errlen, "fabric: %s: no rules", what);
         return -EINVAL;
     }
     int id = f->next_rule;
@@ -1287,7 +1277,7 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
     for (i = 0; i < f->nrules && f->rules[i] != rule_id; i++)
         ;
     if (i == f->nrules) {
-        seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)", rule_id);
+        fl_netem_seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)", rule_id);
         return -ENOENT;
     }
     /* One transaction: the base chain's jumps made again without this one
@@ -1305,7 +1295,7 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
     snprintf(what, sizeof what, "heal p%d", rule_id);
     int rc = sb.oom ? -ENOMEM : nft_run(f, sb.s, what, err, errlen);
     if (sb.oom)
-        seterr(err, errlen, "fabric: out of memory");
+        fl_netem_seterr(err, errlen, "fabric: out of memory");
     free(sb.s);
     if (rc < 0)
         return rc;

@@ -19,6 +19,7 @@
  * touches a handful of ports.
  */
 #include "netem/link.h"
+#include "netem/seterr.h"
 #include "netem/emu.h"
 #include "netem/fabric.h"
 #include "netem/nfq_rule.h"
@@ -31,7 +32,6 @@
 #include <linux/rtnetlink.h>
 #include <libmnl/libmnl.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,17 +69,6 @@ struct fl_links {
     unsigned char htb[FL_FABRIC_MAX_HOSTS];
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- netlink ------------------------------------------------------------ */
 
@@ -88,7 +77,7 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     *out = NULL;
     struct fl_links *l = calloc(1, sizeof *l);
     if (!l) {
-        seterr(err, errlen, "link: out of memory");
+        fl_netem_seterr(err, errlen, "link: out of memory");
         return -ENOMEM;
     }
     l->f = f;
@@ -103,13 +92,13 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (nsfd < 0 || home < 0) {
         rc = -errno;
-        seterr(err, errlen, "link: open %s: %s", nsfd < 0 ? path : "/proc/thread-self/ns/net",
+        fl_netem_seterr(err, errlen, "link: open %s: %s", nsfd < 0 ? path : "/proc/thread-self/ns/net",
                strerror(-rc));
         goto cleanup;
     }
     if (setns(nsfd, CLONE_NEWNET) < 0) {
         rc = -errno;
-        seterr(err, errlen, "link: setns into the switch netns (pid %d): %s", (int)l->sw_pid,
+        fl_netem_seterr(err, errlen, "link: setns into the switch netns (pid %d): %s", (int)l->sw_pid,
                strerror(-rc));
         goto cleanup;
     }
@@ -122,7 +111,7 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     }
     if (!l->nl || mnl_socket_bind(l->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
         rc = l->nl ? -errno : -e;
-        seterr(err, errlen, "link: NETLINK_ROUTE socket in the switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "link: NETLINK_ROUTE socket in the switch netns (pid %d): %s",
                (int)l->sw_pid, strerror(-rc));
         goto cleanup;
     }
@@ -227,7 +216,7 @@ static int htb_root(struct fl_links *l, int port, char *err, size_t errlen)
     if (rc == -ENODEV)
         return 0;
     if (rc < 0 && rc != -EEXIST) {
-        seterr(err, errlen, "link: RTM_NEWQDISC htb 1: on h%d in switch netns (pid %d): %s%s", port,
+        fl_netem_seterr(err, errlen, "link: RTM_NEWQDISC htb 1: on h%d in switch netns (pid %d): %s%s", port,
                (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
@@ -265,7 +254,7 @@ static int htb_class(struct fl_links *l, int port, int cid, uint64_t rate_bit, c
     if (rc == -ENODEV || rc == -EEXIST)
         return 0;
     if (rc < 0)
-        seterr(err, errlen, "link: RTM_NEWTCLASS htb 1:%x rate %llubit on h%d in switch netns (pid %d): %s%s",
+        fl_netem_seterr(err, errlen, "link: RTM_NEWTCLASS htb 1:%x rate %llubit on h%d in switch netns (pid %d): %s%s",
                cid, (unsigned long long)rate_bit, port, (int)l->sw_pid, strerror(-rc), ext);
     return rc;
 }
@@ -281,7 +270,7 @@ static int htb_class_del(struct fl_links *l, int port, int cid, char *err, size_
     if (rc == -ENODEV || rc == -ENOENT)
         return 0;
     if (rc < 0)
-        seterr(err, errlen, "link: RTM_DELTCLASS htb 1:%x on h%d in switch netns (pid %d): %s%s",
+        fl_netem_seterr(err, errlen, "link: RTM_DELTCLASS htb 1:%x on h%d in switch netns (pid %d): %s%s",
                cid, port, (int)l->sw_pid, strerror(-rc), ext);
     return rc;
 }
@@ -302,7 +291,7 @@ static int port_set_up(struct fl_links *l, int port, bool up, char *err, size_t 
     if (rc == -ENODEV)
         return 0;
     if (rc < 0) {
-        seterr(err, errlen, "link: RTM_NEWLINK h%d %s in switch netns (pid %d): %s%s", port,
+        fl_netem_seterr(err, errlen, "link: RTM_NEWLINK h%d %s in switch netns (pid %d): %s%s", port,
                up ? "up" : "down", (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
@@ -489,7 +478,7 @@ static int emu_start(struct fl_links *l, char *err, size_t errlen)
     mnl_attr_nest_end(nlh, li);
     int rc = nl_talk(l, nlh, ext, sizeof ext);
     if (rc < 0) {
-        seterr(err, errlen, "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
+        fl_netem_seterr(err, errlen, "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
                FL_FABRIC_BRIDGE_IFNAME, (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
@@ -503,7 +492,7 @@ static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, u
     size_t n = s->scope == FL_LINK_BETWEEN ? s->na * s->na : s->scope == FL_LINK_ONEWAY ? s->na * s->nb : 2 * s->na;
     struct fl_nfq_match *m = calloc(n ? n : 1, sizeof *m);
     if (!m) {
-        seterr(err, errlen, "link: out of memory");
+        fl_netem_seterr(err, errlen, "link: out of memory");
         return -ENOMEM;
     }
     size_t k = 0;
@@ -530,7 +519,7 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
                    size_t errlen)
 {
     if (!s->na || !hosts_ok(s->a, s->na) || (s->scope == FL_LINK_ONEWAY && (!s->nb || !hosts_ok(s->b, s->nb)))) {
-        seterr(err, errlen, "link: no hosts, or an invalid host index");
+        fl_netem_seterr(err, errlen, "link: no hosts, or an invalid host index");
         return -EINVAL;
     }
     if (s->scope < FL_LINK_BETWEEN || s->scope > FL_LINK_HOST || s->loss_bp > 10000 ||
@@ -538,7 +527,7 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
                          s->scope == FL_LINK_HOST)) ||
         (s->down && (s->scope != FL_LINK_HOST || s->loss_bp || s->rate_bit || s->emu)) ||
         (!s->down && !s->loss_bp && !s->rate_bit && !s->emu)) {
-        seterr(err, errlen, "link: invalid fault (scope %d, loss %u, rate %llu, down %d)",
+        fl_netem_seterr(err, errlen, "link: invalid fault (scope %d, loss %u, rate %llu, down %d)",
                (int)s->scope, s->loss_bp, (unsigned long long)s->rate_bit, (int)s->down);
         return -EINVAL;
     }
@@ -546,18 +535,18 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
     if (s->emu && (rc0 = fl_emu_params_check(s->emu, err, errlen)) < 0)
         return rc0;
     if (s->emu && l->next_id > FL_EMU_QUEUE_MAX) {
-        seterr(err, errlen, "link: more than %d link faults in one run", FL_EMU_QUEUE_MAX);
+        fl_netem_seterr(err, errlen, "link: more than %d link faults in one run", FL_EMU_QUEUE_MAX);
         return -ENOSPC;
     }
     if (s->rate_bit && l->next_cid > CID_MAX) {
-        seterr(err, errlen, "link: more than %d rate limits in one run", CID_MAX);
+        fl_netem_seterr(err, errlen, "link: more than %d rate limits in one run", CID_MAX);
         return -ENOSPC;
     }
     if (l->nfaults == l->cap) {
         size_t ncap = l->cap ? l->cap * 2 : 8;
         struct lfault *nf = realloc(l->faults, ncap * sizeof *nf);
         if (!nf) {
-            seterr(err, errlen, "link: out of memory");
+            fl_netem_seterr(err, errlen, "link: out of memory");
             return -ENOMEM;
         }
         l->faults = nf;
@@ -612,7 +601,7 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
         char *rules = rules_text(s, lf->cid);
         if (!rules) {
             rc = -ENOMEM;
-            seterr(err, errlen, "link: out of memory");
+            fl_netem_seterr(err, errlen, "link: out of memory");
             goto fail;
         }
         rc = fl_fabric_add_chain(l->f, rules, s->loss_bp ? "link loss" : "link rate", &lf->chain, err,
@@ -628,7 +617,7 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
 nomem:
     free(lf->ports);
     free(lf->rx);
-    seterr(err, errlen, "link: out of memory");
+    fl_netem_seterr(err, errlen, "link: out of memory");
     return -ENOMEM;
 fail:
     undo(l, lf, NULL, 0);
@@ -642,7 +631,7 @@ int fl_links_heal(struct fl_links *l, int id, char *err, size_t errlen)
 {
     struct lfault *lf = find(l, id);
     if (!lf) {
-        seterr(err, errlen, "link: heal %d: no such link fault (healed already?)", id);
+        fl_netem_seterr(err, errlen, "link: heal %d: no such link fault (healed already?)", id);
         return -ENOENT;
     }
     int rc = undo(l, lf, err, errlen);
@@ -656,7 +645,7 @@ int fl_links_set_down(struct fl_links *l, int id, bool down, char *err, size_t e
 {
     struct lfault *lf = find(l, id);
     if (!lf || !lf->nports) {
-        seterr(err, errlen, "link: %s %d: no such down fault", down ? "down" : "up", id);
+        fl_netem_seterr(err, errlen, "link: %s %d: no such down fault", down ? "down" : "up", id);
         return -ENOENT;
     }
     return down ? take_down(l, lf, err, errlen) : bring_up(l, lf, err, errlen);

@@ -7,6 +7,7 @@
  * namespace at the end of the run.
  */
 #include "netem/nfq_rule.h"
+#include "netem/seterr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 #include <linux/netfilter/xt_NFQUEUE.h>
 #include <linux/netfilter_ipv4.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +34,6 @@
 #define CHAIN_PRIO 10
 #define BASE_CHAIN "fwd"
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* A NETLINK_NETFILTER socket in the netns of pid, or NULL (errno set). */
 static struct mnl_socket *nl_in(pid_t pid)
@@ -190,7 +179,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     *handle = 0;
     if (!t || !c || !base || !jr || !ej || !buf || n == 0) {
         rc = n ? -ENOMEM : -EINVAL;
-        seterr(err, errlen, n ? "nfq_rule: out of memory" : "nfq_rule: no addresses to match");
+        fl_netem_seterr(err, errlen, n ? "nfq_rule: out of memory" : "nfq_rule: no addresses to match");
         goto cleanup;
     }
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
@@ -215,7 +204,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     nl = nl_in(sw_pid);
     if (!nl) {
         rc = -errno;
-        seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
                (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
@@ -241,7 +230,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
         struct nftnl_rule *r = queue_rule(chain_name, queue, &m[i]);
         if (!r) {
             rc = -ENOMEM;
-            seterr(err, errlen, "nfq_rule: out of memory");
+            fl_netem_seterr(err, errlen, "nfq_rule: out of memory");
             goto cleanup;
         }
         nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, NFPROTO_IPV4,
@@ -260,7 +249,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     if (rc == 0 && !*handle)
         rc = -EPROTO;
     if (rc < 0)
-        seterr(err, errlen,
+        fl_netem_seterr(err, errlen,
                "nfq_rule: add chain ip " FL_NFQ_TABLE " %s (%zu rules, xt NFQUEUE %u bypass) in switch netns (pid %d): %s",
                chain_name, n, (unsigned)queue, (int)sw_pid, strerror(-rc));
 cleanup:
@@ -294,7 +283,7 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     int rc = 0;
     if (!c || !r || !jr || !buf) {
         rc = -ENOMEM;
-        seterr(err, errlen, "nfq_rule: out of memory");
+        fl_netem_seterr(err, errlen, "nfq_rule: out of memory");
         goto cleanup;
     }
     nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_IPV4);
@@ -309,7 +298,7 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     nl = nl_in(sw_pid);
     if (!nl) {
         rc = -errno;
-        seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
                (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
@@ -336,7 +325,7 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     mnl_nlmsg_batch_next(b);
     rc = batch_talk(nl, b, seq0, 3, ENOENT, NULL);
     if (rc < 0)
-        seterr(err, errlen, "nfq_rule: delete chain bridge " FL_NFQ_TABLE " %s in switch netns (pid %d): %s",
+        fl_netem_seterr(err, errlen, "nfq_rule: delete chain bridge " FL_NFQ_TABLE " %s in switch netns (pid %d): %s",
                chain_name, (int)sw_pid, strerror(-rc));
 cleanup:
     if (b)
