@@ -175,7 +175,7 @@ static bool want_help(int argc, char **argv)
 }
 
 /* Directory of this binary ({bin} in templates). */
-static void bin_dir(char *buf, size_t len)
+void fl_cli_bin_dir(char *buf, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", buf, len - 1);
     if (n <= 0) {
@@ -309,7 +309,7 @@ static int cmd_list(int argc, char **argv)
 static int check_workdir_hides(const struct fl_scenario *s, const char *out)
 {
     char bin[PATH_MAX], outp[PATH_MAX], cwd[PATH_MAX];
-    bin_dir(bin, sizeof bin);
+    fl_cli_bin_dir(bin, sizeof bin);
     out = out ? out : "out";
     if (!realpath(out, outp)) {
         if (out[0] != '/' && getcwd(cwd, sizeof cwd))
@@ -356,14 +356,14 @@ static int add_variant(struct common *c, const char *v)
 
 /* A decimal number 0..2^64-1, as a scenario's seed: no sign (strtoull would
  * take "-1" as 2^64-1), no base prefix ("010" is ten, not eight). */
-static int parse_u64(const char *opt, const char *s, uint64_t *v)
+int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v)
 {
     char *end;
     errno = 0;
     unsigned long long x = strtoull(s, &end, 10);
     if (errno || !(*s >= '0' && *s <= '9') || *end) {
-        fprintf(stderr, "faultline: %s wants a whole number 0..18446744073709551615, not '%s'\n",
-                opt, s);
+        fprintf(stderr, "%s: %s wants a whole number 0..18446744073709551615, not '%s'\n",
+                prog, opt, s);
         return -1;
     }
     *v = x;
@@ -471,12 +471,12 @@ static int cmd_run(int argc, char **argv)
                 return 2;
             break;
         case 's':
-            if (parse_u64("--seed", optarg, &c.seed) < 0)
+            if (fl_cli_parse_u64("faultline", "--seed", optarg, &c.seed) < 0)
                 return 2;
             c.seed_set = true;
             break;
         case 'r':
-            if (parse_u64("--repeat", optarg, &repeat) < 0)
+            if (fl_cli_parse_u64("faultline", "--repeat", optarg, &repeat) < 0)
                 return 2;
             if (repeat == 0) {
                 fprintf(stderr, "faultline: --repeat wants a number >= 1\n");
@@ -536,7 +536,7 @@ static int cmd_run(int argc, char **argv)
     if (open_db(&c, &rec) < 0)
         return 2;
     char bin[PATH_MAX], rev[64] = "";
-    bin_dir(bin, sizeof bin);
+    fl_cli_bin_dir(bin, sizeof bin);
     char top[PATH_MAX];
     snprintf(top, sizeof top, "%s/../..", bin);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
@@ -691,7 +691,7 @@ static int cmd_shell(int argc, char **argv)
         return 1;
     }
     char bin[PATH_MAX];
-    bin_dir(bin, sizeof bin);
+    fl_cli_bin_dir(bin, sizeof bin);
     struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .keep = c.keep,
                                 .shell_host = host, .shell_start_roles = start};
     struct fl_engine_result res;
@@ -745,7 +745,7 @@ static int cmd_runs(int argc, char **argv)
     }
     /* A revision as typed ("HEAD~3", a full hash) -> as recorded (12 digits). */
     char bin[PATH_MAX], top[PATH_MAX], since_rev[64], changed_rev[64];
-    bin_dir(bin, sizeof bin);
+    fl_cli_bin_dir(bin, sizeof bin);
     snprintf(top, sizeof top, "%s/../..", bin);
     if (ro.since_rev) {
         fl_rec_git_resolve(top, ro.since_rev, since_rev, sizeof since_rev);

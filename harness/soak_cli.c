@@ -242,32 +242,6 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     return n == 0 && rc >= 0;
 }
 
-static int parse_u64(const char *opt, const char *s, uint64_t *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (errno || !(*s >= '0' && *s <= '9') || *end) {
-        fprintf(stderr, "faultline soak: %s wants a whole number 0..18446744073709551615, not '%s'\n",
-                opt, s);
-        return -1;
-    }
-    *v = x;
-    return 0;
-}
-
-static void bin_dir(char *buf, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0) {
-        snprintf(buf, len, ".");
-        return;
-    }
-    buf[n] = 0;
-    char *s = strrchr(buf, '/');
-    if (s)
-        *s = 0;
-}
 
 int fl_cli_soak(int argc, char **argv)
 {
@@ -300,7 +274,7 @@ int fl_cli_soak(int argc, char **argv)
             dur_set = true;
             break;
         case 'n':
-            if (parse_u64("--iterations", optarg, &iterations) < 0)
+            if (fl_cli_parse_u64("faultline soak", "--iterations", optarg, &iterations) < 0)
                 return 2;
             if (iterations == 0) {
                 fprintf(stderr, "faultline soak: --iterations wants a number >= 1\n");
@@ -309,7 +283,7 @@ int fl_cli_soak(int argc, char **argv)
             iters_set = true;
             break;
         case 's':
-            if (parse_u64("--seed", optarg, &seed) < 0)
+            if (fl_cli_parse_u64("faultline soak", "--seed", optarg, &seed) < 0)
                 return 2;
             seed_set = true;
             break;
@@ -321,7 +295,7 @@ int fl_cli_soak(int argc, char **argv)
             variants[nvariants++] = optarg;
             break;
         case 'b':
-            if (parse_u64("--budget", optarg, &budget) < 0)
+            if (fl_cli_parse_u64("faultline soak", "--budget", optarg, &budget) < 0)
                 return 2;
             k.budget = budget > 100000 ? 100000 : (int)budget;
             break;
@@ -393,7 +367,7 @@ int fl_cli_soak(int argc, char **argv)
     if (!seed_set && getrandom(&seed, sizeof seed, 0) != sizeof seed)
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     char bin[PATH_MAX], top[PATH_MAX + 8], rev[64] = "";
-    bin_dir(bin, sizeof bin);
+    fl_cli_bin_dir(bin, sizeof bin);
     snprintf(top, sizeof top, "%s/../..", bin);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
