@@ -99,3 +99,18 @@ FL_TEST_T(faults, psrt_ps_lost_in_chief_start, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
 }
+
+/* Found while soaking psrt (a probe pinned at the final save): a ps lost
+ * while the robust chief saved the
+ * final checkpoint made it exit 1 ("saving the final checkpoint failed");
+ * it recovers, trains again to max_steps and saves now.  The kill of ps:1
+ * is pinned to the chief's save.begin at step 200 (max_steps). */
+FL_TEST_T(faults, psrt_ps_lost_in_final_save, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-ps-lost-during-final-save.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE '%step=200%'"), 1);
+}
