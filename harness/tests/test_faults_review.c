@@ -101,9 +101,8 @@ FL_TEST_T(faults, psrt_ps_lost_in_chief_start, 60)
 }
 
 /* Found while soaking psrt (a probe pinned at the final save): a ps lost
- * while the robust chief saved the
- * final checkpoint made it exit 1 ("saving the final checkpoint failed");
- * it recovers, trains again to max_steps and saves now.  The kill of ps:1
+ * while the robust chief saved the final checkpoint made it exit 1
+ * ("saving the final checkpoint failed"); it recovers, trains again to max_steps and saves now.  The kill of ps:1
  * is pinned to the chief's save.begin at step 200 (max_steps). */
 FL_TEST_T(faults, psrt_ps_lost_in_final_save, 60)
 {
