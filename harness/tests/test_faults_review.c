@@ -113,3 +113,18 @@ FL_TEST_T(faults, psrt_ps_lost_in_final_save, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE '%step=200%'"), 1);
 }
+
+/* Found while soaking psrt (pinned by hand): a save whose commit reached
+ * ps:0 but not ps:1 (ps:1 killed at its save.shard_written) left step 100
+ * committed on ps:0 only; when the chief's disk was then lost, the new
+ * chief picked that unreported step and failed ("has no surviving copy").
+ * It restores the newest step every ps holds (80, the last reported). */
+FL_TEST_T(faults, psrt_chief_lost_after_bad_commit, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-chief-lost-after-failed-commit.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 2);
+}
