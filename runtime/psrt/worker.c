@@ -912,15 +912,16 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
             return 0;
         }
         /* chief: final checkpoint at the last global step, export, shut
-         * down.  A ps lost meanwhile (killed during the final save, say) is
-         * recovered as during training, for up to --reconnect_timeout: a
+         * down.  Robust: a ps lost meanwhile (killed during the final save,
+         * say) is recovered as during training, for up to
+         * --reconnect_timeout (legacy exits, as TensorFlow's chief does): a
          * relaunched ps gets the latest checkpoint back, and training goes
          * on from there to max_steps before finishing again. */
         const char *what;
         r = chief_finish(w, gstep, dt, &what, &err);
         if (!r)
             break;
-        if (!lost_peer(r) || r == -ESHUTDOWN ||
+        if (f->protocol != PSRT_ROBUST || !lost_peer(r) || r == -ESHUTDOWN ||
             (t_fin > 0 && psrt_now() - t_fin >= f->reconnect_timeout)) {
             print_fatal(what, &err);
             return 1;
