@@ -128,3 +128,18 @@ FL_TEST_T(faults, psrt_chief_lost_after_bad_commit, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 2);
 }
+
+/* Found while soaking psrt (pinned by hand): with --max_to_keep=1, a ps
+ * committing an unreported save (its peer killed in the commit) deleted its
+ * copy of the last reported checkpoint; the chief's host lost next, that
+ * checkpoint's shard had no copy left.  A ps keeps the last reported
+ * checkpoint until a newer one is reported. */
+FL_TEST_T(faults, psrt_chief_lost_keep_one, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-chief-lost-keep-one.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 1);
+}
