@@ -143,3 +143,17 @@ FL_TEST_T(faults, psrt_chief_lost_keep_one, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 1);
 }
+
+/* Found while soaking psrt (pinned by hand): a robust chief that restored
+ * from the ps tasks' copies alone (its host replaced after the final
+ * save) left every shard on one host and no checkpoint on its disk; it
+ * saves the restored checkpoint again now. */
+FL_TEST_T(faults, psrt_chief_replaced_at_end, 60)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    fl_test_scenario_passes("psrt-chief-replaced-at-end.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE 'step=200 %'"), 2);
+}

@@ -971,7 +971,8 @@ static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     pthread_mutex_unlock(&ps->bg_mu);
 }
 
-/* RobustCommit: i64 step, str name, u32 max_to_keep. */
+/* RobustCommit: i64 step, str name, u32 max_to_keep, then optionally str
+ * reported (the chief's last reported checkpoint: kept beyond max_to_keep). */
 static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
     long long step = (long long)psrt_buf_get_u64(req);

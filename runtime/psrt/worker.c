@@ -21,6 +21,8 @@
  * peer that stays away, is fatal: one line and exit 1.
  */
 #include "runtime/psrt/worker.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
 
 #include <errno.h>
 #include <math.h>
@@ -215,8 +217,36 @@ int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err)
     return 0;
 }
 
+static int save(struct psrt_worker *w, long long step, struct psrt_err *err);
+
+/* Whether the chief's own disk has checkpoint step as its latest: its
+ * state file names it and its index file is there. */
+static bool chief_has_copy(const struct psrt_flags *f, long long step)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(f->train_dir, &st, &ce))
+        return false;
+    char prefix[1200];
+    psrt_ckpt_prefix(f, step, prefix, sizeof prefix);
+    char *named = st.model_checkpoint_path ? ckpt_state_resolve(f->train_dir,
+                                                                st.model_checkpoint_path) : NULL;
+    char *ix = ckpt_index_name(prefix);
+    struct stat sb;
+    bool ok = named && ix && !strcmp(named, prefix) && stat(ix, &sb) == 0;
+    free(named);
+    free(ix);
+    ckpt_state_free(&st);
+    return ok;
+}
+
 /* Restore the latest checkpoint or initialise: TensorFlow's
- * SessionManager.prepare_session on the chief. */
+ * SessionManager.prepare_session on the chief.  Robust: a checkpoint
+ * restored from the ps tasks' copies alone (the chief's disk was lost) is
+ * saved again at once, so that its shards are on two hosts again and the
+ * chief's state names it (restoring from the chief's copy writes the ps
+ * copies back likewise). */
 static int prepare(struct psrt_worker *w, struct psrt_err *err)
 {
     long long step = -1;
@@ -227,6 +257,13 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         w->restored_step = step;
         w->last_save_step = step;
         w->last_save_time = psrt_now();
+        if (w->f->protocol == PSRT_ROBUST && (w->f->save_steps > 0 || w->f->save_secs > 0) &&
+            !chief_has_copy(w->f, step)) {
+            psrt_log("restored model.ckpt-%lld from the ps tasks' copies alone (none in %s "
+                     "here): saving it again, so that every shard is on two hosts",
+                     step, w->f->train_dir);
+            return save(w, step, err);
+        }
         return 0;
     }
     w->restored_step = -1;
