@@ -437,11 +437,16 @@ static void robust_prefix(struct ps *ps, const char *name, char *out, size_t len
 }
 
 /* Adds name to this ps's own `checkpoint` state (durably) and deletes its
- * copies beyond max_to_keep. */
-static int robust_commit(struct ps *ps, const char *name, int max_to_keep, struct psrt_err *err)
+ * copies beyond max_to_keep, except reported (when not NULL or empty): the
+ * chief's last reported checkpoint, which this commit's save does not
+ * replace until the chief reports it (a save failing after this commit
+ * must leave the reported checkpoint on two hosts). */
+static int robust_commit(struct ps *ps, const char *name, int max_to_keep, const char *reported,
+                         struct psrt_err *err)
 {
-    return psrt_state_commit(ps->robust_dir, name, max_to_keep, CKPT_SYNC, "psrt/save/commit",
-                             err);
+    return psrt_state_commit_keep(ps->robust_dir, name, max_to_keep,
+                                  reported && reported[0] ? reported : NULL, CKPT_SYNC,
+                                  "psrt/save/commit", err);
 }
 
 /* Writes l durably as this ps's own copy `name`. */
@@ -966,7 +971,8 @@ static void h_rsave(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     pthread_mutex_unlock(&ps->bg_mu);
 }
 
-/* RobustCommit: i64 step, str name, u32 max_to_keep. */
+/* RobustCommit: i64 step, str name, u32 max_to_keep, then optionally str
+ * reported (the chief's last reported checkpoint: kept beyond max_to_keep). */
 static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 {
     long long step = (long long)psrt_buf_get_u64(req);
@@ -976,13 +982,17 @@ static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
         return;
     }
     uint32_t keep = psrt_buf_get_u32(req);
+    /* then, optionally, the chief's last reported checkpoint: kept */
+    char reported[512] = "";
+    if (req->off < req->len && psrt_buf_get_str(req, reported, sizeof reported))
+        reported[0] = 0;
     struct psrt_err err = {0};
     pthread_mutex_lock(&ps->bg_mu);
     bool written_inline = !ps->bg_active && !strcmp(ps->bg_name, name) && ps->bg_rc == 0;
     int r = written_inline ? 0 : bg_join(ps, name, &err);
     ps->bg_name[0] = 0;
     pthread_mutex_unlock(&ps->bg_mu);
-    if (r || robust_commit(ps, name, keep ? (int)keep : 5, &err)) {
+    if (r || robust_commit(ps, name, keep ? (int)keep : 5, reported, &err)) {
         reply_err(rep, &err);
         return;
     }
@@ -1054,7 +1064,7 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     }
     if (!r && name[0] && !strchr(name, '/')) {
         struct psrt_err werr = {0};
-        if (robust_write(ps, &l, name, &werr) || robust_commit(ps, name, keep ? (int)keep : 5, &werr))
+        if (robust_write(ps, &l, name, &werr) || robust_commit(ps, name, keep ? (int)keep : 5, NULL, &werr))
             psrt_log("could not keep a local copy of %s: %s", name, werr.msg);
     }
     psrt_tl_free(&l);

@@ -591,6 +591,10 @@ int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
  * the write (NULL for none).  0, or -errno with err set. */
 int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsigned fflags,
                       const char *fault, struct psrt_err *err);
+/* The same, but keep_too (when not NULL), if listed, is never dropped (it
+ * stays listed, beyond max_to_keep if need be). */
+int psrt_state_commit_keep(const char *dir, const char *name, int max_to_keep, const char *keep_too,
+                           unsigned fflags, const char *fault, struct psrt_err *err);
 /* Deletes every file of checkpoint prefix p (index, data shards, .meta);
  * failures are logged and ignored, as TensorFlow's Saver does. */
 void psrt_delete_checkpoint(const char *p);

@@ -179,27 +179,76 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
     }
     /* The chief's state file is the record of reported saves: when it is
      * there, its checkpoint is the one.  Without it (the chief's disk was
-     * lost), the newest step any ps committed: at most one save newer than
-     * the last reported one (ps commit before the chief's state is written),
-     * complete on the ps tasks. */
-    for (int i = 0; i < n && best < 0; i++) {
-        struct psrt_buf *b = &w->resp[order[i]];
-        b->off = 0;
-        uint32_t k = psrt_buf_get_u32(b);
-        long long mine = -1;
-        for (uint32_t j = 0; j < k && !b->bad; j++) {
-            char nm[512];
-            psrt_buf_get_str(b, nm, sizeof nm);
-            uint32_t present = psrt_buf_get_u32(b);
-            long long s = step_of(nm);
-            if (present && s > mine)
-                mine = s;
+     * lost), the newest step that every ps holding committed copies has
+     * committed: a reported save is committed on every ps (they commit
+     * before the chief's state is written), so that is the last reported
+     * checkpoint or at most one save newer, complete on the ps tasks.  A
+     * step only some ps committed is a save that failed in its commits (a
+     * ps lost then): never reported, and not restorable without the
+     * chief's copy.  When no step is on all of them (a ps's disk lost too,
+     * or max_to_keep dropped the older ones), the newest step any ps
+     * committed, whose missing shard the restore then names. */
+    long long common = -1;
+    if (best < 0) {
+        int with = 0; /* ps tasks holding any committed copy */
+        for (int i = 0; i < n; i++) {
+            struct psrt_buf *b = &w->resp[order[i]];
+            b->off = 0;
+            uint32_t k = psrt_buf_get_u32(b);
+            long long mine = -1;
+            for (uint32_t j = 0; j < k && !b->bad; j++) {
+                char nm[512];
+                psrt_buf_get_str(b, nm, sizeof nm);
+                uint32_t present = psrt_buf_get_u32(b);
+                long long s = step_of(nm);
+                if (present && s > mine)
+                    mine = s;
+            }
+            if (mine > ps_best)
+                ps_best = mine;
+            with += mine >= 0;
         }
-        if (mine > ps_best)
-            ps_best = mine;
+        /* the steps every ps with a list holds: count, per step of the
+         * first such ps, the ps holding it */
+        long long cand[256];
+        int ncand = 0, holders[256] = {0};
+        bool first = true;
+        for (int i = 0; i < n && with > 0; i++) {
+            struct psrt_buf *b = &w->resp[order[i]];
+            b->off = 0;
+            uint32_t k = psrt_buf_get_u32(b);
+            bool any = false;
+            for (uint32_t j = 0; j < k && !b->bad; j++) {
+                char nm[512];
+                psrt_buf_get_str(b, nm, sizeof nm);
+                uint32_t present = psrt_buf_get_u32(b);
+                long long s = step_of(nm);
+                if (!present || s < 0)
+                    continue;
+                any = true;
+                if (first && ncand < 256) {
+                    holders[ncand] = 1;
+                    cand[ncand++] = s;
+                } else if (!first) {
+                    for (int c = 0; c < ncand; c++)
+                        if (cand[c] == s) {
+                            holders[c]++;
+                            break;
+                        }
+                }
+            }
+            first = first && !any;
+        }
+        for (int c = 0; c < ncand; c++)
+            if (holders[c] == with && cand[c] > common)
+                common = cand[c];
+        if (common >= 0 && common < ps_best)
+            psrt_log("model.ckpt-%lld is committed on only some ps tasks (a save that failed in "
+                     "its commits, never reported): restoring model.ckpt-%lld, the newest "
+                     "every ps holds",
+                     ps_best, common);
+        best = common >= 0 ? common : ps_best;
     }
-    if (best < 0)
-        best = ps_best;
     if (best < 0 && bad_state[0]) {
         /* checkpoints may be there, but which is the latest is unknown:
          * initialising would train from scratch over them */

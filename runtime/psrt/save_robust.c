@@ -255,6 +255,13 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     psrt_buf_u64(&req, (uint64_t)step);
     psrt_buf_str(&req, name);
     psrt_buf_u32(&req, (uint32_t)f->max_to_keep);
+    /* the last reported checkpoint (or the one restored): each ps keeps its
+     * copy beyond max_to_keep until this save is reported, so that a save
+     * failing after some commits leaves it on two hosts */
+    char reported[128] = "";
+    if (w->last_save_step >= 0 && w->last_save_step != step)
+        snprintf(reported, sizeof reported, "model.ckpt-%lld", w->last_save_step);
+    psrt_buf_str(&req, reported);
     for (int i = 0; i < n; i++) {
         calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RCOMMIT,
                                       .timeout = psrt_flags_bulk_timeout(f)};

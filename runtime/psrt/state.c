@@ -8,7 +8,9 @@
  *
  * Invariant: the name being committed is counted once, whether or not the
  * state already lists it, so exactly max_to_keep checkpoints stay listed
- * (the newest, the committed one last) and only those beyond are deleted.
+ * (the newest, the committed one last) and only those beyond are deleted;
+ * psrt_state_commit_keep also keeps one more named checkpoint listed (a
+ * ps keeps the chief's last reported one until a newer save is reported).
  *
  * A directory that psrt alone writes (a ps's own copies) can also be swept
  * of checkpoints no state lists: those of saves that failed after this ps
@@ -48,6 +50,12 @@ void psrt_delete_checkpoint(const char *p)
 int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsigned fflags,
                       const char *fault, struct psrt_err *err)
 {
+    return psrt_state_commit_keep(dir, name, max_to_keep, NULL, fflags, fault, err);
+}
+
+int psrt_state_commit_keep(const char *dir, const char *name, int max_to_keep, const char *keep_too,
+                           unsigned fflags, const char *fault, struct psrt_err *err)
+{
     struct ckpt_state st, nst;
     struct ckpt_err ce = {0};
     memset(&st, 0, sizeof st);
@@ -71,7 +79,7 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
         const char *p = st.all_model_checkpoint_paths[i];
         if (!strcmp(p, name))
             continue;
-        if (drop) {
+        if (drop && !(keep_too && !strcmp(p, keep_too))) {
             drop--;
             ndrop = i + 1;
             continue;
@@ -99,7 +107,7 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
     }
     for (size_t i = 0; i < ndrop && !r; i++) {
         const char *p = st.all_model_checkpoint_paths[i];
-        if (!strcmp(p, name))
+        if (!strcmp(p, name) || (keep_too && !strcmp(p, keep_too)))
             continue;
         char *full = ckpt_state_resolve(dir, p);
         if (full) {

@@ -21,6 +21,8 @@
  * peer that stays away, is fatal: one line and exit 1.
  */
 #include "runtime/psrt/worker.h"
+#include "runtime/ckpt/bundle.h"
+#include "runtime/ckpt/state.h"
 
 #include <errno.h>
 #include <math.h>
@@ -215,8 +217,36 @@ int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err)
     return 0;
 }
 
+static int save(struct psrt_worker *w, long long step, struct psrt_err *err);
+
+/* Whether the chief's own disk has checkpoint step as its latest: its
+ * state file names it and its index file is there. */
+static bool chief_has_copy(const struct psrt_flags *f, long long step)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(f->train_dir, &st, &ce))
+        return false;
+    char prefix[1200];
+    psrt_ckpt_prefix(f, step, prefix, sizeof prefix);
+    char *named = st.model_checkpoint_path ? ckpt_state_resolve(f->train_dir,
+                                                                st.model_checkpoint_path) : NULL;
+    char *ix = ckpt_index_name(prefix);
+    struct stat sb;
+    bool ok = named && ix && !strcmp(named, prefix) && stat(ix, &sb) == 0;
+    free(named);
+    free(ix);
+    ckpt_state_free(&st);
+    return ok;
+}
+
 /* Restore the latest checkpoint or initialise: TensorFlow's
- * SessionManager.prepare_session on the chief. */
+ * SessionManager.prepare_session on the chief.  Robust: a checkpoint
+ * restored from the ps tasks' copies alone (the chief's disk was lost) is
+ * saved again at once, so that its shards are on two hosts again and the
+ * chief's state names it (restoring from the chief's copy writes the ps
+ * copies back likewise). */
 static int prepare(struct psrt_worker *w, struct psrt_err *err)
 {
     long long step = -1;
@@ -227,6 +257,13 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         w->restored_step = step;
         w->last_save_step = step;
         w->last_save_time = psrt_now();
+        if (w->f->protocol == PSRT_ROBUST && (w->f->save_steps > 0 || w->f->save_secs > 0) &&
+            !chief_has_copy(w->f, step)) {
+            psrt_log("restored model.ckpt-%lld from the ps tasks' copies alone (none in %s "
+                     "here): saving it again, so that every shard is on two hosts",
+                     step, w->f->train_dir);
+            return save(w, step, err);
+        }
         return 0;
     }
     w->restored_step = -1;
@@ -729,6 +766,47 @@ static int chief_start(struct psrt_worker *w, long long *gstep, const char **wha
     return psrt_worker_open_all(w, err);
 }
 
+/* The chief's end: the final global step, the final loss, the final
+ * checkpoint (unless the last save was at that step) and the export.  A
+ * ps lost here is recovered by the caller like one lost while training;
+ * *what names the stage an error came from. */
+static int chief_finish(struct psrt_worker *w, long long gstep, double dt, const char **what,
+                        struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    int ready;
+    long long final = gstep;
+    *what = "reading the final global step";
+    int r = ensure_connected(w, err);
+    if (!r)
+        r = psrt_worker_ping(w, 0, &ready, &final, err);
+    if (r)
+        return r;
+    double ml = NAN;
+    *what = "evaluating the final loss";
+    r = eval_loss(w, &ml, err);
+    if (r)
+        return r;
+    psrt_log("training done at global step %lld: %lld chief steps in %.2f s, final loss %.6g "
+             "on a held-out batch (target %.3g: %s)",
+             final, w->chief_steps, dt, ml, w->m.ops->target_loss,
+             ml <= w->m.ops->target_loss ? "reached" : "NOT reached");
+    psrt_ev("train.done", "step=%lld loss=%.6g", final, ml);
+    if (saving_enabled(f) && w->last_save_step != final) {
+        *what = "saving the final checkpoint";
+        r = save(w, final, err);
+        if (r)
+            return r;
+    }
+    if (f->export_dir[0]) {
+        *what = "export";
+        r = psrt_export(w, err);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 /* The task itself; psrt_worker_main frees w whichever way it returns. */
 static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
 {
@@ -805,101 +883,92 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
     }
     psrt_ev("train.start", "job=worker task=%d", f->task);
     double t0 = psrt_now();
+    double t_fin = 0; /* when a ps was first lost while finishing */
     for (;;) {
-        double loss = 0;
-        long long s = do_step(w, local, &loss, &err);
-        if (s == STEP_DONE)
-            break;
-        if (s == NEED_RECOVERY) {
-            r = recover(w, &err);
-            if (r == STEP_DONE)
+        for (;;) {
+            double loss = 0;
+            long long s = do_step(w, local, &loss, &err);
+            if (s == STEP_DONE)
                 break;
-            if (r) {
-                print_fatal(w->chief ? "recovering from a lost ps" : "waiting for the model", &err);
-                return 1;
-            }
-            continue;
-        }
-        if (s < 0) {
-            print_fatal("training step", &err);
-            return 1;
-        }
-        local++;
-        gstep = s;
-        if (w->chief) {
-            w->losses[w->nloss++ % 20] = loss;
-            w->chief_steps++;
-            if (w->chief_steps % f->log_every == 0) {
-                /* at most 100 lines and events a second, however fast the steps */
-                static double last_report;
-                double now = psrt_now();
-                if (now - last_report >= 0.01) {
-                    last_report = now;
-                    psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
-                             mean_loss(w));
-                    psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
-                }
-            }
-            bool due = (f->save_steps > 0 && gstep >= w->last_save_step + f->save_steps) ||
-                       (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
-            if (due && gstep < f->max_steps) {
-                r = save(w, gstep, &err);
-                if (lost_peer(r)) {
-                    /* a ps went away mid-save: recover, the save is not reported */
-                    psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
-                    int rr = recover(w, &err);
-                    if (rr == STEP_DONE)
-                        break;
-                    if (rr) {
-                        print_fatal("recovering from a lost ps", &err);
-                        return 1;
-                    }
-                } else if (r) {
-                    print_fatal("saving a checkpoint", &err);
+            if (s == NEED_RECOVERY) {
+                r = recover(w, &err);
+                if (r == STEP_DONE)
+                    break;
+                if (r) {
+                    print_fatal(w->chief ? "recovering from a lost ps" : "waiting for the model", &err);
                     return 1;
                 }
+                continue;
             }
+            if (s < 0) {
+                print_fatal("training step", &err);
+                return 1;
+            }
+            local++;
+            gstep = s;
+            if (w->chief) {
+                w->losses[w->nloss++ % 20] = loss;
+                w->chief_steps++;
+                if (w->chief_steps % f->log_every == 0) {
+                    /* at most 100 lines and events a second, however fast the steps */
+                    static double last_report;
+                    double now = psrt_now();
+                    if (now - last_report >= 0.01) {
+                        last_report = now;
+                        psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
+                                 mean_loss(w));
+                        psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
+                    }
+                }
+                bool due = (f->save_steps > 0 && gstep >= w->last_save_step + f->save_steps) ||
+                           (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
+                if (due && gstep < f->max_steps) {
+                    r = save(w, gstep, &err);
+                    if (lost_peer(r)) {
+                        /* a ps went away mid-save: recover, the save is not reported */
+                        psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
+                        int rr = recover(w, &err);
+                        if (rr == STEP_DONE)
+                            break;
+                        if (rr) {
+                            print_fatal("recovering from a lost ps", &err);
+                            return 1;
+                        }
+                    } else if (r) {
+                        print_fatal("saving a checkpoint", &err);
+                        return 1;
+                    }
+                }
+            }
+            sleep_s(f->step_delay);
         }
-        sleep_s(f->step_delay);
-    }
-    double dt = psrt_now() - t0;
-    if (!w->chief) {
-        psrt_log("done: %lld local steps in %.2f s", local, dt);
-        psrt_ev("train.done", "step=%lld", gstep);
-        return 0;
-    }
-    /* chief: final checkpoint at the last global step, export, shut down. */
-    int ready;
-    long long final = gstep;
-    r = ensure_connected(w, &err);
-    if (!r)
-        r = psrt_worker_ping(w, 0, &ready, &final, &err);
-    if (r) {
-        print_fatal("reading the final global step", &err);
-        return 1;
-    }
-    double ml = NAN;
-    r = eval_loss(w, &ml, &err);
-    if (r) {
-        print_fatal("evaluating the final loss", &err);
-        return 1;
-    }
-    psrt_log("training done at global step %lld: %lld chief steps in %.2f s, final loss %.6g "
-             "on a held-out batch (target %.3g: %s)",
-             final, w->chief_steps, dt, ml, w->m.ops->target_loss,
-             ml <= w->m.ops->target_loss ? "reached" : "NOT reached");
-    psrt_ev("train.done", "step=%lld loss=%.6g", final, ml);
-    if (saving_enabled(f) && w->last_save_step != final) {
-        r = save(w, final, &err);
-        if (r) {
-            print_fatal("saving the final checkpoint", &err);
+        double dt = psrt_now() - t0;
+        if (!w->chief) {
+            psrt_log("done: %lld local steps in %.2f s", local, dt);
+            psrt_ev("train.done", "step=%lld", gstep);
+            return 0;
+        }
+        /* chief: final checkpoint at the last global step, export, shut
+         * down.  Robust: a ps lost meanwhile (killed during the final save,
+         * say) is recovered as during training, for up to
+         * --reconnect_timeout (legacy exits, as TensorFlow's chief does): a
+         * relaunched ps gets the latest checkpoint back, and training goes
+         * on from there to max_steps before finishing again. */
+        const char *what;
+        r = chief_finish(w, gstep, dt, &what, &err);
+        if (!r)
+            break;
+        if (f->protocol != PSRT_ROBUST || !lost_peer(r) || r == -ESHUTDOWN ||
+            (t_fin > 0 && psrt_now() - t_fin >= f->reconnect_timeout)) {
+            print_fatal(what, &err);
             return 1;
         }
-    }
-    if (f->export_dir[0]) {
-        r = psrt_export(w, &err);
-        if (r) {
-            print_fatal("export", &err);
+        if (t_fin == 0)
+            t_fin = psrt_now();
+        psrt_log("lost a ps while finishing (%s failed: %s); recovering", what, err.msg);
+        r = recover(w, &err);
+        if (r && r != STEP_DONE) {
+            print_fatal("recovering from a lost ps", &err);
             return 1;
         }
     }

@@ -948,6 +948,38 @@ FL_TEST(psrt_state, commit_keeps_exactly_max_to_keep)
     ckpt_state_free(&st);
 }
 
+/* psrt_state_commit_keep: the checkpoint to keep too (a ps's copy of the
+ * chief's last reported save) stays, beyond max_to_keep; once another is
+ * named, it goes as usual. */
+FL_TEST(psrt_state, commit_keep_too_survives_max_to_keep)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/keeptoo", fl_test_dir());
+    FL_REQUIRE_EQ(mkdir(dir, 0755), 0);
+    struct psrt_err e = {0};
+    touch_ckpt(dir, "model.ckpt-80");
+    FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-80", 1, 0, NULL, &e) == 0, "%s", e.msg);
+    touch_ckpt(dir, "model.ckpt-100");
+    FL_REQUIRE_MSG(psrt_state_commit_keep(dir, "model.ckpt-100", 1, "model.ckpt-80", 0, NULL,
+                                          &e) == 0, "%s", e.msg);
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-80") && ckpt_exists(dir, "model.ckpt-100"));
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_ASSERT_EQ(st.n_all, 2);
+    FL_ASSERT_STREQ(st.model_checkpoint_path, "model.ckpt-100");
+    ckpt_state_free(&st);
+    /* the next save, 100 reported: 80 goes, 100 stays */
+    touch_ckpt(dir, "model.ckpt-120");
+    FL_REQUIRE_MSG(psrt_state_commit_keep(dir, "model.ckpt-120", 1, "model.ckpt-100", 0, NULL,
+                                          &e) == 0, "%s", e.msg);
+    FL_ASSERT(!ckpt_exists(dir, "model.ckpt-80"));
+    FL_ASSERT(ckpt_exists(dir, "model.ckpt-100") && ckpt_exists(dir, "model.ckpt-120"));
+    FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
+    FL_ASSERT_EQ(st.n_all, 2);
+    ckpt_state_free(&st);
+}
+
 /* A state write that fails (a full disk) deletes nothing: the old state
  * still names every checkpoint it listed, and they are all still there. */
 FL_TEST(psrt_state, failed_commit_deletes_nothing)
