@@ -157,3 +157,19 @@ FL_TEST_T(faults, psrt_chief_replaced_at_end, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE 'step=200 %'"), 2);
 }
+
+/* scenarios/faults/: one scenario per fault kind, each measuring its own
+ * effect (a slow fsync, a short write, a corrupt copy restored past, a
+ * drifting clock, a delayed link); every one must pass as shipped. */
+FL_TEST_T(faults, catalog_scenarios_pass, 180)
+{
+    require_setup();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/scenarios/faults 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "faultline run scenarios/faults exited %d:\n%s", rc, out);
+    free(out);
+    FL_ASSERT(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE verdict='pass'") >= 5);
+}
