@@ -600,9 +600,6 @@ static int config(struct fl_emu *e, uint16_t queue, uint8_t cmd, const struct fl
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += 5;
     int rc = 0;
-    if (!e->started) {
-        rx_round(e, 0);
-    }
     while (!e->ack_got && rc == 0) {
         wake(e);
         rc = pthread_cond_timedwait(&e->cv, &e->mu, &dl);

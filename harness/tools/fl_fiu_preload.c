@@ -34,7 +34,7 @@
  * descriptors of files and directories are affected (not pipes, sockets or
  * terminals): the disk is slow, not the process's stdout or libfiu's own
  * control fifo.  Without such a point enabled, a wrapped call costs one
- * fiu_fail() lookup.
+ * fiu_fail() lookup (two for the writes: delay, then short).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -219,6 +219,11 @@ int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err)
 
 static int save(struct psrt_worker *w, long long step, struct psrt_err *err);
 
+static bool saving_enabled(const struct psrt_flags *f)
+{
+    return f->save_steps > 0 || f->save_secs > 0;
+}
+
 /* Whether the chief's own disk has checkpoint step as its latest: its
  * state file names it and its index file is there. */
 static bool chief_has_copy(const struct psrt_flags *f, long long step)
@@ -257,7 +262,7 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         w->restored_step = step;
         w->last_save_step = step;
         w->last_save_time = psrt_now();
-        if (w->f->protocol == PSRT_ROBUST && (w->f->save_steps > 0 || w->f->save_secs > 0) &&
+        if (w->f->protocol == PSRT_ROBUST && saving_enabled(w->f) &&
             !chief_has_copy(w->f, step)) {
             psrt_log("restored model.ckpt-%lld from the ps tasks' copies alone (none in %s "
                      "here): saving it again, so that every shard is on two hosts",
@@ -620,11 +625,6 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
 }
 
 /* ---- chief: saving ------------------------------------------------------------ */
-
-static bool saving_enabled(const struct psrt_flags *f)
-{
-    return f->save_steps > 0 || f->save_secs > 0;
-}
 
 static int save(struct psrt_worker *w, long long step, struct psrt_err *err)
 {
