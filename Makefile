@@ -88,7 +88,7 @@ $(O)/bin/fl-disk-probe: $(O)/obj/harness/tools/fl_disk_probe.o
 
 # Preloaded into the tasks a disk: fault targets (harness/disk_faults.c):
 # libfiu's remote control plus the harness's state file.
-$(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c
+$(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c harness/tools/fl_fiu_preload.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
 

@@ -31,6 +31,7 @@
  */
 #include "harness/engine_int.h"
 #include "harness/fiu_ctl.h"
+#include "harness/tools/fl_fiu_preload.h"
 #include "harness/rundir.h"
 
 #include <dirent.h>
@@ -59,14 +60,13 @@ struct fl_disk {
 };
 
 /* failinfo of the fault's point: errno, delay in us, or short length
- * (SHORT_PPM | ppm for a fraction, as fl_fiu_preload.c reads it) */
-#define SHORT_PPM (1ULL << 40)
+ * (FL_FIU_SHORT_PPM | ppm for a fraction, as fl_fiu_preload.c reads it) */
 static unsigned long long failinfo(const struct fl_scn_disk *dk)
 {
     if (dk->delay_us)
         return (unsigned long long)dk->delay_us;
     if (dk->short_ppm)
-        return SHORT_PPM | dk->short_ppm;
+        return FL_FIU_SHORT_PPM | dk->short_ppm;
     if (dk->short_bytes)
         return dk->short_bytes;
     return (unsigned long long)dk->err;

@@ -29,13 +29,15 @@
  * in microseconds; the call waits that long, then is made: through libfiu's
  * POSIX preload, when loaded, which may still fail it) and
  * faultline/short/CALL for write, pwrite, writev, pwritev (failinfo: a byte
- * count, or SHORT_PPM | millionths of the size asked; the call is made with
+ * count, or FL_FIU_SHORT_PPM | millionths of the size asked; the call is made with
  * that fewer bytes: a real short write, the rest is not written).  Only
  * descriptors of files and directories are affected (not pipes, sockets or
  * terminals): the disk is slow, not the process's stdout or libfiu's own
  * control fifo.  Without such a point enabled, a wrapped call costs one
  * fiu_fail() lookup (two for the writes: delay, then short).
  */
+#include "harness/tools/fl_fiu_preload.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +56,6 @@
 
 /* faultline/short/CALL's failinfo: a fraction (ppm) rather than bytes;
  * harness/disk_faults.c sets it the same way. */
-#define SHORT_PPM (1ULL << 40)
 
 /* A descriptor on the disk: a regular file, a directory or a block device. */
 static int on_disk(int fd)
@@ -84,8 +85,8 @@ static size_t short_len(const char *point, int fd, size_t count)
     if (count <= 1 || !fiu_fail(point) || !on_disk(fd))
         return count;
     uint64_t v = (uint64_t)(uintptr_t)fiu_failinfo(), n;
-    if (v & SHORT_PPM)
-        n = (uint64_t)((unsigned __int128)count * (v & (SHORT_PPM - 1)) / 1000000);
+    if (v & FL_FIU_SHORT_PPM)
+        n = (uint64_t)((unsigned __int128)count * (v & (FL_FIU_SHORT_PPM - 1)) / 1000000);
     else
         n = v;
     if (n == 0)
