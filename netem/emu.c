@@ -12,6 +12,7 @@
  * is touched with e->mu held (the thread drops it only in ppoll).
  */
 #include "netem/emu.h"
+#include "netem/nsock.h"
 #include "netem/seterr.h"
 #include "netem/fabric.h"
 
@@ -472,38 +473,6 @@ int fl_emu_params_check(const struct fl_emu_params *p, char *err, size_t errlen)
     return 0;
 }
 
-/* Opens socket(domain, type, proto) inside the netns of pid. */
-static int socket_in(pid_t pid, int domain, int type, int proto, struct mnl_socket **nl)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    int fd = -1, e = 0;
-    if (nsfd < 0 || home < 0 || setns(nsfd, CLONE_NEWNET) < 0) {
-        e = errno;
-    } else {
-        if (nl) {
-            *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-            fd = *nl ? 0 : -1;
-        } else {
-            fd = socket(domain, type | SOCK_CLOEXEC, proto);
-        }
-        e = errno;
-        if (setns(home, CLONE_NEWNET) < 0) {
-            fprintf(stderr, "netem emu: setns back to the original network namespace: %s; aborting\n",
-                    strerror(errno));
-            abort();
-        }
-    }
-    if (nsfd >= 0)
-        close(nsfd);
-    if (home >= 0)
-        close(home);
-    errno = e;
-    return fd;
-}
-
 int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
 {
     *out = NULL;
@@ -523,13 +492,13 @@ int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     int rc = 0;
-    if (socket_in(sw_pid, 0, 0, 0, &e->nl) < 0) {
+    if (!(e->nl = fl_netem_mnl_in(sw_pid, NETLINK_NETFILTER))) {
         rc = -errno;
         fl_netem_seterr(err, errlen, "emu: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
                (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
-    if ((e->pkt_fd = socket_in(sw_pid, AF_PACKET, SOCK_RAW, 0, NULL)) < 0) {
+    if ((e->pkt_fd = fl_netem_socket_in(sw_pid, AF_PACKET, SOCK_RAW, 0)) < 0) {
         rc = -errno;
         fl_netem_seterr(err, errlen, "emu: AF_PACKET socket in the switch netns (pid %d): %s", (int)sw_pid,
                strerror(-rc));

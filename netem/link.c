@@ -19,6 +19,7 @@
  * touches a handful of ports.
  */
 #include "netem/link.h"
+#include "netem/nsock.h"
 #include "netem/seterr.h"
 #include "netem/emu.h"
 #include "netem/fabric.h"
@@ -85,32 +86,10 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     l->next_id = 1;
     l->next_cid = 1;
     l->seq = (uint32_t)time(NULL);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)l->sw_pid);
     int rc = 0;
-    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0 || home < 0) {
-        rc = -errno;
-        fl_netem_seterr(err, errlen, "link: open %s: %s", nsfd < 0 ? path : "/proc/thread-self/ns/net",
-               strerror(-rc));
-        goto cleanup;
-    }
-    if (setns(nsfd, CLONE_NEWNET) < 0) {
-        rc = -errno;
-        fl_netem_seterr(err, errlen, "link: setns into the switch netns (pid %d): %s", (int)l->sw_pid,
-               strerror(-rc));
-        goto cleanup;
-    }
-    l->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-    int e = errno;
-    if (setns(home, CLONE_NEWNET) < 0) {
-        fprintf(stderr, "link: setns back to the original network namespace: %s; aborting\n",
-                strerror(errno));
-        abort();
-    }
+    l->nl = fl_netem_mnl_in(l->sw_pid, NETLINK_ROUTE);
     if (!l->nl || mnl_socket_bind(l->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-        rc = l->nl ? -errno : -e;
+        rc = -errno;
         fl_netem_seterr(err, errlen, "link: NETLINK_ROUTE socket in the switch netns (pid %d): %s",
                (int)l->sw_pid, strerror(-rc));
         goto cleanup;
@@ -119,10 +98,6 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     mnl_socket_setsockopt(l->nl, NETLINK_EXT_ACK, &one, sizeof one);
     mnl_socket_setsockopt(l->nl, NETLINK_CAP_ACK, &one, sizeof one);
 cleanup:
-    if (nsfd >= 0)
-        close(nsfd);
-    if (home >= 0)
-        close(home);
     if (rc < 0) {
         fl_links_free(l);
         return rc;

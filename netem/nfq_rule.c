@@ -7,6 +7,7 @@
  * namespace at the end of the run.
  */
 #include "netem/nfq_rule.h"
+#include "netem/nsock.h"
 #include "netem/seterr.h"
 
 #include <errno.h>
@@ -38,36 +39,15 @@
 /* A NETLINK_NETFILTER socket in the netns of pid, or NULL (errno set). */
 static struct mnl_socket *nl_in(pid_t pid)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-    struct mnl_socket *nl = NULL;
-    int e = 0;
-    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    int home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0 || home < 0) {
+    struct mnl_socket *nl = fl_netem_mnl_in(pid, NETLINK_NETFILTER);
+    int e = errno;
+    struct timeval tv = { .tv_sec = 5 };    /* an ACK never comes: not wedged */
+    if (nl && (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+               mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)) {
         e = errno;
-    } else if (setns(nsfd, CLONE_NEWNET) < 0) {
-        e = errno;
-    } else {
-        nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-        e = errno;
-        if (setns(home, CLONE_NEWNET) < 0) {
-            fprintf(stderr, "nfq_rule: setns back to the original network namespace: %s; aborting\n",
-                    strerror(errno));
-            abort();
-        }
-        struct timeval tv = { .tv_sec = 5 };    /* an ACK never comes: not wedged */
-        if (nl && (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
-                   mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)) {
-            e = errno;
-            mnl_socket_close(nl);
-            nl = NULL;
-        }
+        mnl_socket_close(nl);
+        nl = NULL;
     }
-    if (nsfd >= 0)
-        close(nsfd);
-    if (home >= 0)
-        close(home);
     errno = e;
     return nl;
 }
