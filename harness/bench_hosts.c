@@ -19,6 +19,8 @@
 #include "harness/netns_settle.h"
 #include "harness/monoclock.h"
 #include "harness/rundir.h"
+#include "harness/scenario.h"
+#include "harness/shared_leftovers.h"
 #include "netem/fabric.h"
 
 #include <limits.h>
@@ -66,7 +68,7 @@ static int one_round(int n, const char *base, double *secs)
         fl_mkdir_p(paths[i][0], 0755);
         fl_mkdir_p(paths[i][1], 01777);
         h[i].spec = (struct fl_host_spec){.name = paths[i][2], .idx = i, .disk_dir = paths[i][0],
-                                          .tmp_dir = paths[i][1], .workdir = "/srv/faultline",
+                                          .tmp_dir = paths[i][1], .workdir = FL_SCN_DEFAULT_WORKDIR,
                                           .hosts_file = etc};
         h[i].pidfd = -1;
         hp[i] = &h[i];
@@ -108,7 +110,8 @@ int fl_cli_bench_hosts(int argc, char **argv)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);
         return 1;
     }
-    if (fl_mkdir_p("/srv/faultline", 0755) < 0)
+    int lock = fl_runs_lock(false);
+    if (fl_workdir_make(FL_SCN_DEFAULT_WORKDIR) < 0)
         return 1;
     char base[] = "/tmp/fl-bench-hosts-XXXXXX";
     if (!mkdtemp(base))
@@ -135,6 +138,10 @@ int fl_cli_bench_hosts(int argc, char **argv)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);
     fl_netns_settle_close(settle);
     fl_rm_rf(base);
+    bool last = fl_runs_lock_try_last(lock);
+    if (last)
+        fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR);
+    fl_runs_lock_release(last ? lock : -1, last);
     if (rc < 0)
         return 1;
     printf("%.4f\n", best);

@@ -36,6 +36,7 @@
 #include "harness/cgroup.h"
 #include "harness/recorder.h"
 #include "harness/rundir.h"
+#include "harness/shared_leftovers.h"
 #include "harness/template.h"
 #include "netem/fabric.h"
 
@@ -319,7 +320,7 @@ static int setup_dirs(struct engine *e)
         write_text(path, text, len);
         free(text);
     }
-    if ((rc = fl_mkdir_p(s->workdir, 0755)) < 0) {
+    if ((rc = fl_workdir_make(s->workdir)) < 0) {
         eng_error(e, "mkdir workdir %s: %s", s->workdir, strerror(-rc));
         return rc;
     }
@@ -1224,6 +1225,8 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->res = res;
     e->epfd = e->sigfd = e->timerfd = -1;
     e->shell_status = -1;
+    /* held until the end: the last run to end removes what runs share */
+    e->runs_lock = fl_runs_lock(false);
     e->t0_mono = mono_ms();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
@@ -1371,6 +1374,14 @@ judge:
     fl_rm_rf(e->fsdir);
     if (remove_dir)
         fl_rm_rf(e->dir);
+    /* the workdir this run made and the faultline/ parent cgroups, when no
+     * other run is alive to use them */
+    bool last = fl_runs_lock_try_last(e->runs_lock);
+    if (last) {
+        fl_workdir_remove(s->workdir);
+        fl_cgroup_parents_remove();
+    }
+    fl_runs_lock_release(last ? e->runs_lock : -1, last);
     free_engine(e);
     return 0;
 }

@@ -112,6 +112,7 @@ struct engine {
     int64_t t0_unix;
 
     int epfd, sigfd, timerfd;
+    int runs_lock;              /* shared lock on FL_RUNS_LOCK (shared_leftovers.c), or -errno */
     struct watch w_sig, w_timer, w_listen;
     struct fl_evsrv *ev;
     char ev_path[PATH_MAX];

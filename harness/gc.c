@@ -17,12 +17,17 @@
  * run is not alive are removed too: judged by the run's state file when the
  * run is under this --out, otherwise by the harness that the run's cgroup
  * names (see cgroup.c), so a gc never takes another --out's live run for
- * dead, even while none of its processes is up.
+ * dead, even while none of its processes is up.  Last, when no run is alive
+ * (nothing holds the runs lock, see shared_leftovers.c), the workdirs that
+ * faultline made (the default one and those of the runs collected) and the
+ * empty faultline/ parent cgroups are removed.
  */
 #include "harness/cgroup.h"
 #include "harness/cli.h"
 #include "harness/recorder.h"
 #include "harness/rundir.h"
+#include "harness/scenario.h"
+#include "harness/shared_leftovers.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -70,8 +75,43 @@ static int kill_run_processes(const char *run_id, bool dry)
     return killed;
 }
 
+/* The workdirs of the dead runs collected, removed at the end when no run
+ * is alive (see shared_leftovers.c). */
+static char *dead_workdirs[64];
+static size_t n_dead_workdirs;
+
+static void note_workdir(const char *w)
+{
+    if (!w[0])
+        return;
+    for (size_t i = 0; i < n_dead_workdirs; i++)
+        if (!strcmp(dead_workdirs[i], w))
+            return;
+    if (n_dead_workdirs < sizeof dead_workdirs / sizeof *dead_workdirs)
+        dead_workdirs[n_dead_workdirs++] = strdup(w);
+}
+
+/* When no run is alive: the workdirs faultline made (the default one and
+ * those of the runs collected) and the empty faultline/ parent cgroups. */
+static void collect_shared(bool dry)
+{
+    note_workdir(FL_SCN_DEFAULT_WORKDIR);
+    int fd = dry ? -1 : fl_runs_lock(true);
+    for (size_t i = 0; i < n_dead_workdirs; i++) {
+        if (fd >= 0 && fl_workdir_remove(dead_workdirs[i]) > 0)
+            printf("removed workdir %s (made by faultline, empty)\n", dead_workdirs[i]);
+        free(dead_workdirs[i]);
+    }
+    n_dead_workdirs = 0;
+    if (fd >= 0) {
+        fl_cgroup_parents_remove();
+        fl_runs_lock_release(fd, true);
+    }
+}
+
 static void collect_run(const char *dir, const struct fl_state *st, bool dry, int *count)
 {
+    note_workdir(st->workdir);
     printf("%s run %s (%s %s), harness pid %d gone\n", dry ? "would remove" : "removing",
            st->run_id, st->scenario, st->variant, (int)st->harness_pid);
     if (!dry) {
@@ -219,6 +259,7 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
         collect_cgroups(root, runs, dry, &count);
     if (fl_cgroup_freezer_root(froot, sizeof froot) > 0 && !(pids && !strcmp(root, froot)))
         collect_cgroups(froot, runs, dry, &count);
+    collect_shared(dry);
     if (count == 0)
         printf("nothing to remove\n");
     return 0;

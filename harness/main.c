@@ -107,6 +107,9 @@ static const char *usage_gc =
     "they left: processes (host inits, the switch), cgroups, mounts, the run\n"
     "directory; marks them 'error: harness killed' in the database each run was\n"
     "recorded in (named in its state file). Runs still going are left alone.\n"
+    "When no run is alive on the machine, it also removes the workdirs faultline\n"
+    "made (the default /srv/faultline, and those of the runs it collected) and\n"
+    "the empty faultline/ parent cgroups, as the last run to end does.\n"
     "  --out DIR   where run directories are (default out; runs in DIR/runs)\n"
     "  --all       also remove the kept directories of finished runs\n"
     "  --dry-run   only say what would be removed\n";

@@ -1,0 +1,33 @@
+/*
+ * shared_leftovers.h: the workdir and parent cgroups that runs share, and
+ * the lock that tells the last run to remove them (see shared_leftovers.c).
+ */
+#ifndef FL_SHARED_LEFTOVERS_H
+#define FL_SHARED_LEFTOVERS_H
+
+#include <stdbool.h>
+
+#define FL_RUNS_LOCK "/run/faultline.lock"
+#define FL_WORKDIR_MARK ".made-by-faultline"
+
+/* Takes the runs lock: shared (waits; every run holds it while it lives)
+ * or exclusive without waiting (gc).  The fd, or -errno (-EWOULDBLOCK:
+ * another run holds it). */
+int fl_runs_lock(bool exclusive);
+/* At a run's end: true when no other run holds the lock (it is now held
+ * exclusively through fd); false closes fd. */
+bool fl_runs_lock_try_last(int fd);
+/* Closes fd; last: it held the lock exclusively, and the file is removed. */
+void fl_runs_lock_release(int fd, bool last);
+
+/* mkdir -p workdir; the topmost directory it creates gets FL_WORKDIR_MARK. */
+int fl_workdir_make(const char *workdir);
+/* Removes workdir and its parents up to the marked one, each only when
+ * empty; a workdir with no mark on it or a parent is left alone.  1 when
+ * removed, 0 when not faultline's (or already gone), or -errno of the rmdir
+ * that failed (the mark is then kept). */
+int fl_workdir_remove(const char *workdir);
+/* Removes the faultline/ parent cgroups (pids, freezer) when empty. */
+void fl_cgroup_parents_remove(void);
+
+#endif
