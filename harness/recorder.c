@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -175,6 +176,9 @@ static const char *const qsql[Q_NSTMT] = {
              " duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
     [Q_RUN_END] = "UPDATE runs SET verdict = ?2, reason = ?3, duration_ms = ?4 WHERE id = ?1",
 };
+
+/* how long a busy database is waited for once an interrupt is pending */
+#define FL_REC_BUSY_INTERRUPTED_MS 1000
 
 #define QMAXV 10
 
@@ -565,17 +569,31 @@ sqlerr:
     return sqlite_errno(rc);
 }
 
+/* SIGINT, SIGTERM or SIGHUP is pending: the engine blocks them and takes
+ * them from its loop, so a wait here would otherwise hold them back. */
+static bool interrupt_pending(void)
+{
+    sigset_t set;
+    return sigpending(&set) == 0 &&
+           (sigismember(&set, SIGINT) || sigismember(&set, SIGTERM) || sigismember(&set, SIGHUP));
+}
+
 /* Busy handler: SQLite's default one sleeps in growing steps (up to 100 ms)
  * while another process holds the write lock, which makes a flush wait far
  * longer than the few milliseconds a batch holds the lock.  This one retries
- * every 0.25 ms at first, then every 1 ms, until busy_timeout_ms has passed. */
+ * every 0.25 ms at first, then every 1 ms, until busy_timeout_ms has passed,
+ * or FL_REC_BUSY_INTERRUPTED_MS once an interrupt is pending (a Ctrl-C is
+ * then seen within about a second, not at the end of a 30 s wait). */
 static int busy_wait(void *arg, int count)
 {
     struct fl_rec *rec = arg;
     int64_t now = mono_ms();
     if (count == 0)
         rec->busy_since_ms = now;
-    if (now - rec->busy_since_ms >= rec->opts.busy_timeout_ms)
+    int64_t limit = rec->opts.busy_timeout_ms;
+    if (limit > FL_REC_BUSY_INTERRUPTED_MS && interrupt_pending())
+        limit = FL_REC_BUSY_INTERRUPTED_MS;
+    if (now - rec->busy_since_ms >= limit)
         return 0;
     usleep(count < 40 ? 250 : 1000);
     return 1;
@@ -587,7 +605,8 @@ static int set_wal(sqlite3 *db, int timeout_ms)
     int waited = 0, rc;
     for (;;) {
         rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-        if ((rc & 0xff) != SQLITE_BUSY || waited >= timeout_ms)
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= timeout_ms ||
+            (waited >= FL_REC_BUSY_INTERRUPTED_MS && interrupt_pending()))
             return rc;
         usleep(10000);
         waited += 10;

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,4 +222,45 @@ FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
                       repeats[c], fl_test_db_int(db, "SELECT count(*) FROM runs"),
                       fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'"));
     }
+}
+
+/* A Ctrl-C while the recorder waits for a database another process holds
+ * locked (a long BEGIN EXCLUSIVE) stops the run within about a second of
+ * waiting, not at the end of the 30 s busy timeout. */
+FL_TEST_T(engine, interrupt_while_database_busy, 90)
+{
+    require_setup();
+    const char *quick = write_scenario("quick.yaml",
+        "name: it-quick\n"
+        "hosts: [a]\n"
+        "cluster:\n"
+        "  quick: [a]\n"
+        "run:\n"
+        "  command: \"echo done\"\n");
+    int ws;
+    pid_t pid = start_run("", quick);       /* creates the database */
+    waitpid(pid, &ws, 0);
+    FL_REQUIRE_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the first run failed: %d", ws);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    sqlite3 *h;
+    FL_REQUIRE_EQ(sqlite3_open(db, &h), SQLITE_OK);
+    FL_REQUIRE_EQ(sqlite3_exec(h, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+    char o[4096];
+    snprintf(o, sizeof o, "%s/o/runs", fl_test_dir());
+    fl_rm_rf(o);
+    pid = start_run("", quick);
+    /* its state file is written just before its database row */
+    FL_REQUIRE_MSG(wait_for("o/runs/*/state", "running", 20000), "the second run did not start");
+    int64_t t0 = mono_ms();
+    kill(pid, SIGINT);
+    waitpid(pid, &ws, 0);
+    int64_t took = mono_ms() - t0;
+    sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(h);
+    char *out;
+    fl_test_sh(&out, "cat %s/run.out", fl_test_dir());
+    FL_ASSERT_MSG(took < 10000, "the interrupted run took %lld ms to stop: %s", (long long)took, out);
+    FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "faultline exit status %d: %s", ws, out);
+    free(out);
 }
