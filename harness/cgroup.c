@@ -177,6 +177,88 @@ int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *
     return rc;
 }
 
+int fl_cgroup_memory_root(char *buf, size_t len)
+{
+    char root[PATH_MAX], controllers[256] = "";
+    /* v2: the pids cgroups' tree, when it also has the memory controller */
+    if (fl_cgroup_root(root, sizeof root) == 2) {
+        int fd = open("/sys/fs/cgroup/cgroup.controllers", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, controllers, sizeof controllers - 1);
+            close(fd);
+            if (n > 0)
+                controllers[n] = 0;
+        }
+        if (!strstr(controllers, "memory"))
+            return -ENOTSUP;
+        snprintf(buf, len, "%s", root);
+        return 2;
+    }
+    struct stat st;
+    if (stat("/sys/fs/cgroup/memory/tasks", &st) == 0) {
+        snprintf(buf, len, "/sys/fs/cgroup/memory/faultline");
+        return 1;
+    }
+    return -ENOTSUP;
+}
+
+int fl_cgroup_create_memory(const char *run_id, const char *host, char *path, size_t len)
+{
+    char root[PATH_MAX];
+    int v = fl_cgroup_memory_root(root, sizeof root);
+    if (v == 2) {
+        /* the host's pids cgroup, with memory enabled down to it */
+        int rc = create_in(v, root, run_id, host, path, len);
+        if (rc < 0)
+            return rc;
+        char ctl[PATH_MAX];
+        write_str("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+        snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", root);
+        write_str(ctl, "+memory");
+        snprintf(ctl, sizeof ctl, "%s/%s/cgroup.subtree_control", root, run_id);
+        return write_str(ctl, "+memory");
+    }
+    return create_in(v, root, run_id, host, path, len);
+}
+
+/* Writes val to path/<file> when the file exists (0 when it does not). */
+static int write_opt(const char *path, const char *file, const char *val)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", path, file);
+    if (access(p, F_OK) < 0)
+        return 0;
+    return write_str(p, val);
+}
+
+int fl_cgroup_set_memory_max(const char *path, unsigned long long bytes)
+{
+    char val[32], file[PATH_MAX];
+    struct stat st;
+    snprintf(file, sizeof file, "%s/memory.max", path);
+    if (stat(file, &st) == 0) {
+        /* v2: no swapping either, so the limit is the memory it has */
+        if (bytes)
+            snprintf(val, sizeof val, "%llu", bytes);
+        else
+            snprintf(val, sizeof val, "max");
+        int rc = write_opt(path, "memory.swap.max", bytes ? "0" : "max");
+        return rc < 0 ? rc : write_str(file, val);
+    }
+    /* v1: memsw (memory + swap) must stay >= the limit: lowered after it,
+     * raised before it */
+    snprintf(val, sizeof val, bytes ? "%llu" : "-1", bytes);
+    int rc;
+    if (bytes) {
+        if ((rc = write_opt(path, "memory.limit_in_bytes", val)) < 0)
+            return rc;
+        return write_opt(path, "memory.memsw.limit_in_bytes", val);
+    }
+    if ((rc = write_opt(path, "memory.memsw.limit_in_bytes", val)) < 0)
+        return rc;
+    return write_opt(path, "memory.limit_in_bytes", val);
+}
+
 int fl_cgroup_set_pids_max(const char *path, long max)
 {
     char file[PATH_MAX], val[32];

@@ -33,6 +33,17 @@ int fl_cgroup_signal(const char *path, int sig);
  * 0, or -ENOENT when the run's cgroup has none. */
 #define FL_CGROUP_OWNER_PREFIX "harness."
 int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *starttime);
+/* Directory under which faultline's memory cgroups live: 2 (the unified
+ * hierarchy, the same tree as the pids cgroups), 1 (the v1 memory
+ * hierarchy) or -ENOTSUP. */
+int fl_cgroup_memory_root(char *buf, size_t len);
+/* The host's memory cgroup <root>/<run_id>/<host>: on v2 the host's pids
+ * cgroup with the memory controller enabled down to it; on v1 its own. */
+int fl_cgroup_create_memory(const char *run_id, const char *host, char *path, size_t len);
+/* The most memory (and no swap) the cgroup's processes may use; 0: no
+ * limit.  v2 memory.max (+ memory.swap.max), v1 memory.limit_in_bytes (+
+ * memory.memsw.limit_in_bytes where the kernel accounts swap). */
+int fl_cgroup_set_memory_max(const char *path, unsigned long long bytes);
 /* pids.max = max (max <= 0: "max", no limit). */
 int fl_cgroup_set_pids_max(const char *path, long max);
 /* Removes <root>/<run_id> and every cgroup below it (killing stragglers,

@@ -134,6 +134,9 @@ void eng_write_state(struct engine *e)
         snprintf(st.cgroups[st.ncgroups++], sizeof st.cgroups[0], "%s", e->cgroup_run);
     if (e->any_freezer && !(e->any_cgroup && !strcmp(e->freezer_run, e->cgroup_run)))
         snprintf(st.cgroups[st.ncgroups++], sizeof st.cgroups[0], "%s", e->freezer_run);
+    if (e->any_mem && !(e->any_cgroup && !strcmp(e->mem_run, e->cgroup_run)) &&
+        !(e->any_freezer && !strcmp(e->mem_run, e->freezer_run)))
+        snprintf(st.cgroups[st.ncgroups++], sizeof st.cgroups[0], "%s", e->mem_run);
     st.hosts = calloc(e->s->n_hosts, sizeof *st.hosts);
     for (size_t i = 0; st.hosts && i < e->s->n_hosts; i++) {
         struct fl_host *h = &e->hosts[i].h;
@@ -350,11 +353,17 @@ static int setup_dirs(struct engine *e)
             return rc;
         }
     }
-    /* which hosts need a pids cgroup (a limit fault on them in this run) */
+    /* which hosts need a pids cgroup (a threads limit on them in this run)
+     * and which a memory cgroup (a memory limit) */
     bool *need_cg = calloc(s->n_hosts, sizeof *need_cg);
-    for (size_t f = 0; f < e->nfaults; f++)
-        if (e->faults[f].f->action.kind == FL_SCN_ACT_LIMIT)
-            need_cg[e->faults[f].f->action.host] = true;
+    bool *need_mem = calloc(s->n_hosts, sizeof *need_mem);
+    for (size_t f = 0; f < e->nfaults; f++) {
+        const struct fl_scn_action *a = &e->faults[f].f->action;
+        if (a->kind == FL_SCN_ACT_LIMIT && a->threads)
+            need_cg[a->host] = true;
+        if (a->kind == FL_SCN_ACT_LIMIT && a->memory)
+            need_mem[a->host] = true;
+    }
     for (size_t i = 0; i < s->n_hosts; i++) {
         struct host_rt *hr = &e->hosts[i];
         snprintf(hr->disk, sizeof hr->disk, "%s/hosts/%s/disk", e->fsdir, s->hosts[i].name);
@@ -390,6 +399,24 @@ static int setup_dirs(struct engine *e)
                 e->any_cgroup = true;
             }
         }
+        if (need_mem[i]) {
+            rc = fl_cgroup_create_memory(e->run_id, s->hosts[i].name, hr->mem_cgroup,
+                                         sizeof hr->mem_cgroup);
+            if (rc < 0) {
+                eng_error(e, "host %s: create memory cgroup for the limit fault: %s%s", s->hosts[i].name,
+                          strerror(-rc), rc == -ENOTSUP ? " (this machine has no memory cgroup "
+                          "controller: remove the memory limit)" : "");
+                break;
+            }
+            hr->has_mem_cgroup = true;
+            if (!e->any_mem) {
+                snprintf(e->mem_run, sizeof e->mem_run, "%s", hr->mem_cgroup);
+                char *slash = strrchr(e->mem_run, '/');
+                if (slash)
+                    *slash = 0;
+                e->any_mem = true;
+            }
+        }
         char etc[PATH_MAX];
         snprintf(etc, sizeof etc, "%s/etc-hosts", e->dir);
         hr->h.spec = (struct fl_host_spec){
@@ -402,12 +429,16 @@ static int setup_dirs(struct engine *e)
             .mounts = hr->mounts,
             .nmounts = hr->nmounts,
             .cgroup = hr->has_cgroup ? hr->cgroup : NULL,
+            /* v2: the same cgroup; v1: the memory hierarchy's */
+            .cgroup_mem = hr->has_mem_cgroup && !(hr->has_cgroup && !strcmp(hr->mem_cgroup, hr->cgroup))
+                              ? hr->mem_cgroup : NULL,
             .expose = e->expose,
             .nexpose = 3,
         };
         hr->h.pidfd = -1;
     }
     free(need_cg);
+    free(need_mem);
     /* which tasks need a freezer cgroup of their own (a pause fault on them) */
     for (size_t f = 0; rc >= 0 && f < e->nfaults; f++) {
         const struct fl_scn_action *a = &e->faults[f].f->action;
@@ -1166,6 +1197,9 @@ static void teardown(struct engine *e)
         fl_cgroup_remove_run(e->cgroup_run);
     if (e->any_freezer && !(e->any_cgroup && !strcmp(e->freezer_run, e->cgroup_run)))
         fl_cgroup_remove_run(e->freezer_run);
+    if (e->any_mem && !(e->any_cgroup && !strcmp(e->mem_run, e->cgroup_run)) &&
+        !(e->any_freezer && !strcmp(e->mem_run, e->freezer_run)))
+        fl_cgroup_remove_run(e->mem_run);
     /* Every process is gone, so what they sent is all in the socket buffers:
      * read it, or an event sent just before an exit (a plain EVENT, no answer
      * awaited) was lost whenever the exit was seen first. */

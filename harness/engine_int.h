@@ -66,9 +66,10 @@ struct task_rt {
 struct host_rt {
     struct fl_host h;
     char disk[PATH_MAX], tmp[PATH_MAX], cgroup[PATH_MAX];
+    char mem_cgroup[PATH_MAX];  /* its memory cgroup (= cgroup on v2), when has_mem_cgroup */
     struct fl_host_mount *mounts;
     size_t nmounts;
-    bool has_cgroup;
+    bool has_cgroup, has_mem_cgroup;
     bool tmpfs_disk;
     char addr[16];
     bool down_by_fault;
@@ -140,6 +141,8 @@ struct engine {
     char cgroup_run[PATH_MAX];  /* faultline/<run_id> of the pids cgroups */
     bool any_cgroup;
     char freezer_run[PATH_MAX]; /* faultline/<run_id> of the task cgroups (= cgroup_run on v2) */
+    char mem_run[PATH_MAX];     /* faultline/<run_id> of the memory cgroups (= cgroup_run on v2) */
+    bool any_mem;
     bool any_freezer;
     int shell_pid;
     int shell_status;           /* its wait status once reaped, else -1 */
@@ -188,6 +191,10 @@ int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, si
 int fl_disk_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 int fl_disk_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len);  /* faults.detail */
+/* limits.c: the limit: fault kind (threads, fds, memory of a host). */
+int fl_limit_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
+int fl_limit_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
+void fl_limit_detail(const struct fl_scn_action *a, char *buf, size_t len);   /* faults.detail */
 /* at_rest.c: corrupt: and truncate: (files at rest on the host's disk
  * changed now); detail gets what was changed, err why not. */
 int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t dlen, char *err,

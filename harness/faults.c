@@ -264,10 +264,7 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
         rc = fl_faults_link_apply(e, fr, eng_now(e), err, errlen);
         break;
     case FL_SCN_ACT_LIMIT:
-        rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, a->threads);
-        if (rc < 0)
-            snprintf(err, errlen, "host %s: write pids.max=%ld in %s: %s", e->s->hosts[a->host].name,
-                     a->threads, e->hosts[a->host].cgroup, strerror(-rc));
+        rc = fl_limit_apply(e, fr, err, errlen);
         break;
     case FL_SCN_ACT_DISK:
         rc = fl_disk_apply(e, fr, err, errlen);
@@ -351,10 +348,7 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
         rc = fl_faults_link_heal(e, fr, err, sizeof err);
         break;
     case FL_SCN_ACT_LIMIT:
-        rc = fl_cgroup_set_pids_max(e->hosts[a->host].cgroup, 0);
-        if (rc < 0)
-            snprintf(err, sizeof err, "host %s: reset pids.max: %s", e->s->hosts[a->host].name,
-                     strerror(-rc));
+        rc = fl_limit_heal(e, fr, err, sizeof err);
         break;
     case FL_SCN_ACT_DISK:
         rc = fl_disk_heal(e, fr, err, sizeof err);
@@ -382,7 +376,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
         snprintf(detail, sizeof detail, "signal=%s",
                  fl_scn_signal_name(a->signal ? a->signal : SIGKILL) ?: "?");
     else if (a->kind == FL_SCN_ACT_LIMIT)
-        snprintf(detail, sizeof detail, "threads=%ld", a->threads);
+        fl_limit_detail(a, detail, sizeof detail);
     else if (a->kind == FL_SCN_ACT_DISK)
         fl_disk_detail(fr, detail, sizeof detail);
     else if (a->kind == FL_SCN_ACT_LINK)

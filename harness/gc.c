@@ -13,7 +13,7 @@
  * unmounts anything left under the run directory, removes the directory and
  * marks the run 'error: harness killed' in the database its state file names
  * (a run recorded with --no-db names none, and has no row to mark).
- * Cgroups under faultline/ (in the pids and in the freezer hierarchy) whose
+ * Cgroups under faultline/ (in the pids, freezer and memory hierarchies) whose
  * run is not alive are removed too: judged by the run's state file when the
  * run is under this --out, otherwise by the harness that the run's cgroup
  * names (see cgroup.c), so a gc never takes another --out's live run for
@@ -259,6 +259,9 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
         collect_cgroups(root, runs, dry, &count);
     if (fl_cgroup_freezer_root(froot, sizeof froot) > 0 && !(pids && !strcmp(root, froot)))
         collect_cgroups(froot, runs, dry, &count);
+    char mroot[PATH_MAX];
+    if (fl_cgroup_memory_root(mroot, sizeof mroot) == 1)     /* v1: a hierarchy of its own */
+        collect_cgroups(mroot, runs, dry, &count);
     collect_shared(dry);
     if (count == 0)
         printf("nothing to remove\n");

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -155,7 +156,7 @@ int fl_host_global_init(char *err, size_t errlen)
 struct init_args {
     struct fl_host *h;
     int generation;
-    char cgroup_procs[4096];    /* "<cgroup>/cgroup.procs", or "" */
+    char cgroup_procs[2][4096]; /* "<cgroup>/cgroup.procs", "<cgroup_mem>/cgroup.procs", or "" */
 };
 
 struct init_stack {
@@ -268,8 +269,10 @@ static int init_main(void *arg)
     rfd = 3;
     afd = 4;
     fl_rs3(SYS_close_range, 5U, ~0U, 0U);
-    if (a->cgroup_procs[0]) {
-        long fd = fl_rs4(SYS_openat, AT_FDCWD, a->cgroup_procs, O_WRONLY | O_CLOEXEC, 0);
+    for (int i = 0; i < 2; i++) {
+        if (!a->cgroup_procs[i][0])
+            continue;
+        long fd = fl_rs4(SYS_openat, AT_FDCWD, a->cgroup_procs[i], O_WRONLY | O_CLOEXEC, 0);
         if (fd >= 0) {
             fl_rs3(SYS_write, fd, "0\n", 2);   /* a failure is reported by the first spawn */
             fl_rs1(SYS_close, fd);
@@ -363,13 +366,15 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen)
     struct init_args *a = st->mem;
     a->h = h;
     a->generation = h->generation;
-    a->cgroup_procs[0] = 0;
-    if (h->spec.cgroup &&
-        (size_t)snprintf(a->cgroup_procs, sizeof a->cgroup_procs, "%s/cgroup.procs",
-                         h->spec.cgroup) >= sizeof a->cgroup_procs) {
-        st->pid = 0;
-        errf(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, h->spec.cgroup);
-        return -ENAMETOOLONG;
+    const char *cgs[2] = {h->spec.cgroup, h->spec.cgroup_mem};
+    for (int i = 0; i < 2; i++) {
+        a->cgroup_procs[i][0] = 0;
+        if (cgs[i] && (size_t)snprintf(a->cgroup_procs[i], sizeof a->cgroup_procs[i], "%s/cgroup.procs",
+                                       cgs[i]) >= sizeof a->cgroup_procs[i]) {
+            st->pid = 0;
+            errf(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, cgs[i]);
+            return -ENAMETOOLONG;
+        }
     }
     int pidfd = -1;
     int flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
@@ -506,8 +511,8 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
             st.step = 1;
             goto child_fail;
         }
-        const char *cgroups[2] = {h->spec.cgroup, sp->cgroup};
-        for (int i = 0; i < 2; i++) {
+        const char *cgroups[3] = {h->spec.cgroup, h->spec.cgroup_mem, sp->cgroup};
+        for (int i = 0; i < 3; i++) {
             if (!cgroups[i])
                 continue;
             char path[4096];
@@ -540,6 +545,12 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
             setsid();
         else
             setpgid(0, 0);
+        struct rlimit rl;
+        if (h->spec.nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            /* the soft limit only (limits.c) */
+            rl.rlim_cur = (rlim_t)h->spec.nofile < rl.rlim_max ? (rlim_t)h->spec.nofile : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);

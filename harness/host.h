@@ -28,6 +28,9 @@ struct fl_host_spec {
     const struct fl_host_mount *mounts;   /* extra binds (shared paths) */
     size_t nmounts;
     const char *cgroup;         /* cgroup dir that init and every process join, or NULL */
+    const char *cgroup_mem;     /* a second one (the v1 memory hierarchy's), or NULL */
+    long nofile;                /* > 0: the soft RLIMIT_NOFILE of every process started
+                                 * on the host (a `limit: {fds}` fault) */
     /* Directories that stay visible at the same path inside the host even
      * when they lie under /tmp (which the host's own /tmp covers): the run
      * directory (event socket), faultline's bin directory and the

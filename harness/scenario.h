@@ -214,7 +214,7 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_REPLACE,         /* host: same with a fresh empty disk */
     FL_SCN_ACT_CRASH_HOST,      /* host: every process at once; with for_ms comes back (restart) */
     FL_SCN_ACT_PARTITION,       /* groups (both ways) or from -> to (one way) */
-    FL_SCN_ACT_LIMIT,           /* host + threads (pids limit) */
+    FL_SCN_ACT_LIMIT,           /* host + threads (pids), fds (rlimit), memory (cgroup) */
     FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
     FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
     FL_SCN_ACT_CORRUPT,         /* host + rest: bytes of files on its disk changed */
@@ -302,7 +302,10 @@ struct fl_scn_action {
     struct fl_scn_hostset *groups;
     size_t n_groups;
     struct fl_scn_hostset from, to;
-    long threads;                   /* LIMIT: max tasks (threads+processes) on the host, >= 1 */
+    /* LIMIT: at least one of these is set (0 = not limited) */
+    long threads;                   /* max tasks (threads+processes) on the host (pids cgroup) */
+    long fds;                       /* max open files per process on the host (RLIMIT_NOFILE) */
+    uint64_t memory;                /* max bytes of memory the host's processes use (memory cgroup) */
     struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
     struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
     struct fl_scn_rest rest;        /* CORRUPT, TRUNCATE (host in host, target) */

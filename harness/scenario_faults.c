@@ -272,23 +272,36 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         if ((rc = fl_scn_load_at_rest(c, kind, av, a)) < 0)
             return rc;
     } else {
-        static const char *const lkeys[] = {"host", "threads"};
+        static const char *const lkeys[] = {"host", "threads", "fds", "memory"};
         a->kind = FL_SCN_ACT_LIMIT;
         if (av->type != FL_YN_MAP) {
             char b[64];
             return fl_scn_verr(c, av->loc, "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
                         fl_scn_describe(av, b, sizeof b));
         }
-        if ((rc = fl_scn_check_keys(c, av, lkeys, 2, "limit")) < 0)
+        if ((rc = fl_scn_check_keys(c, av, lkeys, 4, "limit")) < 0)
             return rc;
         const ynode *h = fl_scn_yaml_get(av, "host", NULL), *th = fl_scn_yaml_get(av, "threads", NULL);
+        const ynode *fd = fl_scn_yaml_get(av, "fds", NULL), *mem = fl_scn_yaml_get(av, "memory", NULL);
         if (!h)
             return fl_scn_verr(c, av->loc, "limit needs 'host'");
-        if (!th)
-            return fl_scn_verr(c, av->loc, "limit needs 'threads' (the most tasks the host may run)");
+        if (!th && !fd && !mem)
+            return fl_scn_verr(c, av->loc, "limit needs at least one of 'threads' (the most tasks the host "
+                               "may run), 'fds' (the most open files per process) or 'memory' (the most "
+                               "memory the host's processes may use)");
         if ((rc = fl_scn_resolve_target(c, h, "limit", &a->target)) < 0 ||
-            (rc = fl_scn_get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0)
+            (th && (rc = fl_scn_get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0) ||
+            (fd && (rc = fl_scn_get_long(c, fd, "'fds'", 3, 1L << 20, &a->fds)) < 0))
             return rc;
+        if (mem) {
+            if ((rc = fl_scn_want(c, mem, FL_YN_SCALAR, "'memory'")) < 0)
+                return rc;
+            if (fl_scn_size_parse(mem->value, &a->memory) < 0 || a->memory == 0)
+                return fl_scn_verr(c, mem->loc, "limit 'memory' must be a size like 64M or 1G, not '%s'",
+                                   mem->value);
+            if (a->memory < 4 << 20)
+                return fl_scn_verr(c, mem->loc, "limit 'memory' %s is too small (at least 4M)", mem->value);
+        }
         a->host = a->target.host;
     }
 

@@ -8,7 +8,7 @@
  *     there inside the host's mount namespace, so the directory must exist
  *     in the root filesystem; a run creates it (and missing parents) when it
  *     is not there;
- *   - the faultline/ parent cgroups (pids and freezer hierarchies) that
+ *   - the faultline/ parent cgroups (pids, freezer and memory hierarchies) that
  *     hold each run's cgroups.
  * Removing either under a live run would break it: since Linux 3.18 an
  * rmdir of a directory that is a mount point only in another mount
@@ -180,5 +180,7 @@ void fl_cgroup_parents_remove(void)
     if (fl_cgroup_root(root, sizeof root) > 0)
         rmdir(root);            /* only when empty: EBUSY otherwise */
     if (fl_cgroup_freezer_root(root, sizeof root) > 0)
+        rmdir(root);
+    if (fl_cgroup_memory_root(root, sizeof root) > 0)
         rmdir(root);
 }

@@ -27,7 +27,7 @@ int fl_workdir_make(const char *workdir);
  * removed, 0 when not faultline's (or already gone), or -errno of the rmdir
  * that failed (the mark is then kept). */
 int fl_workdir_remove(const char *workdir);
-/* Removes the faultline/ parent cgroups (pids, freezer) when empty. */
+/* Removes the faultline/ parent cgroups (pids, freezer, memory) when empty. */
 void fl_cgroup_parents_remove(void);
 
 #endif
