@@ -1,12 +1,18 @@
 /*
- * cgroup.c: faultline's cgroups: per-host pids cgroups, for the `limit:
- * {threads: N}` fault, and per-task freezer cgroups, for the `pause` fault.
+ * cgroup.c: faultline's cgroups: per-host pids and memory cgroups, for the
+ * `limit: {threads: N}` and `limit: {memory: SIZE}` faults, and per-task
+ * freezer cgroups, for the `pause` fault.
  *
  * A run that limits a host's tasks creates one cgroup per such host under
  * faultline/<run_id>/<host> in the pids hierarchy (cgroup v2 when the unified
  * hierarchy has the pids controller, else the v1 pids hierarchy).  The host's
  * init and every process started on the host join it, so pids.max counts
  * every thread and process of the host, like a machine's task limit.
+ *
+ * A run that limits a host's memory creates one memory cgroup per such host,
+ * faultline/<run_id>/<host>: on cgroup v2 the host's pids cgroup itself
+ * (the memory controller enabled down to it), on v1 a cgroup of the memory
+ * hierarchy that the host's init and every process started there join too.
  *
  * A run that pauses a task (or a host's tasks) creates one cgroup per such
  * task under faultline/<run_id>/<host>/<task> in the freezer hierarchy: the
