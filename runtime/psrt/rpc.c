@@ -18,6 +18,9 @@
  * HANDLING (one thread owns it: read one request, run the handler, write
  * the reply) -> WAITING again, or CLOSED on EOF or error.  Invariant: at
  * most one thread touches a connection at a time (ONESHOT gives that).
+ * Out of file descriptors (EMFILE, ENFILE), the server refuses new
+ * connections (accepts and closes them, through a spare descriptor) instead
+ * of spinning on a listening socket it cannot accept from.
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/crc.h"
@@ -770,6 +773,10 @@ struct srv_conn {
 
 struct psrt_server {
     int lfd, epfd, port, mode;
+    int spare;          /* /dev/null held open for the EMFILE refusal, or -1 */
+    bool lfd_off;       /* out of descriptors with no spare: accepts paused */
+    double refused_logged;  /* when a refusal was last logged (monotonic s) */
+    unsigned long long refused;
     psrt_handler h;
     void *ctx;
     struct psrt_pool *pool;
@@ -846,16 +853,65 @@ static void handle_one(void *arg)
         conn_close(sc);
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* accept4 failed with EMFILE or ENFILE: the listening socket stays
+ * readable, and a level-triggered epoll would return at once, for ever (a
+ * busy loop) while the connection waits in the backlog and its client hangs.
+ * Instead the connection is refused: the spare descriptor is given up for a
+ * moment to accept it and close it at once, so the client sees it closed and
+ * retries with its backoff.  Without a spare (it could not be opened again),
+ * accepting pauses for 100 ms (the listening socket leaves the epoll set).
+ * Logged at most once a second, with the count. */
+static void refuse_one(struct psrt_server *s, int err)
+{
+    if (s->spare >= 0) {
+        close(s->spare);
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    if (s->spare < 0) {
+        struct epoll_event ev = {.events = 0, .data.ptr = NULL};
+        epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev);
+        s->lfd_off = true;
+    }
+    s->refused++;
+    double now = mono_s();
+    if (now - s->refused_logged >= 1.0) {
+        psrt_log("rpc: out of file descriptors (%s): refusing connections (%llu so far)%s",
+                 strerror(err), s->refused, s->lfd_off ? "; accepting again in 100 ms" : "");
+        s->refused_logged = now;
+    }
+}
+
 static void *dispatcher(void *arg)
 {
     struct psrt_server *s = arg;
     struct epoll_event evs[64];
     for (;;) { /* the process exits with the server running */
-        int n = epoll_wait(s->epfd, evs, 64, -1);
+        int n = epoll_wait(s->epfd, evs, 64, s->lfd_off ? 100 : -1);
+        if (n == 0 && s->lfd_off) {
+            if (s->spare < 0)
+                s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+            epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev);
+            s->lfd_off = false;
+        }
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 for (;;) {
                     int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && !s->lfd_off) {
+                        refuse_one(s, errno);
+                        continue;
+                    }
                     if (fd < 0)
                         break;
                     tune_socket(fd);
@@ -891,6 +947,7 @@ int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, 
     if (!s)
         return -ENOMEM;
     s->lfd = s->epfd = -1;
+    s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     s->mode = mode;
     s->io_timeout = 600;
     s->h = h;
@@ -970,6 +1027,8 @@ fail:
         close(s->lfd);
     if (s->epfd >= 0)
         close(s->epfd);
+    if (s->spare >= 0)
+        close(s->spare);
     free(s);
     return r;
 }

@@ -20,7 +20,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -678,6 +681,68 @@ FL_TEST(psrt_rpc, corrupt_frame_closes_connection_and_server_survives)
     FL_ASSERT_EQ(x.resp.len, n);
     FL_ASSERT_MEMEQ(x.resp.p, big, n);
     free(big);
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Out of file descriptors, the server refuses a new connection at once
+ * (the client sees it closed, and retries) instead of leaving it in the
+ * backlog and spinning on a listening socket it cannot accept from; the
+ * connections it has keep working, and it accepts again once it can. */
+FL_TEST(psrt_rpc, out_of_fds_refuses_without_spinning)
+{
+    struct ps_fixture x;
+    fixture(&x, "linear", PSRT_POOL, 10);
+    FL_REQUIRE_EQ(call(&x, PSRT_OP_PING, 0, NULL, 0), 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)psrt_ps_port(x.ps))};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    /* every descriptor taken but one, which the client's socket takes */
+    struct rlimit old, low;
+    getrlimit(RLIMIT_NOFILE, &old);
+    int fill[4096], nfill = 0, probe;
+    while ((probe = open("/dev/null", O_RDONLY)) >= 0 && probe < 4000)
+        fill[nfill++] = probe;
+    if (probe >= 0)
+        close(probe);
+    int top = nfill ? fill[nfill - 1] : 0;
+    low = (struct rlimit){(rlim_t)top + 2, old.rlim_max};
+    FL_REQUIRE_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    FL_REQUIRE(fd >= 0);
+    FL_REQUIRE_EQ(open("/dev/null", O_RDONLY), -1);     /* none left */
+    FL_REQUIRE_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int ready = poll(&p, 1, 5000);
+    char c;
+    ssize_t got = ready == 1 ? read(fd, &c, 1) : 1;
+    FL_ASSERT_MSG(ready == 1 && got <= 0, "the connection was not refused (poll %d, read %zd)", ready,
+                  got);
+    close(fd);
+    /* still out of descriptors: the process does not spin meanwhile */
+    double c0 = cpu_s();
+    poll(NULL, 0, 300);
+    double spent = cpu_s() - c0;
+    FL_ASSERT_MSG(spent < 0.1, "%.3f s of CPU in 0.3 s while out of descriptors", spent);
+    for (int i = 0; i < nfill; i++)
+        close(fill[i]);
+    setrlimit(RLIMIT_NOFILE, &old);
+    /* the old connection works, and a new one is accepted */
+    FL_ASSERT_EQ(call(&x, PSRT_OP_PING, 0, NULL, 0), 0);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    FL_REQUIRE_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = PSRT_OP_ECHO, .len = 4, .pcrc = 1};
+    uint8_t hdr[PSRT_FRAME_HDR];
+    psrt_frame_encode(hdr, &h);
+    FL_REQUIRE_EQ(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
+    FL_REQUIRE_EQ(write(fd, "abcd", 4), 4);
+    FL_ASSERT_EQ(read(fd, &c, 1), 0);   /* accepted, read, closed for the bad crc */
+    close(fd);
 }
 
 /* A reply read in pieces (how the chief streams a robust save into its
