@@ -271,6 +271,12 @@ struct psrt_conn {
     uint64_t st_left;
     uint32_t st_crc, st_want;
     double st_idle;
+    /* A connection lost before it brought a single reply (a peer that
+     * accepts and closes at once, e.g. one out of descriptors) makes the
+     * next connect wait first, doubling up to 1 s, so that a caller that
+     * reconnects and retries on every transport error does not spin. */
+    bool answered;      /* this connection brought a reply */
+    double quick_backoff;   /* wait before the next connect, s (0: none) */
 };
 
 struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name)
@@ -294,6 +300,9 @@ void psrt_conn_close(struct psrt_conn *c)
     if (c && c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
+        c->quick_backoff = c->answered ? 0
+                           : c->quick_backoff < 0.02 ? 0.02
+                           : c->quick_backoff * 2 > 1.0 ? 1.0 : c->quick_backoff * 2;
     }
 }
 
@@ -345,6 +354,7 @@ static int connect_once(struct psrt_conn *c, double deadline)
         if (r == 0) {
             tune_socket(fd);
             c->fd = fd;
+            c->answered = false;
             freeaddrinfo(ai);
             return 0;
         }
@@ -361,6 +371,12 @@ int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err)
     double start = psrt_now(), deadline = start + timeout;
     double backoff = 0.02, next_say = start + 2;
     int r;
+    if (c->quick_backoff > 0) {
+        /* the last connection was lost before any reply: not at once again */
+        double d = c->quick_backoff < timeout ? c->quick_backoff : timeout;
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     for (;;) {
         double left = deadline - psrt_now();
         r = connect_once(c, psrt_now() + (left < 2 ? (left > 0.05 ? left : 0.05) : 2));
@@ -427,6 +443,7 @@ int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, i
         r = -EPROTO;
     if (r)
         return recv_fail(c, r, err);
+    c->answered = true;
     *status = h.status;
     return 0;
 }
@@ -451,6 +468,7 @@ int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int
     c->st_left = h.len;
     c->st_want = h.pcrc;
     c->st_crc = 0;
+    c->answered = true;
     *len = h.len;
     *status = h.status;
     return 0;
@@ -626,6 +644,7 @@ static bool mconn_recv(struct psrt_mcall *m, struct mconn *k)
             return moved;
         }
         c->status = k->h.status;
+        k->c->answered = true;
         k->recv_i++;
         k->in_body = false;
         k->got = 0;
@@ -868,27 +887,34 @@ static double mono_s(void)
  * retries with its backoff.  Without a spare (it could not be opened again),
  * accepting pauses for 100 ms (the listening socket leaves the epoll set).
  * Logged at most once a second, with the count. */
-static void refuse_one(struct psrt_server *s, int err)
+static bool refuse_one(struct psrt_server *s, int err)
 {
+    /* accept4 fails EMFILE before it looks at the backlog: whether a
+     * connection waits is known only once a descriptor is free */
+    int fd = -1;
     if (s->spare >= 0) {
         close(s->spare);
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+        fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd >= 0)
             close(fd);
         s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && s->spare >= 0)
+            return false;       /* nothing waits */
     }
     if (s->spare < 0) {
         struct epoll_event ev = {.events = 0, .data.ptr = NULL};
         epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev);
         s->lfd_off = true;
     }
-    s->refused++;
+    if (fd >= 0)
+        s->refused++;
     double now = mono_s();
     if (now - s->refused_logged >= 1.0) {
         psrt_log("rpc: out of file descriptors (%s): refusing connections (%llu so far)%s",
                  strerror(err), s->refused, s->lfd_off ? "; accepting again in 100 ms" : "");
         s->refused_logged = now;
     }
+    return fd >= 0;
 }
 
 static void *dispatcher(void *arg)
@@ -909,8 +935,9 @@ static void *dispatcher(void *arg)
                 for (;;) {
                     int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                     if (fd < 0 && (errno == EMFILE || errno == ENFILE) && !s->lfd_off) {
-                        refuse_one(s, errno);
-                        continue;
+                        if (refuse_one(s, errno))
+                            continue;
+                        break;
                     }
                     if (fd < 0)
                         break;

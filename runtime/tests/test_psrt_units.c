@@ -723,12 +723,13 @@ FL_TEST(psrt_rpc, out_of_fds_refuses_without_spinning)
     ssize_t got = ready == 1 ? read(fd, &c, 1) : 1;
     FL_ASSERT_MSG(ready == 1 && got <= 0, "the connection was not refused (poll %d, read %zd)", ready,
                   got);
-    close(fd);
-    /* still out of descriptors: the process does not spin meanwhile */
+    /* still out of descriptors (the client's socket holds the last), with
+     * nothing waiting to be accepted: the process does not spin meanwhile */
     double c0 = cpu_s();
     poll(NULL, 0, 300);
     double spent = cpu_s() - c0;
     FL_ASSERT_MSG(spent < 0.1, "%.3f s of CPU in 0.3 s while out of descriptors", spent);
+    close(fd);
     for (int i = 0; i < nfill; i++)
         close(fill[i]);
     setrlimit(RLIMIT_NOFILE, &old);
@@ -743,6 +744,53 @@ FL_TEST(psrt_rpc, out_of_fds_refuses_without_spinning)
     FL_REQUIRE_EQ(write(fd, "abcd", 4), 4);
     FL_ASSERT_EQ(read(fd, &c, 1), 0);   /* accepted, read, closed for the bad crc */
     close(fd);
+}
+
+/* A peer that accepts and closes at once (as a server out of descriptors
+ * does): each reconnect after a connection that brought no reply waits
+ * longer (20 ms, doubling), so a caller retrying on every transport error
+ * does not spin; connects then calls, six times, take at least the waits. */
+static void *accept_and_close(void *arg)
+{
+    int lfd = *(int *)arg, fd;
+    while ((fd = accept(lfd, NULL, NULL)) >= 0)
+        close(fd);
+    return NULL;
+}
+
+FL_TEST(psrt_rpc, reconnect_after_unanswered_connection_backs_off)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    socklen_t al = sizeof a;
+    FL_REQUIRE_EQ(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    FL_REQUIRE_EQ(listen(lfd, 16), 0);
+    getsockname(lfd, (struct sockaddr *)&a, &al);
+    pthread_t t;
+    pthread_create(&t, NULL, accept_and_close, &lfd);
+    struct psrt_conn *c = psrt_conn_new("127.0.0.1", ntohs(a.sin_port), "closer");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int failed = 0;
+    for (int i = 0; i < 6; i++) {
+        struct psrt_err e = {0};
+        FL_REQUIRE_EQ(psrt_conn_connect(c, 5, &e), 0);
+        struct psrt_buf resp = {0};
+        int32_t st;
+        if (psrt_conn_send(c, PSRT_OP_PING, 0, NULL, 0, 5, &e) || psrt_conn_recv(c, 5, &resp, &st, &e))
+            failed++;
+        psrt_buf_free(&resp);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    FL_ASSERT_EQ(failed, 6);
+    FL_ASSERT_MSG(took >= 0.5, "6 reconnects to a peer that closes at once took %.3f s (no backoff)",
+                  took);
+    psrt_conn_free(c);
+    shutdown(lfd, SHUT_RDWR);
+    close(lfd);
+    pthread_join(t, NULL);
 }
 
 /* A reply read in pieces (how the chief streams a robust save into its
