@@ -59,3 +59,9 @@ FL_TEST(limit, memory_oom_kills_only_on_limited_host)
     FL_ASSERT_MSG(after <= (before < 0 ? 0 : before), "%s: %d cgroups before the run, %d after", root,
                   before, after);
 }
+
+FL_TEST(limit, psrt_ps_out_of_fds_then_accepts)
+{
+    fl_test_need_root();
+    fl_test_scenario_passes("psrt-ps-out-of-fds.yaml");
+}

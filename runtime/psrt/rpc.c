@@ -794,6 +794,7 @@ struct psrt_server {
     int lfd, epfd, port, mode;
     int spare;          /* /dev/null held open for the EMFILE refusal, or -1 */
     bool lfd_off;       /* out of descriptors with no spare: accepts paused */
+    double lfd_on_at;   /* when lfd_off: when to accept again (monotonic s) */
     double refused_logged;  /* when a refusal was last logged (monotonic s) */
     unsigned long long refused;
     psrt_handler h;
@@ -884,9 +885,10 @@ static double mono_s(void)
  * busy loop) while the connection waits in the backlog and its client hangs.
  * Instead the connection is refused: the spare descriptor is given up for a
  * moment to accept it and close it at once, so the client sees it closed and
- * retries with its backoff.  Without a spare (it could not be opened again),
- * accepting pauses for 100 ms (the listening socket leaves the epoll set).
- * Logged at most once a second, with the count. */
+ * retries with its backoff.  When even that gives no descriptor (the limit
+ * is below the spare's number, or the spare could not be opened again),
+ * accepting pauses for 100 ms (the listening socket leaves the epoll set)
+ * and connections wait in the backlog.  Logged at most once a second. */
 static bool refuse_one(struct psrt_server *s, int err)
 {
     /* accept4 fails EMFILE before it looks at the backlog: whether a
@@ -901,17 +903,24 @@ static bool refuse_one(struct psrt_server *s, int err)
         if (fd < 0 && s->spare >= 0)
             return false;       /* nothing waits */
     }
-    if (s->spare < 0) {
+    double now = mono_s();
+    if (fd < 0) {
+        /* no descriptor even with the spare given up (the limit is below
+         * the spare's number): connections wait in the backlog */
         struct epoll_event ev = {.events = 0, .data.ptr = NULL};
         epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->lfd, &ev);
         s->lfd_off = true;
-    }
-    if (fd >= 0)
+        s->lfd_on_at = now + 0.1;
+    } else {
         s->refused++;
-    double now = mono_s();
+    }
     if (now - s->refused_logged >= 1.0) {
-        psrt_log("rpc: out of file descriptors (%s): refusing connections (%llu so far)%s",
-                 strerror(err), s->refused, s->lfd_off ? "; accepting again in 100 ms" : "");
+        if (fd >= 0)
+            psrt_log("rpc: out of file descriptors (%s): refusing connections (%llu so far)",
+                     strerror(err), s->refused);
+        else
+            psrt_log("rpc: out of file descriptors (%s): cannot accept connections; trying "
+                     "again every 100 ms", strerror(err));
         s->refused_logged = now;
     }
     return fd >= 0;
@@ -922,8 +931,15 @@ static void *dispatcher(void *arg)
     struct psrt_server *s = arg;
     struct epoll_event evs[64];
     for (;;) { /* the process exits with the server running */
-        int n = epoll_wait(s->epfd, evs, 64, s->lfd_off ? 100 : -1);
-        if (n == 0 && s->lfd_off) {
+        int wait_ms = -1;
+        if (s->lfd_off) {
+            double left = s->lfd_on_at - mono_s();
+            wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+        }
+        int n = epoll_wait(s->epfd, evs, 64, wait_ms);
+        if (s->lfd_off && mono_s() >= s->lfd_on_at) {
+            /* time to try again (other connections' traffic may never let
+             * the wait time out) */
             if (s->spare < 0)
                 s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
             struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
