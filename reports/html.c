@@ -4,8 +4,10 @@
  * revision), orders them failing first (fail, error, running, then pass;
  * oldest first within each), and writes one self-contained page: inline CSS,
  * inline SVG, no script and no external asset, so it can be attached to a CI
- * job or mailed.  The page holds a summary table of the runs and, per run, a
- * <details> section (open unless it passed) whose body timeline.c writes.
+ * job or mailed.  The page holds a summary table of the runs, the verdict
+ * history of their scenarios across every recorded run (history_html.c),
+ * and, per run, a <details> section (open unless it passed) whose body
+ * timeline.c writes.
  *
  * Everything read from the database is escaped (fl_html_put); element ids
  * are made from the integer runs.id, never from text.  The file is written
@@ -34,7 +36,8 @@ enum { R_ID, R_RUN_ID, R_SCENARIO, R_VARIANT, R_VERDICT, R_DURATION, R_STARTED, 
 
 static const char *css =
     "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
-    "h1{font-size:1.4em;margin:0 0 .2em}h4{margin:.8em 0 .3em}"
+    "h1{font-size:1.4em;margin:0 0 .2em}h2{font-size:1.15em;margin:1em 0 .3em}"
+    "h4{margin:.8em 0 .3em}svg.hist{vertical-align:middle}"
     ".meta,.note{color:#555}.note{font-style:italic}"
     "table{border-collapse:collapse;margin:.3em 0}"
     "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}"
@@ -228,13 +231,8 @@ static void put_seed(FILE *f, const char *s)
 
 static void put_started(FILE *f, int64_t ms)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    char b[32];
-    if (localtime_r(&t, &tm) && strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm))
-        fputs(b, f);
-    else
-        fputs("-", f);
+    char b[64];
+    fputs(fl_html_fmt_time(ms, b, sizeof b), f);
 }
 
 static void put_variant(FILE *f, const char *v)
@@ -327,6 +325,10 @@ static int write_doc(sqlite3 *db, FILE *f, const struct fl_rows *r, const size_t
     put_started(f, (int64_t)time(NULL) * 1000);
     fputs(".</p>\n", f);
     write_summary(f, r, order);
+    int hr = fl_html_history(db, f, r, R_SCENARIO, R_VARIANT, R_ID, err, errlen);
+    if (hr < 0)
+        return hr;
+    fputs("<h2>Runs</h2>\n", f);
     fputs(legend, f);
     for (size_t k = 0; k < r->n; k++) {
         size_t i = order[k];

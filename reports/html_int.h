@@ -20,6 +20,9 @@ void fl_html_put(FILE *f, const char *s);
 /* fl_html_put of a printf-formatted string. */
 void fl_html_putf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A wall-clock time (ms since the epoch) for people, local time:
+ * "2026-11-21 11:00:00", or "-" when it cannot be shown. */
+const char *fl_html_fmt_time(int64_t unix_ms, char *buf, size_t len);
 /* Milliseconds since run start for people: "850ms", "1.25s", "2m03.4s". */
 const char *fl_html_fmt_ms(int64_t ms, char *buf, size_t len);
 
@@ -52,5 +55,12 @@ int64_t fl_rows_i(const struct fl_rows *r, size_t i, size_t j); /* 0 for NULL */
  * a negative errno with err set. */
 int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_ms,
                      char *err, size_t errlen);
+
+/* The verdict history section (history_html.c): for each scenario/variant
+ * of the report's runs (columns of runs: scenario, variant, runs.id), its
+ * recorded history from the whole database.  0, or a negative errno with
+ * err set. */
+int fl_html_history(struct sqlite3 *db, FILE *f, const struct fl_rows *runs, size_t scenario_col,
+                    size_t variant_col, size_t id_col, char *err, size_t errlen);
 
 #endif

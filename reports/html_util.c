@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void fl_html_put(FILE *f, const char *s)
 {
@@ -62,6 +63,15 @@ const char *fl_html_fmt_ms(int64_t ms, char *buf, size_t len)
     else
         snprintf(buf, len, "%lldm%04.1fs", (long long)(ms / 60000),
                  (double)(ms % 60000) / 1000.0);
+    return buf;
+}
+
+const char *fl_html_fmt_time(int64_t unix_ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(unix_ms / 1000);
+    struct tm tm;
+    if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, len, "-");
     return buf;
 }
 

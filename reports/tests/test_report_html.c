@@ -340,3 +340,64 @@ FL_TEST(report_html, help_lists_the_command_and_its_options)
     FL_ASSERT_CONTAINS(out, "--html FILE");
     free(out);
 }
+
+/* The verdict history across runs: every recorded run of the report's
+ * scenarios (not only the report's), oldest on the left, counts, where the
+ * current streak began, failing scenarios first; only the report's own
+ * runs link to their sections. */
+FL_TEST(report_html, history_counts_squares_and_streak)
+{
+    const char *d = fl_test_dir();
+    struct fl_rec *rec = open_rec("fl.db");
+    const char *verdicts[] = {"pass", "pass", "fail", "error"};
+    const char *revs[] = {"rev1", "rev1", "rev2", "rev3"};
+    for (int i = 0; i < 4; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "a-%d", i);
+        struct fl_rec_run *run;
+        struct fl_rec_run_info info = {.run_id = id, .scenario = "sc-a", .variant = "p=1",
+                                       .git_rev = revs[i], .seed = 1,
+                                       .started_at_ms = T0 + i * 1000};
+        FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
+        FL_REQUIRE_EQ(fl_rec_run_end(run, verdicts[i], i == 3 ? "it <broke>" : NULL, 10), 0);
+    }
+    FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "b-0", "sc-b", "", T0 + 500), "pass", NULL, 10), 0);
+    FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "b-1", "sc-b", "", T0 + 600), "pass", NULL, 10), 0);
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/r.html", d);
+    /* only the newest run (a-3): the history still shows all four of sc-a */
+    struct fl_report_html_opts o = {.last = 1};
+    FL_ASSERT_EQ(fl_report_html(fl_rec_db(rec), path, &o, err, sizeof err), 1);
+    char *h = slurp(path);
+    const char *hist = strstr(h, "<h2>Verdict history</h2>");
+    FL_REQUIRE(hist);
+    FL_ASSERT(!strstr(hist, "sc-b"));
+    FL_ASSERT_CONTAINS(hist, "<td>sc-a</td><td>p=1</td><td class=\"num\">4</td><td class=\"num\">2"
+                             "</td><td class=\"num\">1</td><td class=\"num\">1</td>");
+    FL_ASSERT_EQ(count(hist, "<rect x="), 4);
+    /* oldest on the left: a-0 at x=0, a-3 at x=36, linked (it is in the report) */
+    const char *a0 = strstr(hist, "<title>a-0 pass"), *a3 = strstr(hist, "<title>a-3 error");
+    FL_REQUIRE(a0 && a3);
+    FL_ASSERT(a0 < a3);
+    FL_ASSERT_CONTAINS(hist, "<a href=\"#run-4\"><rect x=\"36\"");
+    FL_ASSERT_EQ(count(hist, "<a href="), 1);
+    FL_ASSERT_CONTAINS(hist, "a-3 error, rev rev3, ");
+    FL_ASSERT_CONTAINS(hist, ": it &lt;broke&gt;</title>");
+    FL_ASSERT_CONTAINS(hist, "not passing since a-2 (rev rev2, ");
+    FL_ASSERT_CONTAINS(hist, "): 2 runs");
+    free(h);
+    /* all runs: the failing scenario first, the passing one's streak */
+    o.last = -1;
+    FL_ASSERT_EQ(fl_report_html(fl_rec_db(rec), path, &o, err, sizeof err), 6);
+    h = slurp(path);
+    hist = strstr(h, "<h2>Verdict history</h2>");
+    FL_REQUIRE(hist);
+    const char *ra = strstr(hist, "<td>sc-a</td>"), *rb = strstr(hist, "<td>sc-b</td>");
+    FL_REQUIRE(ra && rb);
+    FL_ASSERT_MSG(ra < rb, "the failing scenario is not first");
+    FL_ASSERT_CONTAINS(rb, "passing since its first run, b-0 (rev aaaa1111bbbb, ");
+    FL_ASSERT_EQ(count(hist, "<a href="), 6);
+    assert_self_contained(h);
+    free(h);
+    fl_rec_close(rec);
+}
