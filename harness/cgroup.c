@@ -64,26 +64,35 @@ static int write_str(const char *path, const char *s)
     return n < 0 ? -e : 0;
 }
 
-int fl_cgroup_root(char *buf, size_t len)
+/* Where faultline's cgroups of a controller live: the unified hierarchy
+ * (2) when it offers the controller, else the controller's v1 hierarchy
+ * (1), else -ENOTSUP. */
+static int root_for(const char *ctl, char *buf, size_t len)
 {
-    char controllers[256] = "";
+    char controllers[256] = "", path[64];
     int fd = open("/sys/fs/cgroup/cgroup.controllers", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t n = read(fd, controllers, sizeof controllers - 1);
         close(fd);
         if (n > 0)
             controllers[n] = 0;
-        if (strstr(controllers, "pids")) {
+        if (strstr(controllers, ctl)) {
             snprintf(buf, len, "/sys/fs/cgroup/faultline");
             return 2;
         }
     }
     struct stat st;
-    if (stat("/sys/fs/cgroup/pids/tasks", &st) == 0) {
-        snprintf(buf, len, "/sys/fs/cgroup/pids/faultline");
+    snprintf(path, sizeof path, "/sys/fs/cgroup/%s/tasks", ctl);
+    if (stat(path, &st) == 0) {
+        snprintf(buf, len, "/sys/fs/cgroup/%s/faultline", ctl);
         return 1;
     }
     return -ENOTSUP;
+}
+
+int fl_cgroup_root(char *buf, size_t len)
+{
+    return root_for("pids", buf, len);
 }
 
 int fl_cgroup_freezer_root(char *buf, size_t len)
@@ -185,27 +194,8 @@ int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *
 
 int fl_cgroup_memory_root(char *buf, size_t len)
 {
-    char root[PATH_MAX], controllers[256] = "";
-    /* v2: the pids cgroups' tree, when it also has the memory controller */
-    if (fl_cgroup_root(root, sizeof root) == 2) {
-        int fd = open("/sys/fs/cgroup/cgroup.controllers", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, controllers, sizeof controllers - 1);
-            close(fd);
-            if (n > 0)
-                controllers[n] = 0;
-        }
-        if (!strstr(controllers, "memory"))
-            return -ENOTSUP;
-        snprintf(buf, len, "%s", root);
-        return 2;
-    }
-    struct stat st;
-    if (stat("/sys/fs/cgroup/memory/tasks", &st) == 0) {
-        snprintf(buf, len, "/sys/fs/cgroup/memory/faultline");
-        return 1;
-    }
-    return -ENOTSUP;
+    /* on v2, the same tree as the pids cgroups */
+    return root_for("memory", buf, len);
 }
 
 int fl_cgroup_create_memory(const char *run_id, const char *host, char *path, size_t len)
