@@ -16,6 +16,38 @@
 
 #include <dirent.h>
 
+/* ---- flags -------------------------------------------------------------------------- */
+
+FL_TEST(psrt_flags, failed_save_flags_parse_default_and_show_in_help)
+{
+    struct psrt_flags f;
+    char err[256];
+    const char *base = "--job_name=worker --ps_hosts=a:1 --worker_hosts=b:2";
+    FL_REQUIRE_EQ(parse(base, &f, err), 0);
+    FL_ASSERT_EQ(f.max_failed_saves, 3);
+    FL_ASSERT(f.finish_retry_secs == 10);
+    psrt_flags_free(&f);
+    char line[256];
+    snprintf(line, sizeof line, "%s --max_failed_saves=0 --finish_retry_secs=2.5", base);
+    FL_REQUIRE_EQ(parse(line, &f, err), 0);
+    FL_ASSERT_EQ(f.max_failed_saves, 0);
+    FL_ASSERT(f.finish_retry_secs == 2.5);
+    psrt_flags_free(&f);
+    snprintf(line, sizeof line, "%s --max_failed_saves=-1", base);
+    FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
+    FL_ASSERT_STREQ(err, "--max_failed_saves=-1: bad value: expected an integer from 0");
+    snprintf(line, sizeof line, "%s --finish_retry_secs=soon", base);
+    FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
+    FL_ASSERT_STREQ(err, "--finish_retry_secs=soon: bad value: expected a number of seconds "
+                         "from 0 to 1e9");
+    char *out = NULL;
+    FL_ASSERT_EQ(fl_test_sh(&out, "%s --help", fl_test_bin("psrt")), 0);
+    FL_ASSERT_CONTAINS(out, "--max_failed_saves=N");
+    FL_ASSERT_CONTAINS(out, "--finish_retry_secs=S");
+    FL_ASSERT_CONTAINS(out, "@FROM[-TO]");
+    free(out);
+}
+
 /* ---- psrt_state_drop ---------------------------------------------------------- */
 
 static void touch(const char *dir, const char *file)
