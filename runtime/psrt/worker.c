@@ -687,11 +687,19 @@ static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_er
     return 0;
 }
 
+/* An error no second attempt can cure: a path that is not what it must
+ * be, a bad argument, an operation the filesystem lacks. */
+static bool config_error(int r)
+{
+    return r == -ENOTDIR || r == -EISDIR || r == -ENAMETOOLONG || r == -EINVAL ||
+           r == -ENOSYS || r == -EOPNOTSUPP || r == -ELOOP || r == -EXDEV;
+}
+
 /* The final save (export false) or the export, robust: tried again after
- * a failure that is not a lost ps (the caller recovers from that), after
- * 0.5 s, then doubling up to 5 s, for up to --finish_retry_secs, so that a
- * transient disk fault while finishing does not lose the run; then the
- * last error, with the number of attempts. */
+ * a failure that is not a lost ps (the caller recovers from that) nor a
+ * configuration error, after 0.5 s, then doubling up to 5 s, for up to
+ * --finish_retry_secs, so that a transient disk fault while finishing does
+ * not lose the run; then the last error, with the number of attempts. */
 static int finish_retrying(struct psrt_worker *w, const char *what, long long step, bool export,
                            struct psrt_err *err)
 {
@@ -699,7 +707,7 @@ static int finish_retrying(struct psrt_worker *w, const char *what, long long st
     double t0 = psrt_now(), back = 0.5;
     for (int attempt = 1;; attempt++) {
         int r = export ? psrt_export(w, err) : save(w, step, err);
-        if (!r || f->protocol != PSRT_ROBUST || psrt_lost_peer(r))
+        if (!r || f->protocol != PSRT_ROBUST || psrt_lost_peer(r) || config_error(r))
             return r;
         if (!export && w->save_failed_on < 0) {
             size_t l = strlen(err->msg);
