@@ -15,6 +15,9 @@
 #include "runtime/ckpt/state.h"
 
 #include <dirent.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 /* ---- flags -------------------------------------------------------------------------- */
 
@@ -395,4 +398,50 @@ FL_TEST_T(psrt_ckpt, robust_final_save_fault_that_stays_fails, 40)
     FL_ASSERT_CONTAINS(log, "model.ckpt-100.data-00000-of-00001; Input/output error on ps task 1");
     assert_reported_whole(2, 80);
     free(log);
+}
+
+/* A real full disk on ps 1 (a small tmpfs, in a private mount namespace of
+ * this test, filled up by a file): every save fails there with ENOSPC and
+ * is abandoned, leaving nothing of it on any disk (no temporary file keeps
+ * space); once the file is removed, the next save succeeds and the run
+ * ends with a whole final checkpoint. */
+FL_TEST_T(psrt_ckpt, robust_full_ps_disk_abandons_then_recovers, 60)
+{
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        FL_SKIP("needs a private mount namespace (root): %s", strerror(errno));
+    const char *ps1 = pc_dir("ps1");
+    if (mount("tmpfs", ps1, "tmpfs", 0, "size=256k") < 0)
+        FL_SKIP("cannot mount a tmpfs: %s", strerror(errno));
+    char filler[PATH_MAX];
+    snprintf(filler, sizeof filler, "%s/filler", ps1);
+    FILE *f = fopen(filler, "w");
+    FL_REQUIRE(f != NULL);
+    static char block[4096];
+    while (fwrite(block, 1, sizeof block, f) == sizeof block && fflush(f) == 0)
+        ;
+    fclose(f);
+    struct statvfs sv;
+    FL_REQUIRE_EQ(statvfs(ps1, &sv), 0);
+    FL_REQUIRE_MSG(sv.f_bavail == 0, "%lu blocks still free", (unsigned long)sv.f_bavail);
+    struct pc c;
+    pc_init(&c, 2, 1, FLAGS "--max_failed_saves=1000 --step_delay=0.01 --max_steps=200");
+    pc_start_all(&c, NULL, NULL);
+    bool abandoned = pc_wait_for("w0.log", "save at step 20 failed and was abandoned", 20);
+    char *log = pc_read("w0.log");
+    FL_REQUIRE_MSG(abandoned, "no abandoned save at step 20:\n%s", log);
+    free(log);
+    /* nothing of the failed saves of steps 0 and 20 stays anywhere */
+    for (int s = 0; s <= 20; s += 20) {
+        FL_ASSERT_EQ(files_of_step("ps1/train_logs/ps1", s), 0);
+        FL_ASSERT_EQ(files_of_step("ps0/train_logs/ps0", s), 0);
+        FL_ASSERT_EQ(files_of_step("w0/train_logs", s), 0);
+    }
+    FL_REQUIRE_EQ(unlink(filler), 0);
+    int r = pc_wait_all(&c, 30);
+    log = pc_read("w0.log");
+    FL_ASSERT_MSG(r == 0, "chief exited %d:\n%s", r, log);
+    FL_ASSERT_CONTAINS(log, "No space left on device (write) on ps task 1 at");
+    assert_reported_whole(2, 200);
+    free(log);
+    umount2(ps1, MNT_DETACH);
 }
