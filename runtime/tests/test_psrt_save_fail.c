@@ -301,6 +301,7 @@ FL_TEST_T(psrt_ckpt, robust_failed_save_is_dropped_and_training_goes_on, 40)
     FL_ASSERT_CONTAINS(log, "fsync ./train_logs/ps1/model.ckpt-40: Input/output error on ps task 1");
     FL_ASSERT_CONTAINS(log, "training goes on, next save at step 60");
     FL_ASSERT_CONTAINS(log, "Saved checkpoint for step 60");
+    FL_ASSERT(strstr(log, "Saved checkpoint for step 41:") == NULL); /* not at once again */
     FL_ASSERT_EQ(files_of_step("w0/train_logs", 40), 0);
     FL_ASSERT_EQ(files_of_step("ps0/train_logs/ps0", 40), 0);
     FL_ASSERT_EQ(files_of_step("ps1/train_logs/ps1", 40), 0);
