@@ -446,3 +446,28 @@ FL_TEST_T(psrt_ckpt, robust_full_ps_disk_abandons_then_recovers, 60)
     free(log);
     umount2(ps1, MNT_DETACH);
 }
+
+/* Legacy is TensorFlow's: a failed save ends the chief (its saver hook's
+ * error), whatever --max_failed_saves says, and the final save is not
+ * tried again. */
+FL_TEST_T(psrt_ckpt, legacy_failed_save_still_ends_the_chief, 40)
+{
+    const char *legacy = "--model=linear --checkpoint_protocol=legacy --sharded_save=false "
+                         "--save_checkpoint_steps=20 --max_steps=100 --connect_timeout_secs=10 ";
+    int r = run3(legacy, NULL, NULL, "psrt/save/chief_write=5@2");
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "saving a checkpoint failed: ");
+    FL_ASSERT(strstr(log, "abandoned") == NULL);
+    free(log);
+    FL_REQUIRE_EQ(fl_test_sh(NULL, "rm -rf %s/ps0 %s/ps1 %s/w0 %s/w0.log", fl_test_dir(),
+                             fl_test_dir(), fl_test_dir(), fl_test_dir()), 0);
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s--finish_retry_secs=30", legacy);
+    r = run3(flags, NULL, NULL, "psrt/save/chief_write=5@6");
+    log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "saving the final checkpoint failed: ");
+    FL_ASSERT(strstr(log, "attempt") == NULL);
+    free(log);
+}
