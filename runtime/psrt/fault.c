@@ -8,8 +8,9 @@
  * directory").  Fault points are libfiu names checked at each step of save,
  * merge, restore and export; with FIU_ENABLE they are live (fiu_init at
  * start, remote control through fiu-ctrl when FIU_CTRL_FIFO or
- * PSRT_FIU_FIFO names a fifo basename, and PSRT_FIU="name[=errno],..."
- * enables points at start), without it they compile to nothing.
+ * PSRT_FIU_FIFO names a fifo basename, and PSRT_FIU="name[=errno][@FROM[-TO]],..."
+ * enables points at start, every check or only the FROM-th to TO-th),
+ * without it they compile to nothing.
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
@@ -174,6 +175,31 @@ int psrt_fault(const char *name)
     return 0;
 }
 
+#ifdef FIU_ENABLE
+/* PSRT_FIU's "name=errno@FROM-TO": the point fails only on its FROM-th to
+ * TO-th check in this process (counted from 1), a transient fault at a
+ * chosen save without a harness. */
+static struct window {
+    char name[64];
+    long from, to;
+    atomic_long seen;
+} windows[16];
+static int nwindows;
+
+static int window_cb(const char *name, int *failnum, void **failinfo, unsigned *flags)
+{
+    (void)failnum;
+    (void)failinfo;
+    (void)flags;
+    for (int i = 0; i < nwindows; i++)
+        if (!strcmp(windows[i].name, name)) {
+            long k = atomic_fetch_add(&windows[i].seen, 1) + 1;
+            return k >= windows[i].from && k <= windows[i].to;
+        }
+    return 0;
+}
+#endif
+
 void psrt_fault_init(void)
 {
 #ifdef FIU_ENABLE
@@ -188,13 +214,25 @@ void psrt_fault_init(void)
     if (en && *en) {
         char *copy = strdup(en), *save = NULL;
         for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            char *at = strchr(tok, '@');
+            if (at)
+                *at = 0;
             char *eq = strchr(tok, '=');
             long e = EIO;
             if (eq) {
                 *eq = 0;
                 e = strtol(eq + 1, NULL, 10);
             }
-            fiu_enable(tok, 1, (void *)(intptr_t)e, 0);
+            if (at && nwindows < 16 && strlen(tok) < sizeof windows[0].name) {
+                struct window *wd = &windows[nwindows++];
+                char *end;
+                snprintf(wd->name, sizeof wd->name, "%s", tok);
+                wd->from = strtol(at + 1, &end, 10);
+                wd->to = *end == '-' ? strtol(end + 1, NULL, 10) : wd->from;
+                fiu_enable_external(tok, 1, (void *)(intptr_t)e, 0, window_cb);
+            } else {
+                fiu_enable(tok, 1, (void *)(intptr_t)e, 0);
+            }
         }
         free(copy);
     }

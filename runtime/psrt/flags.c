@@ -72,6 +72,16 @@ void psrt_flags_usage(FILE *out)
 "        robust: each ps writes its shard durably to <train_dir>/ps<i>/ on its disk,\n"
 "                the chief writes the whole checkpoint durably to <train_dir>/; a\n"
 "                save is reported only when both copies and the state are durable.\n"
+"                A save that fails (disk error, full disk, on a ps or the chief) is\n"
+"                abandoned: every task drops what it wrote of it, the chief logs one\n"
+"                line (event save.failed) and trains on; the next save comes an\n"
+"                interval later.\n"
+"  --max_failed_saves=N        robust: the chief exits 1 when N saves in a row have\n"
+"                              failed (default 3; 0 or 1: at the first, as legacy);\n"
+"                              a save that succeeds resets the count\n"
+"  --finish_retry_secs=S       robust: the final save and the export are tried again\n"
+"                              (after 0.5 s, doubling up to 5 s) for up to S seconds\n"
+"                              before the chief exits 1 (default 10; 0 = no retry)\n"
 "  --sharded_save=true|false   legacy only (default true): TensorFlow's Saver(sharded=...).\n"
 "                              false, the Supervisor's default Saver: the chief writes the\n"
 "                              whole checkpoint on its own disk, while restore still runs\n"
@@ -101,7 +111,8 @@ void psrt_flags_usage(FILE *out)
 "Harness hooks:\n"
 "  FAULTLINE_EVENTS=/path.sock  report events (docs/events.md); FAULTLINE_SYNC lists\n"
 "                              kinds sent as sync points ('*' = all)\n"
-"  libfiu fault points (fiu-ctrl -c 'enable name=...' PID, or PSRT_FIU=name[=errno],...;\n"
+"  libfiu fault points (fiu-ctrl -c 'enable name=...' PID, or\n"
+"  PSRT_FIU=name[=errno][@FROM[-TO]],... (only the FROM-th to TO-th check fails);\n"
 "  remote control fifo basename from FIU_CTRL_FIFO or PSRT_FIU_FIFO):\n"
 "    psrt/save/begin psrt/save/shard_write psrt/save/shard_sync psrt/save/merge\n"
 "    psrt/save/chief_write psrt/save/commit psrt/save/state psrt/save/gc\n"
@@ -273,6 +284,8 @@ static const struct {
     {"save_checkpoint_steps", "an integer from 0, or none"},
     {"save_checkpoint_secs", "a number of seconds from 0 to 1e9, or none"},
     {"max_to_keep", "an integer from 1"},
+    {"max_failed_saves", "an integer from 0"},
+    {"finish_retry_secs", "a number of seconds from 0 to 1e9"},
     {"checkpoint_protocol", NULL},
     {"rpc_threads", NULL},
     {"pool_threads", "an integer from 1 to 1024"},
@@ -309,6 +322,8 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
     f->max_steps = 1000;
     f->save_secs = -1;
     f->max_to_keep = 5;
+    f->max_failed_saves = 3;
+    f->finish_retry_secs = 10;
     f->protocol = PSRT_ROBUST;
     f->rpc_threads = PSRT_POOL;
     f->pool_threads = 8;
@@ -411,6 +426,10 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             rc = parse_double(val, &f->save_secs);
         } else if (!strcmp(name, "max_to_keep")) {
             rc = parse_int(val, &f->max_to_keep, 1, INT_MAX);
+        } else if (!strcmp(name, "max_failed_saves")) {
+            rc = parse_int(val, &f->max_failed_saves, 0, INT_MAX);
+        } else if (!strcmp(name, "finish_retry_secs")) {
+            rc = parse_double(val, &f->finish_retry_secs);
         } else if (!strcmp(name, "checkpoint_protocol")) {
             if (!strcmp(val, "legacy"))
                 f->protocol = PSRT_LEGACY;

@@ -29,7 +29,8 @@
  *     robust reads this ps's own durable copy.
  *   RobustSave / RobustCommit / RobustQuery / Load: this ps's durable copy
  *     of its shard under <train_dir>/ps<task>/ and its own `checkpoint`
- *     state file there.
+ *     state file there; RobustAbort drops the copy of a save the chief
+ *     abandoned.
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/psrt/ps.h"
@@ -1004,6 +1005,42 @@ static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
                  swept == 1 ? "" : "s", ps->robust_dir);
 }
 
+/* RobustAbort: i64 step, str name, str keep.  The chief abandoned the save
+ * of name (it failed somewhere, on this ps or elsewhere): waits for this
+ * ps's background write of it, then drops this ps's copy, committed or not
+ * (its state entry, its files, temporary files of a write that failed), so
+ * that a failed save leaves nothing behind and frees what it took of a full
+ * disk.  keep (the chief's last reported checkpoint) is never dropped: a
+ * save of the same step again (after a restore) writes the same name. */
+static void h_rabort(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
+{
+    long long step = (long long)psrt_buf_get_u64(req);
+    char name[512], keep[512];
+    if (psrt_buf_get_str(req, name, sizeof name) || !name[0] || strchr(name, '/') ||
+        psrt_buf_get_str(req, keep, sizeof keep)) {
+        rep->status = -EBADMSG;
+        return;
+    }
+    struct psrt_err err = {0};
+    int n = 0;
+    pthread_mutex_lock(&ps->bg_mu);
+    bg_join(ps, NULL, NULL); /* its write, failed or not, is over */
+    if (!strcmp(ps->bg_name, name))
+        ps->bg_name[0] = 0;
+    if (strcmp(name, keep) != 0)
+        n = psrt_state_drop(ps->robust_dir, name, CKPT_SYNC, &err);
+    pthread_mutex_unlock(&ps->bg_mu);
+    if (n < 0) {
+        psrt_log("could not drop %s/%s of the abandoned save of step %lld: %s", ps->robust_dir,
+                 name, step, err.msg);
+        reply_err(rep, &err);
+        return;
+    }
+    if (n)
+        psrt_log("dropped %s/%s (%d file%s): the chief abandoned the save of step %lld",
+                 ps->robust_dir, name, n, n == 1 ? "" : "s", step);
+}
+
 /* RobustQuery -> u32 n, then per committed checkpoint (oldest first): str
  * name, u32 present (its index file exists here). */
 static void h_rquery(struct ps *ps, struct psrt_reply *rep)
@@ -1097,6 +1134,7 @@ static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
     case PSRT_OP_RSAVE: h_rsave(ps, req, rep); break;
     case PSRT_OP_RCOMMIT: h_rcommit(ps, req, rep); break;
     case PSRT_OP_RQUERY: h_rquery(ps, rep); break;
+    case PSRT_OP_RABORT: h_rabort(ps, req, rep); break;
     case PSRT_OP_LOAD: h_load(ps, req, rep); break;
     case PSRT_OP_OPEN:
         if (atomic_load(&ps->ready) == PS_UNINITIALIZED) {

@@ -92,6 +92,8 @@ struct psrt_flags {
     long long save_steps;        /* 0 = off */
     double save_secs;            /* 0 = off */
     int max_to_keep;
+    int max_failed_saves;        /* robust: the chief stops at this many in a row */
+    double finish_retry_secs;    /* robust: final save and export retried this long */
     int protocol;                /* PSRT_LEGACY / PSRT_ROBUST */
     int rpc_threads;             /* PSRT_POOL / PSRT_PER_REQUEST */
     int pool_threads;
@@ -208,6 +210,7 @@ enum psrt_op {
     PSRT_OP_ECHO,          /* bench/tests: returns the payload */
     PSRT_OP_BENCH_SINK,    /* bench: discards the payload */
     PSRT_OP_OPEN,          /* chief: the model is ready, every worker may train */
+    PSRT_OP_RABORT,        /* robust: drop the local copy of an abandoned save */
     PSRT_OP_MAX
 };
 const char *psrt_op_name(int op);
@@ -602,6 +605,13 @@ void psrt_delete_checkpoint(const char *p);
  * model.ckpt-<step> below step `below` that dir's state does not list
  * (temporary files included).  The number deleted. */
 int psrt_state_sweep(const char *dir, long long below);
+/* In a directory only psrt writes: drops checkpoint name (as the state
+ * lists it, relative to dir) of a save that was abandoned: first from dir's
+ * state when it lists it (written again without it, fflags CKPT_SYNC for
+ * durably; the file removed when name was all it listed), then every file
+ * "<name>.*" (index, data, temporary files).  The number of files deleted,
+ * or -errno with err set (then nothing is deleted). */
+int psrt_state_drop(const char *dir, const char *name, unsigned fflags, struct psrt_err *err);
 
 /* ---- events (events.c) -------------------------------------------------------- */
 /* No-op unless FAULTLINE_EVENTS is set.  Attributes: "key=value" strings,

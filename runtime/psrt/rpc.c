@@ -53,6 +53,7 @@ const char *psrt_op_name(int op)
         [PSRT_OP_RCOMMIT] = "RobustCommit", [PSRT_OP_RQUERY] = "RobustQuery",
         [PSRT_OP_LOAD] = "Load", [PSRT_OP_SHUTDOWN] = "Shutdown", [PSRT_OP_ECHO] = "Echo",
         [PSRT_OP_BENCH_SINK] = "Sink", [PSRT_OP_OPEN] = "Open",
+        [PSRT_OP_RABORT] = "RobustAbort",
     };
     if (op <= 0 || op >= PSRT_OP_MAX || !names[op])
         return "?";

@@ -27,6 +27,16 @@
  * at any point before leaves the previous reported checkpoint intact
  * (nothing is overwritten in place: names carry the step).  Restore
  * (restore.c) uses whichever copy survives.
+ *
+ * A save that fails is abandoned by every participant: the chief's writer
+ * removes its temporary files (and a complete copy no state names is
+ * deleted); unless a ps was lost (the chief then recovers, and each ps
+ * sweeps what is left at its next commit), every ps the save reached drops
+ * its copy, committed or not (RobustAbort), so that nothing of it stays on
+ * any disk and a full disk gets back what the save took.  The last
+ * reported checkpoint is never touched.  Only then save.failed (step, on:
+ * ps:<i> or chief, error).  Whether the run goes on is worker.c's call
+ * (--max_failed_saves).
  */
 #include "runtime/psrt/worker.h"
 #include "runtime/ckpt/bundle.h"
@@ -120,6 +130,45 @@ static void on_ps(struct psrt_err *err, struct psrt_worker *w, int p)
     snprintf(err->msg + l, sizeof err->msg - l, " on %s", psrt_conn_peer(w->conn[p]));
 }
 
+/* The save of step (name) failed and is abandoned: every ps it reached,
+ * order[0..nsent), drops its copy (RobustAbort; reconnecting to those whose
+ * connection the failure closed).  One that cannot keeps it, logged: its
+ * next commit sweeps it, and a restore passes over a step not every ps
+ * holds. */
+static void drop_on_ps(struct psrt_worker *w, long long step, const char *name, const int *order,
+                       int nsent)
+{
+    const struct psrt_flags *f = w->f;
+    char reported[128] = "";
+    if (w->last_save_step >= 0)
+        snprintf(reported, sizeof reported, "model.ckpt-%lld", w->last_save_step);
+    struct psrt_buf req = {0};
+    psrt_buf_u64(&req, (uint64_t)step);
+    psrt_buf_str(&req, name);
+    psrt_buf_str(&req, reported);
+    struct psrt_call calls[256];
+    int n = 0;
+    for (int i = 0; i < nsent && n < 256; i++) {
+        int p = order[i];
+        struct psrt_err e = {0};
+        if (!psrt_conn_is_open(w->conn[p]) && psrt_conn_connect(w->conn[p], f->rpc_timeout, &e)) {
+            psrt_log("abandoned save of step %lld: ps task %d keeps its copy (%s)", step, p, e.msg);
+            continue;
+        }
+        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_RABORT,
+                                      .timeout = psrt_flags_bulk_timeout(f)};
+        calls[n].iov[0] = (struct iovec){req.p, req.len};
+        calls[n].niov = 1;
+        n++;
+    }
+    if (psrt_worker_calls(w, calls, n) >= 0)
+        for (int i = 0; i < n; i++)
+            if (calls[i].rc || calls[i].status)
+                psrt_log("abandoned save of step %lld: ps task %d keeps its copy (%s)", step,
+                         calls[i].ps, calls[i].err.msg);
+    psrt_buf_free(&req);
+}
+
 /* Whether dir's state file lists the checkpoint, by name or by prefix (as
  * it records it under an absolute train_dir): a state write that failed
  * after its rename does. */
@@ -153,6 +202,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     struct psrt_call calls[256];
     int nsent = 0, nread = 0, fe;
     bool finished = false; /* the chief's copy is complete on its disk */
+    int on = -1;           /* the ps an error came from (-1: the chief) */
     uint64_t bytes = 0;
 
     fe = psrt_fault("psrt/save/begin");
@@ -174,8 +224,10 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     for (nsent = 0; nsent < n; nsent++) {
         struct psrt_conn *c = w->conn[order[nsent]];
         r = psrt_conn_send(c, PSRT_OP_RSAVE, 0, &riov, 1, psrt_flags_bulk_timeout(f), err);
-        if (r)
+        if (r) {
+            on = order[nsent];
             goto cleanup;
+        }
     }
     /* 2. the chief's complete copy */
     fe = psrt_fault("psrt/save/chief_write");
@@ -200,6 +252,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         int p = order[nread];
         struct sreader sr = {.c = w->conn[p], .err = err};
         int32_t status = 0;
+        on = p; /* until the reply is in the chief's copy, an error is likely the ps's */
         r = psrt_conn_recv_begin(sr.c, psrt_flags_bulk_timeout(f), &sr.len, &status, err);
         if (r)
             goto cleanup;
@@ -232,6 +285,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         else if (ce.msg[0]) { /* the writer's error */
             psrt_err_from_ckpt(err, r, &ce);
             psrt_err_add_call(err);
+            on = -1;
         } else if (psrt_conn_is_open(sr.c)) /* not a transport error (those close it) */
             psrt_err_set(err, r, "malformed RobustSave reply from %s", psrt_conn_peer(sr.c));
         if (r) {
@@ -239,6 +293,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
             nread++;
             goto cleanup;
         }
+        on = -1;
     }
     double t_rsave = psrt_now();
     r = ckpt_writer_finish(cw, CKPT_SYNC, &ce);
@@ -274,6 +329,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         r = calls[bad].rc ? calls[bad].rc : calls[bad].status;
         if (!calls[bad].rc) /* the ps's own error: say which ps (transport errors do) */
             on_ps(err, w, calls[bad].ps);
+        on = calls[bad].ps;
         goto cleanup;
     }
     /* 4. the chief's state file, last */
@@ -292,11 +348,19 @@ cleanup:
     for (int p = 0; p < w->nps; p++)
         if (w->resp[p].cap > (64u << 20))
             psrt_buf_free(&w->resp[p]);
-    if (r && finished && !state_lists(f->train_dir, name, prefix)) {
+    /* a state write that failed after its rename names the step: then it
+     * is kept everywhere (a restart restores it) */
+    bool listed = r && state_lists(f->train_dir, name, prefix);
+    if (r && finished && !listed) {
         /* never reported: the chief's copy would stay on its disk for good
          * (no state names it, so max_to_keep never deletes it) */
         psrt_delete_checkpoint(prefix);
     }
+    /* a save of the last reported step again (after a restore) wrote the
+     * very files restored: nothing of it to drop */
+    if (r && !listed && !psrt_lost_peer(r) && step != w->last_save_step)
+        drop_on_ps(w, step, name, order, nsent);
+    w->save_failed_on = on;
     if (r) {
         if (r == -ENOSPC || r == -EDQUOT) {
             size_t l = strlen(err->msg);
@@ -304,7 +368,10 @@ cleanup:
                      "; free space on that disk or lower --max_to_keep (the checkpoints "
                      "already saved are intact)");
         }
-        psrt_ev("save.failed", "step=%lld error=%s", step, psrt_ev_q(err->msg));
+        char where[32] = "chief";
+        if (on >= 0)
+            snprintf(where, sizeof where, "ps:%d", on);
+        psrt_ev("save.failed", "step=%lld on=%s error=%s", step, where, psrt_ev_q(err->msg));
         return r;
     }
     psrt_log("Saved checkpoint for step %lld: %s (%.1f MB durable on the chief and on %d ps "

@@ -15,13 +15,15 @@
  * A directory that psrt alone writes (a ps's own copies) can also be swept
  * of checkpoints no state lists: those of saves that failed after this ps
  * had written its copy, and the temporary files of a write that was killed
- * (psrt_state_sweep).
+ * (psrt_state_sweep); and a save the chief abandoned is dropped from it at
+ * once, files, temporary files and state entry (psrt_state_drop).
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
 #include "runtime/ckpt/state.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
@@ -168,4 +170,81 @@ int psrt_state_sweep(const char *dir, long long below)
         closedir(d);
     ckpt_state_free(&st);
     return n;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+/* Whether file f belongs to checkpoint name: "<name>." then anything (its
+ * index, data shards, and their temporary names). */
+static bool file_of(const char *f, const char *name)
+{
+    size_t l = strlen(name);
+    return !strncmp(f, name, l) && f[l] == '.';
+}
+
+int psrt_state_drop(const char *dir, const char *name, unsigned fflags, struct psrt_err *err)
+{
+    struct ckpt_state st, nst;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    memset(&nst, 0, sizeof nst);
+    int r = ckpt_state_read(dir, &st, &ce), n = 0;
+    bool listed = false;
+    for (size_t i = 0; !r && i < st.n_all; i++)
+        listed |= !strcmp(st.all_model_checkpoint_paths[i], name);
+    if (listed) {
+        /* the state first: a state that names files which are gone would
+         * be worse than files no state names */
+        char path[1400];
+        snprintf(path, sizeof path, "%s/" CKPT_STATE_FILENAME, dir);
+        const char *last = NULL;
+        for (size_t i = 0; !r && i < st.n_all; i++)
+            if (strcmp(st.all_model_checkpoint_paths[i], name)) {
+                last = st.all_model_checkpoint_paths[i];
+                r = ckpt_state_add_path(&nst, last, -1);
+            }
+        if (!r && last) {
+            bool model_dropped = !st.model_checkpoint_path ||
+                                 !strcmp(st.model_checkpoint_path, name);
+            r = ckpt_state_set_model(&nst, model_dropped ? last : st.model_checkpoint_path);
+            if (!r && (r = ckpt_state_write(dir, &nst, fflags, &ce)))
+                psrt_err_from_ckpt(err, r, &ce);
+        } else if (!r) { /* it was the only one: no state, as before it */
+            if (unlink(path) < 0)
+                r = -errno;
+            else if (fflags & CKPT_SYNC)
+                r = fsync_dir(dir);
+            if (r)
+                psrt_err_set(err, r, "removing %s: %s", path, strerror(-r));
+        } else {
+            psrt_err_set(err, r, "updating %s: %s", path, strerror(-r));
+        }
+        if (r)
+            goto cleanup;
+    }
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!file_of(e->d_name, name))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+            n++;
+        else
+            psrt_log("Ignoring: %s/%s; %s", dir, e->d_name, strerror(errno));
+    }
+    if (d)
+        closedir(d);
+    r = n;
+cleanup:
+    ckpt_state_free(&st);
+    ckpt_state_free(&nst);
+    return r;
 }

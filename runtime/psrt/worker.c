@@ -17,8 +17,13 @@
  * --reconnect_timeout_secs; event rpc.reconnect); when it is back and not
  * initialised (a relaunched ps), the chief runs PREPARING again (restore
  * from the latest checkpoint, as TensorFlow's session recovery does) and
- * the others wait for the model.  A checkpoint error on the chief, or a
- * peer that stays away, is fatal: one line and exit 1.
+ * the others wait for the model.  A peer that stays away is fatal: one
+ * line and exit 1.  A checkpoint error on the chief is fatal under legacy
+ * (TensorFlow's saver hook error kills the chief); under robust a save
+ * that fails (a disk error, a full disk, on a ps or on the chief) is
+ * abandoned and training goes on, until --max_failed_saves saves in a row
+ * have failed, and the final save and the export are tried again for up to
+ * --finish_retry_secs before they are fatal.
  */
 #include "runtime/psrt/worker.h"
 #include "runtime/ckpt/bundle.h"
@@ -218,6 +223,7 @@ int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err)
 }
 
 static int save(struct psrt_worker *w, long long step, struct psrt_err *err);
+static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_err *err);
 
 static bool saving_enabled(const struct psrt_flags *f)
 {
@@ -260,14 +266,14 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         return r;
     if (r == 1) {
         w->restored_step = step;
-        w->last_save_step = step;
-        w->last_save_time = psrt_now();
+        w->last_save_step = w->save_try_step = step;
+        w->last_save_time = w->save_try_time = psrt_now();
         if (w->f->protocol == PSRT_ROBUST && saving_enabled(w->f) &&
             !chief_has_copy(w->f, step)) {
             psrt_log("restored model.ckpt-%lld from the ps tasks' copies alone (none in %s "
                      "here): saving it again, so that every shard is on two hosts",
                      step, w->f->train_dir);
-            return save(w, step, err);
+            return save_or_abandon(w, step, err);
         }
         return 0;
     }
@@ -468,6 +474,7 @@ int psrt_worker_setup(struct psrt_worker *w, const struct psrt_flags *f, struct 
     w->nps = f->nps;
     w->chief = f->task == 0;
     w->restored_step = -1;
+    w->last_save_step = -1; /* none reported yet */
     if (psrt_model_init(&w->m, f->model, f->nps, psrt_flags_features(f)))
         return -EINVAL;
     w->conn = calloc((size_t)w->nps, sizeof *w->conn);
@@ -572,9 +579,8 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
     }
 }
 
-/* An error that means a peer went away (or is restarting): the chief
- * recovers instead of failing. */
-static bool lost_peer(int r)
+/* (worker.h) */
+bool psrt_lost_peer(int r)
 {
     return r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
            r == -ECONNREFUSED || r == -EPIPE || r == -ESTALE || r == -ESHUTDOWN;
@@ -617,7 +623,7 @@ static int recover(struct psrt_worker *w, struct psrt_err *err)
     double t0 = psrt_now();
     for (;;) {
         int r = recover_once(w, err);
-        if (!w->chief || r == STEP_DONE || !lost_peer(r) ||
+        if (!w->chief || r == STEP_DONE || !psrt_lost_peer(r) ||
             psrt_now() - t0 >= w->f->reconnect_timeout)
             return r;
         psrt_log("lost a ps again while recovering (%s); recovering again", err->msg);
@@ -631,10 +637,99 @@ static int save(struct psrt_worker *w, long long step, struct psrt_err *err)
     int r = w->f->protocol == PSRT_ROBUST ? psrt_save_robust(w, step, err)
                                           : psrt_save_legacy(w, step, err);
     if (!r) {
-        w->last_save_step = step;
-        w->last_save_time = psrt_now();
+        w->last_save_step = w->save_try_step = step;
+        w->last_save_time = w->save_try_time = psrt_now();
+        w->failed_saves = 0;
     }
     return r;
+}
+
+/* A save the run can go on without: the first, one after a restore, one
+ * every interval.  Robust: a save that failed for another reason than a
+ * lost ps (a disk error or a full disk, on a ps or on the chief) has been
+ * abandoned by every participant (save_robust.c: nothing of it is left,
+ * nothing reported); one line, and training goes on, the next save due an
+ * interval (steps or secs) after this one.  Only the --max_failed_saves-th
+ * save failing in a row ends the run (0 or 1: the first, as legacy).
+ * 0 when the save was done or abandoned; else its error (err set): a lost
+ * ps (the caller recovers), legacy's, or the bound's. */
+static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    int r = save(w, step, err);
+    if (!r || f->protocol != PSRT_ROBUST || psrt_lost_peer(r))
+        return r;
+    w->failed_saves++;
+    w->save_try_step = step;
+    w->save_try_time = psrt_now();
+    if (w->failed_saves >= f->max_failed_saves) {
+        if (f->max_failed_saves > 1) { /* 0 or 1: the error as it is */
+            char last[sizeof err->msg];
+            snprintf(last, sizeof last, "%s%s", err->msg,
+                     w->save_failed_on < 0 ? " on the chief" : "");
+            snprintf(err->msg, sizeof err->msg,
+                     "%d saves in a row failed (--max_failed_saves=%d); the last, of step "
+                     "%lld: %s", w->failed_saves, f->max_failed_saves, step, last);
+        }
+        return r;
+    }
+    char next[96];
+    if (f->save_steps > 0 && f->save_secs > 0)
+        snprintf(next, sizeof next, "at step %lld or in %g s", step + f->save_steps, f->save_secs);
+    else if (f->save_steps > 0)
+        snprintf(next, sizeof next, "at step %lld", step + f->save_steps);
+    else
+        snprintf(next, sizeof next, "in %g s", f->save_secs);
+    psrt_log("save at step %lld failed and was abandoned (%d in a row; --max_failed_saves=%d): "
+             "%s%s; training goes on, next save %s",
+             step, w->failed_saves, f->max_failed_saves, err->msg,
+             w->save_failed_on < 0 ? " on the chief" : "", next);
+    return 0;
+}
+
+/* An error no second attempt can cure: a path that is not what it must
+ * be, a bad argument, an operation the filesystem lacks. */
+static bool config_error(int r)
+{
+    return r == -ENOTDIR || r == -EISDIR || r == -ENAMETOOLONG || r == -EINVAL ||
+           r == -ENOSYS || r == -EOPNOTSUPP || r == -ELOOP || r == -EXDEV;
+}
+
+/* The final save (export false) or the export, robust: tried again after
+ * a failure that is not a lost ps (the caller recovers from that) nor a
+ * configuration error, after 0.5 s, then doubling up to 5 s, for up to
+ * --finish_retry_secs, so that a transient disk fault while finishing does
+ * not lose the run; then the last error, with the number of attempts. */
+static int finish_retrying(struct psrt_worker *w, const char *what, long long step, bool export,
+                           struct psrt_err *err)
+{
+    const struct psrt_flags *f = w->f;
+    double t0 = psrt_now(), back = 0.5;
+    for (int attempt = 1;; attempt++) {
+        int r = export ? psrt_export(w, err) : save(w, step, err);
+        if (!r || f->protocol != PSRT_ROBUST || psrt_lost_peer(r) || config_error(r))
+            return r;
+        if (!export && w->save_failed_on < 0) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l, " on the chief");
+        }
+        double left = f->finish_retry_secs - (psrt_now() - t0);
+        if (left <= 0) {
+            if (attempt > 1) {
+                char last[sizeof err->msg];
+                snprintf(last, sizeof last, "%s", err->msg);
+                snprintf(err->msg, sizeof err->msg,
+                         "%d attempts in %.1f s failed (--finish_retry_secs=%g); the last: %s",
+                         attempt, psrt_now() - t0, f->finish_retry_secs, last);
+            }
+            return r;
+        }
+        double d = back < left ? back : left;
+        psrt_log("%s failed (attempt %d): %s; trying again in %.1f s (for %.1f s more)", what,
+                 attempt, err->msg, d, left);
+        sleep_s(d);
+        back = back * 2 > 5 ? 5 : back * 2;
+    }
 }
 
 static void print_fatal(const char *what, const struct psrt_err *err)
@@ -757,11 +852,11 @@ static int chief_start(struct psrt_worker *w, long long *gstep, const char **wha
     *gstep = s0;
     if (saving_enabled(f) && !(w->restored_step >= 0 && w->restored_step == s0)) {
         *what = "saving the first checkpoint";
-        r = save(w, s0, err);
+        r = save_or_abandon(w, s0, err);
         if (r)
             return r;
     }
-    w->last_save_time = psrt_now();
+    w->last_save_time = w->save_try_time = psrt_now();
     *what = "opening the model to the workers";
     return psrt_worker_open_all(w, err);
 }
@@ -794,13 +889,13 @@ static int chief_finish(struct psrt_worker *w, long long gstep, double dt, const
     psrt_ev("train.done", "step=%lld loss=%.6g", final, ml);
     if (saving_enabled(f) && w->last_save_step != final) {
         *what = "saving the final checkpoint";
-        r = save(w, final, err);
+        r = finish_retrying(w, *what, final, false, err);
         if (r)
             return r;
     }
     if (f->export_dir[0]) {
         *what = "export";
-        r = psrt_export(w, err);
+        r = finish_retrying(w, *what, final, true, err);
         if (r)
             return r;
     }
@@ -869,7 +964,7 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
         double t_start = psrt_now();
         const char *what;
         while ((r = chief_start(w, &gstep, &what, &err))) {
-            if (!lost_peer(r) || psrt_now() - t_start >= f->reconnect_timeout) {
+            if (!psrt_lost_peer(r) || psrt_now() - t_start >= f->reconnect_timeout) {
                 print_fatal(what, &err);
                 return 1;
             }
@@ -920,11 +1015,13 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
                         psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
                     }
                 }
-                bool due = (f->save_steps > 0 && gstep >= w->last_save_step + f->save_steps) ||
-                           (f->save_secs > 0 && psrt_now() - w->last_save_time >= f->save_secs);
+                /* an interval after the last save attempted, done or
+                 * abandoned (a lost ps's is retried at once) */
+                bool due = (f->save_steps > 0 && gstep >= w->save_try_step + f->save_steps) ||
+                           (f->save_secs > 0 && psrt_now() - w->save_try_time >= f->save_secs);
                 if (due && gstep < f->max_steps) {
-                    r = save(w, gstep, &err);
-                    if (lost_peer(r)) {
+                    r = save_or_abandon(w, gstep, &err);
+                    if (psrt_lost_peer(r)) {
                         /* a ps went away mid-save: recover, the save is not reported */
                         psrt_log("save at step %lld abandoned: %s", gstep, err.msg);
                         int rr = recover(w, &err);
@@ -958,7 +1055,7 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
         r = chief_finish(w, gstep, dt, &what, &err);
         if (!r)
             break;
-        if (f->protocol != PSRT_ROBUST || !lost_peer(r) || r == -ESHUTDOWN ||
+        if (f->protocol != PSRT_ROBUST || !psrt_lost_peer(r) || r == -ESHUTDOWN ||
             (t_fin > 0 && psrt_now() - t_fin >= f->reconnect_timeout)) {
             print_fatal(what, &err);
             return 1;

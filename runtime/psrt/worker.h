@@ -28,6 +28,11 @@ struct psrt_worker {
     long long last_save_step;
     double last_save_time;
     long long restored_step;        /* -1: none */
+    /* robust: failed saves abandoned (worker.c, --max_failed_saves) */
+    int failed_saves;               /* in a row; a save that succeeds resets it */
+    long long save_try_step;        /* the last save attempted (done or abandoned): */
+    double save_try_time;           /* the next is due an interval after it */
+    int save_failed_on;             /* the last failed save's culprit: ps index, -1 chief */
     double losses[20];
     int nloss;
     long long chief_steps;
@@ -87,6 +92,9 @@ int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
                      struct psrt_err *err);
 /* Reconnects to ps p after a transport error (backoff, reconnect timeout). */
 int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err);
+/* Whether error r means a peer went away (or is restarting): the chief
+ * recovers (reconnects, restores a relaunched ps) instead of failing. */
+bool psrt_lost_peer(int r);
 /* "/job:ps/replica:0/task:N/device:CPU:0" */
 const char *psrt_ps_device(int p);
 
