@@ -640,6 +640,16 @@ int eng_start_task(struct engine *e, int task)
         return -EINVAL;
     }
     int rc;
+    /* A pause that fired after the task's last process was killed (by a
+     * kill or its host going down) but before it was reaped froze an empty
+     * cgroup: the new process would freeze on joining it, before its exec,
+     * and the spawn below would wait for that exec for ever.  It starts
+     * thawed (the pause was for the process that is gone). */
+    if (tr->frozen && (rc = eng_task_freeze(e, task, false, err, sizeof err)) < 0) {
+        eng_error(e, "starting task %s: %s", tname, err);
+        free(cmd);
+        return rc;
+    }
     char **env = build_env(e, task, err, sizeof err, &rc);
     if (!env) {
         eng_error(e, "task %s: env: %s", tname, err);
