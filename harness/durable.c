@@ -598,6 +598,11 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
         if (S_ISREG(dur->v[i].mode))
             links[nl++] = (struct link_of){dur->v[i].ino, NULL};
     qsort(links, nl, sizeof *links, cmp_ino);
+    size_t u = 0;               /* one per inode: the first name made links the rest */
+    for (size_t i = 0; i < nl; i++)
+        if (u == 0 || links[u - 1].ino != links[i].ino)
+            links[u++] = links[i];
+    nl = u;
     for (size_t i = 0; rc == 0 && i < dur->n; i++) {
         const struct tent *x = &dur->v[i];
         mode_t perm = x->mode & 07777;

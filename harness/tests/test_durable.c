@@ -322,6 +322,17 @@ FL_TEST_T(durable, crash_keeps_changes_at_rest, 60)
                      "% bytes unsynced: -bg.log -notes.txt'"), 1);
 }
 
+/* An fsync that fails (a disk: fault on fsync, libfiu's preload after
+ * ours) makes nothing durable: the synced content comes back; a hard link
+ * comes back as a link (the scenario). */
+FL_TEST_T(durable, failed_fsync_makes_nothing_durable, 60)
+{
+    require_setup();
+    if (access("/usr/bin/python3", X_OK) != 0)
+        FL_SKIP("needs python3");
+    fl_test_scenario_passes("unsynced-fsync-fails.yaml");
+}
+
 /* psrt robust: ps1's host crashes (unsynced: lose) right after the chief
  * reports step 100: nothing psrt had reported is lost (every file and
  * every directory above it synced), the run ends with a checkpoint that
