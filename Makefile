@@ -103,7 +103,7 @@ $(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
 # code is the harness's own (harness/durable_store.c), hidden in the library.
 $(O)/lib/fl_sync_preload.so: harness/tools/fl_sync_preload.c harness/durable_store.c harness/durable_store.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ harness/tools/fl_sync_preload.c harness/durable_store.c -ldl
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ harness/tools/fl_sync_preload.c harness/durable_store.c -ldl -lpthread
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)

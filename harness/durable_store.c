@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,7 +111,41 @@ int fl_dstore_reset(const char *path)
     return rc;
 }
 
-/* Holds inode ino's byte of the lock file: a descriptor to close, or -errno. */
+/* The descriptors holding a lock now, in this process.  An OFD lock lasts
+ * until the last descriptor of its open file is closed: a child forked by
+ * another thread meanwhile would hold it for as long as it lives without
+ * exec (O_CLOEXEC), and every later sync of that inode would wait for it.
+ * fl_dstore_forked() closes them in the child. */
+#define MAX_HELD 64
+static int held[MAX_HELD];
+static size_t nheld;
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void hold(int fd, bool on)
+{
+    pthread_mutex_lock(&held_mu);
+    if (on && nheld < MAX_HELD) {
+        held[nheld++] = fd;
+    } else if (!on) {
+        for (size_t i = 0; i < nheld; i++)
+            if (held[i] == fd) {
+                held[i] = held[--nheld];
+                break;
+            }
+    }
+    pthread_mutex_unlock(&held_mu);
+}
+
+void fl_dstore_forked(void)
+{
+    for (size_t i = 0; i < nheld; i++)
+        close(held[i]);
+    nheld = 0;
+    pthread_mutex_init(&held_mu, NULL);
+}
+
+/* Holds inode ino's byte of the lock file: a descriptor to give to
+ * unlock_ino, or -errno. */
 static int lock_ino(const struct fl_dstore *st, uint64_t ino)
 {
     int fd = openat(st->dirfd, "lock", O_RDWR | O_CLOEXEC);
@@ -118,14 +153,22 @@ static int lock_ino(const struct fl_dstore *st, uint64_t ino)
         return -errno;
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
                        .l_start = (off_t)(ino & LOCK_MASK), .l_len = 1};
+    hold(fd, true);
     while (fcntl(fd, F_OFD_SETLKW, &fl) < 0) {
         if (errno == EINTR)
             continue;
         int e = errno;
+        hold(fd, false);
         close(fd);
         return -e;
     }
     return fd;
+}
+
+static void unlock_ino(int fd)
+{
+    hold(fd, false);
+    close(fd);
 }
 
 int64_t fl_dstore_copy(int in, int out)
@@ -361,7 +404,7 @@ static int snapshot_dir(const struct fl_dstore *st, int dfd, uint64_t ino, struc
     int rc = list_dir(st, dfd, &l);
     if (rc == 0)
         rc = write_dir_locked(st, ino, &l);
-    close(lk);
+    unlock_ino(lk);
     if (rc == 0 && out)
         *out = l;
     else
@@ -375,7 +418,7 @@ static int snapshot_file(const struct fl_dstore *st, int fd, uint64_t ino)
     if (lk < 0)
         return lk;
     int rc = snapshot_file_locked(st, fd, ino);
-    close(lk);
+    unlock_ino(lk);
     return rc;
 }
 
@@ -448,12 +491,12 @@ int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n)
     int rc = 0, out = openat(st->dirfd, fin, O_WRONLY | O_CLOEXEC);
     if (out < 0 && errno == ENOENT) {
         rc = snapshot_file_locked(st, fd, sb.st_ino);   /* the first: all of it */
-        close(lk);
+        unlock_ino(lk);
         return rc;
     }
     if (out < 0) {
         rc = -errno;
-        close(lk);
+        unlock_ino(lk);
         return rc;
     }
     int in = reopen_ro(fd);
@@ -490,7 +533,7 @@ int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n)
     if (in >= 0)
         close(in);
     close(out);
-    close(lk);
+    unlock_ino(lk);
     return rc;
 }
 

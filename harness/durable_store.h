@@ -62,6 +62,10 @@ int fl_dstore_sync_tree(struct fl_dstore *st, int rootfd);
  * was recorded for the file yet: a first snapshot). */
 int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n);
 
+/* In a child just forked (pthread_atfork): lets go of the locks other
+ * threads of the parent held at the fork. */
+void fl_dstore_forked(void);
+
 /* Marks the store broken (the first reason is kept). */
 void fl_dstore_mark_broken(struct fl_dstore *st, const char *why);
 

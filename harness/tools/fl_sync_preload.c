@@ -28,7 +28,8 @@
  * workdir).  Without them every wrapper only calls the real function.
  *
  * The store is opened for each recording (a program may close every
- * descriptor it did not open itself).  A recording that fails is said on
+ * descriptor it did not open itself).  A child forked while another thread
+ * records lets go of that thread's lock (fl_dstore_forked).  A recording that fails is said on
  * stderr and marks the store broken, so that the harness reports it at the
  * crash rather than rebuild a disk from an incomplete record.
  */
@@ -39,6 +40,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,5 +384,6 @@ static void __attribute__((constructor)) fl_sync_preload_init(void)
     in_layer = 1;
     scan_inherited();
     in_layer = 0;
+    pthread_atfork(NULL, NULL, fl_dstore_forked);
     store_path = s;
 }
