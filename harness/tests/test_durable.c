@@ -338,7 +338,7 @@ FL_TEST_T(durable, failed_fsync_makes_nothing_durable, 60)
  * every directory above it synced), the run ends with a checkpoint that
  * restores.  It used to lose ps1's whole train_logs (the directories
  * mkdir -p made were never synced: "-train_logs/" in the detail). */
-FL_TEST_T(durable, robust_ps_crash_loses_nothing_reported, 90)
+FL_TEST_T(durable, robust_ps_crash_keeps_reported, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-ps.yaml");
@@ -360,7 +360,7 @@ FL_TEST_T(durable, robust_ps_crash_chief_replaced, 90)
 
 /* The chief's host crashes the same way: its own reported checkpoint is
  * all there after the crash. */
-FL_TEST_T(durable, robust_chief_crash_loses_nothing_reported, 90)
+FL_TEST_T(durable, robust_chief_crash_keeps_reported, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-chief.yaml");
