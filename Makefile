@@ -47,7 +47,7 @@ PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
         $(O)/bin/fl-disk-probe \
-        $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so
+        $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
 .PHONY: all deps check run bench fuzz install clean
 all: $(BINS)
@@ -98,6 +98,13 @@ $(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
+# Preloaded into the tasks of a host a crash_host fault with unsynced: lose
+# targets (harness/durable.c): records what fsync made durable.  The store
+# code is the harness's own (harness/durable_store.c), hidden in the library.
+$(O)/lib/fl_sync_preload.so: harness/tools/fl_sync_preload.c harness/durable_store.c harness/durable_store.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ harness/tools/fl_sync_preload.c harness/durable_store.c -ldl -lpthread
+
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)
 	@mkdir -p $(dir $@)
@@ -132,7 +139,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(O)/bin/fl-disk-probe $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/faultline
-	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
+	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
 
 clean:
 	rm -rf $(O)

@@ -16,6 +16,8 @@
  * path (the same seed changes the same bytes), each byte XORed with a
  * non-zero value (so it always changes).  truncate: each file cut to `size`
  * (a file already no longer than that is left alone and said so).
+ * On a host the crash-consistency layer tracks (durable.c), the file's
+ * synced copy changes the same way: a change at rest survives a crash.
  * What was done goes into the fault's detail (faults.detail in the DB):
  * each file, relative to the workdir, with its offsets or old and new sizes.
  */
@@ -69,7 +71,11 @@ static void add(char *buf, size_t len, const char *fmt, ...)
         snprintf(buf + len - 4, 4, "...");
 }
 
-static int corrupt_file(int fd, uint64_t size, uint64_t want, uint64_t seed, char *detail, size_t dlen)
+/* Each byte changed in the live file is changed in its durable copy too
+ * (the crash-consistency layer's store, when the host is tracked): a change
+ * at rest is on the disk, so it survives a crash. */
+static int corrupt_file(struct engine *e, int host, uint64_t ino, int fd, uint64_t size,
+                        uint64_t want, uint64_t seed, char *detail, size_t dlen)
 {
     uint64_t k = want < size ? want : size;
     uint64_t *offs = malloc(k * sizeof *offs);
@@ -89,9 +95,12 @@ static int corrupt_file(int fd, uint64_t size, uint64_t want, uint64_t seed, cha
         uint8_t b;
         if (pread(fd, &b, 1, (off_t)offs[i]) != 1)
             rc = -EIO;
-        b ^= (uint8_t)(1 + splitmix64(&seed) % 255);
+        uint8_t x = (uint8_t)(1 + splitmix64(&seed) % 255);
+        b ^= x;
         if (rc == 0 && pwrite(fd, &b, 1, (off_t)offs[i]) != 1)
             rc = errno ? -errno : -EIO;
+        if (rc == 0)
+            rc = fl_durable_rest_corrupt(e, host, ino, offs[i], x);
         add(detail, dlen, "%s%llu", i ? "," : "@", (unsigned long long)offs[i]);
     }
     free(offs);
@@ -145,7 +154,7 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
             add(detail, dlen, " (empty)");
         } else if (corrupt) {
             uint64_t seed = e->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
-            rc = corrupt_file(fd, size, r->bytes, seed, detail, dlen);
+            rc = corrupt_file(e, a->host, st.st_ino, fd, size, r->bytes, seed, detail, dlen);
             if (rc < 0)
                 snprintf(err, errlen, "host %s: corrupt %s: %s", host, rel, strerror(-rc));
         } else if (size <= r->size) {
@@ -154,6 +163,9 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
             if (ftruncate(fd, (off_t)r->size) < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "host %s: truncate %s: %s", host, rel, strerror(errno));
+            } else if ((rc = fl_durable_rest_truncate(e, a->host, st.st_ino, r->size)) < 0) {
+                snprintf(err, errlen, "host %s: truncate %s: its synced copy: %s", host, rel,
+                         strerror(-rc));
             }
             add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)r->size);
         }

@@ -207,9 +207,14 @@ static int make_disk(struct engine *e, int i, bool preload)
         eng_error(e, "host %s: mkdir %s: %s", sh->name, hr->disk, strerror(-rc));
         return rc;
     }
-    if (sh->disk_size) {
+    /* a tmpfs of its own when sized, and when the crash-consistency layer
+     * tracks it (its st_dev then tells its files from /tmp and shared paths) */
+    if (sh->disk_size || fl_durable_tracked(e, i)) {
         char opts[64];
-        snprintf(opts, sizeof opts, "size=%llu,mode=755", (unsigned long long)sh->disk_size);
+        if (sh->disk_size)
+            snprintf(opts, sizeof opts, "size=%llu,mode=755", (unsigned long long)sh->disk_size);
+        else
+            snprintf(opts, sizeof opts, "mode=755");
         if (mount("fl-disk", hr->disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
             rc = -errno;
             eng_error(e, "host %s: mount tmpfs (%s) at %s: %s", sh->name, opts, hr->disk,
@@ -460,8 +465,11 @@ static int hosts_up_all(struct engine *e)
     struct fl_host **hp = calloc(s->n_hosts, sizeof *hp);
     for (size_t i = 0; i < s->n_hosts; i++)
         hp[i] = &e->hosts[i].h;
-    int rc = fl_host_up_batch(hp, s->n_hosts, e->fab, err, sizeof err);
-    if (rc < 0)
+    int rc = 0;
+    for (size_t i = 0; i < s->n_hosts && rc == 0; i++)
+        if ((rc = fl_durable_baseline(e, (int)i, err, sizeof err)) < 0)
+            eng_error(e, "%s", err);
+    if (rc == 0 && (rc = fl_host_up_batch(hp, s->n_hosts, e->fab, err, sizeof err)) < 0)
         eng_error(e, "%s", err);
     free(hp);
     eng_write_state(e);
@@ -477,6 +485,11 @@ int eng_host_up(struct engine *e, int i, bool fresh_disk)
         return 0;
     if (fresh_disk && ((rc = make_disk(e, i, false)) < 0 || (rc = make_tmp(e, i)) < 0))
         return rc;
+    /* what survived the way down (all of it, or what was synced) is durable */
+    if ((rc = fl_durable_baseline(e, i, err, sizeof err)) < 0) {
+        eng_error(e, "bringing host %s back: %s", e->s->hosts[i].name, err);
+        return rc;
+    }
     hr->h.generation++;
     struct fl_host *hp = &hr->h;
     if ((rc = fl_host_up_batch(&hp, 1, e->fab, err, sizeof err)) < 0) {
@@ -567,7 +580,7 @@ static char **build_env(struct engine *e, int task, char *err, size_t errlen, in
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + j->n_env + 24, sizeof *env);
+    char **env = calloc(n + j->n_env + 28, sizeof *env);
     size_t k = 0;
     /* inherited, minus what we set */
     for (size_t i = 0; i < n; i++) {
@@ -613,7 +626,8 @@ static char **build_env(struct engine *e, int task, char *err, size_t errlen, in
     if (e->sync_kinds[0] && asprintf(&env[k++], "FAULTLINE_SYNC=%s", e->sync_kinds) < 0)
         abort();
     if ((*rc = fl_disk_env(e, task, env, &k, err, errlen)) < 0 ||
-        (*rc = fl_clock_env(e, task, env, &k, err, errlen)) < 0) {
+        (*rc = fl_clock_env(e, task, env, &k, err, errlen)) < 0 ||
+        (*rc = fl_durable_env(e, task, env, &k, err, errlen)) < 0) {
         env[k] = NULL;
         free_strv(env);
         return NULL;
@@ -658,6 +672,16 @@ int eng_start_task(struct engine *e, int task)
         return -EINVAL;
     }
     int rc;
+    /* A pause that fired after the task's last process was killed (by a
+     * kill or its host going down) but before it was reaped froze an empty
+     * cgroup: the new process would freeze on joining it, before its exec,
+     * and the spawn below would wait for that exec for ever.  It starts
+     * thawed (the pause was for the process that is gone). */
+    if (tr->frozen && (rc = eng_task_freeze(e, task, false, err, sizeof err)) < 0) {
+        eng_error(e, "starting task %s: %s", tname, err);
+        free(cmd);
+        return rc;
+    }
     char **env = build_env(e, task, err, sizeof err, &rc);
     if (!env) {
         eng_error(e, "task %s: env: %s", tname, err);
@@ -1235,6 +1259,7 @@ static void free_engine(struct engine *e)
         free(e->faults[i].starts);
     }
     fl_disk_free(e);
+    fl_durable_free(e);
     free(e->faults);
     free(e->hosts);
     free(e->tasks);
@@ -1313,7 +1338,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         }
     }
     fl_faults_init(e);
-    if (fl_disk_init(e, err, sizeof err) < 0) {
+    if (fl_disk_init(e, err, sizeof err) < 0 || fl_durable_init(e, err, sizeof err) < 0) {
         eng_error(e, "%s", err);
         goto judge;
     }
@@ -1400,6 +1425,7 @@ judge:
     bool remove_dir = !o->keep && (!strcmp(res->verdict, "pass") || o->shell_host >= 0);
     if (!remove_dir)
         eng_write_state(e);
+    fl_durable_free(e);         /* the stores: not kept, not copied with the disks */
     if (o->keep) {
         int rc = fl_copy_tree(e->fsdir, e->dir);
         if (rc < 0)

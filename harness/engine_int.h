@@ -147,6 +147,7 @@ struct engine {
     int shell_pid;
     int shell_status;           /* its wait status once reaped, else -1 */
     struct fl_disk *disk;       /* disk faults' run-time state (disk_faults.c); NULL without */
+    struct fl_durable *durable; /* the crash-consistency layer (durable.c); NULL without */
 };
 
 int64_t eng_now(const struct engine *e);
@@ -199,6 +200,36 @@ void fl_limit_detail(const struct fl_scn_action *a, char *buf, size_t len);   /*
  * changed now); detail gets what was changed, err why not. */
 int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t dlen, char *err,
                      size_t errlen);
+
+/* durable.c: the crash-consistency layer (crash_host with unsynced: lose).
+ * All are no-ops in a run without such a fault.  init: after fl_faults_init,
+ * before the disks are made (a tracked host's disk is a tmpfs of its own). */
+struct fl_durable;
+int fl_durable_init(struct engine *e, char *err, size_t errlen);
+void fl_durable_free(struct engine *e);                 /* removes every store */
+bool fl_durable_tracked(const struct engine *e, int host);
+/* Before a tracked host starts: its disk as it is now is what is durable. */
+int fl_durable_baseline(struct engine *e, int host, char *err, size_t errlen);
+/* Adds LD_PRELOAD and FAULTLINE_DURABLE_* to a tracked host's task's env
+ * being built (room for 4 more entries at *k). */
+int fl_durable_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen);
+/* A crash: begin before the host is killed, end after (waits until its
+ * processes are gone, then brings the disk back to what was synced, and
+ * appends what was lost to detail). */
+struct fl_durable_crash {
+    int host;
+    bool was_up;
+    pid_t init;
+    bool have_ns;               /* pidns_*: the host's PID namespace */
+    ino_t pidns_ino;
+    dev_t pidns_dev;
+};
+void fl_durable_crash_begin(struct engine *e, int host, struct fl_durable_crash *c);
+int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, char *detail,
+                         size_t dlen, char *err, size_t errlen);
+/* corrupt:/truncate: changed file ino at rest: the durable copy too. */
+int fl_durable_rest_corrupt(struct engine *e, int host, uint64_t ino, uint64_t off, uint8_t x);
+int fl_durable_rest_truncate(struct engine *e, int host, uint64_t ino, uint64_t size);
 
 /* clock_offset.c: a host's clock_offset through libfaketime.  Adds LD_PRELOAD,
  * FAKETIME and FAKETIME_DONT_FAKE_MONOTONIC to a task's env being built when

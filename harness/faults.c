@@ -26,7 +26,9 @@
  *   restart     kill the host's init (all its processes), start the host and
  *               its tasks again on the same disk              [for: = downtime]
  *   replace     same, with a fresh empty disk                  [for: = downtime]
- *   crash_host  kill the host's init                           [restart]
+ *   crash_host  kill the host's init; with unsynced: lose, once every process
+ *               of it has exited, its disk goes back to what was synced
+ *               (durable.c)                                    [restart]
  *   partition   nftables drop rules in the switch              [remove them]
  *   limit       pids.max of the host's cgroup                  [max]
  *   disk        enable a libfiu failure point in every process of the
@@ -218,7 +220,8 @@ static void restart_tasks_on(struct engine *e, int host)
         }
 }
 
-static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+static int apply(struct engine *e, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                 size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
     int rc = 0;
@@ -233,7 +236,14 @@ static int apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen
     case FL_SCN_ACT_REPLACE:
     case FL_SCN_ACT_CRASH_HOST: {
         bool comes_back = a->kind != FL_SCN_ACT_CRASH_HOST || fr->f->for_ms > 0;
+        bool lose = a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE;
+        struct fl_durable_crash dc;
+        if (lose)
+            fl_durable_crash_begin(e, a->host, &dc);
         eng_host_down(e, a->host, fr, comes_back);
+        /* its disk back to what was synced, once nothing of it runs */
+        if (lose && (rc = fl_durable_crash_end(e, &dc, detail, dlen, err, errlen)) < 0)
+            break;
         if (comes_back && fr->f->for_ms == 0) {
             rc = eng_host_up(e, a->host, a->kind == FL_SCN_ACT_REPLACE);
             if (rc == 0)
@@ -394,7 +404,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
     fr->flap_next = -1;
     int rc = a->kind == FL_SCN_ACT_CORRUPT || a->kind == FL_SCN_ACT_TRUNCATE
                  ? fl_at_rest_apply(e, fr, detail, sizeof detail, err, sizeof err)
-                 : apply(e, fr, err, sizeof err);
+                 : apply(e, fr, detail, sizeof detail, err, sizeof err);
     if (rc < 0)
         eng_error(e, "fault %d (%s %s, line %d): %s", fr->index + 1,
                   fl_scn_action_kind_name(a->kind), target, fr->f->loc.line, err);

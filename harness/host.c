@@ -289,7 +289,10 @@ static int init_main(void *arg)
                  STEP_MOUNT_HOSTS);
     /* /tmp last: the sources above may live under the harness's /tmp.
      * Directories to expose that lie under /tmp are held by O_PATH fds
-     * across the mount and bound again at their paths inside the new /tmp. */
+     * across the mount and bound again at their paths inside the new /tmp,
+     * with what is mounted below them (the run directory's tmpfs, fs/,
+     * holds the stores of the crash-consistency layer, see durable.c): as
+     * a host sees them when they do not lie under /tmp. */
     int keep[8], keep_idx[8];
     size_t nkeep = 0;
     for (size_t i = 0; i < s->nexpose && nkeep < 8; i++) {
@@ -310,7 +313,7 @@ static int init_main(void *arg)
         const char *at = s->expose[keep_idx[k]];
         msg.arg = keep_idx[k];
         INIT_TRY(mkdir_p_in_child(at), STEP_MOUNT_EXPOSE);
-        INIT_TRY(fl_rs5(SYS_mount, src, at, NULL, MS_BIND, NULL), STEP_MOUNT_EXPOSE);
+        INIT_TRY(fl_rs5(SYS_mount, src, at, NULL, MS_BIND | MS_REC, NULL), STEP_MOUNT_EXPOSE);
         fl_rs1(SYS_close, keep[k]);
     }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),

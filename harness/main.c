@@ -97,7 +97,8 @@ static const char *usage_exec =
     "Runs CMD inside HOST of the running run RUN (a run id, as printed by\n"
     "'faultline shell' or found under out/runs/), with the host's network,\n"
     "mounts, hostname and PID namespace, in its working directory. Exit status\n"
-    "is CMD's.\n"
+    "is CMD's. CMD gets none of the run's preloads: on a host a crash_host with\n"
+    "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
     "  --out DIR   where run directories are (default out)\n";
 
 static const char *usage_gc =

@@ -279,6 +279,18 @@ struct fl_scn_link {
     unsigned burst;             /* loss: {p, burst}: Gilbert loss of loss_bp, mean run burst; 0 = plain loss */
 };
 
+/*
+ * CRASH_HOST: what the host's disk keeps of what its processes wrote.  KEEP
+ * (the default): everything, as if the disk had been written through.
+ * LOSE: only what was made durable (fsync and friends, strict POSIX), by the
+ * crash-consistency layer (harness/durable.c): files and directory entries
+ * come back as they were at their last sync, or at the host's start.
+ */
+enum fl_scn_unsynced {
+    FL_SCN_UNSYNCED_KEEP = 0,
+    FL_SCN_UNSYNCED_LOSE,
+};
+
 /* A list of host indexes. */
 struct fl_scn_hostset {
     int *hosts;
@@ -291,6 +303,7 @@ struct fl_scn_action {
     struct fl_scn_target target;    /* KILL, PAUSE; also RESTART, REPLACE, CRASH_HOST and
                                        LIMIT, as written (a task there names its host) */
     int signal;                     /* KILL: default SIGKILL */
+    enum fl_scn_unsynced unsynced;  /* CRASH_HOST: default KEEP */
     int host;                       /* RESTART, REPLACE, CRASH_HOST, LIMIT: target.host; else -1 */
     /*
      * PARTITION.  Both ways (!oneway): traffic between hosts of different

@@ -174,6 +174,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     static const char *const keys[] = {
         "at", "after", "on_log", "kill", "signal", "pause", "restart", "replace",
         "crash_host", "partition", "limit", "for", "variant", "disk", "link", "corrupt", "truncate",
+        "unsynced",
     };
     const ynode *tk = NULL, *tv = NULL, *ak = NULL, *av = NULL;
     int rc;
@@ -218,7 +219,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
             }
             return fl_scn_verr(c, it->keys[i]->loc,
-                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate; and signal, for, variant)",
+                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate; and signal, unsynced, for, variant)",
                                k);
         }
         if (is_trigger) {
@@ -320,6 +321,22 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
             return fl_scn_vsuggest(c, sig->value, names, nn);
         }
         a->signal = sn;
+    }
+    const ynode *un = fl_scn_yaml_get(it, "unsynced", &sk);
+    if (un) {
+        static const char *const modes[] = {"keep", "lose"};
+        if (a->kind != FL_SCN_ACT_CRASH_HOST)
+            return fl_scn_verr(c, sk->loc, "'unsynced' applies only to crash_host (what the crashed "
+                               "host's disk keeps of writes not yet synced)");
+        if ((rc = fl_scn_want(c, un, FL_YN_SCALAR, "'unsynced'")) < 0)
+            return rc;
+        if (!strcmp(un->value, "lose")) {
+            a->unsynced = FL_SCN_UNSYNCED_LOSE;
+        } else if (strcmp(un->value, "keep") != 0) {
+            fl_scn_verr(c, un->loc, "'unsynced' must be keep (everything written survives the "
+                        "crash) or lose (only what was synced), not '%s'", un->value);
+            return fl_scn_vsuggest(c, un->value, modes, ARRAY_LEN(modes));
+        }
     }
     const ynode *fo = fl_scn_yaml_get(it, "for", &sk);
     if (fo) {

@@ -6,7 +6,7 @@
  * file's text with the soak block blanked out (spaces, newlines kept), so
  * its errors keep their file:line:column.  Each entry of soak.faults is then
  * checked by the ordinary fault loader (fl_scn_load_faults): for every
- * target it may draw, a fault {at: 0, KIND: TARGET, signal:, for: MIN} is
+ * target it may draw, a fault {at: 0, KIND: TARGET, signal:, unsynced:, for: MIN} is
  * built from the entry's own YAML nodes, so an error points at the entry.
  * What the drawn faults become is text (soak_draw.c renders them); the
  * profile keeps each entry's value as flow YAML, and its text without the
@@ -27,7 +27,7 @@ static const char *const other_kinds[] = {"partition", "limit", "disk", "link", 
                                           "truncate"};
 static const char *const entry_keys[] = {"kill", "pause", "restart", "replace", "crash_host",
                                          "partition", "limit", "disk", "link", "corrupt",
-                                         "truncate", "signal",
+                                         "truncate", "signal", "unsynced",
                                          "every", "rate", "count", "for"};
 static const char *const soak_keys[] = {"duration", "start", "max_faults", "faults"};
 
@@ -188,6 +188,7 @@ static void synth_free(struct synth *sy)
 /* A fault mapping built of nodes: at: 0, kind: value, and the optional rest. */
 static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *kind_key,
                           const ynode *value, const ynode *sig_key, const ynode *sig,
+                          const ynode *uns_key, const ynode *uns,
                           const ynode *for_key, const ynode *for_val)
 {
     ynode *m = calloc(1, sizeof *m), **v = realloc(sy->v, (sy->n + 1) * sizeof *v);
@@ -198,7 +199,7 @@ static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *
     sy->v[sy->n++] = m;
     m->type = FL_YN_MAP;
     m->loc = loc;
-    if (!(m->keys = calloc(4, sizeof *m->keys)) || !(m->items = calloc(4, sizeof *m->items)))
+    if (!(m->keys = calloc(5, sizeof *m->keys)) || !(m->items = calloc(5, sizeof *m->items)))
         return NULL;
     ynode *at_k = synth_scalar(sy, "at", loc), *at_v = synth_scalar(sy, "0", loc);
     if (!at_k || !at_v)
@@ -210,6 +211,10 @@ static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *
     if (sig) {
         m->keys[m->n] = (ynode *)sig_key;
         m->items[m->n++] = (ynode *)sig;
+    }
+    if (uns) {
+        m->keys[m->n] = (ynode *)uns_key;
+        m->items[m->n++] = (ynode *)uns;
     }
     if (for_val) {
         m->keys[m->n] = (ynode *)for_key;
@@ -342,6 +347,7 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
                            "crash_host, partition, limit, disk, link, corrupt or truncate");
     snprintf(e->kind, sizeof e->kind, "%s", kk->value);
     ynode *sk = NULL, *sv = fl_scn_yaml_get(m, "signal", &sk);
+    ynode *uk = NULL, *uv = fl_scn_yaml_get(m, "unsynced", &uk);
     ynode *fk = NULL, *fv = fl_scn_yaml_get(m, "for", &fk);
     if ((rc = load_howmany(c, m, e)) < 0)
         return rc;
@@ -359,6 +365,10 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     if (sv) {
         sb_str(&extra, ", signal: ");
         sb_node(&extra, sv);
+    }
+    if (uv) {
+        sb_str(&extra, ", unsynced: ");
+        sb_node(&extra, uv);
     }
     if (extra.oom)
         return -ENOMEM;
@@ -400,7 +410,7 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
             }
             if (targeted && val->type == FL_YN_SCALAR && (rc = add_target(e, val->value)) < 0)
                 return rc;
-            ynode *f = synth_fault(sy, m->loc, kk, val, sk, sv, fk, probe_for);
+            ynode *f = synth_fault(sy, m->loc, kk, val, sk, sv, uk, uv, fk, probe_for);
             ynode **items = f ? realloc(probes->items, (probes->n + 1) * sizeof *items) : NULL;
             if (!items)
                 return -ENOMEM;

@@ -455,6 +455,29 @@ int ckpt_fsync_dir(const char *dir)
     return rc;
 }
 
+int ckpt_fsync_ancestors(const char *dir)
+{
+    char *p = strdup(dir && *dir ? dir : ".");
+    int rc = 0;
+    if (!p)
+        return -ENOMEM;
+    while (rc == 0 && strcmp(p, ".") != 0) {
+        char *slash = strrchr(p, '/');
+        if (!slash) {           /* "a": its parent is "." */
+            rc = ckpt_fsync_dir(".");
+            break;
+        }
+        if (slash == p)         /* "/a": the root's entries are the system's */
+            break;
+        *slash = 0;
+        if (slash[-1] == '/')   /* "a//b": the same directory again */
+            continue;
+        rc = ckpt_fsync_dir(p);
+    }
+    free(p);
+    return rc;
+}
+
 int ckpt_mkdir_p(const char *dir, char *failed, size_t failedlen)
 {
     char *p = strdup(dir);

@@ -14,7 +14,10 @@
  * every entry's [offset, offset+size) lies below it, in add order; the data
  * and index are only under temporary names (".tempstate<N>") until finish
  * has written and (with CKPT_SYNC) fsynced both; then the data file is
- * renamed, then the index, then the directory fsynced.
+ * renamed, then the index, then the directory fsynced, and with
+ * CKPT_W_MKDIR or CKPT_W_MKDIR_P every directory above it along the prefix
+ * (mkdir made new entries there, maybe in an earlier save that failed: a
+ * crash would lose them, and the bundle with them).
  *
  * Data path: writes go through one large buffer (8 MiB); pieces at least
  * as large as the buffer are written straight from the caller's memory.  The
@@ -899,6 +902,9 @@ int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *e
             rc = fail(w, err, -ENOMEM, NULL, w->prefix, NULL, "out of memory");
         } else if ((rc = ckpt_fsync_dir(dir)) < 0) {
             fail(w, err, rc, "fsync", dir, NULL, "fsync directory: %s", strerror(-rc));
+        } else if ((w->o.flags & (CKPT_W_MKDIR | CKPT_W_MKDIR_P)) &&
+                   (rc = ckpt_fsync_ancestors(dir)) < 0) {
+            fail(w, err, rc, "fsync", dir, NULL, "fsync the directories above: %s", strerror(-rc));
         }
         /* both files are in place and complete; only durability is in doubt */
         free(dir);
