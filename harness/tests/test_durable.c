@@ -358,6 +358,16 @@ FL_TEST_T(durable, robust_ps_crash_chief_replaced, 90)
     fl_test_scenario_passes("unsynced-robust-ps-replace.yaml");
 }
 
+/* An export reported done (export.done) into directories psrt made itself
+ * survives a crash of the chief's host losing every unsynced write: before
+ * the fix export_dir's parents were never synced, and the whole exports/
+ * tree was lost. */
+FL_TEST_T(durable, robust_export_survives_crash, 90)
+{
+    require_psrt();
+    fl_test_scenario_passes("unsynced-robust-export.yaml");
+}
+
 /* The chief's host crashes the same way: its own reported checkpoint is
  * all there after the crash. */
 FL_TEST_T(durable, robust_chief_crash_keeps_reported, 90)

@@ -207,6 +207,11 @@ enum {
 int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *err);
 /* Drops everything written (removes the temporary files) and frees w. */
 void ckpt_writer_abort(struct ckpt_writer *w);
+/* fsyncs every directory above dir along its path ("a/b/c": a/b, a and
+ * "."; "/x/y/c": /x/y and /x, not "/"): each holds the entry of the next,
+ * which a crash may lose unless synced (a directory created by mkdir -p is
+ * durable only once its parent is synced).  0 or -errno. */
+int ckpt_fsync_ancestors(const char *dir);
 
 /* ---- reader ------------------------------------------------------------ */
 

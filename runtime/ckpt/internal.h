@@ -126,11 +126,6 @@ int ckpt_pread_all(int fd, void *p, size_t n, uint64_t off, size_t *got);
 int ckpt_fsync_dir(const char *dir);             /* dir "" means "." */
 char *ckpt_dirname(const char *path);            /* malloc'd, "." if none */
 int ckpt_mkdir_p(const char *dir, char *failed, size_t failedlen);
-/* fsyncs every directory above dir along its path ("a/b/c": a/b, a and
- * "."; "/x/y/c": /x/y and /x, not "/"): each holds the entry of the next,
- * which a crash may lose unless synced (a directory created by mkdir -p is
- * durable only once its parent is synced). */
-int ckpt_fsync_ancestors(const char *dir);
 void ckpt_random_hex(char *out, size_t nhex);    /* nhex chars + NUL */
 uint64_t ckpt_random64(void);
 /* Writes a whole file atomically: final.tmp-name, write, [fsync], rename,

@@ -14,8 +14,9 @@
  * robust: the chief snapshots every ps and writes the whole export on its
  * own disk under a temporary directory (files and directories fsynced),
  * then renames it into place (replacing an older export of the same
- * version atomically) and fsyncs export_dir: it works from any layout and a
- * reader never sees a partial export.
+ * version atomically) and fsyncs export_dir and the directories above it: it
+ * works from any layout, a reader never sees a partial export, and an
+ * export reported done survives a crash.
  */
 #include "runtime/psrt/worker.h"
 #include "runtime/ckpt/bundle.h"
@@ -236,8 +237,11 @@ static int export_robust(struct psrt_worker *w, const char *dir, struct psrt_err
             rename(old, dir);
         goto fail;
     }
-    if ((r = fsync_path(f->export_dir))) {
-        psrt_err_set(err, r, "fsync %s: %s", f->export_dir, strerror(-r));
+    /* export_dir, and every directory above it (mkdir_p may have made
+     * them): a crash keeps the export only once their entries are synced */
+    if ((r = fsync_path(f->export_dir)) || (r = ckpt_fsync_ancestors(f->export_dir))) {
+        psrt_err_set(err, r, "fsync %s and the directories above it: %s", f->export_dir,
+                     strerror(-r));
         return r;
     }
     if (had_old)
