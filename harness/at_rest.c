@@ -27,7 +27,6 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,20 +55,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Appends to the detail; "..." once it is full. */
-static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t n = strlen(buf);
-    if (n + 4 >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(buf + n, len - n, fmt, ap);
-    va_end(ap);
-    if (w < 0 || (size_t)w >= len - n)
-        snprintf(buf + len - 4, 4, "...");
-}
 
 /* Each byte changed in the live file is changed in its durable copy too
  * (the crash-consistency layer's store, when the host is tracked): a change
@@ -101,7 +86,7 @@ static int corrupt_file(struct engine *e, int host, uint64_t ino, int fd, uint64
             rc = errno ? -errno : -EIO;
         if (rc == 0)
             rc = fl_durable_rest_corrupt(e, host, ino, offs[i], x);
-        add(detail, dlen, "%s%llu", i ? "," : "@", (unsigned long long)offs[i]);
+        eng_detail_add(detail, dlen, "%s%llu", i ? "," : "@", (unsigned long long)offs[i]);
     }
     free(offs);
     return rc;
@@ -122,9 +107,9 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
 
     detail[0] = 0;
     if (corrupt)
-        add(detail, dlen, "path=%s bytes=%llu:", r->path, (unsigned long long)r->bytes);
+        eng_detail_add(detail, dlen, "path=%s bytes=%llu:", r->path, (unsigned long long)r->bytes);
     else
-        add(detail, dlen, "path=%s size=%llu:", r->path, (unsigned long long)r->size);
+        eng_detail_add(detail, dlen, "path=%s size=%llu:", r->path, (unsigned long long)r->size);
     snprintf(pattern, sizeof pattern, "%s/%s", disk, r->path);
     if (!(root = realpath(disk, NULL))) {
         rc = -errno;
@@ -149,16 +134,16 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
             break;
         }
         uint64_t size = (uint64_t)st.st_size;
-        add(detail, dlen, " %s", rel);
+        eng_detail_add(detail, dlen, " %s", rel);
         if (corrupt && size == 0) {
-            add(detail, dlen, " (empty)");
+            eng_detail_add(detail, dlen, " (empty)");
         } else if (corrupt) {
             uint64_t seed = e->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
             rc = corrupt_file(e, a->host, st.st_ino, fd, size, r->bytes, seed, detail, dlen);
             if (rc < 0)
                 snprintf(err, errlen, "host %s: corrupt %s: %s", host, rel, strerror(-rc));
         } else if (size <= r->size) {
-            add(detail, dlen, " %llu (already no longer)", (unsigned long long)size);
+            eng_detail_add(detail, dlen, " %llu (already no longer)", (unsigned long long)size);
         } else {
             if (ftruncate(fd, (off_t)r->size) < 0) {
                 rc = -errno;
@@ -167,7 +152,7 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
                 snprintf(err, errlen, "host %s: truncate %s: its synced copy: %s", host, rel,
                          strerror(-rc));
             }
-            add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)r->size);
+            eng_detail_add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)r->size);
         }
         close(fd);
         changed++;

@@ -52,7 +52,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,19 +507,6 @@ static bool same_content(int dfd, const char *path, int data)
     return same;
 }
 
-static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t len, const char *fmt, ...)
-{
-    size_t n = strlen(buf);
-    if (n + 4 >= len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(buf + n, len - n, fmt, ap);
-    va_end(ap);
-    if (w < 0 || (size_t)w >= len - n)
-        snprintf(buf + len - 4, 4, "...");
-}
 
 /* Is path's parent (the root, or a directory) in t?  Then path is the top
  * of what goes (or comes back), and is listed; what lies below is not. */
@@ -671,12 +657,12 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
     const char *name = e->s->hosts[c->host].name, *disk = e->hosts[c->host].disk;
     size_t dn = strlen(detail);
     if (dn)
-        add(detail, dlen, " ");
-    add(detail, dlen, "unsynced=lose");
+        eng_detail_add(detail, dlen, " ");
+    eng_detail_add(detail, dlen, "unsynced=lose");
     if (!d || !d->tracked[c->host])
         return 0;
     if (!c->was_up) {
-        add(detail, dlen, ": host already down (its disk was left as it was)");
+        eng_detail_add(detail, dlen, ": host already down (its disk was left as it was)");
         return 0;
     }
     int rc;
@@ -730,12 +716,12 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
             if (S_ISREG(x->mode))
                 bytes += x->size;
             if (parent_in(&dur, x->path))
-                add(list, sizeof list, " -%s%s", x->path, S_ISDIR(x->mode) ? "/" : "");
+                eng_detail_add(list, sizeof list, " -%s%s", x->path, S_ISDIR(x->mode) ? "/" : "");
         } else if ((x->mode & S_IFMT) != (y->mode & S_IFMT)) {
             rolled++;
             if (S_ISREG(x->mode))
                 bytes += x->size;
-            add(list, sizeof list, " ~%s", x->path);
+            eng_detail_add(list, sizeof list, " ~%s", x->path);
         } else if (S_ISREG(x->mode)) {
             int data = fl_dstore_open_data(&st, y->ino);
             if (!same_content(dfd, x->path, data)) {
@@ -744,7 +730,7 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
                 struct stat ds = {0};
                 if (data >= 0)
                     fstat(data, &ds);
-                add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
+                eng_detail_add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
                     (unsigned long long)ds.st_size);
             }
             if (data >= 0)
@@ -755,7 +741,7 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
         if (!dur.v[i].have) {
             back++;
             if (parent_in(&live, dur.v[i].path))
-                add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
+                eng_detail_add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
         }
     char what[512] = "";
     if ((rc = build(&st, dfd, &dur, what, sizeof what)) < 0) {
@@ -768,7 +754,7 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
     char sum[160];
     snprintf(sum, sizeof sum, "%zu entr%s lost, %zu file%s rolled back, %zu entr%s back", lost,
              lost == 1 ? "y" : "ies", rolled, rolled == 1 ? "" : "s", back, back == 1 ? "y" : "ies");
-    add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
+    eng_detail_add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
         list[0] ? ":" : "", list);
     fprintf(stderr, "%sfaultline: host %s crashed, unsynced writes lost: its disk is back to what "
             "was synced (%s, %s unsynced)\n", e->o->progress ? "\r\033[K" : "", name, sum, hb);

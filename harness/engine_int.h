@@ -192,6 +192,8 @@ int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, si
 int fl_disk_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 int fl_disk_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len);  /* faults.detail */
+/* faults.c: appends to a fault's detail text; "..." once it is full. */
+void eng_detail_add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* limits.c: the limit: fault kind (threads, fds, memory of a host). */
 int fl_limit_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);
 int fl_limit_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen);

@@ -48,6 +48,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -489,4 +490,17 @@ void fl_faults_heal_all(struct engine *e)
     for (size_t i = 0; i < e->nfaults; i++)
         if (e->faults[i].st == F_ACTIVE)
             heal(e, &e->faults[i], false);
+}
+
+void eng_detail_add(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    if (n + 4 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+    if (w < 0 || (size_t)w >= len - n)
+        snprintf(buf + len - 4, 4, "...");
 }
