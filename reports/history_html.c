@@ -109,8 +109,8 @@ static void put_streak(FILE *f, const struct pair *p)
         k++;
     char when[64];
     fl_html_fmt_time(fl_rows_i(h, k, H_STARTED), when, sizeof when);
-    fprintf(f, "%s since ", passing ? "passing" : "not passing");
-    fl_html_put(f, k + 1 == h->n ? "its first run, " : "");
+    fprintf(f, "%s since %s", passing ? "passing" : "not passing",
+            k + 1 == h->n ? "its first run, " : "");
     fl_html_put(f, fl_rows_s(h, k, H_RUN_ID));
     fputs(" (rev ", f);
     fl_html_put(f, fl_rows_s(h, k, H_REV) ? fl_rows_s(h, k, H_REV) : "-");
