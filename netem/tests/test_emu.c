@@ -36,11 +36,39 @@ struct dgram {
     uint64_t sent_ns;
 };
 
+/* CLOCK_REALTIME: the clock of the kernel's receive timestamps
+ * (SO_TIMESTAMPNS), so a delay is measured from the send to the datagram's
+ * arrival in the socket, not to when this process, maybe descheduled on a
+ * busy machine, got round to reading it */
 static uint64_t now_ns(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* One datagram without waiting: its kernel arrival time in *at_ns
+ * (now when the kernel gave none).  Returns recvmsg's result. */
+static ssize_t recv_stamped(int fd, struct dgram *d, uint64_t *at_ns)
+{
+    struct iovec iov = { .iov_base = d, .iov_len = sizeof *d };
+    union {
+        char buf[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } c;
+    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                        .msg_controllen = sizeof c.buf };
+    ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
+    *at_ns = now_ns();
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+        if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(h), sizeof ts);
+            *at_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        }
+    return n;
 }
 
 static void drain(int fd)
@@ -73,6 +101,8 @@ static void env_up(struct env *e)
         setsockopt(e->udp[i], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
         struct sockaddr_in a = sin_of(i, 7000);
         FL_REQUIRE(bind(e->udp[i], (struct sockaddr *)&a, sizeof a) == 0);
+        int on = 1;
+        FL_REQUIRE(setsockopt(e->udp[i], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0);
     }
     /* both ways resolved (ARP) before any fault */
     for (int i = 0; i < 2; i++) {
@@ -125,23 +155,24 @@ static int send_recv(struct env *e, int from, int n, int gap_us, int quiet_ms, u
     struct sockaddr_in a = sin_of(to, 7000);
     drain(e->udp[to]);
     struct dgram d;
+    uint64_t at;
     for (int i = 0; i < n; i++) {
         d.seq = (uint32_t)i;
         d.sent_ns = now_ns();
         sendto(e->udp[from], &d, sizeof d, 0, (struct sockaddr *)&a, sizeof a);
         uint64_t until = now_ns() + (uint64_t)gap_us * 1000;
         do {
-            while (got < max && recv(e->udp[to], &d, sizeof d, MSG_DONTWAIT) == sizeof d) {
+            while (got < max && recv_stamped(e->udp[to], &d, &at) == sizeof d) {
                 seq[got] = d.seq;
-                delay_us[got++] = (int64_t)(now_ns() - d.sent_ns) / 1000;
+                delay_us[got++] = (int64_t)(at - d.sent_ns) / 1000;
             }
         } while (now_ns() < until);
     }
     struct pollfd p = { .fd = e->udp[to], .events = POLLIN };
     while (got < max && poll(&p, 1, quiet_ms) == 1)
-        while (got < max && recv(e->udp[to], &d, sizeof d, MSG_DONTWAIT) == sizeof d) {
+        while (got < max && recv_stamped(e->udp[to], &d, &at) == sizeof d) {
             seq[got] = d.seq;
-            delay_us[got++] = (int64_t)(now_ns() - d.sent_ns) / 1000;
+            delay_us[got++] = (int64_t)(at - d.sent_ns) / 1000;
         }
     return got;
 }
@@ -198,7 +229,7 @@ FL_TEST_T(emu, jitter_within_bounds_order_kept, 60)
     env_up(&e);
     struct fl_emu_params p = { .delay_us = 30000, .jitter_us = 10000, .seed = 2 };
     apply_emu(&e, FL_LINK_BETWEEN, &p);
-    /* 5 ms apart: wider than the jitter's effect on order would need to be kept by the queue */
+    /* 1 ms apart, far closer than the 20 ms jitter range: order is kept by the queue only */
     int n = send_recv(&e, 0, 200, 1000, 300, seqs, dly, MAXA);
     int64_t lo, hi;
     minmax(dly, n, &lo, &hi);
@@ -329,7 +360,7 @@ FL_TEST_T(emu, queue_without_reader_bypasses, 60)
     uint64_t h = 0;
     FL_REQUIRE_MSG(fl_nfq_rule_add(sw, 4242, &m, 1, &h, err, sizeof err) == 0, "%s", err);
     char *out = NULL;
-    fl_test_sh(&out, "nsenter -t %d -n nft list table ip " FL_NFQ_TABLE, (int)sw);
+    fl_test_sh(&out, "nsenter -t %d -n nft list table ip " FL_NFQ_TABLE " 2>&1", (int)sw);
     FL_ASSERT_MSG(out && strstr(out, "chain q4242"), "table: %s", out ? out : "");
     free(out);
     int n = send_recv(&e, 0, 50, 500, 200, seqs, dly, MAXA);
