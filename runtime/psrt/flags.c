@@ -79,6 +79,9 @@ void psrt_flags_usage(FILE *out)
 "  --max_failed_saves=N        robust: the chief exits 1 when N saves in a row have\n"
 "                              failed (default 3; 0 or 1: at the first, as legacy);\n"
 "                              a save that succeeds resets the count\n"
+"  --failed_saves_secs=S       robust: ...and the first of them failed at least S seconds\n"
+"                              ago (default 0: the count alone), so that frequent saves\n"
+"                              ride out a disk fault of up to S seconds\n"
 "  --finish_retry_secs=S       robust: the final save and the export are tried again\n"
 "                              (after 0.5 s, doubling up to 5 s) for up to S seconds\n"
 "                              before the chief exits 1 (default 10; 0 = no retry)\n"
@@ -286,6 +289,7 @@ static const struct {
     {"max_to_keep", "an integer from 1"},
     {"max_failed_saves", "an integer from 0"},
     {"finish_retry_secs", "a number of seconds from 0 to 1e9"},
+    {"failed_saves_secs", "a number of seconds from 0 to 1e9"},
     {"checkpoint_protocol", NULL},
     {"rpc_threads", NULL},
     {"pool_threads", "an integer from 1 to 1024"},
@@ -428,6 +432,8 @@ int psrt_flags_parse(struct psrt_flags *f, int argc, char **argv, char *err, siz
             rc = parse_int(val, &f->max_to_keep, 1, INT_MAX);
         } else if (!strcmp(name, "max_failed_saves")) {
             rc = parse_int(val, &f->max_failed_saves, 0, INT_MAX);
+        } else if (!strcmp(name, "failed_saves_secs")) {
+            rc = parse_double(val, &f->failed_saves_secs);
         } else if (!strcmp(name, "finish_retry_secs")) {
             rc = parse_double(val, &f->finish_retry_secs);
         } else if (!strcmp(name, "checkpoint_protocol")) {

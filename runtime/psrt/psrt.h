@@ -93,6 +93,7 @@ struct psrt_flags {
     double save_secs;            /* 0 = off */
     int max_to_keep;
     int max_failed_saves;        /* robust: the chief stops at this many in a row */
+    double failed_saves_secs;    /* robust: ...and the first of them this long ago */
     double finish_retry_secs;    /* robust: final save and export retried this long */
     int protocol;                /* PSRT_LEGACY / PSRT_ROBUST */
     int rpc_threads;             /* PSRT_POOL / PSRT_PER_REQUEST */

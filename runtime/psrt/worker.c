@@ -22,8 +22,9 @@
  * (TensorFlow's saver hook error kills the chief); under robust a save
  * that fails (a disk error, a full disk, on a ps or on the chief) is
  * abandoned and training goes on, until --max_failed_saves saves in a row
- * have failed, and the final save and the export are tried again for up to
- * --finish_retry_secs before they are fatal.
+ * have failed (over at least --failed_saves_secs), and the final save and
+ * the export are tried again for up to --finish_retry_secs before they are
+ * fatal.
  */
 #include "runtime/psrt/worker.h"
 #include "runtime/ckpt/bundle.h"
@@ -650,7 +651,8 @@ static int save(struct psrt_worker *w, long long step, struct psrt_err *err)
  * abandoned by every participant (save_robust.c: nothing of it is left,
  * nothing reported); one line, and training goes on, the next save due an
  * interval (steps or secs) after this one.  Only the --max_failed_saves-th
- * save failing in a row ends the run (0 or 1: the first, as legacy).
+ * save failing in a row ends the run (0 or 1: the first, as legacy), and
+ * only once the first of them is --failed_saves_secs old.
  * 0 when the save was done or abandoned; else its error (err set): a lost
  * ps (the caller recovers), legacy's, or the bound's. */
 static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_err *err)
@@ -659,17 +661,23 @@ static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_er
     int r = save(w, step, err);
     if (!r || f->protocol != PSRT_ROBUST || psrt_lost_peer(r))
         return r;
-    w->failed_saves++;
     w->save_try_step = step;
     w->save_try_time = psrt_now();
-    if (w->failed_saves >= f->max_failed_saves) {
+    if (w->failed_saves++ == 0)
+        w->first_failed_time = w->save_try_time;
+    double failing_for = w->save_try_time - w->first_failed_time;
+    if (w->failed_saves >= f->max_failed_saves && failing_for >= f->failed_saves_secs) {
         if (f->max_failed_saves > 1) { /* 0 or 1: the error as it is */
-            char last[sizeof err->msg];
+            char last[sizeof err->msg], over[32] = "", secs[48] = "";
             snprintf(last, sizeof last, "%s%s", err->msg,
                      w->save_failed_on < 0 ? " on the chief" : "");
+            if (f->failed_saves_secs > 0) {
+                snprintf(over, sizeof over, " over %.1f s", failing_for);
+                snprintf(secs, sizeof secs, ", --failed_saves_secs=%g", f->failed_saves_secs);
+            }
             snprintf(err->msg, sizeof err->msg,
-                     "%d saves in a row failed (--max_failed_saves=%d); the last, of step "
-                     "%lld: %s", w->failed_saves, f->max_failed_saves, step, last);
+                     "%d saves in a row failed%s (--max_failed_saves=%d%s); the last, of step "
+                     "%lld: %s", w->failed_saves, over, f->max_failed_saves, secs, step, last);
         }
         return r;
     }

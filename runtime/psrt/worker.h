@@ -30,6 +30,7 @@ struct psrt_worker {
     long long restored_step;        /* -1: none */
     /* robust: failed saves abandoned (worker.c, --max_failed_saves) */
     int failed_saves;               /* in a row; a save that succeeds resets it */
+    double first_failed_time;       /* when the first of them failed */
     long long save_try_step;        /* the last save attempted (done or abandoned): */
     double save_try_time;           /* the next is due an interval after it */
     int save_failed_on;             /* the last failed save's culprit: ps index, -1 chief */

@@ -31,10 +31,13 @@ FL_TEST(psrt_flags, failed_save_flags_parse_default_and_show_in_help)
     FL_ASSERT(f.finish_retry_secs == 10);
     psrt_flags_free(&f);
     char line[256];
-    snprintf(line, sizeof line, "%s --max_failed_saves=0 --finish_retry_secs=2.5", base);
+    FL_ASSERT(f.failed_saves_secs == 0);
+    snprintf(line, sizeof line, "%s --max_failed_saves=0 --finish_retry_secs=2.5 "
+             "--failed_saves_secs=30", base);
     FL_REQUIRE_EQ(parse(line, &f, err), 0);
     FL_ASSERT_EQ(f.max_failed_saves, 0);
     FL_ASSERT(f.finish_retry_secs == 2.5);
+    FL_ASSERT(f.failed_saves_secs == 30);
     psrt_flags_free(&f);
     snprintf(line, sizeof line, "%s --max_failed_saves=-1", base);
     FL_ASSERT_EQ(parse(line, &f, err), -EINVAL);
@@ -47,6 +50,7 @@ FL_TEST(psrt_flags, failed_save_flags_parse_default_and_show_in_help)
     FL_ASSERT_EQ(fl_test_sh(&out, "%s --help", fl_test_bin("psrt")), 0);
     FL_ASSERT_CONTAINS(out, "--max_failed_saves=N");
     FL_ASSERT_CONTAINS(out, "--finish_retry_secs=S");
+    FL_ASSERT_CONTAINS(out, "--failed_saves_secs=S");
     FL_ASSERT_CONTAINS(out, "@FROM[-TO]");
     free(out);
 }
@@ -335,6 +339,46 @@ FL_TEST_T(psrt_ckpt, robust_failed_saves_in_a_row_end_the_chief, 40)
         FL_ASSERT_EQ(files_of_step("ps0/train_logs/ps0", s), 0);
         FL_ASSERT_EQ(files_of_step("ps1/train_logs/ps1", s), 0);
     }
+    assert_reported_whole(2, 0);
+    free(log);
+}
+
+/* --failed_saves_secs: the count alone no longer ends the chief.  ps 1's
+ * commit fails from the second save on, for good; with
+ * --max_failed_saves=2 but a minute to go, the saves at 40, 60 and 80 are
+ * abandoned too (4 in a row), and only the final save, not retried
+ * (--finish_retry_secs=0), ends the chief. */
+FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_outlasts_the_count, 40)
+{
+    int r = run3(FLAGS "--max_failed_saves=2 --failed_saves_secs=60 --finish_retry_secs=0", NULL,
+                 "psrt/save/commit=5@2-1000", NULL);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "save at step 80 failed and was abandoned (4 in a row; "
+                            "--max_failed_saves=2)");
+    FL_ASSERT_CONTAINS(log, "saving the final checkpoint failed: ");
+    FL_ASSERT(strstr(log, "saves in a row failed") == NULL);
+    assert_reported_whole(2, 0);
+    free(log);
+}
+
+/* ...and once the first of the failed saves is old enough, the count ends
+ * it: 20 steps of at least 20 ms lie between the saves at 20 and 40, more
+ * than --failed_saves_secs=0.2, so the chief exits at step 40 and says over
+ * how long they failed. */
+FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_then_count_ends_the_chief, 40)
+{
+    int r = run3(FLAGS "--max_failed_saves=2 --failed_saves_secs=0.2 --step_delay=0.02", NULL,
+                 "psrt/save/commit=5@2-1000", NULL);
+    char *log = pc_read("w0.log");
+    FL_ASSERT_EQ(r, 1);
+    FL_ASSERT_CONTAINS(log, "saving a checkpoint failed: 2 saves in a row failed over ");
+    FL_ASSERT_CONTAINS(log, " s (--max_failed_saves=2, --failed_saves_secs=0.2); the last, of "
+                            "step 40: ");
+    const char *over = strstr(log, "failed over ");
+    FL_REQUIRE(over != NULL);
+    double secs = strtod(over + strlen("failed over "), NULL);
+    FL_ASSERT_MSG(secs >= 0.4, "failed over %.2f s, 20 steps of 20 ms", secs);
     assert_reported_whole(2, 0);
     free(log);
 }
