@@ -57,7 +57,27 @@ struct fl_disk {
     char preload[PATH_MAX];     /* fl_fiu_preload.so */
     int *keep;                  /* fds of sessions that timed out (fiu_ctl.h) */
     size_t nkeep;
+    struct owed {               /* a fifo base whose process owes late replies */
+        char *base;
+        int n;
+    } *owed;
+    size_t nowed;
 };
+
+/* The count of late replies BASE's process owes (fiu_ctl.h), kept per base. */
+static int *owed_of(struct fl_disk *d, const char *base)
+{
+    for (size_t i = 0; i < d->nowed; i++)
+        if (strcmp(d->owed[i].base, base) == 0)
+            return &d->owed[i].n;
+    struct owed *o = realloc(d->owed, (d->nowed + 1) * sizeof *o);
+    char *b = strdup(base);
+    if (!o || !b)
+        abort();
+    d->owed = o;
+    d->owed[d->nowed] = (struct owed){.base = b};
+    return &d->owed[d->nowed++].n;
+}
 
 /* failinfo of the fault's point: errno, delay in us, or short length
  * (FL_FIU_SHORT_PPM | ppm for a fraction, as fl_fiu_preload.c reads it) */
@@ -177,6 +197,9 @@ void fl_disk_free(struct engine *e)
     for (size_t i = 0; i < d->nkeep; i++)
         close(d->keep[i]);
     free(d->keep);
+    for (size_t i = 0; i < d->nowed; i++)
+        free(d->owed[i].base);
+    free(d->owed);
     free(d->targeted);
     free(d->posix);
     free(d->on);
@@ -278,7 +301,7 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
         int r, waited = 0;
         for (;;) {
             int keep[2];
-            r = fl_fiu_ctl_send(base, cmds, n, replies, CTL_TIMEOUT_MS, keep);
+            r = fl_fiu_ctl_send(base, cmds, n, replies, CTL_TIMEOUT_MS, keep, owed_of(d, base));
             if (keep[0] >= 0) {
                 d->keep = realloc(d->keep, (d->nkeep + 2) * sizeof *d->keep);
                 d->keep[d->nkeep++] = keep[0];

@@ -20,8 +20,12 @@
  * during the session; -ETIMEDOUT when it did not answer in time: then the
  * session's two fds are in keep[] (else both -1), for the caller to close
  * only once the process can no longer answer (see fiu_ctl.c).
+ *
+ * *owed: replies the process still owes from earlier sessions of the same
+ * BASE (start at 0, keep between calls): read and dropped first; a command
+ * that timed out adds one.
  */
 int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *replies,
-                    int timeout_ms, int keep[2]);
+                    int timeout_ms, int keep[2], int *owed);
 
 #endif

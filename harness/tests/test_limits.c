@@ -15,6 +15,22 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Disk faults applied and replaced in a process while its host's limit of
+ * 3 open files holds, and after the heal (limit-fds-disk.yaml): each is
+ * taken, none records an error.  libfiu's control thread used to open its
+ * fifos again for each command and end at the first EMFILE: the first of
+ * them then failed "did not take the failure point commands". */
+FL_TEST(limit, fds_leave_disk_fault_control_working)
+{
+    fl_test_need_root();
+    if (system("python3 -c '' 2>/dev/null") != 0)
+        FL_SKIP("needs python3 for the probe");
+    fl_test_scenario_passes("limit-fds-disk.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND "
+                                         "error IS NULL"),
+                 3);
+}
+
 FL_TEST(limit, fds_reach_running_process_and_lift)
 {
     fl_test_need_root();

@@ -13,6 +13,10 @@
  * apply and heal: the current enable or disable line of each failure point
  * of the task.
  *
+ * The process also holds its two fifos open itself (hold_fifos), so that
+ * libfiu's thread opens them once, at start, and never again: a descriptor
+ * limit (`limit: {fds}`) cannot cut the harness off from it.
+ *
  * Order, so that no change is missed: the fifo first, the state file after,
  * both at exec and in a forked child.  The harness writes the file first and
  * then sends the same commands to every fifo it finds: a process whose fifo
@@ -237,14 +241,59 @@ static void apply_state(void)
     }
 }
 
+/* This process's own hold on its control fifos (see hold_fifos). */
+static int held[2] = {-1, -1};
+
+/* libfiu's remote control thread opens BASE-PID.in for reading and
+ * BASE-PID.out for writing, answers commands until the writer closes .in,
+ * then closes both and opens them again for the next session; it ends for
+ * good when an open fails.  Under a `limit: {fds: N}` fault every such open
+ * fails with EMFILE, so a disk fault applied (or healed) while the limit
+ * held killed the thread, and no command reached the process again.  So the
+ * process holds both fifos open itself, read-write (which never blocks): the
+ * thread's opens then find a writer on .in and a reader on .out at once,
+ * here at start, while descriptors are to be had, and its read of .in never
+ * sees the end of a session (this process is a writer too), so it never
+ * closes and never opens again.  And the thread's replies always have a
+ * reader: no SIGPIPE if the harness gave up waiting for one.  The harness
+ * sends its commands on the same pipes as before (harness/fiu_ctl.c). */
+static void hold_fifos(void)
+{
+    const char *fifo = getenv("FAULTLINE_FIU_FIFO");
+    if (!fifo || !*fifo)
+        return;
+    for (int i = 0; i < 2; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s-%d.%s", fifo, (int)getpid(), i ? "out" : "in");
+        long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+        held[i] = fd < 0 ? -1 : (int)fd;
+    }
+}
+
+/* A forked child: libfiu's own handler (registered first) made the child's
+ * fifos and thread; the parent's holds are dropped (else the parent's
+ * fifos would look read while the parent is gone), the child's taken, and
+ * then the state read. */
+static void child_after_fork(void)
+{
+    for (int i = 0; i < 2; i++)
+        if (held[i] >= 0) {
+            syscall(SYS_close, held[i]);
+            held[i] = -1;
+        }
+    hold_fifos();
+    apply_state();
+}
+
 static void __attribute__((constructor)) fl_fiu_preload_init(void)
 {
     fiu_init(0);
     const char *fifo = getenv("FAULTLINE_FIU_FIFO");
     if (fifo && *fifo && fiu_rc_fifo(fifo) < 0)
         perror("fl_fiu_preload: libfiu remote control fifo");
+    hold_fifos();
     apply_state();
     /* registered after fiu_rc_fifo's own handler: a forked child makes its
      * fifo first, then reads the state */
-    pthread_atfork(NULL, NULL, apply_state);
+    pthread_atfork(NULL, NULL, child_after_fork);
 }
