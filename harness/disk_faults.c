@@ -291,6 +291,11 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
     int done = 0, rc = 0;
     struct dirent *de;
     pid_t init = e->hosts[e->s->tasks[task].host].h.pid;
+    /* paused (frozen, or stopped by a signal): its processes cannot answer
+     * now; each takes the commands from its fifo first thing when it runs
+     * again (fl_fiu_preload.so holds the fifos open) */
+    const struct task_rt *tr = &e->tasks[task];
+    bool paused = tr->frozen || (tr->cur && tr->cur->running && tr->cur->stopped);
     while ((de = readdir(dp))) {
         int pid, len = 0;
         if (sscanf(de->d_name, "c-%d.in%n", &pid, &len) != 1 || de->d_name[len])
@@ -301,7 +306,8 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
         int r, waited = 0;
         for (;;) {
             int keep[2];
-            r = fl_fiu_ctl_send(base, cmds, n, replies, CTL_TIMEOUT_MS, keep, owed_of(d, base));
+            r = fl_fiu_ctl_send(base, cmds, n, replies, paused ? 0 : CTL_TIMEOUT_MS, keep,
+                                owed_of(d, base));
             if (keep[0] >= 0) {
                 d->keep = realloc(d->keep, (d->nkeep + 2) * sizeof *d->keep);
                 d->keep[d->nkeep++] = keep[0];

@@ -21,7 +21,9 @@
  * A process under fl_fiu_preload.so holds its two fifos open itself, so its
  * thread never sees the end of a session: its late replies stay in .out for
  * the next session.  The caller counts them (*owed) and the next session
- * reads them first.
+ * reads them first.  The same holds the commands for a process that is
+ * frozen now (timeout 0): they are written without waiting, and its thread
+ * takes them first thing when it runs again.
  */
 #include "harness/fiu_ctl.h"
 
@@ -97,6 +99,21 @@ int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *re
     }
     long long deadline = now_ms() + timeout_ms;
     int rc = 0;
+    if (timeout_ms == 0) { /* a frozen process: the commands wait in the fifo */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            char line[512];
+            int len = snprintf(line, sizeof line, "%s\n", cmds[i]);
+            if (len <= 0 || (size_t)len >= sizeof line)
+                rc = -EINVAL;
+            else if (write(w, line, (size_t)len) != len)
+                rc = errno == EAGAIN ? -ETIMEDOUT : -errno;
+            else
+                (*owed)++;
+        }
+        close(w);
+        close(r);
+        return rc;
+    }
     /* late replies to an earlier session's commands come first */
     while (*owed > 0 && rc == 0) {
         int late;

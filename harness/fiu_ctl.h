@@ -24,6 +24,10 @@
  * *owed: replies the process still owes from earlier sessions of the same
  * BASE (start at 0, keep between calls): read and dropped first; a command
  * that timed out adds one.
+ *
+ * timeout_ms 0: for a process that is frozen (paused) and holds its fifos
+ * open (fl_fiu_preload.so): the commands are written and not waited for,
+ * each adding one to *owed; 0 when all were written.
  */
 int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *replies,
                     int timeout_ms, int keep[2], int *owed);

@@ -91,6 +91,27 @@ FL_TEST_T(disk_faults, write_enospc_on_target_host_only, 60)
     FL_ASSERT_LT(held, 1500);
 }
 
+/* A disk fault applied while its task is paused (pause-disk.yaml) is taken
+ * when the task runs again, and recorded without an error; the next one, to
+ * the running task, is taken at once (the late reply read first).  It used
+ * to wait 1 s for the frozen process and error "no answer (paused?)". */
+FL_TEST_T(disk_faults, fault_on_paused_task_taken_when_it_runs, 60)
+{
+    require_setup();
+    if (system("python3 -c '' 2>/dev/null") != 0)
+        FL_SKIP("needs python3 for the probe");
+    fl_test_scenario_passes("pause-disk.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND "
+                                         "error IS NULL"),
+                 2);
+    /* the first disk fault came while the pause held */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults d, faults p WHERE "
+                                         "d.fault_no=1 AND p.fault_no=0 AND p.kind='pause' AND "
+                                         "d.applied_ms >= p.applied_ms AND "
+                                         "d.applied_ms < p.healed_ms"),
+                 1);
+}
+
 /* point: psrt/save/shard_write on the ps host, applied at the chief's first
  * save.begin (a sync point): psrt's robust save fails there with the errno
  * given, and both tasks print psrt's one-line failure (the scenario). */
