@@ -1412,6 +1412,8 @@ judge:
         snprintf(res->verdict, sizeof res->verdict, "error");
         snprintf(res->reason, sizeof res->reason, "interrupted");
     }
+    if (!e->error[0] && !e->interrupted)
+        fl_faults_unfired(e, res->unfired, sizeof res->unfired);
     fl_check_run(e);            /* sets verdict (if not error), expected, observed */
     if (e->rec)
         fl_rec_run_end(e->rec, res->verdict, res->reason[0] ? res->reason : NULL,

@@ -66,6 +66,9 @@ static const char *usage_run =
     "                      (as 'faultline report' does; needs the database)\n"
     "  -q, --quiet         no progress line\n"
     "\n"
+    "Under a verdict line, 'note:' names each fault whose trigger never came,\n"
+    "and why.\n"
+    "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
     "JUnit XML or HTML report could not be written), 2 for a bad scenario file or option, 130\n"
     "when interrupted (cleanup still happens).\n";
@@ -583,6 +586,14 @@ static int cmd_run(int argc, char **argv)
                     .reason = res->reason[0] ? res->reason : NULL, .run_id = res->run_id,
                     .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
                 fl_report_verdict_line(stdout, &rows[nrows]);
+                /* a fault that never fired is not what the file asked for,
+                 * even when the run passed (a misspelt event, a regex
+                 * that matches no line) */
+                for (const char *l = res->unfired; *l;) {
+                    size_t k = strcspn(l, "\n");
+                    printf("  note: %.*s\n", (int)k, l);
+                    l += k + (l[k] == '\n');
+                }
                 fflush(stdout);
                 nrows++;
             }

@@ -1,0 +1,96 @@
+/*
+ * test_cli_ux.c: what `faultline run` and `faultline shell` tell a developer
+ * whose scenario does not do what they meant: a fault whose trigger never
+ * came (a misspelt event kind, a regex that matches no line, a time after
+ * the end).  Each test
+ * runs the real binary on a scenario written into its own directory.
+ */
+#include "harness/tests/fl_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Writes text to <test dir>/name; its path. */
+static const char *write_scn(const char *name, const char *text)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* faultline run -q with the test's --out and no database, from the test's
+ * directory (so messages name the file as the developer typed it; a short
+ * --out, as a unix socket path lies below it). */
+static int run_in_dir(char **out, const char *file)
+{
+    return fl_test_sh(out, "cd %s && %s run -q --no-db --out o %s 2>&1", fl_test_dir(),
+                      fl_test_bin("faultline"), file);
+}
+
+static void need_root_and_probe(void)
+{
+    fl_test_need_root();
+    if (access(fl_test_bin("faultline"), X_OK) != 0)
+        FL_SKIP("build/bin/faultline is not built");
+}
+
+FL_TEST_T(cli_ux, run_notes_faults_that_never_fired, 60)
+{
+    need_root_and_probe();
+    write_scn("never.yaml",
+              "name: never\n"
+              "hosts: [a, b]\n"
+              "cluster: {ps: [a], worker: [b]}\n"
+              "run:\n"
+              "  command: '{bin}/faultline emit save.done step=1; {bin}/faultline emit save.begin'\n"
+              "faults:\n"
+              "  - {after: {event: save.dne}, kill: a}\n"
+              "  - {after: {event: save.done, host: a, count: 3}, kill: b}\n"
+              "  - {after: {event: save.done, where: {step: '2'}}, kill: b}\n"
+              "  - {after: {event: xyz.zzz}, pause: b}\n"
+              "  - {at: 100s, kill: b}\n"
+              "  - {on_log: {match: 'never printed'}, kill: b}\n"
+              "expect: {all: {all: {exit: 0}}}\n");
+    char *out;
+    int rc = run_in_dir(&out, "never.yaml");
+    /* nothing fired, so the run passes: the notes are all that says so */
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "PASS  never");
+    FL_ASSERT_CONTAINS(out, "  note: fault 1 (never.yaml:7, kill a) never fired: no 'save.dne' "
+                            "event came (did you mean 'save.done'?)\n");
+    FL_ASSERT_CONTAINS(out, "  note: fault 2 (never.yaml:8, kill b) never fired: only 1 of the 3 "
+                            "matching events came\n");
+    FL_ASSERT_CONTAINS(out, "  note: fault 3 (never.yaml:9, kill b) never fired: 2 'save.done' "
+                            "events came, none from the host, job or 'where' it names\n");
+    FL_ASSERT_CONTAINS(out, "  note: fault 4 (never.yaml:10, pause b) never fired: no 'xyz.zzz' "
+                            "event came; events that came: save.done, save.begin\n");
+    FL_ASSERT_CONTAINS(out, "  note: fault 5 (never.yaml:11, kill b) never fired: the run ended at ");
+    FL_ASSERT_CONTAINS(out, "s, before 'at: 100s'\n");
+    FL_ASSERT_CONTAINS(out, "  note: fault 6 (never.yaml:12, kill b) never fired: no output line "
+                            "of any task matched 'never printed'\n");
+    free(out);
+}
+
+FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
+{
+    need_root_and_probe();
+    write_scn("fired.yaml",
+              "name: fired\n"
+              "hosts: [a]\n"
+              "cluster: {worker: [a]}\n"
+              "run: {command: '{bin}/faultline emit go; sleep 5'}\n"
+              "faults:\n"
+              "  - {after: {event: go}, kill: a}\n"
+              "expect: {all: {all: {signal: SIGKILL}}}\n");
+    char *out;
+    int rc = run_in_dir(&out, "fired.yaml");
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_MSG(!strstr(out, "note:"), "a note although the fault fired:\n%s", out);
+    free(out);
+}
