@@ -35,6 +35,21 @@ struct judge {
     int nexp, nobs;
 };
 
+/* The last non-empty line of a process's log (at most len - 1 bytes), or "". */
+static void last_log_line(const struct proc *p, char *buf, size_t len)
+{
+    char *text;
+    buf[0] = 0;
+    if (fl_read_file(p->log_path, &text, NULL) < 0)
+        return;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    char *nl = strrchr(text, '\n');
+    snprintf(buf, len, "%s", nl ? nl + 1 : text);
+    free(text);
+}
+
 static void outcome_text(const struct proc *p, char *buf, size_t len)
 {
     if (!p)
@@ -44,7 +59,13 @@ static void outcome_text(const struct proc *p, char *buf, size_t len)
     else if (p->sig)
         snprintf(buf, len, "killed by %s%s", fl_scn_signal_name(p->sig) ?: "signal",
                  p->core ? " (core dumped)" : "");
-    else
+    else if (p->exit_code == 126 || p->exit_code == 127) {
+        /* the shell's "not found" / "Permission denied": the command never
+         * ran, which a bare "exit 127" does not say */
+        char last[160];
+        last_log_line(p, last, sizeof last);
+        snprintf(buf, len, last[0] ? "exit %d: %s" : "exit %d", p->exit_code, last);
+    } else
         snprintf(buf, len, "exit %d", p->exit_code);
 }
 
@@ -82,10 +103,15 @@ static void record(struct judge *j, const char *name, const char *target, bool p
     }
     if (!passed && !j->failed) {
         j->failed = true;
-        if (!e->res->reason[0])
+        if (!e->res->reason[0] && line > 0)
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s:%d)", target, name, expected, observed,
                      e->s->path, line);
+        else if (!e->res->reason[0])    /* the default check: no line to name */
+            snprintf(e->res->reason, sizeof e->res->reason,
+                     "%s: %s: expected %s, observed %s (%s has no expect: block for this "
+                     "variant: every task must exit 0)", target, name, expected, observed,
+                     e->s->path);
     }
 }
 

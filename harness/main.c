@@ -13,6 +13,7 @@
 #include "harness/scenario.h"
 #include "harness/soak.h"
 #include "reports/report.h"
+#include "reports/table.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -66,8 +67,8 @@ static const char *usage_run =
     "                      (as 'faultline report' does; needs the database)\n"
     "  -q, --quiet         no progress line\n"
     "\n"
-    "Under a verdict line, 'note:' names each fault whose trigger never came,\n"
-    "and why.\n"
+    "Under a verdict line, 'reason:' gives a failure's reason whole when the line\n"
+    "cut it, and 'note:' names each fault whose trigger never came, and why.\n"
     "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
     "JUnit XML or HTML report could not be written), 2 for a bad scenario file or option, 130\n"
@@ -574,7 +575,8 @@ static int cmd_run(int argc, char **argv)
                 char vn[FL_SCN_VARIANT_NAME_MAX];
                 vnames[nrows] = strdup(s->n_dims ? fl_scn_variant_name(s, var, vn, sizeof vn) : "");
                 if (!quiet && !isatty(2))
-                    fprintf(stderr, "running %s %s ...\n", s->name, vnames[nrows]);
+                    fprintf(stderr, "running %s%s%s ...\n", s->name, vnames[nrows][0] ? " " : "",
+                            vnames[nrows]);
                 fl_engine_run(s, var, &eo, res);
                 interrupted = res->interrupted;
                 if (strcmp(res->verdict, "pass"))
@@ -586,6 +588,14 @@ static int cmd_run(int argc, char **argv)
                     .reason = res->reason[0] ? res->reason : NULL, .run_id = res->run_id,
                     .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
                 fl_report_verdict_line(stdout, &rows[nrows]);
+                /* the verdict line cuts a long reason; nothing else on the
+                 * terminal says it whole */
+                if (strcmp(res->verdict, "pass") &&
+                    fl_report_text_width(res->reason) > FL_REPORT_LINE_REASON) {
+                    char whole[sizeof res->reason + 16];
+                    printf("  reason: %s\n",
+                           fl_report_one_line(res->reason, 0, whole, sizeof whole));
+                }
                 /* a fault that never fired is not what the file asked for,
                  * even when the run passed (a misspelt event, a regex
                  * that matches no line) */
@@ -605,7 +615,8 @@ static int cmd_run(int argc, char **argv)
     fl_report_summary(stdout, rows, nrows);
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].run_dir)
-            printf("logs of %s %s: %s/logs\n", rows[i].scenario, rows[i].variant, rows[i].run_dir);
+            printf("logs of %s%s%s: %s/logs\n", rows[i].scenario, rows[i].variant[0] ? " " : "",
+                   rows[i].variant, rows[i].run_dir);
     int jrc;
     if (junit && (jrc = fl_report_junit(junit, rows, nrows)) < 0) {
         fprintf(stderr, "faultline: writing JUnit XML to %s: %s\n", junit, strerror(-jrc));

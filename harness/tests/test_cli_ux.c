@@ -2,7 +2,8 @@
  * test_cli_ux.c: what `faultline run` and `faultline shell` tell a developer
  * whose scenario does not do what they meant: a fault whose trigger never
  * came (a misspelt event kind, a regex that matches no line, a time after
- * the end).  Each test
+ * the end), a command that is not there (the shell's exit 127), a reason
+ * too long for the verdict line, an unknown host for the shell.  Each test
  * runs the real binary on a scenario written into its own directory.
  */
 #include "harness/tests/fl_test.h"
@@ -92,5 +93,29 @@ FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
     int rc = run_in_dir(&out, "fired.yaml");
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_MSG(!strstr(out, "note:"), "a note although the fault fired:\n%s", out);
+    free(out);
+}
+
+FL_TEST_T(cli_ux, run_names_missing_command, 60)
+{
+    need_root_and_probe();
+    write_scn("nocmd.yaml",
+              "name: nocmd\n"
+              "hosts: [a]\n"
+              "cluster: {worker: [a]}\n"
+              "run: {command: no-such-program-fl-ux --flag}\n");
+    char *out;
+    int rc = run_in_dir(&out, "nocmd.yaml");
+    FL_ASSERT_EQ(rc, 1);
+    /* the shell's own words, not a bare "exit 127" */
+    FL_ASSERT_CONTAINS(out, "observed exit 127: /bin/sh: 1: exec: no-such-program-fl-ux: not found");
+    /* no expect: block: no ":0" line, but what the check was */
+    FL_ASSERT_MSG(!strstr(out, "nocmd.yaml:0"), "a line 0 in:\n%s", out);
+    FL_ASSERT_CONTAINS(out, "(nocmd.yaml has no expect: block for this variant: every task must "
+                            "exit 0)");
+    /* the verdict line cut the reason; the whole one follows it */
+    FL_ASSERT_CONTAINS(out, "\n  reason: worker:0: exit: expected exit 0, observed exit 127: ");
+    /* no variant: no double space */
+    FL_ASSERT_CONTAINS(out, "\nlogs of nocmd: ");
     free(out);
 }
