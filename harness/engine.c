@@ -1115,6 +1115,8 @@ static void loop(struct engine *e)
 static void print_commands(struct engine *e)
 {
     char err[512], tname[64];
+    if (e->s->n_dims)
+        printf("faultline: variant %s\n", e->variant);
     printf("faultline: run %s is up; hosts:", e->run_id);
     for (size_t i = 0; i < e->s->n_hosts; i++)
         printf(" %s=%s", e->s->hosts[i].name, e->hosts[i].addr);
@@ -1125,19 +1127,18 @@ static void print_commands(struct engine *e)
                e->s->hosts[e->s->tasks[t].host].name, cmd ? cmd : err);
         free(cmd);
     }
-    /* exec finds the run under --out: name it when it is not the default
-     * (e->dir is <real path of --out>/runs/<run id>) */
-    char out[PATH_MAX] = "";
-    if (e->o->out_dir) {
-        snprintf(out, sizeof out, "%s", e->dir);
-        for (int up = 0; up < 2; up++) {
-            char *slash = strrchr(out, '/');
-            if (slash)
-                *slash = 0;
-        }
+    /* exec finds the run under --out, relative to its own directory: the
+     * line works from any terminal only with the real path of --out (e->dir
+     * is <real path of --out>/runs/<run id>) and of faultline itself */
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s", e->dir);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(out, '/');
+        if (slash)
+            *slash = 0;
     }
-    printf("Another terminal: faultline exec %s%s%s%s HOST -- CMD...   Leave with 'exit'.\n",
-           out[0] ? "--out " : "", out, out[0] ? " " : "", e->run_id);
+    printf("Another terminal: %s/faultline exec --out %s %s HOST -- CMD...   Leave with 'exit'.\n",
+           e->o->bin_dir, out, e->run_id);
     fflush(stdout);
 }
 

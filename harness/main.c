@@ -12,6 +12,7 @@
 #include "harness/rundir.h"
 #include "harness/scenario.h"
 #include "harness/soak.h"
+#include "harness/suggest.h"
 #include "reports/report.h"
 #include "reports/table.h"
 
@@ -91,8 +92,10 @@ static const char *usage_shell =
     "Brings every host of the scenario up (namespaces, disks, network) and opens\n"
     "an interactive shell on HOST ($SHELL, else /bin/sh), in its working\n"
     "directory. The commands each role would run are printed; --start starts\n"
-    "them too. Faults are not applied. Another terminal can run\n"
-    "'faultline exec RUN HOST -- CMD'. Everything is removed when the shell exits.\n"
+    "them too. Faults are not applied. The variant is the first one --variant\n"
+    "matches (without --variant, the scenario's first). Another terminal can run\n"
+    "'faultline exec RUN HOST -- CMD' (the line to type is printed). Everything is\n"
+    "removed when the shell exits.\n"
     "Exit status is the shell's (1 when the hosts could not be brought up).\n";
 
 static const char *usage_exec =
@@ -689,7 +692,18 @@ static int cmd_shell(int argc, char **argv)
     }
     int host = fl_scn_host_find(s, argv[optind + 1]);
     if (host < 0) {
-        fprintf(stderr, "faultline: %s has no host '%s'\n", s->path, argv[optind + 1]);
+        const char **names = calloc(s->n_hosts, sizeof *names);
+        for (size_t i = 0; names && i < s->n_hosts; i++)
+            names[i] = s->hosts[i].name;
+        char msg[512];
+        snprintf(msg, sizeof msg, "faultline: %s has no host '%s'", s->path, argv[optind + 1]);
+        if (names)
+            fl_suggest_append(msg, sizeof msg, argv[optind + 1], names, s->n_hosts);
+        fprintf(stderr, "%s; its hosts:", msg);
+        for (size_t i = 0; i < s->n_hosts; i++)
+            fprintf(stderr, " %s", s->hosts[i].name);
+        fprintf(stderr, "\n");
+        free(names);
         fl_scenario_free(s);
         return 2;
     }
@@ -698,23 +712,30 @@ static int cmd_shell(int argc, char **argv)
         return 2;
     }
     struct fl_scn_selector f = {0};
-    for (int k = 0; k < c.nvariants; k++)
+    int rc = 0;
+    for (int k = 0; k < c.nvariants && rc == 0; k++)
         if (fl_scn_variant_filter_add(s, &f, c.variants[k], err, sizeof err) < 0) {
-            fprintf(stderr, "faultline: %s\n", err);
-            return 2;
+            fprintf(stderr, "faultline: %s: %s\n", s->path, err);
+            rc = 2;
         }
     size_t var = 0;
-    while (var < fl_scn_variant_count(s) && f.n_terms && !fl_scn_selector_match(s, &f, var))
+    while (rc == 0 && var < fl_scn_variant_count(s) && f.n_terms &&
+           !fl_scn_selector_match(s, &f, var))
         var++;
-    if (var == fl_scn_variant_count(s)) {
+    if (rc == 0 && var == fl_scn_variant_count(s)) {
         fprintf(stderr, "faultline: no variant of %s matches\n", s->path);
-        return 2;
+        rc = 2;
     }
-    if (fl_cli_prepare_out(c.out) < 0)
-        return 2;
-    if (fl_engine_global_init(err, sizeof err) < 0) {
+    if (rc == 0 && fl_cli_prepare_out(c.out) < 0)
+        rc = 2;
+    if (rc == 0 && fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);
-        return 1;
+        rc = 1;
+    }
+    if (rc) {
+        fl_scn_selector_free(&f);
+        fl_scenario_free(s);
+        return rc;
     }
     char bin[PATH_MAX];
     fl_cli_bin_dir(bin, sizeof bin);

@@ -119,3 +119,22 @@ FL_TEST_T(cli_ux, run_names_missing_command, 60)
     FL_ASSERT_CONTAINS(out, "\nlogs of nocmd: ");
     free(out);
 }
+
+FL_TEST(cli_ux, shell_unknown_host_suggests_and_lists_hosts)
+{
+    write_scn("two.yaml", "name: two\nhosts: [ps0, w0]\ncluster: {ps: [ps0], worker: [w0]}\n"
+                          "run: {command: 'true'}\nvariants: {mode: [a, b]}\n");
+    char *out;
+    int rc = fl_test_sh(&out, "cd %s && %s shell two.yaml w1 2>&1", fl_test_dir(),
+                        fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_STREQ(out, "faultline: two.yaml has no host 'w1' (did you mean 'w0'?); its hosts: "
+                         "ps0 w0\n");
+    free(out);
+    /* a bad --variant names the file, as 'run' does */
+    rc = fl_test_sh(&out, "cd %s && %s shell two.yaml w0 --variant mode=c 2>&1", fl_test_dir(),
+                    fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "faultline: two.yaml: --variant mode=c: unknown value 'c'");
+    free(out);
+}
