@@ -345,8 +345,9 @@ void fl_check_run(struct engine *e)
     if (!res->verdict[0]) {
         if (e->timed_out) {
             snprintf(res->verdict, sizeof res->verdict, "fail");
-            char why[1100];
-            snprintf(why, sizeof why, "timed out after %.1f s%s%s", s->timeout_ms / 1000.0,
+            char why[1400];
+            snprintf(why, sizeof why, "timed out after %.1f s%s%s%s%s", s->timeout_ms / 1000.0,
+                     e->timeout_waiting[0] ? " waiting for " : "", e->timeout_waiting,
                      res->reason[0] ? "; " : "", res->reason);
             snprintf(res->reason, sizeof res->reason, "%s", why);
         } else {

@@ -914,20 +914,37 @@ static bool task_final(const struct engine *e, int task)
     return tr->cur && !tr->cur->running && tr->restart_pending == 0;
 }
 
+/* Must the task have ended for the run to end (stop_when)? */
+static bool stop_task(const struct fl_scenario *s, size_t t)
+{
+    bool stop_job = s->run.stop_all;
+    for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
+        if (s->run.stop_jobs[k] == s->tasks[t].job)
+            stop_job = true;
+    return stop_job;
+}
+
 static bool stop_condition(const struct engine *e)
 {
     const struct fl_scenario *s = e->s;
     if (e->o->shell_host >= 0)
         return e->shell_pid < 0;
-    for (size_t t = 0; t < s->n_tasks; t++) {
-        bool stop_job = s->run.stop_all;
-        for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
-            if (s->run.stop_jobs[k] == s->tasks[t].job)
-                stop_job = true;
-        if (stop_job && !task_final(e, (int)t))
+    for (size_t t = 0; t < s->n_tasks; t++)
+        if (stop_task(s, t) && !task_final(e, (int)t))
             return false;
-    }
     return true;
+}
+
+/* At the timeout: the tasks the run still waited for ("worker:0, ps:1"). */
+static void note_waiting(struct engine *e)
+{
+    char name[64];
+    e->timeout_waiting[0] = 0;
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (stop_task(e->s, t) && !task_final(e, (int)t))
+            eng_detail_add(e->timeout_waiting, sizeof e->timeout_waiting, "%s%s",
+                           e->timeout_waiting[0] ? ", " : "",
+                           fl_scn_task_name(e->s, (int)t, name, sizeof name));
 }
 
 static bool any_running(const struct engine *e)
@@ -1045,6 +1062,7 @@ static void loop(struct engine *e)
                 begin_stop(e);
             else if (e->o->shell_host < 0 && eng_now(e) >= e->s->timeout_ms) {
                 e->timed_out = true;
+                note_waiting(e);
                 begin_stop(e);
             }
         }

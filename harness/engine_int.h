@@ -135,6 +135,7 @@ struct engine {
     bool stopping;              /* ending: SIGTERM sent */
     int64_t kill_at;            /* SIGKILL after grace */
     bool timed_out;
+    char timeout_waiting[256];  /* at the timeout: the stop_when tasks not yet ended */
     bool interrupted;
     int interrupts;             /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
     char error[1024];           /* the first harness error: verdict error */

@@ -138,3 +138,21 @@ FL_TEST(cli_ux, shell_unknown_host_suggests_and_lists_hosts)
     FL_ASSERT_CONTAINS(out, "faultline: two.yaml: --variant mode=c: unknown value 'c'");
     free(out);
 }
+
+FL_TEST_T(cli_ux, run_timeout_names_tasks_waited_for, 60)
+{
+    need_root_and_probe();
+    write_scn("slow.yaml",
+              "name: slow\n"
+              "timeout: 1s\n"
+              "hosts: [a, b]\n"
+              "cluster: {ps: [a], worker: [b, b]}\n"
+              "run: {command: 'true', worker: {command: 'exec sleep {task}0'}, grace: 100ms}\n"
+              "expect: {all: {all: {exit: any}}}\n");
+    char *out;
+    int rc = run_in_dir(&out, "slow.yaml");
+    FL_ASSERT_EQ(rc, 1);
+    /* ps:0 and worker:0 (sleep 0) ended; worker:1 (sleep 10) kept the run */
+    FL_ASSERT_CONTAINS(out, "(timed out after 1.0 s waiting for worker:1)");
+    free(out);
+}
