@@ -16,9 +16,11 @@
 #include "reports/report.h"
 #include "reports/table.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +135,7 @@ static const char *usage_runs =
     "                   'faultline runs' shows it (e.g. protocol=legacy,threads=pool;\n"
     "                   'default' for a scenario without variants)\n"
     "  --verdict V      only runs with this verdict: pass, fail, error or running\n"
+    "                   (any case: PASS as shown works too)\n"
     "  --limit N        at most N runs (default 20; -1 for all)\n"
     "  --since REV      only runs since the first run at git revision REV\n"
     "  --history        verdict history per scenario and variant (how often it\n"
@@ -752,6 +755,42 @@ static int cmd_shell(int argc, char **argv)
     return res.shell_status >= 0 ? res.shell_status : 0; /* the shell's, as exec gives CMD's */
 }
 
+/* --scenario NAME that no run of the database has: says so on stderr, with
+ * the closest recorded name (a typo otherwise reads "no recorded run
+ * matches", as if the scenario had simply not run). */
+static void hint_scenario(sqlite3 *db, const char *path, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT scenario FROM runs", -1, &st, NULL) != SQLITE_OK)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    bool found = false;
+    while (!found && sqlite3_step(st) == SQLITE_ROW) {
+        const char *sc = (const char *)sqlite3_column_text(st, 0);
+        if (!sc)
+            continue;
+        found = !strcmp(sc, name);
+        char **more = realloc(names, (n + 1) * sizeof *names);
+        if (!more)
+            break;
+        names = more;
+        names[n] = strdup(sc);
+        n += names[n] != NULL;
+    }
+    sqlite3_finalize(st);
+    if (!found) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "faultline: no run of scenario '%s' is recorded in %s", name,
+                 path);
+        fl_suggest_append(msg, sizeof msg, name, (const char *const *)names, n);
+        fprintf(stderr, "%s\n", msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 static int cmd_runs(int argc, char **argv)
 {
     struct common c = {0};
@@ -771,7 +810,11 @@ static int cmd_runs(int argc, char **argv)
         case 'd': c.db = optarg; break;
         case 's': ro.scenario = optarg; break;
         case 'v': ro.variant = optarg; break;
-        case 'V': ro.verdict = optarg; break;
+        case 'V':       /* as 'faultline runs' shows it (PASS) or as stored (pass) */
+            for (char *q = optarg; *q; q++)
+                *q = (char)tolower((unsigned char)*q);
+            ro.verdict = optarg;
+            break;
         case 'l': {
             char *end;
             errno = 0;
@@ -814,6 +857,8 @@ static int cmd_runs(int argc, char **argv)
     struct fl_rec *rec;
     if (open_db(&c, &rec) < 0)
         return 2;
+    if (ro.scenario)
+        hint_scenario(fl_rec_db(rec), path, ro.scenario);
     int rc;
     if (history) {
         struct fl_report_history_opts ho = {.scenario = ro.scenario, .variant = ro.variant};

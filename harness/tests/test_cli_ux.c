@@ -6,6 +6,7 @@
  * too long for the verdict line, an unknown host for the shell.  Each test
  * runs the real binary on a scenario written into its own directory.
  */
+#include "harness/recorder.h"
 #include "harness/tests/fl_test.h"
 
 #include <stdio.h>
@@ -154,5 +155,40 @@ FL_TEST_T(cli_ux, run_timeout_names_tasks_waited_for, 60)
     FL_ASSERT_EQ(rc, 1);
     /* ps:0 and worker:0 (sleep 0) ended; worker:1 (sleep 10) kept the run */
     FL_ASSERT_CONTAINS(out, "(timed out after 1.0 s waiting for worker:1)");
+    free(out);
+}
+
+FL_TEST(cli_ux, runs_takes_verdict_as_shown_and_hints_scenario)
+{
+    char db[4200], err[1024];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    struct fl_rec_run *run;
+    struct fl_rec_run_info ri = {.run_id = "20260101-000000-aaaaaa", .scenario = "example-tour",
+                                 .scenario_file = "t.yaml", .variant = "default",
+                                 .started_at_ms = 1000};
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &ri, &run), 0);
+    fl_rec_run_end(run, "pass", NULL, 10);
+    fl_rec_close(rec);
+    char *out;
+    /* PASS, as the VERDICT column shows it */
+    int rc = fl_test_sh(&out, "%s runs --db %s --verdict PASS 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "20260101-000000-aaaaaa  example-tour");
+    free(out);
+    /* a misspelt --scenario: the closest recorded one */
+    rc = fl_test_sh(&out, "%s runs --db %s --scenario example-tuor 2>&1", fl_test_bin("faultline"),
+                    db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "no run of scenario 'example-tuor' is recorded in ");
+    FL_ASSERT_CONTAINS(out, "(did you mean 'example-tour'?)");
+    FL_ASSERT_CONTAINS(out, "no recorded run matches");
+    free(out);
+    /* a recorded one: no hint */
+    rc = fl_test_sh(&out, "%s runs --db %s --scenario example-tour --history 2>&1",
+                    fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_MSG(!strstr(out, "no run of scenario"), "a hint for a recorded scenario:\n%s", out);
     free(out);
 }
