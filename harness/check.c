@@ -20,11 +20,13 @@
 #include "harness/rundir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct judge {
     struct engine *e;
@@ -50,7 +52,33 @@ static void last_log_line(const struct proc *p, char *buf, size_t len)
     free(text);
 }
 
-static void outcome_text(const struct proc *p, char *buf, size_t len)
+/* The program a shell's "not found" line names ("/bin/sh: 1: exec: psrt: not
+ * found" -> "psrt"), when it is one of faultline's own programs in {bin}
+ * (not on PATH, so a bare "psrt" fails): *prog filled, true. */
+static bool missing_own_program(const struct engine *e, const char *line, char *prog, size_t len)
+{
+    const char *end = NULL;
+    static const char *const tails[] = {": not found", ": command not found"};
+    for (size_t i = 0; i < 2 && !end; i++) {
+        size_t ll = strlen(line), tl = strlen(tails[i]);
+        if (ll > tl && !strcmp(line + ll - tl, tails[i]))
+            end = line + ll - tl;
+    }
+    if (!end || !e->o->bin_dir)
+        return false;
+    const char *start = end;
+    while (start > line && !(start[-1] == ' ' && start - 1 > line && start[-2] == ':'))
+        start--;
+    if (start == line || end - start <= 0 || (size_t)(end - start) >= len ||
+        memchr(start, '/', (size_t)(end - start)))
+        return false;
+    snprintf(prog, len, "%.*s", (int)(end - start), start);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", e->o->bin_dir, prog);
+    return access(path, X_OK) == 0;
+}
+
+static void outcome_text(const struct engine *e, const struct proc *p, char *buf, size_t len)
 {
     if (!p)
         snprintf(buf, len, "never started");
@@ -62,9 +90,13 @@ static void outcome_text(const struct proc *p, char *buf, size_t len)
     else if (p->exit_code == 126 || p->exit_code == 127) {
         /* the shell's "not found" / "Permission denied": the command never
          * ran, which a bare "exit 127" does not say */
-        char last[160];
+        char last[160], prog[64];
         last_log_line(p, last, sizeof last);
-        snprintf(buf, len, last[0] ? "exit %d: %s" : "exit %d", p->exit_code, last);
+        if (missing_own_program(e, last, prog, sizeof prog))
+            snprintf(buf, len, "exit %d: %s (faultline's own %s is not on PATH: write {bin}/%s)",
+                     p->exit_code, last, prog, prog);
+        else
+            snprintf(buf, len, last[0] ? "exit %d: %s" : "exit %d", p->exit_code, last);
     } else
         snprintf(buf, len, "exit %d", p->exit_code);
 }
@@ -121,7 +153,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     const struct proc *p = e->tasks[task].cur;
     char tname[64], out[256], exp[512], obs[1024];
     fl_scn_task_name(e->s, task, tname, sizeof tname);
-    outcome_text(p, out, sizeof out);
+    outcome_text(e, p, out, sizeof out);
     bool ended = p && !p->running;
     if (c->exit != FL_SCN_EXIT_UNSET) {
         bool ok;
@@ -325,7 +357,7 @@ void fl_check_run(struct engine *e)
             else {
                 if (!bad++) {
                     char tn[64], o[200];
-                    outcome_text(p, o, sizeof o);
+                    outcome_text(e, p, o, sizeof o);
                     snprintf(first_bad, sizeof first_bad, "%s %s",
                              fl_scn_task_name(s, (int)t, tn, sizeof tn), o);
                 }

@@ -192,3 +192,21 @@ FL_TEST(cli_ux, runs_takes_verdict_as_shown_and_hints_scenario)
     FL_ASSERT_MSG(!strstr(out, "no run of scenario"), "a hint for a recorded scenario:\n%s", out);
     free(out);
 }
+
+FL_TEST_T(cli_ux, run_bare_own_program_says_write_bin, 60)
+{
+    need_root_and_probe();
+    if (access(fl_test_bin("psrt"), X_OK) != 0)
+        FL_SKIP("build/bin/psrt is not built");
+    if (fl_test_sh(NULL, "command -v psrt >/dev/null") == 0)
+        FL_SKIP("a psrt is on PATH here");
+    /* DESIGN.md's sketch writes 'psrt --job_name=...': not on PATH */
+    write_scn("bare.yaml", "name: bare\nhosts: [a]\ncluster: {worker: [a]}\n"
+                           "run: {command: 'psrt --job_name={job}'}\n");
+    char *out;
+    int rc = run_in_dir(&out, "bare.yaml");
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "observed exit 127: /bin/sh: 1: exec: psrt: not found (faultline's own "
+                            "psrt is not on PATH: write {bin}/psrt)");
+    free(out);
+}
