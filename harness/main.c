@@ -80,8 +80,9 @@ static const char *usage_run =
 static const char *usage_validate =
     "usage: faultline validate SCENARIO|DIR...\n"
     "\n"
-    "Loads and checks every scenario file without creating anything. Errors are\n"
-    "printed as file:line:column: message. Exit 0 when all are valid, else 2.\n";
+    "Loads and checks every scenario file without creating anything (a soak\n"
+    "profile's soak: block too). Errors are printed as file:line:column: message.\n"
+    "Exit 0 when all are valid, else 2.\n";
 
 static const char *usage_list =
     "usage: faultline list SCENARIO|DIR...\n"
@@ -274,9 +275,22 @@ static int cmd_validate(int argc, char **argv)
     struct fl_scenario **v;
     size_t n;
     int bad = load_all(argc - first, argv + first, &v, &n);
-    for (size_t i = 0; i < n; i++)
-        printf("ok  %s  (%s, %zu variant%s)\n", v[i]->path, v[i]->name, fl_scn_variant_count(v[i]),
-               fl_scn_variant_count(v[i]) == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) {
+        /* a soak profile: its soak: block too, as 'faultline soak' reads it */
+        if (v[i]->has_soak) {
+            struct fl_soak_profile *p;
+            char err[2048];
+            if (fl_soak_profile_load(v[i]->path, &p, err, sizeof err) < 0) {
+                fprintf(stderr, "%s\n", err);
+                bad++;
+                continue;
+            }
+            fl_soak_profile_free(p);
+        }
+        printf("ok  %s  (%s, %zu variant%s%s)\n", v[i]->path, v[i]->name,
+               fl_scn_variant_count(v[i]), fl_scn_variant_count(v[i]) == 1 ? "" : "s",
+               v[i]->has_soak ? ", soak profile" : "");
+    }
     free_all(v, n);
     return bad ? 2 : 0;
 }

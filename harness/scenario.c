@@ -898,6 +898,7 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
     if ((rc = fl_scn_check_keys(c, root, keys, ARRAY_LEN(keys), "scenario")) < 0)
         return rc;
 
+    s->has_soak = fl_scn_yaml_get(root, "soak", NULL) != NULL;
     const ynode *n = fl_scn_yaml_get(root, "name", NULL);
     if (!n)
         return fl_scn_verr(c, top, "missing 'name' (e.g. name: my-scenario)");

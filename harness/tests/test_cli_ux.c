@@ -7,8 +7,10 @@
  * runs the real binary on a scenario written into its own directory.
  */
 #include "harness/recorder.h"
+#include "harness/rundir.h"
 #include "harness/tests/fl_test.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,5 +210,46 @@ FL_TEST_T(cli_ux, run_bare_own_program_says_write_bin, 60)
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "observed exit 127: /bin/sh: 1: exec: psrt: not found (faultline's own "
                             "psrt is not on PATH: write {bin}/psrt)");
+    free(out);
+}
+
+/* validate checks a soak profile's soak: block too: each of the profile
+ * loader's test files fails 'faultline validate' with its own message
+ * (but no_soak.yaml, which is an ordinary scenario). */
+FL_TEST(cli_ux, validate_checks_soak_block)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/harness/tests/data/soak/invalid", fl_test_root());
+    DIR *d = opendir(dir);
+    FL_REQUIRE(d != NULL);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".yaml") || !strcmp(de->d_name, "no_soak.yaml"))
+            continue;
+        char path[8400], *text, *out;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        FL_REQUIRE_EQ(fl_read_file(path, &text, NULL), 0);
+        FL_REQUIRE(!strncmp(text, "# expect: ", 10));
+        char *nl = strchr(text, '\n');
+        *nl = 0;
+        int rc = fl_test_sh(&out, "cd %s && %s validate %s 2>&1", dir, fl_test_bin("faultline"),
+                            de->d_name);
+        FL_ASSERT_MSG(rc == 2, "%s: exit %d", de->d_name, rc);
+        char want[1100];
+        snprintf(want, sizeof want, "%s\n", text + 10);
+        FL_ASSERT_STREQ(out, want);
+        free(out);
+        free(text);
+        n++;
+    }
+    closedir(d);
+    FL_ASSERT_GE(n, 10);
+    char *out;
+    int rc = fl_test_sh(&out, "%s validate %s/scenarios/soak/shell-relaunch.yaml 2>&1",
+                        fl_test_bin("faultline"), fl_test_root());
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "(soak-shell-relaunch, 1 variant, soak profile)\n");
     free(out);
 }
