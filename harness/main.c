@@ -102,12 +102,12 @@ static const char *usage_shell =
     "Exit status is the shell's (1 when the hosts could not be brought up).\n";
 
 static const char *usage_exec =
-    "usage: faultline exec RUN HOST [--] CMD [ARGS...]\n"
+    "usage: faultline exec RUN HOST [--] [CMD [ARGS...]]\n"
     "\n"
     "Runs CMD inside HOST of the running run RUN (a run id, as printed by\n"
     "'faultline shell' or found under out/runs/), with the host's network,\n"
-    "mounts, hostname and PID namespace, in its working directory. Exit status\n"
-    "is CMD's. CMD gets none of the run's preloads: on a host a crash_host with\n"
+    "mounts, hostname and PID namespace, in its working directory; without CMD,\n"
+    "/bin/sh. Exit status is CMD's. CMD gets none of the run's preloads: on a host a crash_host with\n"
     "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
     "  --out DIR   where run directories are (default out)\n";
 

@@ -253,3 +253,15 @@ FL_TEST(cli_ux, validate_checks_soak_block)
     FL_ASSERT_CONTAINS(out, "(soak-shell-relaunch, 1 variant, soak profile)\n");
     free(out);
 }
+
+FL_TEST(cli_ux, exec_unknown_run_points_at_out)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "cd %s && %s exec 20260101-000000-zzzzzz a -- true 2>&1",
+                        fl_test_dir(), fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "faultline exec: no run 20260101-000000-zzzzzz (reading "
+                            "out/runs/20260101-000000-zzzzzz/state: No such file or directory); "
+                            "--out DIR names where the run directories are");
+    free(out);
+}
