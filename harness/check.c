@@ -20,11 +20,13 @@
 #include "harness/rundir.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct judge {
     struct engine *e;
@@ -35,7 +37,48 @@ struct judge {
     int nexp, nobs;
 };
 
-static void outcome_text(const struct proc *p, char *buf, size_t len)
+/* The last non-empty line of a process's log (at most len - 1 bytes), or "". */
+static void last_log_line(const struct proc *p, char *buf, size_t len)
+{
+    char *text;
+    buf[0] = 0;
+    if (fl_read_file(p->log_path, &text, NULL) < 0)
+        return;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    char *nl = strrchr(text, '\n');
+    snprintf(buf, len, "%s", nl ? nl + 1 : text);
+    free(text);
+}
+
+/* The program a shell's "not found" line names ("/bin/sh: 1: exec: psrt: not
+ * found" -> "psrt"), when it is one of faultline's own programs in {bin}
+ * (not on PATH, so a bare "psrt" fails): *prog filled, true. */
+static bool missing_own_program(const struct engine *e, const char *line, char *prog, size_t len)
+{
+    const char *end = NULL;
+    static const char *const tails[] = {": not found", ": command not found"};
+    for (size_t i = 0; i < 2 && !end; i++) {
+        size_t ll = strlen(line), tl = strlen(tails[i]);
+        if (ll > tl && !strcmp(line + ll - tl, tails[i]))
+            end = line + ll - tl;
+    }
+    if (!end || !e->o->bin_dir)
+        return false;
+    const char *start = end;
+    while (start > line && !(start[-1] == ' ' && start - 1 > line && start[-2] == ':'))
+        start--;
+    if (start == line || end - start <= 0 || (size_t)(end - start) >= len ||
+        memchr(start, '/', (size_t)(end - start)))
+        return false;
+    snprintf(prog, len, "%.*s", (int)(end - start), start);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", e->o->bin_dir, prog);
+    return access(path, X_OK) == 0;
+}
+
+static void outcome_text(const struct engine *e, const struct proc *p, char *buf, size_t len)
 {
     if (!p)
         snprintf(buf, len, "never started");
@@ -44,7 +87,17 @@ static void outcome_text(const struct proc *p, char *buf, size_t len)
     else if (p->sig)
         snprintf(buf, len, "killed by %s%s", fl_scn_signal_name(p->sig) ?: "signal",
                  p->core ? " (core dumped)" : "");
-    else
+    else if (p->exit_code == 126 || p->exit_code == 127) {
+        /* the shell's "not found" / "Permission denied": the command never
+         * ran, which a bare "exit 127" does not say */
+        char last[160], prog[64];
+        last_log_line(p, last, sizeof last);
+        if (missing_own_program(e, last, prog, sizeof prog))
+            snprintf(buf, len, "exit %d: %s (faultline's own %s is not on PATH: write {bin}/%s)",
+                     p->exit_code, last, prog, prog);
+        else
+            snprintf(buf, len, last[0] ? "exit %d: %s" : "exit %d", p->exit_code, last);
+    } else
         snprintf(buf, len, "exit %d", p->exit_code);
 }
 
@@ -82,10 +135,15 @@ static void record(struct judge *j, const char *name, const char *target, bool p
     }
     if (!passed && !j->failed) {
         j->failed = true;
-        if (!e->res->reason[0])
+        if (!e->res->reason[0] && line > 0)
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s:%d)", target, name, expected, observed,
                      e->s->path, line);
+        else if (!e->res->reason[0])    /* the default check: no line to name */
+            snprintf(e->res->reason, sizeof e->res->reason,
+                     "%s: %s: expected %s, observed %s (%s has no expect: block for this "
+                     "variant: every task must exit 0)", target, name, expected, observed,
+                     e->s->path);
     }
 }
 
@@ -95,7 +153,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     const struct proc *p = e->tasks[task].cur;
     char tname[64], out[256], exp[512], obs[1024];
     fl_scn_task_name(e->s, task, tname, sizeof tname);
-    outcome_text(p, out, sizeof out);
+    outcome_text(e, p, out, sizeof out);
     bool ended = p && !p->running;
     if (c->exit != FL_SCN_EXIT_UNSET) {
         bool ok;
@@ -299,7 +357,7 @@ void fl_check_run(struct engine *e)
             else {
                 if (!bad++) {
                     char tn[64], o[200];
-                    outcome_text(p, o, sizeof o);
+                    outcome_text(e, p, o, sizeof o);
                     snprintf(first_bad, sizeof first_bad, "%s %s",
                              fl_scn_task_name(s, (int)t, tn, sizeof tn), o);
                 }
@@ -319,8 +377,9 @@ void fl_check_run(struct engine *e)
     if (!res->verdict[0]) {
         if (e->timed_out) {
             snprintf(res->verdict, sizeof res->verdict, "fail");
-            char why[1100];
-            snprintf(why, sizeof why, "timed out after %.1f s%s%s", s->timeout_ms / 1000.0,
+            char why[1400];
+            snprintf(why, sizeof why, "timed out after %.1f s%s%s%s%s", s->timeout_ms / 1000.0,
+                     e->timeout_waiting[0] ? " waiting for " : "", e->timeout_waiting,
                      res->reason[0] ? "; " : "", res->reason);
             snprintf(res->reason, sizeof res->reason, "%s", why);
         } else {

@@ -914,20 +914,37 @@ static bool task_final(const struct engine *e, int task)
     return tr->cur && !tr->cur->running && tr->restart_pending == 0;
 }
 
+/* Must the task have ended for the run to end (stop_when)? */
+static bool stop_task(const struct fl_scenario *s, size_t t)
+{
+    bool stop_job = s->run.stop_all;
+    for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
+        if (s->run.stop_jobs[k] == s->tasks[t].job)
+            stop_job = true;
+    return stop_job;
+}
+
 static bool stop_condition(const struct engine *e)
 {
     const struct fl_scenario *s = e->s;
     if (e->o->shell_host >= 0)
         return e->shell_pid < 0;
-    for (size_t t = 0; t < s->n_tasks; t++) {
-        bool stop_job = s->run.stop_all;
-        for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
-            if (s->run.stop_jobs[k] == s->tasks[t].job)
-                stop_job = true;
-        if (stop_job && !task_final(e, (int)t))
+    for (size_t t = 0; t < s->n_tasks; t++)
+        if (stop_task(s, t) && !task_final(e, (int)t))
             return false;
-    }
     return true;
+}
+
+/* At the timeout: the tasks the run still waited for ("worker:0, ps:1"). */
+static void note_waiting(struct engine *e)
+{
+    char name[64];
+    e->timeout_waiting[0] = 0;
+    for (size_t t = 0; t < e->s->n_tasks; t++)
+        if (stop_task(e->s, t) && !task_final(e, (int)t))
+            eng_detail_add(e->timeout_waiting, sizeof e->timeout_waiting, "%s%s",
+                           e->timeout_waiting[0] ? ", " : "",
+                           fl_scn_task_name(e->s, (int)t, name, sizeof name));
 }
 
 static bool any_running(const struct engine *e)
@@ -1045,6 +1062,7 @@ static void loop(struct engine *e)
                 begin_stop(e);
             else if (e->o->shell_host < 0 && eng_now(e) >= e->s->timeout_ms) {
                 e->timed_out = true;
+                note_waiting(e);
                 begin_stop(e);
             }
         }
@@ -1115,6 +1133,8 @@ static void loop(struct engine *e)
 static void print_commands(struct engine *e)
 {
     char err[512], tname[64];
+    if (e->s->n_dims)
+        printf("faultline: variant %s\n", e->variant);
     printf("faultline: run %s is up; hosts:", e->run_id);
     for (size_t i = 0; i < e->s->n_hosts; i++)
         printf(" %s=%s", e->s->hosts[i].name, e->hosts[i].addr);
@@ -1125,19 +1145,18 @@ static void print_commands(struct engine *e)
                e->s->hosts[e->s->tasks[t].host].name, cmd ? cmd : err);
         free(cmd);
     }
-    /* exec finds the run under --out: name it when it is not the default
-     * (e->dir is <real path of --out>/runs/<run id>) */
-    char out[PATH_MAX] = "";
-    if (e->o->out_dir) {
-        snprintf(out, sizeof out, "%s", e->dir);
-        for (int up = 0; up < 2; up++) {
-            char *slash = strrchr(out, '/');
-            if (slash)
-                *slash = 0;
-        }
+    /* exec finds the run under --out, relative to its own directory: the
+     * line works from any terminal only with the real path of --out (e->dir
+     * is <real path of --out>/runs/<run id>) and of faultline itself */
+    char out[PATH_MAX];
+    snprintf(out, sizeof out, "%s", e->dir);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(out, '/');
+        if (slash)
+            *slash = 0;
     }
-    printf("Another terminal: faultline exec %s%s%s%s HOST -- CMD...   Leave with 'exit'.\n",
-           out[0] ? "--out " : "", out, out[0] ? " " : "", e->run_id);
+    printf("Another terminal: %s/faultline exec --out %s %s HOST -- CMD...   Leave with 'exit'.\n",
+           e->o->bin_dir, out, e->run_id);
     fflush(stdout);
 }
 
@@ -1412,6 +1431,8 @@ judge:
         snprintf(res->verdict, sizeof res->verdict, "error");
         snprintf(res->reason, sizeof res->reason, "interrupted");
     }
+    if (!e->error[0] && !e->interrupted)
+        fl_faults_unfired(e, res->unfired, sizeof res->unfired);
     fl_check_run(e);            /* sets verdict (if not error), expected, observed */
     if (e->rec)
         fl_rec_run_end(e->rec, res->verdict, res->reason[0] ? res->reason : NULL,

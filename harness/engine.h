@@ -35,6 +35,10 @@ struct fl_engine_result {
     char expected[512];
     char observed[1024];
     int64_t duration_ms;
+    /* The faults of the variant that never fired (their trigger never
+     * came), one line each, saying where the fault is and why; "" when
+     * every one fired, and after an error or an interrupt. */
+    char unfired[2048];
     bool interrupted;           /* SIGINT/SIGTERM: stop every further run */
     int shell_status;           /* shell mode: the shell's exit status (128+signal
                                    when killed); -1 when it did not end by itself */

@@ -135,6 +135,7 @@ struct engine {
     bool stopping;              /* ending: SIGTERM sent */
     int64_t kill_at;            /* SIGKILL after grace */
     bool timed_out;
+    char timeout_waiting[256];  /* at the timeout: the stop_when tasks not yet ended */
     bool interrupted;
     int interrupts;             /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
     char error[1024];           /* the first harness error: verdict error */
@@ -169,6 +170,8 @@ int64_t fl_faults_next_deadline(const struct engine *e);   /* ms since start, -1
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
 void fl_faults_heal_all(struct engine *e);
+/* The faults that never fired, one line each with why; "" when none. */
+void fl_faults_unfired(const struct engine *e, char *buf, size_t len);
 /* faults_link.c */
 void fl_faults_link_target(const struct engine *e, const struct fl_scn_action *a, char *buf,
                            size_t len);

@@ -39,10 +39,16 @@
  *   truncate    cut files at rest on the host's disk (at_rest.c)   [no heal]
  *               flap: down and up by turns every half period, on the loop's
  *               timer, until healed (ACTIVE until the end without for:)
+ *
+ * A fault still PENDING when the run ends never fired: fl_faults_unfired
+ * says which and why (the run's clock, the events and lines that came), so
+ * that a misspelt event kind or a regex that matches nothing is not a
+ * silent pass.
  */
 #include "harness/cgroup.h"
 #include "harness/engine_int.h"
 #include "harness/recorder.h"
+#include "harness/suggest.h"
 #include "harness/trigger.h"
 #include "netem/fabric.h"
 
@@ -503,4 +509,93 @@ void eng_detail_add(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
     if (w < 0 || (size_t)w >= len - n)
         snprintf(buf + len - 4, 4, "...");
+}
+
+/* The distinct event kinds that came, for a suggestion; at most n. */
+static size_t seen_kinds(const struct engine *e, const char **kinds, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < e->nevents && k < n; i++) {
+        size_t j = 0;
+        while (j < k && strcmp(kinds[j], e->events[i].kind))
+            j++;
+        if (j == k)
+            kinds[k++] = e->events[i].kind;
+    }
+    return k;
+}
+
+/* Why an EVENT trigger that never reached its count did not: appended. */
+static void why_no_event(const struct engine *e, const struct fault_rt *fr, char *buf, size_t len)
+{
+    const struct fl_scn_trigger *t = &fr->f->trigger;
+    unsigned want = t->count ? t->count : 1;
+    if (fr->matches > 0) {
+        eng_detail_add(buf, len, "only %u of the %u matching events came", fr->matches, want);
+        return;
+    }
+    size_t same = 0;
+    for (size_t i = 0; i < e->nevents; i++)
+        same += !strcmp(e->events[i].kind, t->event);
+    if (same) {
+        eng_detail_add(buf, len, "%zu '%s' event%s came, none from the host, job or 'where' "
+                       "it names", same, t->event, same == 1 ? "" : "s");
+        return;
+    }
+    const char *kinds[16];
+    size_t k = seen_kinds(e, kinds, 16);
+    if (!k) {
+        eng_detail_add(buf, len, "no process sent any event (a program sends them on "
+                       "$FAULTLINE_EVENTS, e.g. with 'faultline emit %s')", t->event);
+        return;
+    }
+    const char *near = fl_suggest(t->event, kinds, k);
+    if (near) {
+        eng_detail_add(buf, len, "no '%s' event came (did you mean '%s'?)", t->event, near);
+        return;
+    }
+    eng_detail_add(buf, len, "no '%s' event came; events that came:", t->event);
+    for (size_t i = 0; i < k; i++)
+        eng_detail_add(buf, len, "%s %s", i ? "," : "", kinds[i]);
+}
+
+void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (size_t i = 0; i < e->nfaults; i++) {
+        const struct fault_rt *fr = &e->faults[i];
+        if (fr->st != F_PENDING)
+            continue;
+        const struct fl_scn_fault *f = fr->f;
+        const struct fl_scn_trigger *t = &f->trigger;
+        char target[256];
+        target_text(e, f, target, sizeof target);
+        eng_detail_add(buf, len, "%sfault %d (%s:%d, %s %s) never fired: ", buf[0] ? "\n" : "",
+                       fr->index + 1, e->s->path, f->loc.line,
+                       fl_scn_action_kind_name(f->action.kind), target);
+        unsigned want = t->count ? t->count : 1;
+        if (t->kind == FL_SCN_TRIG_AT ? t->at_ms <= e->res->duration_ms : fr->matches >= want) {
+            eng_detail_add(buf, len, "its trigger came only once the run was ending");
+            continue;
+        }
+        switch (t->kind) {
+        case FL_SCN_TRIG_AT:
+            eng_detail_add(buf, len, "the run ended at %.1fs, before 'at: %lld%s'",
+                           (double)e->res->duration_ms / 1000,
+                           (long long)(t->at_ms % 1000 ? t->at_ms : t->at_ms / 1000),
+                           t->at_ms % 1000 ? "ms" : "s");
+            break;
+        case FL_SCN_TRIG_EVENT:
+            why_no_event(e, fr, buf, len);
+            break;
+        case FL_SCN_TRIG_LOG:
+            if (fr->matches > 0)
+                eng_detail_add(buf, len, "only %u of the %u matching lines came", fr->matches,
+                               want);
+            else
+                eng_detail_add(buf, len, "no output line of %s matched '%s'", t->host >= 0 || t->job >= 0
+                               ? "the host or job it names" : "any task", t->match.src);
+            break;
+        }
+    }
 }

@@ -12,11 +12,15 @@
 #include "harness/rundir.h"
 #include "harness/scenario.h"
 #include "harness/soak.h"
+#include "harness/suggest.h"
 #include "reports/report.h"
+#include "reports/table.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +70,9 @@ static const char *usage_run =
     "                      (as 'faultline report' does; needs the database)\n"
     "  -q, --quiet         no progress line\n"
     "\n"
+    "Under a verdict line, 'reason:' gives a failure's reason whole when the line\n"
+    "cut it, and 'note:' names each fault whose trigger never came, and why.\n"
+    "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
     "JUnit XML or HTML report could not be written), 2 for a bad scenario file or option, 130\n"
     "when interrupted (cleanup still happens).\n";
@@ -73,8 +80,9 @@ static const char *usage_run =
 static const char *usage_validate =
     "usage: faultline validate SCENARIO|DIR...\n"
     "\n"
-    "Loads and checks every scenario file without creating anything. Errors are\n"
-    "printed as file:line:column: message. Exit 0 when all are valid, else 2.\n";
+    "Loads and checks every scenario file without creating anything (a soak\n"
+    "profile's soak: block too). Errors are printed as file:line:column: message.\n"
+    "Exit 0 when all are valid, else 2.\n";
 
 static const char *usage_list =
     "usage: faultline list SCENARIO|DIR...\n"
@@ -87,17 +95,19 @@ static const char *usage_shell =
     "Brings every host of the scenario up (namespaces, disks, network) and opens\n"
     "an interactive shell on HOST ($SHELL, else /bin/sh), in its working\n"
     "directory. The commands each role would run are printed; --start starts\n"
-    "them too. Faults are not applied. Another terminal can run\n"
-    "'faultline exec RUN HOST -- CMD'. Everything is removed when the shell exits.\n"
+    "them too. Faults are not applied. The variant is the first one --variant\n"
+    "matches (without --variant, the scenario's first). Another terminal can run\n"
+    "'faultline exec RUN HOST -- CMD' (the line to type is printed). Everything is\n"
+    "removed when the shell exits.\n"
     "Exit status is the shell's (1 when the hosts could not be brought up).\n";
 
 static const char *usage_exec =
-    "usage: faultline exec RUN HOST [--] CMD [ARGS...]\n"
+    "usage: faultline exec RUN HOST [--] [CMD [ARGS...]]\n"
     "\n"
     "Runs CMD inside HOST of the running run RUN (a run id, as printed by\n"
     "'faultline shell' or found under out/runs/), with the host's network,\n"
-    "mounts, hostname and PID namespace, in its working directory. Exit status\n"
-    "is CMD's. CMD gets none of the run's preloads: on a host a crash_host with\n"
+    "mounts, hostname and PID namespace, in its working directory; without CMD,\n"
+    "/bin/sh. Exit status is CMD's. CMD gets none of the run's preloads: on a host a crash_host with\n"
     "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
     "  --out DIR   where run directories are (default out)\n";
 
@@ -126,6 +136,7 @@ static const char *usage_runs =
     "                   'faultline runs' shows it (e.g. protocol=legacy,threads=pool;\n"
     "                   'default' for a scenario without variants)\n"
     "  --verdict V      only runs with this verdict: pass, fail, error or running\n"
+    "                   (any case: PASS as shown works too)\n"
     "  --limit N        at most N runs (default 20; -1 for all)\n"
     "  --since REV      only runs since the first run at git revision REV\n"
     "  --history        verdict history per scenario and variant (how often it\n"
@@ -264,9 +275,22 @@ static int cmd_validate(int argc, char **argv)
     struct fl_scenario **v;
     size_t n;
     int bad = load_all(argc - first, argv + first, &v, &n);
-    for (size_t i = 0; i < n; i++)
-        printf("ok  %s  (%s, %zu variant%s)\n", v[i]->path, v[i]->name, fl_scn_variant_count(v[i]),
-               fl_scn_variant_count(v[i]) == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) {
+        /* a soak profile: its soak: block too, as 'faultline soak' reads it */
+        if (v[i]->has_soak) {
+            struct fl_soak_profile *p;
+            char err[2048];
+            if (fl_soak_profile_load(v[i]->path, &p, err, sizeof err) < 0) {
+                fprintf(stderr, "%s\n", err);
+                bad++;
+                continue;
+            }
+            fl_soak_profile_free(p);
+        }
+        printf("ok  %s  (%s, %zu variant%s%s)\n", v[i]->path, v[i]->name,
+               fl_scn_variant_count(v[i]), fl_scn_variant_count(v[i]) == 1 ? "" : "s",
+               v[i]->has_soak ? ", soak profile" : "");
+    }
     free_all(v, n);
     return bad ? 2 : 0;
 }
@@ -571,7 +595,8 @@ static int cmd_run(int argc, char **argv)
                 char vn[FL_SCN_VARIANT_NAME_MAX];
                 vnames[nrows] = strdup(s->n_dims ? fl_scn_variant_name(s, var, vn, sizeof vn) : "");
                 if (!quiet && !isatty(2))
-                    fprintf(stderr, "running %s %s ...\n", s->name, vnames[nrows]);
+                    fprintf(stderr, "running %s%s%s ...\n", s->name, vnames[nrows][0] ? " " : "",
+                            vnames[nrows]);
                 fl_engine_run(s, var, &eo, res);
                 interrupted = res->interrupted;
                 if (strcmp(res->verdict, "pass"))
@@ -583,6 +608,22 @@ static int cmd_run(int argc, char **argv)
                     .reason = res->reason[0] ? res->reason : NULL, .run_id = res->run_id,
                     .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
                 fl_report_verdict_line(stdout, &rows[nrows]);
+                /* the verdict line cuts a long reason; nothing else on the
+                 * terminal says it whole */
+                if (strcmp(res->verdict, "pass") &&
+                    fl_report_text_width(res->reason) > FL_REPORT_LINE_REASON) {
+                    char whole[sizeof res->reason + 16];
+                    printf("  reason: %s\n",
+                           fl_report_one_line(res->reason, 0, whole, sizeof whole));
+                }
+                /* a fault that never fired is not what the file asked for,
+                 * even when the run passed (a misspelt event, a regex
+                 * that matches no line) */
+                for (const char *l = res->unfired; *l;) {
+                    size_t k = strcspn(l, "\n");
+                    printf("  note: %.*s\n", (int)k, l);
+                    l += k + (l[k] == '\n');
+                }
                 fflush(stdout);
                 nrows++;
             }
@@ -594,7 +635,8 @@ static int cmd_run(int argc, char **argv)
     fl_report_summary(stdout, rows, nrows);
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].run_dir)
-            printf("logs of %s %s: %s/logs\n", rows[i].scenario, rows[i].variant, rows[i].run_dir);
+            printf("logs of %s%s%s: %s/logs\n", rows[i].scenario, rows[i].variant[0] ? " " : "",
+                   rows[i].variant, rows[i].run_dir);
     int jrc;
     if (junit && (jrc = fl_report_junit(junit, rows, nrows)) < 0) {
         fprintf(stderr, "faultline: writing JUnit XML to %s: %s\n", junit, strerror(-jrc));
@@ -667,7 +709,18 @@ static int cmd_shell(int argc, char **argv)
     }
     int host = fl_scn_host_find(s, argv[optind + 1]);
     if (host < 0) {
-        fprintf(stderr, "faultline: %s has no host '%s'\n", s->path, argv[optind + 1]);
+        const char **names = calloc(s->n_hosts, sizeof *names);
+        for (size_t i = 0; names && i < s->n_hosts; i++)
+            names[i] = s->hosts[i].name;
+        char msg[512];
+        snprintf(msg, sizeof msg, "faultline: %s has no host '%s'", s->path, argv[optind + 1]);
+        if (names)
+            fl_suggest_append(msg, sizeof msg, argv[optind + 1], names, s->n_hosts);
+        fprintf(stderr, "%s; its hosts:", msg);
+        for (size_t i = 0; i < s->n_hosts; i++)
+            fprintf(stderr, " %s", s->hosts[i].name);
+        fprintf(stderr, "\n");
+        free(names);
         fl_scenario_free(s);
         return 2;
     }
@@ -676,23 +729,30 @@ static int cmd_shell(int argc, char **argv)
         return 2;
     }
     struct fl_scn_selector f = {0};
-    for (int k = 0; k < c.nvariants; k++)
+    int rc = 0;
+    for (int k = 0; k < c.nvariants && rc == 0; k++)
         if (fl_scn_variant_filter_add(s, &f, c.variants[k], err, sizeof err) < 0) {
-            fprintf(stderr, "faultline: %s\n", err);
-            return 2;
+            fprintf(stderr, "faultline: %s: %s\n", s->path, err);
+            rc = 2;
         }
     size_t var = 0;
-    while (var < fl_scn_variant_count(s) && f.n_terms && !fl_scn_selector_match(s, &f, var))
+    while (rc == 0 && var < fl_scn_variant_count(s) && f.n_terms &&
+           !fl_scn_selector_match(s, &f, var))
         var++;
-    if (var == fl_scn_variant_count(s)) {
+    if (rc == 0 && var == fl_scn_variant_count(s)) {
         fprintf(stderr, "faultline: no variant of %s matches\n", s->path);
-        return 2;
+        rc = 2;
     }
-    if (fl_cli_prepare_out(c.out) < 0)
-        return 2;
-    if (fl_engine_global_init(err, sizeof err) < 0) {
+    if (rc == 0 && fl_cli_prepare_out(c.out) < 0)
+        rc = 2;
+    if (rc == 0 && fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);
-        return 1;
+        rc = 1;
+    }
+    if (rc) {
+        fl_scn_selector_free(&f);
+        fl_scenario_free(s);
+        return rc;
     }
     char bin[PATH_MAX];
     fl_cli_bin_dir(bin, sizeof bin);
@@ -707,6 +767,42 @@ static int cmd_shell(int argc, char **argv)
     if (!strcmp(res.verdict, "error"))
         return 1;
     return res.shell_status >= 0 ? res.shell_status : 0; /* the shell's, as exec gives CMD's */
+}
+
+/* --scenario NAME that no run of the database has: says so on stderr, with
+ * the closest recorded name (a typo otherwise reads "no recorded run
+ * matches", as if the scenario had simply not run). */
+static void hint_scenario(sqlite3 *db, const char *path, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT scenario FROM runs", -1, &st, NULL) != SQLITE_OK)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    bool found = false;
+    while (!found && sqlite3_step(st) == SQLITE_ROW) {
+        const char *sc = (const char *)sqlite3_column_text(st, 0);
+        if (!sc)
+            continue;
+        found = !strcmp(sc, name);
+        char **more = realloc(names, (n + 1) * sizeof *names);
+        if (!more)
+            break;
+        names = more;
+        names[n] = strdup(sc);
+        n += names[n] != NULL;
+    }
+    sqlite3_finalize(st);
+    if (!found) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "faultline: no run of scenario '%s' is recorded in %s", name,
+                 path);
+        fl_suggest_append(msg, sizeof msg, name, (const char *const *)names, n);
+        fprintf(stderr, "%s\n", msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
 }
 
 static int cmd_runs(int argc, char **argv)
@@ -728,7 +824,11 @@ static int cmd_runs(int argc, char **argv)
         case 'd': c.db = optarg; break;
         case 's': ro.scenario = optarg; break;
         case 'v': ro.variant = optarg; break;
-        case 'V': ro.verdict = optarg; break;
+        case 'V':       /* as 'faultline runs' shows it (PASS) or as stored (pass) */
+            for (char *q = optarg; *q; q++)
+                *q = (char)tolower((unsigned char)*q);
+            ro.verdict = optarg;
+            break;
         case 'l': {
             char *end;
             errno = 0;
@@ -771,6 +871,8 @@ static int cmd_runs(int argc, char **argv)
     struct fl_rec *rec;
     if (open_db(&c, &rec) < 0)
         return 2;
+    if (ro.scenario)
+        hint_scenario(fl_rec_db(rec), path, ro.scenario);
     int rc;
     if (history) {
         struct fl_report_history_opts ho = {.scenario = ro.scenario, .variant = ro.variant};

@@ -898,13 +898,24 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
     if ((rc = fl_scn_check_keys(c, root, keys, ARRAY_LEN(keys), "scenario")) < 0)
         return rc;
 
+    s->has_soak = fl_scn_yaml_get(root, "soak", NULL) != NULL;
     const ynode *n = fl_scn_yaml_get(root, "name", NULL);
     if (!n)
         return fl_scn_verr(c, top, "missing 'name' (e.g. name: my-scenario)");
     if ((rc = fl_scn_get_str(c, n, "'name'", &s->name)) < 0)
         return rc;
-    if (!valid_scenario_name(s->name))
-        return fl_scn_verr(c, n->loc, "bad name '%s' (lower-case letters, digits, '.', '_' and '-')", s->name);
+    if (!valid_scenario_name(s->name)) {
+        /* the nearest valid name: lower case, anything else a '-' */
+        char fix[129];
+        size_t k = 0;
+        for (const char *p = s->name; *p && k < sizeof fix - 1; p++) {
+            unsigned char ch = (unsigned char)tolower((unsigned char)*p);
+            fix[k++] = islower(ch) || isdigit(ch) || strchr("._-", ch) ? (char)ch : '-';
+        }
+        fix[k] = 0;
+        return fl_scn_verr(c, n->loc, "bad name '%s': at most 128 lower-case letters, digits, "
+                           "'.', '_' and '-' (e.g. '%s')", s->name, k ? fix : "my-scenario");
+    }
     n = fl_scn_yaml_get(root, "about", NULL);
     if (n && !fl_scn_yaml_is_null(n))
         rc = fl_scn_get_str(c, n, "'about'", &s->about);

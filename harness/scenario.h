@@ -463,6 +463,7 @@ struct fl_scenario {
     bool seed_set;
     int64_t timeout_ms;         /* default FL_SCN_DEFAULT_TIMEOUT_MS */
     char *workdir;              /* absolute; default FL_SCN_DEFAULT_WORKDIR */
+    bool has_soak;              /* a soak profile: a top-level soak: (not read here) */
 
     struct fl_scn_host *hosts;   size_t n_hosts;
     struct fl_scn_shared *shared; size_t n_shared;

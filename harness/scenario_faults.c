@@ -54,8 +54,10 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
         if ((rc = fl_scn_get_duration(c, v, "'at'", true, &t->at_ms)) < 0)
             return rc;
         if (t->at_ms >= s->timeout_ms)
-            return fl_scn_verr(c, v->loc, "fault at %s comes after the run's timeout (%" PRId64 "ms)",
-                        v->value, s->timeout_ms);
+            return fl_scn_verr(c, v->loc, "fault at %s comes after the run's timeout (%" PRId64
+                               "%s): raise 'timeout:' or fire it earlier", v->value,
+                               s->timeout_ms % 1000 ? s->timeout_ms : s->timeout_ms / 1000,
+                               s->timeout_ms % 1000 ? "ms" : "s");
         return 0;
     }
     bool ev = strcmp(key->value, "after") == 0;
@@ -142,7 +144,8 @@ static int load_partition(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_a
     if (v->type != FL_YN_SEQ)
         return fl_scn_verr(c, v->loc, "partition must be a list of host groups ([[a, b], [c]]) or {from: [...], to: [...]}");
     if (v->n < 2)
-        return fl_scn_verr(c, v->loc, "a partition needs at least two groups of hosts");
+        return fl_scn_verr(c, v->loc, "a partition needs at least two groups of hosts (e.g. "
+                           "[[ps0], [w0, w1]]; one way: {from: [w0], to: [ps0]})");
     if (!(a->groups = fl_scn_zalloc(c, v->n, sizeof *a->groups)))
         return -ENOMEM;
     int *group_of = fl_scn_zalloc(c, s->n_hosts, sizeof *group_of);

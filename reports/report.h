@@ -47,8 +47,9 @@ void fl_report_set_color(enum fl_report_color mode);
  * One line per finished run:
  *   PASS  seed-001 protocol=legacy  3.2s  (expected failure observed: NotFoundError ...)
  * The parenthesis holds the reason, or else the observed text, on one line,
- * truncated to keep the line readable.
+ * truncated to FL_REPORT_LINE_REASON characters to keep the line readable.
  */
+#define FL_REPORT_LINE_REASON 100
 void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
 
 /*

@@ -32,7 +32,7 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row)
         fprintf(out, " %s", row->variant);
     fprintf(out, "  %s", fl_report_fmt_duration(row->duration_ms, d, sizeof d));
     if (text && *text)
-        fprintf(out, "  (%s)", fl_report_one_line(text, 100, why, sizeof why));
+        fprintf(out, "  (%s)", fl_report_one_line(text, FL_REPORT_LINE_REASON, why, sizeof why));
     fputc('\n', out);
 }
 

@@ -519,7 +519,9 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     /* the exec command it suggests names this --out */
     char hint[4400];
     snprintf(hint, sizeof hint, "/out %s HOST -- CMD", g.run_id);
-    FL_ASSERT_CONTAINS(text, "Another terminal: faultline exec --out /");
+    char bin_exec[4200];
+    snprintf(bin_exec, sizeof bin_exec, "Another terminal: %s exec --out /", fl_test_bin("faultline"));
+    FL_ASSERT_CONTAINS(text, bin_exec);
     FL_ASSERT_CONTAINS(text, hint);
     free(text);
     FL_ASSERT_EQ(fl_test_count_run_processes(g.run_id), 0);

@@ -55,9 +55,21 @@ static __attribute__((unused)) void pc_init(struct pc *c, int nps, int nw, const
     c->nps = nps;
     c->nw = nw;
     size_t o = 0;
-    for (int i = 0; i < nps; i++)
+    /* A port bound and released is free again at once: the next call may
+     * get the same one (psrt then refuses "listed twice"), so each ps's
+     * port differs from the ones before it. */
+    int ports[16];
+    for (int i = 0; i < nps && i < 16; i++) {
+        int again = 0;
+        do {
+            ports[i] = pc_free_port();
+            again = 0;
+            for (int k = 0; k < i; k++)
+                again |= ports[k] == ports[i];
+        } while (again);
         o += (size_t)snprintf(c->ps_hosts + o, sizeof c->ps_hosts - o, "%s127.0.0.1:%d",
-                              i ? "," : "", pc_free_port());
+                              i ? "," : "", ports[i]);
+    }
     o = 0;
     for (int i = 0; i < nw; i++)
         o += (size_t)snprintf(c->worker_hosts + o, sizeof c->worker_hosts - o,
