@@ -1,0 +1,67 @@
+/*
+ * test_run_leftovers.c: what a run leaves on the machine outside its own
+ * run directory, cgroups and namespaces: files its tasks made in places
+ * that every mount namespace shares unless the host covers them (/dev/shm).
+ * Each test runs the real faultline binary on a scenario it writes into its
+ * own directory, with names that carry the test's pid, so that runs of
+ * others on the machine are never mistaken for ours.
+ */
+#include "harness/tests/fl_test.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Writes a scenario into the test's directory; returns its path. */
+static const char *write_scenario(const char *name, const char *text)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* A task that makes a file in /dev/shm and is then killed (as libfaketime's
+ * faketime_shm_PID is left by every process that dies without exit()): the
+ * file must vanish with the host, not stay in the machine's /dev/shm.  The
+ * host's /dev/shm is its own, so another host does not see the file. */
+FL_TEST_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
+{
+    fl_test_need_root();
+    if (access("/dev/shm", F_OK) != 0)
+        FL_SKIP("this machine has no /dev/shm");
+    char name[64], machine[128];
+    snprintf(name, sizeof name, "fl-test-shm-%d", (int)getpid());
+    snprintf(machine, sizeof machine, "/dev/shm/%s", name);
+    unlink(machine);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "name: shm-left\n"
+             "hosts: [a]\n"
+             "cluster:\n"
+             "  maker: [a]\n"
+             "run:\n"
+             "  command: |\n"
+             "    echo x > /dev/shm/%s\n"
+             "    echo \"a sees $(ls -A /dev/shm | wc -l)\"\n"
+             "    kill -KILL $$\n"
+             "expect:\n"
+             "  all:\n"
+             "    maker: {signal: SIGKILL, log_matches: '^a sees 1$'}\n",
+             name);
+    const char *path = write_scenario("shm.yaml", text);
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/out --db %s/fl.db %s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), path);
+    bool left = access(machine, F_OK) == 0;
+    unlink(machine);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    FL_ASSERT_MSG(!left, "%s made on host a is left in the machine's /dev/shm", machine);
+}
