@@ -1,11 +1,13 @@
 /*
- * test_run_leftovers.c: what a run leaves on the machine outside its own
- * run directory, cgroups and namespaces: files its tasks made in places
- * that every mount namespace shares unless the host covers them (/dev/shm).
+ * test_run_leftovers.c: what a run leaves on the machine: files its tasks
+ * made in places that every mount namespace shares unless the host covers
+ * them (/dev/shm), and a cgroup its end could not remove (said, and left
+ * to `faultline gc`).
  * Each test runs the real faultline binary on a scenario it writes into its
  * own directory, with names that carry the test's pid, so that runs of
  * others on the machine are never mistaken for ours.
  */
+#include "harness/cgroup.h"
 #include "harness/tests/fl_test.h"
 
 #include <signal.h>
@@ -64,4 +66,38 @@ FL_TEST_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     free(out);
     FL_ASSERT_MSG(!left, "%s made on host a is left in the machine's /dev/shm", machine);
+}
+
+/* A cgroup of the run that cannot be removed at its end (every rmdir of the
+ * harness fails here, by strace's fault injection) is named on stderr with
+ * what removes it, and `faultline gc` does, once the harness has ended. */
+FL_TEST_T(leftovers, cgroup_left_at_end_named_gc_removes, 90)
+{
+    fl_test_need_root();
+    if (system("strace -V >/dev/null 2>&1") != 0)
+        FL_SKIP("needs strace (ci/install-deps installs it) to make the harness's rmdir fail");
+    char root[4096];
+    if (fl_cgroup_root(root, sizeof root) <= 0)
+        FL_SKIP("no pids cgroup hierarchy on this machine");
+    char *out;
+    int rc = fl_test_sh(&out, "strace -o /dev/null -e inject=rmdir:error=EIO:when=1+ "
+                              "%s run --out %s/o --db %s/fl.db %s/harness/tests/scenarios/limit.yaml 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    char *id = NULL;
+    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'",
+                             fl_test_dir()), 0);
+    char cg[4096];
+    snprintf(cg, sizeof cg, "%s/%s", root, id);
+    FL_ASSERT_MSG(rc == 0, "the run exited %d:\n%s", rc, out);
+    char want[4200];
+    snprintf(want, sizeof want, "removing cgroup %s: Input/output error (left behind: `faultline gc`", cg);
+    FL_ASSERT_CONTAINS(out, want);
+    free(out);
+    FL_ASSERT_MSG(access(cg, F_OK) == 0, "cgroup %s was removed though rmdir failed", cg);
+    rc = fl_test_sh(&out, "%s gc --out %s/o 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, cg);
+    free(out);
+    FL_ASSERT_MSG(access(cg, F_OK) != 0, "gc left cgroup %s", cg);
+    free(id);
 }
