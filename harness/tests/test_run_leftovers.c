@@ -2,13 +2,20 @@
  * test_run_leftovers.c: what a run leaves on the machine: files its tasks
  * made in places that every mount namespace shares unless the host covers
  * them (/dev/shm), and a cgroup its end could not remove (said, and left
- * to `faultline gc`).
+ * to `faultline gc`); and what it must not remove: the default workdir
+ * under a private runs lock.
  * Each test runs the real faultline binary on a scenario it writes into its
  * own directory, with names that carry the test's pid, so that runs of
  * others on the machine are never mistaken for ours.
  */
 #include "harness/cgroup.h"
+#include "harness/scenario.h"
+#include "harness/shared_leftovers.h"
 #include "harness/tests/fl_test.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -100,4 +107,29 @@ FL_TEST_T(leftovers, cgroup_left_at_end_named_gc_removes, 90)
     free(out);
     FL_ASSERT_MSG(access(cg, F_OK) != 0, "gc left cgroup %s", cg);
     free(id);
+}
+
+/* Under a private runs lock (FAULTLINE_RUNS_LOCK, as tests use) the default
+ * workdir is not removed: runs of other checkouts hold the machine's lock,
+ * not this one, and an rmdir of their workdir detaches their hosts' disks.
+ * The test works on a tmpfs over /srv in a mount namespace of its own, so
+ * the machine's /srv/faultline is never touched. */
+FL_TEST(leftovers, private_lock_spares_default_workdir)
+{
+    fl_test_need_root();
+    FL_REQUIRE_MSG(unshare(CLONE_NEWNS) == 0, "unshare(CLONE_NEWNS): %s", strerror(errno));
+    FL_REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+    if (mount("fl-test-srv", "/srv", "tmpfs", 0, "mode=755") < 0)
+        FL_SKIP("cannot mount a tmpfs at /srv: %s", strerror(errno));
+    FL_REQUIRE_EQ(fl_workdir_make(FL_SCN_DEFAULT_WORKDIR), 0);
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/runs.lock", fl_test_dir());
+    setenv("FAULTLINE_RUNS_LOCK", lock, 1);
+    FL_ASSERT_EQ(fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR), 0);
+    FL_ASSERT_MSG(access(FL_SCN_DEFAULT_WORKDIR, F_OK) == 0,
+                  "the default workdir was removed under a private lock");
+    unsetenv("FAULTLINE_RUNS_LOCK");
+    FL_ASSERT_EQ(fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR), 1);     /* the machine's lock may */
+    FL_ASSERT(access(FL_SCN_DEFAULT_WORKDIR, F_OK) != 0);
+    umount2("/srv", MNT_DETACH);
 }
