@@ -398,6 +398,8 @@ static int remove_tree(const char *path)
         }
         closedir(d);
     }
+    if (rc < 0)
+        return rc;              /* a cgroup left below: this one cannot go either */
     if (rmdir(path) == 0 || errno == ENOENT)
         return rc;
     if (errno != EBUSY)

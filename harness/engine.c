@@ -1210,6 +1210,19 @@ static int start_shell(struct engine *e)
 
 /* ---- the run ---------------------------------------------------------------------- */
 
+/* Removes one of the run's cgroup trees; one that cannot be removed (a
+ * process of it does not die, say) is named, with who removes it later:
+ * the run's directory may be gone at the end, but the owner mark in the
+ * cgroup (cgroup.c) tells `gc` that this harness has ended. */
+static void remove_run_cgroup(struct engine *e, const char *path)
+{
+    int rc = fl_cgroup_remove_run(path);
+    if (rc < 0 && rc != -ENOENT)
+        fprintf(stderr, "faultline: run %s: removing cgroup %s: %s (left behind: `faultline gc` "
+                        "removes it once this faultline process has ended)\n",
+                e->run_id, path, strerror(-rc));
+}
+
 static void teardown(struct engine *e)
 {
     const struct fl_scenario *s = e->s;
@@ -1237,12 +1250,12 @@ static void teardown(struct engine *e)
     fl_fabric_destroy(e->fab);
     e->fab = NULL;
     if (e->any_cgroup)
-        fl_cgroup_remove_run(e->cgroup_run);
+        remove_run_cgroup(e, e->cgroup_run);
     if (e->any_freezer && !(e->any_cgroup && !strcmp(e->freezer_run, e->cgroup_run)))
-        fl_cgroup_remove_run(e->freezer_run);
+        remove_run_cgroup(e, e->freezer_run);
     if (e->any_mem && !(e->any_cgroup && !strcmp(e->mem_run, e->cgroup_run)) &&
         !(e->any_freezer && !strcmp(e->mem_run, e->freezer_run)))
-        fl_cgroup_remove_run(e->mem_run);
+        remove_run_cgroup(e, e->mem_run);
     /* Every process is gone, so what they sent is all in the socket buffers:
      * read it, or an event sent just before an exit (a plain EVENT, no answer
      * awaited) was lost whenever the exit was seen first. */

@@ -185,8 +185,11 @@ static void collect_cgroups(const char *root, const char *runs_dir, bool dry, in
         if (alive)
             continue;
         printf("%s stale cgroup %s\n", dry ? "would remove" : "removing", path);
-        if (!dry)
-            fl_cgroup_remove_run(path);
+        if (!dry) {
+            int rc = fl_cgroup_remove_run(path);
+            if (rc < 0 && rc != -ENOENT)
+                fprintf(stderr, "faultline gc: rmdir %s: %s\n", path, strerror(-rc));
+        }
         (*count)++;
     }
     closedir(d);

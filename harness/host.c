@@ -69,7 +69,7 @@ struct ready_msg {
 enum init_step {
     STEP_OK, STEP_PDEATHSIG, STEP_HOSTNAME, STEP_MOUNT_DISK, STEP_MOUNT_TMP,
     STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS, STEP_MOUNT_EXPOSE,
-    STEP_DUP_PIPES,
+    STEP_DUP_PIPES, STEP_MOUNT_SHM,
 };
 
 static const char *step_name(int step)
@@ -78,6 +78,7 @@ static const char *step_name(int step)
         "ready", "prctl(PR_SET_PDEATHSIG)", "sethostname", "mount disk at workdir",
         "mount /tmp", "mount /etc/hosts", "mount shared path", "mount /proc",
         "signalfd", "expose a directory under /tmp", "dup3 of the harness's pipes",
+        "mount a tmpfs at",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -316,6 +317,18 @@ static int init_main(void *arg)
         INIT_TRY(fl_rs5(SYS_mount, src, at, NULL, MS_BIND | MS_REC, NULL), STEP_MOUNT_EXPOSE);
         fl_rs1(SYS_close, keep[k]);
     }
+    /* /dev/shm of its own, as a machine has: a tmpfs that lives only in
+     * this mount namespace, so it vanishes with the host.  The machine's
+     * /dev/shm would keep what a killed process never unlinked (libfaketime,
+     * under clock_offset, leaves faketime_shm_PID and sem.faketime_sem_PID
+     * behind every process that ends without exit(), and with the host's
+     * small pids the names collide across hosts and runs).  No /dev/shm on
+     * this machine: nothing to cover. */
+    r = fl_rs5(SYS_mount, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+    if (r < 0 && r != -ENOENT) {
+        msg.step = STEP_MOUNT_SHM;
+        goto fail;
+    }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
     unsigned long chld = 1UL << (SIGCHLD - 1);      /* the kernel's sigset */
@@ -445,6 +458,7 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                                  : m.step == STEP_MOUNT_TMP ? "/tmp"
                                  : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
                                  : m.step == STEP_MOUNT_PROC ? "/proc"
+                                 : m.step == STEP_MOUNT_SHM ? "/dev/shm"
                                  : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
                                      ? h->spec.mounts[m.arg].dst
                                  : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose

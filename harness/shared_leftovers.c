@@ -30,6 +30,9 @@
  * not see the mark (their disk is mounted over the workdir) unless the
  * marked directory is a parent of the workdir.
  *
+ * A private lock (FAULTLINE_RUNS_LOCK, for tests) never removes the default
+ * workdir, which runs under the machine's lock share (see fl_workdir_remove).
+ *
  * Invariants: the lock fd is O_CLOEXEC (a task exec'd by a run never holds
  * it; a host init forked from the harness shares the harness's lock, which
  * is the same run); upgrading a failed shared lock drops it (flock's
@@ -37,6 +40,7 @@
  */
 #include "harness/shared_leftovers.h"
 #include "harness/cgroup.h"
+#include "harness/scenario.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +146,12 @@ int fl_workdir_remove(const char *workdir)
     size_t len = strlen(path);
     while (len > 1 && path[len - 1] == '/')
         path[--len] = 0;
+    /* Under a private lock (FAULTLINE_RUNS_LOCK, tests) "no other run"
+     * speaks only for the runs of that lock, and the default workdir is
+     * every run's on the machine: its rmdir would detach the disks of a
+     * live run of another checkout.  Only the machine's lock may remove it. */
+    if (strcmp(lock_path(), FL_RUNS_LOCK) != 0 && !strcmp(path, FL_SCN_DEFAULT_WORKDIR))
+        return 0;
     /* the marked directory: the workdir or one of its parents */
     char top[PATH_MAX];
     snprintf(top, sizeof top, "%s", path);

@@ -25,7 +25,8 @@ int fl_workdir_make(const char *workdir);
 /* Removes workdir and its parents up to the marked one, each only when
  * empty; a workdir with no mark on it or a parent is left alone.  1 when
  * removed, 0 when not faultline's (or already gone), or -errno of the rmdir
- * that failed (the mark is then kept). */
+ * that failed (the mark is then kept).  Under a private lock
+ * (FAULTLINE_RUNS_LOCK) the default workdir is never removed. */
 int fl_workdir_remove(const char *workdir);
 /* Removes the faultline/ parent cgroups (pids, freezer, memory) when empty. */
 void fl_cgroup_parents_remove(void);

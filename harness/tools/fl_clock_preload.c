@@ -29,6 +29,11 @@ __attribute__((constructor)) static void fl_clock_preload_init(void)
     const char *ppm = getenv("FAULTLINE_CLOCK_DRIFT_PPM");
     if (!t0 || !off || !ppm)
         return;
+    /* libfaketime shares its state (the start its speed factor runs from)
+     * with the children of a process through POSIX shared memory named in
+     * FAKETIME_SHARED; here every process counts from its own start (the
+     * offset below makes up for it), so none may take its parent's. */
+    unsetenv("FAKETIME_SHARED");
     struct timespec ts;
     if (syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts) != 0)
         return;
