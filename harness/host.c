@@ -479,7 +479,8 @@ int fl_host_kill(struct fl_host *h)
     /* No waiting here: a dead init is reaped only after every process of its
      * PID namespace has been reaped by its parent (us), so the caller reaps
      * init along with the rest (waitpid(-1)) in its SIGCHLD handling. */
-    syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+    if (syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        kill(h->pid, SIGKILL); /* the caller waits for it: it must die (not yet reaped: its pid is ours) */
     close(h->pidfd);
     h->pidfd = -1;
     h->state = FL_HOST_DOWN;
