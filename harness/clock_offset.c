@@ -24,6 +24,9 @@
  * run.  libfaketime scales sleeps (nanosleep, sleep, poll timeouts) by the
  * same rate: on a clock running 10% fast a sleep of 1 s lasts 0.91 s, as on
  * a machine whose oscillator is off.  CLOCK_MONOTONIC stays real (above).
+ * fl_clock_preload.so also goes into the tasks of a host with an offset
+ * alone: it mends libfaketime's clock_nanosleep on an absolute deadline of
+ * the real monotonic clock (Python's time.sleep), see the library.
  * The library is copied into the run directory (RUN/clock/), where every
  * host sees it, at the first task that needs it.
  */
@@ -127,19 +130,17 @@ int fl_clock_env(struct engine *e, int task, char **env, size_t *k, char *err, s
                  h->name, h->clock_offset_ms ? "clock_offset" : "clock_drift", faketime_libs[0]);
         return -ENOENT;
     }
-    char v[64];
+    char v[64], pre[PATH_MAX], libs[2 * PATH_MAX + 2];
+    int rc = clock_preload(e, pre, sizeof pre, err, errlen);
+    if (rc < 0)
+        return rc;
+    snprintf(libs, sizeof libs, "%s %s", pre, lib);
+    eng_env_preload(env, k, libs);
     if (h->clock_drift_ppm == 0) {
         fl_clock_faketime_value(h->clock_offset_ms, v, sizeof v);
-        eng_env_preload(env, k, lib);
     } else {
-        char pre[PATH_MAX], libs[2 * PATH_MAX + 2];
-        int rc = clock_preload(e, pre, sizeof pre, err, errlen);
-        if (rc < 0)
-            return rc;
         /* the value for a process started now; each process recomputes it */
         fl_clock_faketime_drift_value(h->clock_offset_ms, h->clock_drift_ppm, eng_now(e), v, sizeof v);
-        snprintf(libs, sizeof libs, "%s %s", pre, lib);
-        eng_env_preload(env, k, libs);
         if (asprintf(&env[(*k)++], "FAULTLINE_CLOCK_T0_MS=%lld", (long long)e->t0_unix) < 0 ||
             asprintf(&env[(*k)++], "FAULTLINE_CLOCK_OFFSET_MS=%lld", (long long)h->clock_offset_ms) < 0 ||
             asprintf(&env[(*k)++], "FAULTLINE_CLOCK_DRIFT_PPM=%lld", (long long)h->clock_drift_ppm) < 0)

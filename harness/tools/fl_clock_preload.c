@@ -15,8 +15,19 @@
  *
  * Environment (set by harness/clock_offset.c): FAULTLINE_CLOCK_T0_MS (T0,
  * ms since the epoch), FAULTLINE_CLOCK_OFFSET_MS, FAULTLINE_CLOCK_DRIFT_PPM
- * (RATE = 1 + ppm / 1e6).  Without them it does nothing.
+ * (RATE = 1 + ppm / 1e6).  Without them the constructor does nothing.
+ *
+ * It is preloaded into the tasks of a host with a `clock_offset` alone too,
+ * for one wrapper: clock_nanosleep with TIMER_ABSTIME on a clock that is not
+ * faked (CLOCK_MONOTONIC and the like, under FAKETIME_DONT_FAKE_MONOTONIC=1)
+ * goes straight to the kernel.  libfaketime 0.9.10 fails such a call with
+ * EINVAL, and that is how Python's time.sleep sleeps: every Python task on
+ * a host with a clock offset died at its first sleep.  The deadline is on
+ * the real clock, so the kernel's own call is the right one; every other
+ * call goes on to libfaketime.
  */
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -43,4 +54,17 @@ __attribute__((constructor)) static void fl_clock_preload_init(void)
     char v[64];
     snprintf(v, sizeof v, "%+.6f x%.9f", o / 1e3, 1 + p / 1e6);
     setenv("FAKETIME", v, 1);
+}
+
+int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem)
+{
+    static int (*next)(clockid_t, int, const struct timespec *, struct timespec *);
+    const char *real = getenv("FAKETIME_DONT_FAKE_MONOTONIC");
+    if ((flags & TIMER_ABSTIME) && clock != CLOCK_REALTIME && clock != CLOCK_REALTIME_ALARM &&
+        clock != CLOCK_TAI && real && real[0] == '1')
+        return syscall(SYS_clock_nanosleep, clock, flags, req, rem) < 0 ? errno : 0;
+    if (!next)
+        next = (int (*)(clockid_t, int, const struct timespec *, struct timespec *))dlsym(
+            RTLD_NEXT, "clock_nanosleep");
+    return next ? next(clock, flags, req, rem) : ENOSYS;
 }
