@@ -62,6 +62,9 @@ int fl_test_scenario_db_int(const char *sql);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to
  * *out (malloc'd, NUL-terminated) if out is not NULL, else to the test log. */
 int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Writes text to <test dir>/name (a scenario, say); returns its path
+ * (static: valid until the next call). */
+const char *fl_test_write(const char *name, const char *text);
 
 #define FL_TEST_T(suite, name, timeout_s)                                      \
     static void suite##_##name(void);                                          \

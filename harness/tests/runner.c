@@ -237,6 +237,17 @@ int fl_test_db_int(const char *path, const char *sql)
     return n;
 }
 
+const char *fl_test_write(const char *name, const char *text)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
 int fl_test_sh(char **out, const char *fmt, ...)
 {
     char *cmd;

@@ -16,18 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes text to <test dir>/name; its path. */
-static const char *write_scn(const char *name, const char *text)
-{
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
-    FILE *f = fopen(path, "w");
-    FL_REQUIRE(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 /* faultline run -q with the test's --out and no database, from the test's
  * directory (so messages name the file as the developer typed it; a short
  * --out, as a unix socket path lies below it). */
@@ -47,7 +35,7 @@ static void need_root_and_probe(void)
 FL_TEST_T(cli_ux, run_notes_faults_that_never_fired, 60)
 {
     need_root_and_probe();
-    write_scn("never.yaml",
+    fl_test_write("never.yaml",
               "name: never\n"
               "hosts: [a, b]\n"
               "cluster: {ps: [a], worker: [b]}\n"
@@ -84,7 +72,7 @@ FL_TEST_T(cli_ux, run_notes_faults_that_never_fired, 60)
 FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
 {
     need_root_and_probe();
-    write_scn("fired.yaml",
+    fl_test_write("fired.yaml",
               "name: fired\n"
               "hosts: [a]\n"
               "cluster: {worker: [a]}\n"
@@ -102,7 +90,7 @@ FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
 FL_TEST_T(cli_ux, run_names_missing_command, 60)
 {
     need_root_and_probe();
-    write_scn("nocmd.yaml",
+    fl_test_write("nocmd.yaml",
               "name: nocmd\n"
               "hosts: [a]\n"
               "cluster: {worker: [a]}\n"
@@ -125,7 +113,7 @@ FL_TEST_T(cli_ux, run_names_missing_command, 60)
 
 FL_TEST(cli_ux, shell_unknown_host_suggests_and_lists_hosts)
 {
-    write_scn("two.yaml", "name: two\nhosts: [ps0, w0]\ncluster: {ps: [ps0], worker: [w0]}\n"
+    fl_test_write("two.yaml", "name: two\nhosts: [ps0, w0]\ncluster: {ps: [ps0], worker: [w0]}\n"
                           "run: {command: 'true'}\nvariants: {mode: [a, b]}\n");
     char *out;
     int rc = fl_test_sh(&out, "cd %s && %s shell two.yaml w1 2>&1", fl_test_dir(),
@@ -145,7 +133,7 @@ FL_TEST(cli_ux, shell_unknown_host_suggests_and_lists_hosts)
 FL_TEST_T(cli_ux, run_timeout_names_tasks_waited_for, 60)
 {
     need_root_and_probe();
-    write_scn("slow.yaml",
+    fl_test_write("slow.yaml",
               "name: slow\n"
               "timeout: 1s\n"
               "hosts: [a, b]\n"
@@ -203,7 +191,7 @@ FL_TEST_T(cli_ux, run_bare_own_program_says_write_bin, 60)
     if (fl_test_sh(NULL, "command -v psrt >/dev/null") == 0)
         FL_SKIP("a psrt is on PATH here");
     /* DESIGN.md's sketch writes 'psrt --job_name=...': not on PATH */
-    write_scn("bare.yaml", "name: bare\nhosts: [a]\ncluster: {worker: [a]}\n"
+    fl_test_write("bare.yaml", "name: bare\nhosts: [a]\ncluster: {worker: [a]}\n"
                            "run: {command: 'psrt --job_name={job}'}\n");
     char *out;
     int rc = run_in_dir(&out, "bare.yaml");

@@ -31,18 +31,6 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Writes text to <test dir>/name; its path. */
-static const char *write_scenario(const char *name, const char *text)
-{
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
-    FILE *f = fopen(path, "w");
-    FL_REQUIRE(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 /* Starts `faultline run [extra] SCENARIO` in the background with --out
  * <test dir>/o and --db <test dir>/fl.db; stdout and stderr go to
  * <test dir>/run.out.  Returns its pid. */
@@ -124,7 +112,7 @@ static int db_count(const char *sql)
 FL_TEST_T(engine, second_interrupt_skips_the_grace, 60)
 {
     require_setup();
-    const char *scn = write_scenario("stubborn.yaml",
+    const char *scn = fl_test_write("stubborn.yaml",
         "name: it-stubborn\n"
         "hosts: [a]\n"
         "cluster:\n"
@@ -178,7 +166,7 @@ FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
     require_setup();
     if (system("strace -V >/dev/null 2>&1") != 0)
         FL_SKIP("needs strace (ci/install-deps installs it) to hold the harness in its teardown");
-    const char *scn = write_scenario("quick.yaml",
+    const char *scn = fl_test_write("quick.yaml",
         "name: it-quick\n"
         "hosts: [a]\n"
         "cluster:\n"
@@ -230,7 +218,7 @@ FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
 FL_TEST_T(engine, interrupt_while_database_busy, 90)
 {
     require_setup();
-    const char *quick = write_scenario("quick.yaml",
+    const char *quick = fl_test_write("quick.yaml",
         "name: it-quick\n"
         "hosts: [a]\n"
         "cluster:\n"

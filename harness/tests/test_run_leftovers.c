@@ -24,18 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Writes a scenario into the test's directory; returns its path. */
-static const char *write_scenario(const char *name, const char *text)
-{
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", fl_test_dir(), name);
-    FILE *f = fopen(path, "w");
-    FL_REQUIRE(f != NULL);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 /* A task that makes a file in /dev/shm and is then killed (as libfaketime's
  * faketime_shm_PID is left by every process that dies without exit()): the
  * file must vanish with the host, not stay in the machine's /dev/shm.  The
@@ -64,7 +52,7 @@ FL_TEST_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
              "  all:\n"
              "    maker: {signal: SIGKILL, log_matches: '^a sees 1$'}\n",
              name);
-    const char *path = write_scenario("shm.yaml", text);
+    const char *path = fl_test_write("shm.yaml", text);
     char *out;
     int rc = fl_test_sh(&out, "%s run -q --out %s/out --db %s/fl.db %s 2>&1",
                         fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), path);

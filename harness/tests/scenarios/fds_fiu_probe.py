@@ -10,40 +10,11 @@
 # printing a line before and after.  The point is the probe's own, asked
 # through libfiu (ctypes; the library fl_fiu_preload.so loaded), so the
 # faults touch nothing else, its stdout least of all.
-import ctypes
 import errno
 import os
-import socket
-import sys
 import time
 
-ev = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-ev.connect(os.environ['FAULTLINE_EVENTS'])
-ev.sendall(('HELLO host=%s job=%s task=%s pid=%d\n' % (
-    os.environ['FAULTLINE_HOST'], os.environ['FAULTLINE_JOB'],
-    os.environ['FAULTLINE_TASK'], os.getpid())).encode())
-rd = ev.makefile('rb', buffering=0)
-seq = 0
-
-
-def sync(kind):
-    global seq
-    seq += 1
-    ev.sendall(('SYNC %d %s\n' % (seq, kind)).encode())
-    line = rd.readline().decode().strip()
-    if line != 'OK %d' % seq:
-        sys.exit('sync %s: harness answered %r' % (kind, line))
-
-
-fiu = ctypes.CDLL('libfiu.so.0')
-fiu.fiu_failinfo.restype = ctypes.c_void_p
-
-
-def try_write():
-    if not fiu.fiu_fail(b'probe/write'):
-        return 'wrote'
-    e = fiu.fiu_failinfo() or 0
-    return errno.errorcode.get(e, str(e))
+from fl_probe_lib import sync, try_write
 
 
 def try_open():
