@@ -21,8 +21,10 @@
  * (per point, the most recently applied fault that is on wins, else
  * "disable"), write it (rename: atomic), then send the same lines to every
  * process listening on a fifo of the task's directory (fiu_ctl.c).  A fifo
- * nobody reads is retried for a moment while its process lives (between two
- * sessions, or just starting); one whose process is gone is removed.
+ * nobody reads is retried for a moment while its process lives (just
+ * starting); one whose process is gone is removed.  A paused task's
+ * processes get the commands without waiting for their replies (they take
+ * them when thawed; fiu_ctl.h, timeout 0).
  *
  * States of a fault here: off (on[i] == 0) -> on (on[i] = order it was
  * applied in) -> off (healed).  Invariant: after apply/heal returns, every

@@ -16,7 +16,8 @@
  * A process that never answers (frozen by a pause fault) must not be killed
  * by our giving up: its thread would write the late reply into a fifo that
  * has no reader and take SIGPIPE.  So on a timeout the session's two fds are
- * handed to the caller to keep open until the end of the run.
+ * handed to the caller to keep open until the end of the run (needed only
+ * by a process that does not hold its fifos itself, below).
  *
  * A process under fl_fiu_preload.so holds its two fifos open itself, so its
  * thread never sees the end of a session: its late replies stay in .out for
@@ -80,6 +81,20 @@ static int read_reply(int fd, long long deadline, int *reply)
     }
 }
 
+/* One command line into the fifo: 0, -EINVAL (too long), -ETIMEDOUT (the
+ * pipe is full: nobody has read it for long), or -errno. */
+static int write_cmd(int w, const char *cmd)
+{
+    char line[512];
+    int len = snprintf(line, sizeof line, "%s\n", cmd);
+    if (len <= 0 || (size_t)len >= sizeof line)
+        return -EINVAL;
+    /* a few hundred bytes into a pipe with room: never short */
+    if (write(w, line, (size_t)len) != len)
+        return errno == EAGAIN ? -ETIMEDOUT : -errno;
+    return 0;
+}
+
 int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *replies,
                     int timeout_ms, int keep[2], int *owed)
 {
@@ -100,16 +115,9 @@ int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *re
     long long deadline = now_ms() + timeout_ms;
     int rc = 0;
     if (timeout_ms == 0) { /* a frozen process: the commands wait in the fifo */
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            char line[512];
-            int len = snprintf(line, sizeof line, "%s\n", cmds[i]);
-            if (len <= 0 || (size_t)len >= sizeof line)
-                rc = -EINVAL;
-            else if (write(w, line, (size_t)len) != len)
-                rc = errno == EAGAIN ? -ETIMEDOUT : -errno;
-            else
+        for (size_t i = 0; i < n && rc == 0; i++)
+            if ((rc = write_cmd(w, cmds[i])) == 0)
                 (*owed)++;
-        }
         close(w);
         close(r);
         return rc;
@@ -122,17 +130,8 @@ int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *re
     }
     size_t i;
     for (i = 0; i < n && rc == 0; i++) {
-        char line[512];
-        int len = snprintf(line, sizeof line, "%s\n", cmds[i]);
-        if (len <= 0 || (size_t)len >= sizeof line) {
-            rc = -EINVAL;
+        if ((rc = write_cmd(w, cmds[i])) < 0)
             break;
-        }
-        /* a few hundred bytes into an empty pipe: never short */
-        if (write(w, line, (size_t)len) != len) {
-            rc = errno == EAGAIN ? -ETIMEDOUT : -errno;
-            break;
-        }
         rc = read_reply(r, deadline, &replies[i]);
         if (rc == -ETIMEDOUT)
             (*owed)++;
