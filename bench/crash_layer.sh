@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/crash_layer.sh: what the crash-consistency layer (crash_host with
-# unsynced: lose, harness/durable.c) costs the programs of a tracked host.
+# unsynced: lose, harness/faults/durable.c) costs the programs of a tracked host.
 # One BENCH line (format of bench/run):
 #   crash_layer_fsync_write   a task writing 16 files of 16 MiB (256 MiB), each
 #                             with dd conv=fsync (so one fsync per file, which

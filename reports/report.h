@@ -6,7 +6,7 @@
  *    fl_report_verdict_line (one line per run, as it finishes),
  *    fl_report_summary (the table after all runs), fl_report_junit (CI);
  *  - the results database (an sqlite3 handle, from fl_rec_db() of
- *    harness/recorder.h, already opened and migrated): fl_report_runs
+ *    harness/record/recorder.h, already opened and migrated): fl_report_runs
  *    (`faultline runs`), fl_report_history (verdict history per
  *    scenario/variant), fl_report_changed (verdicts changed since a revision).
  *

@@ -15,7 +15,7 @@
  * summary and a line "N passed, N failed, N skipped".
  */
 #include "harness/tests/fl_test.h"
-#include "harness/rundir.h"
+#include "harness/sys/rundir.h"
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>

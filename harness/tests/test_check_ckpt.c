@@ -1,5 +1,5 @@
 /*
- * test_check_ckpt.c: the post-run checkpoint checks (harness/check_ckpt.c)
+ * test_check_ckpt.c: the post-run checkpoint checks (harness/engine/check_ckpt.c)
  * through the real faultline binary and a real psrt job (robust protocol,
  * 2 ps and 1 worker on three hosts), each check made to pass once and to
  * fail for the reason it exists: a copy with other bytes (valid bundle,

@@ -6,8 +6,8 @@
  * too long for the verdict line, an unknown host for the shell.  Each test
  * runs the real binary on a scenario written into its own directory.
  */
-#include "harness/recorder.h"
-#include "harness/rundir.h"
+#include "harness/record/recorder.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

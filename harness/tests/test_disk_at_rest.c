@@ -1,13 +1,13 @@
 /*
  * test_disk_at_rest.c: the corrupt: and truncate: fault kinds (files at
- * rest on a host's disk changed when the fault fires, harness/at_rest.c):
+ * rest on a host's disk changed when the fault fires, harness/faults/at_rest.c):
  * how they load, that on real hosts exactly the bytes asked for change in
  * every matching file of the target host only and what changed is recorded,
  * that a glob matching nothing is a run-time error naming host and glob, and
  * what psrt makes of a corrupt checkpoint: robust restores the shard from
  * its other copy, legacy fails naming the file.
  */
-#include "harness/scenario.h"
+#include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 
 #include <stdio.h>

@@ -7,8 +7,8 @@
  * The integration tests run the real faultline
  * binary on scenarios of harness/tests/scenarios/ and read the run's database.
  */
-#include "harness/clock_offset.h"
-#include "harness/scenario.h"
+#include "harness/faults/clock_offset.h"
+#include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>

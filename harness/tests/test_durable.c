@@ -1,6 +1,6 @@
 /*
  * test_durable.c: the crash-consistency layer (crash_host with unsynced:
- * lose; harness/durable.c, harness/durable_store.c,
+ * lose; harness/faults/durable.c, harness/sys/durable_store.c,
  * harness/tools/fl_sync_preload.c): how the key loads; what the store
  * records, from the harness and through the preload in real processes
  * (fsync, fdatasync, syncfs, sync, O_DSYNC writes, other filesystems
@@ -12,9 +12,9 @@
  * fsync) loses its whole train_logs and starts over; and that nothing of
  * the layer is left after a run, failed, kept or killed.
  */
-#include "harness/durable_store.h"
-#include "harness/rundir.h"
-#include "harness/scenario.h"
+#include "harness/sys/durable_store.h"
+#include "harness/sys/rundir.h"
+#include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

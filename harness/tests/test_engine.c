@@ -7,8 +7,8 @@
  * scenario cannot say about itself (the database rows, what is left on the
  * machine, parallel runs, SIGKILL + gc).
  */
-#include "harness/cgroup.h"
-#include "harness/rundir.h"
+#include "harness/sys/cgroup.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

@@ -6,9 +6,9 @@
  * the help and argument checks of emit, runs and gc, and `runs --since/
  * --changed REV` take a revision as git names it.
  */
-#include "harness/evsrv.h"
-#include "harness/recorder.h"
-#include "harness/rundir.h"
+#include "harness/run/evsrv.h"
+#include "harness/record/recorder.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>

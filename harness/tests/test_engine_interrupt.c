@@ -5,7 +5,7 @@
  * Each test writes its scenario into its own directory and runs the real
  * faultline binary with its own --out and --db there.
  */
-#include "harness/rundir.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

@@ -1,13 +1,13 @@
 /*
  * test_fiu_ctl.c: the harness's side of libfiu's remote control
- * (harness/fiu_ctl.c) against a real process under fl_fiu_preload.so:
+ * (harness/sys/fiu_ctl.c) against a real process under fl_fiu_preload.so:
  * commands still reach it while its soft RLIMIT_NOFILE is below the
  * descriptors it holds (the preload holds its fifos open, so libfiu's
  * thread never opens them again), and a reply that came late, from a
  * session that gave up on a stopped process, is not taken for the answer
  * to the next session's command.
  */
-#include "harness/fiu_ctl.h"
+#include "harness/sys/fiu_ctl.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

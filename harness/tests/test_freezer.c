@@ -7,8 +7,8 @@
  * (setsid): a pause must stop it and a kill reach it, and no freezer cgroup
  * of a run may outlive it, nor a SIGKILLed harness once gc has run.
  */
-#include "harness/cgroup.h"
-#include "harness/rundir.h"
+#include "harness/sys/cgroup.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
 #include <dirent.h>

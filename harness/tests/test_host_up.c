@@ -4,7 +4,7 @@
  * step and path, not hidden behind the fabric's error about its vanished
  * namespaces.
  */
-#include "harness/host.h"
+#include "harness/sys/host.h"
 #include "harness/tests/fl_test.h"
 #include "netem/fabric.h"
 

@@ -6,7 +6,7 @@
  * the memory cgroups are gone after the run.
  */
 #include "harness/tests/fl_test.h"
-#include "harness/cgroup.h"
+#include "harness/sys/cgroup.h"
 
 #include <dirent.h>
 #include <limits.h>

@@ -19,7 +19,7 @@
  * machine is shared.  The runs need root and python3; they skip otherwise.
  */
 #include "harness/tests/fl_test.h"
-#include "harness/scenario.h"
+#include "harness/scenario/scenario.h"
 
 #include <stdio.h>
 #include <stdlib.h>

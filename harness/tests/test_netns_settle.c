@@ -1,9 +1,9 @@
 /*
  * test_netns_settle.c: the bench's wait for the kernel to free dead network
- * namespaces (harness/netns_settle.c), on real namespaces: it must see its
+ * namespaces (harness/sys/netns_settle.c), on real namespaces: it must see its
  * canaries' RTM_DELNSID after namespaces died, and leave no process behind.
  */
-#include "harness/netns_settle.h"
+#include "harness/sys/netns_settle.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>

@@ -1,11 +1,11 @@
 /*
- * test_recorder.c: tests of the results database (harness/recorder.c) on real
+ * test_recorder.c: tests of the results database (harness/record/recorder.c) on real
  * SQLite files in the test's temporary directory: creation, migration from an
  * older schema, refusal of a newer one, a whole run written and read back,
  * checkpoint operations derived from events, flush thresholds, a killed run
  * and its abandoned marking, and two processes recording into one file at once.
  */
-#include "harness/recorder.h"
+#include "harness/record/recorder.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>

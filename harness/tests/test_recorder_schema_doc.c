@@ -7,9 +7,9 @@
  * page describes ("### name ..." and the backquoted names in the first
  * cell of each row) must be the database's, column for column, both ways.
  */
-#include "harness/recorder.h"
+#include "harness/record/recorder.h"
 #include "harness/tests/fl_test.h"
-#include "harness/rundir.h"
+#include "harness/sys/rundir.h"
 
 #include <errno.h>
 #include <sqlite3.h>

@@ -8,9 +8,9 @@
  * own directory, with names that carry the test's pid, so that runs of
  * others on the machine are never mistaken for ours.
  */
-#include "harness/cgroup.h"
-#include "harness/scenario.h"
-#include "harness/shared_leftovers.h"
+#include "harness/sys/cgroup.h"
+#include "harness/scenario/scenario.h"
+#include "harness/sys/shared_leftovers.h"
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>

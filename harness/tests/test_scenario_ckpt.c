@@ -7,7 +7,7 @@
  */
 #include "harness/tests/fl_test.h"
 
-#include "harness/scenario.h"
+#include "harness/scenario/scenario.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  */
 #include "harness/tests/fl_test.h"
 
-#include "harness/suggest.h"
+#include "harness/base/suggest.h"
 
 #include <string.h>
 

@@ -7,9 +7,9 @@
  * machine do not decide what "last" means here.
  */
 #include "harness/tests/fl_test.h"
-#include "harness/cgroup.h"
-#include "harness/rundir.h"
-#include "harness/shared_leftovers.h"
+#include "harness/sys/cgroup.h"
+#include "harness/sys/rundir.h"
+#include "harness/sys/shared_leftovers.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,8 +8,8 @@
  * fails on the same way; a robust profile passes a short soak.
  */
 #include "harness/tests/fl_test.h"
-#include "harness/rundir.h"
-#include "harness/soak.h"
+#include "harness/sys/rundir.h"
+#include "harness/soak/soak.h"
 
 #include <dirent.h>
 #include <errno.h>

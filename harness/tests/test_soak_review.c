@@ -7,7 +7,7 @@
  * stderr come in the order things happened when both go to one log.
  */
 #include "harness/tests/fl_test.h"
-#include "harness/rundir.h"
+#include "harness/sys/rundir.h"
 
 #include <dirent.h>
 #include <stdio.h>

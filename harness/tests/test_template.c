@@ -5,7 +5,7 @@
  */
 #include "harness/tests/fl_test.h"
 
-#include "harness/template.h"
+#include "harness/scenario/template.h"
 
 #include <errno.h>
 #include <stdio.h>

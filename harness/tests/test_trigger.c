@@ -1,12 +1,12 @@
 /*
- * test_trigger.c: unit tests of trigger matching (harness/trigger.c) on
+ * test_trigger.c: unit tests of trigger matching (harness/engine/trigger.c) on
  * scenarios loaded from memory, and of the event channel's line parser
- * (harness/evsrv.c).
+ * (harness/run/evsrv.c).
  */
-#include "harness/evsrv.h"
-#include "harness/scenario.h"
+#include "harness/run/evsrv.h"
+#include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
-#include "harness/trigger.h"
+#include "harness/engine/trigger.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -59,7 +59,7 @@
 #include <unistd.h>
 
 /* faultline/short/CALL's failinfo: a fraction (ppm) rather than bytes;
- * harness/disk_faults.c sets it the same way. */
+ * harness/faults/disk.c sets it the same way. */
 
 /* A descriptor on the disk: a regular file, a directory or a block device. */
 static int on_disk(int fd)
@@ -256,7 +256,7 @@ static int held[2] = {-1, -1};
  * sees the end of a session (this process is a writer too), so it never
  * closes and never opens again.  And the thread's replies always have a
  * reader: no SIGPIPE if the harness gave up waiting for one.  The harness
- * sends its commands on the same pipes as before (harness/fiu_ctl.c). */
+ * sends its commands on the same pipes as before (harness/sys/fiu_ctl.c). */
 static void hold_fifos(void)
 {
     const char *fifo = getenv("FAULTLINE_FIU_FIFO");

@@ -1,5 +1,5 @@
 /*
- * fl_fiu_preload.h: what the harness (harness/disk_faults.c) and the task
+ * fl_fiu_preload.h: what the harness (harness/faults/disk.c) and the task
  * preload (fl_fiu_preload.c) must agree on about a short-write point's
  * failinfo: a byte count, or FL_FIU_SHORT_PPM | millionths of the size asked.
  */

@@ -1,9 +1,9 @@
 /*
  * fl_sync_preload.c: build/lib/fl_sync_preload.so, preloaded into every task
  * of a host that a `crash_host` fault with `unsynced: lose` targets (and into
- * no other): it records, in the host's store (harness/durable_store.h), what
+ * no other): it records, in the host's store (harness/sys/durable_store.h), what
  * the host's disk holds durably, so that the harness can bring the disk back
- * to exactly that after the crash (harness/durable.c).
+ * to exactly that after the crash (harness/faults/durable.c).
  *
  * Wrapped calls (each calls the real one first; only a success records
  * anything, and only for descriptors on the host's disk):
@@ -22,7 +22,7 @@
  * msync, and anything done with direct system calls or io_uring
  * (IORING_OP_FSYNC), or by statically linked and set-uid programs.
  *
- * Environment (set by harness/durable.c): FAULTLINE_DURABLE_STORE (the
+ * Environment (set by harness/faults/durable.c): FAULTLINE_DURABLE_STORE (the
  * store directory), FAULTLINE_DURABLE_DEV (the disk's st_dev),
  * FAULTLINE_DURABLE_ROOT (where the disk is mounted in the host: the
  * workdir).  Without them every wrapper only calls the real function.
@@ -34,7 +34,7 @@
  * crash rather than rebuild a disk from an incomplete record.
  */
 #undef _FORTIFY_SOURCE
-#include "harness/durable_store.h"
+#include "harness/sys/durable_store.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

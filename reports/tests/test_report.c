@@ -6,7 +6,7 @@
  * verdict history, verdicts changed since a revision) on a real database
  * written through the recorder.
  */
-#include "harness/recorder.h"
+#include "harness/record/recorder.h"
 #include "harness/tests/fl_test.h"
 #include "reports/report.h"
 #include "reports/table.h"

@@ -8,8 +8,8 @@
  * clear messages; the selection (--last N, run ids) picks the right runs,
  * failing runs first.
  */
-#include "harness/recorder.h"
-#include "harness/rundir.h"
+#include "harness/record/recorder.h"
+#include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 #include "reports/report.h"
 

@@ -1,0 +1,149 @@
+/*
+ * bench_hosts.c: `faultline _bench-hosts N [ROUNDS]` (used by `make bench`):
+ * brings N hosts up and down exactly as a run does (disk and /tmp
+ * directories, /etc/hosts, the switch, every init with its namespaces and
+ * mounts, veths and addresses in one netlink batch) and prints the best
+ * wall time of ROUNDS rounds in seconds.
+ *
+ * The kernel frees dead network namespaces after their last process is
+ * gone, asynchronously; left alone, that work from one round would land in
+ * the next.  So each round starts on a settled kernel (netns_settle.c waits,
+ * untimed, until every namespace of the last round is freed), and so does
+ * whatever runs after this command (the ip baseline).  How long after its
+ * teardown the kernel had freed a round's namespaces is shown on stderr (an
+ * upper bound: the wait includes two canary namespaces of its own).
+ */
+#include "harness/cli/cli.h"
+#include "harness/engine/engine.h"
+#include "harness/sys/host.h"
+#include "harness/sys/netns_settle.h"
+#include "harness/base/monoclock.h"
+#include "harness/sys/rundir.h"
+#include "harness/scenario/scenario.h"
+#include "harness/sys/shared_leftovers.h"
+#include "netem/fabric.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int one_round(int n, const char *base, double *secs)
+{
+    char err[1024];
+    struct fl_host *h = calloc((size_t)n, sizeof *h);
+    struct fl_host **hp = calloc((size_t)n, sizeof *hp);
+    char (*paths)[3][PATH_MAX] = calloc((size_t)n, sizeof *paths);
+    char etc[PATH_MAX];
+    struct fl_fabric *fab = NULL;
+    int rc = 0;
+    double t0 = fl_mono_s();
+    snprintf(etc, sizeof etc, "%s/etc-hosts", base);
+    FILE *f = fopen(etc, "w");
+    fprintf(f, "127.0.0.1\tlocalhost\n");
+    for (int i = 0; i < n; i++) {
+        char a[16];
+        fprintf(f, "%s\th%d\n", fl_fabric_addr_str(i, a, sizeof a), i);
+    }
+    fclose(f);
+    char hosts0[PATH_MAX];
+    snprintf(hosts0, sizeof hosts0, "%s/hosts", base);
+    mkdir(hosts0, 0755);
+    if (mount("fl-fs", hosts0, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0) {
+        snprintf(err, sizeof err, "mount tmpfs at %s: %s", hosts0, strerror(errno));
+        rc = -errno;
+        goto fail;
+    }
+    if ((rc = fl_fabric_create(&fab, "bench", err, sizeof err)) < 0)
+        goto fail;
+    for (int i = 0; i < n; i++) {
+        snprintf(paths[i][0], PATH_MAX, "%s/hosts/h%d/disk", base, i);
+        snprintf(paths[i][1], PATH_MAX, "%s/hosts/h%d/tmp", base, i);
+        snprintf(paths[i][2], PATH_MAX, "h%d", i);
+        fl_mkdir_p(paths[i][0], 0755);
+        fl_mkdir_p(paths[i][1], 01777);
+        h[i].spec = (struct fl_host_spec){.name = paths[i][2], .idx = i, .disk_dir = paths[i][0],
+                                          .tmp_dir = paths[i][1], .workdir = FL_SCN_DEFAULT_WORKDIR,
+                                          .hosts_file = etc};
+        h[i].pidfd = -1;
+        hp[i] = &h[i];
+    }
+    rc = fl_host_up_batch(hp, (size_t)n, fab, err, sizeof err);
+fail:
+    if (rc < 0)
+        fprintf(stderr, "faultline _bench-hosts: %s\n", err);
+    for (int i = 0; i < n; i++)
+        fl_host_kill(&h[i]);
+    for (int i = 0; i < n; i++) {
+        if (!h[i].pid)
+            continue;
+        while (waitpid(h[i].pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        fl_host_note_reaped(h[i].pid);
+    }
+    fl_fabric_destroy(fab);
+    char hosts[PATH_MAX];
+    snprintf(hosts, sizeof hosts, "%s/hosts", base);
+    umount2(hosts, MNT_DETACH);
+    rmdir(hosts);
+    *secs = fl_mono_s() - t0;
+    free(h);
+    free(hp);
+    free(paths);
+    return rc;
+}
+
+int fl_cli_bench_hosts(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: faultline _bench-hosts N [ROUNDS]\n");
+        return 2;
+    }
+    int n = atoi(argv[1]), rounds = argc > 2 ? atoi(argv[2]) : 3;
+    char err[1024];
+    if (fl_engine_global_init(err, sizeof err) < 0) {
+        fprintf(stderr, "faultline _bench-hosts: %s\n", err);
+        return 1;
+    }
+    int lock = fl_runs_lock(false);
+    if (fl_workdir_make(FL_SCN_DEFAULT_WORKDIR) < 0)
+        return 1;
+    char base[] = "/tmp/fl-bench-hosts-XXXXXX";
+    if (!mkdtemp(base))
+        return 1;
+    struct fl_netns_settle *settle;
+    if (fl_netns_settle_open(&settle, err, sizeof err) < 0) {
+        fprintf(stderr, "faultline _bench-hosts: %s\n", err);
+        return 1;
+    }
+    double best = 1e9;
+    int rc = fl_netns_settle_wait(settle, 60, err, sizeof err);
+    for (int r = 0; r < rounds && rc == 0; r++) {
+        double s;
+        rc = one_round(n, base, &s);
+        if (s < best)
+            best = s;
+        double t = fl_mono_s();
+        if (rc == 0 && (rc = fl_netns_settle_wait(settle, 60, err, sizeof err)) == 0)
+            fprintf(stderr, "hosts=%d round %d: up+down %.4f s; the kernel had freed the "
+                    "namespaces %.4f s later (an upper bound: the wait includes two canary "
+                    "namespaces)\n", n, r + 1, s, fl_mono_s() - t);
+    }
+    if (rc < 0 && *err)
+        fprintf(stderr, "faultline _bench-hosts: %s\n", err);
+    fl_netns_settle_close(settle);
+    fl_rm_rf(base);
+    bool last = fl_runs_lock_try_last(lock);
+    if (last)
+        fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR);
+    fl_runs_lock_release(last ? lock : -1, last);
+    if (rc < 0)
+        return 1;
+    printf("%.4f\n", best);
+    return 0;
+}

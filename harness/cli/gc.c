@@ -1,0 +1,272 @@
+/*
+ * gc.c: `faultline gc`: remove what runs whose harness is gone left behind.
+ *
+ * A run is dead when its state file says "running" but the harness pid in it
+ * is gone or now belongs to another process (start times differ).  Most of a
+ * dead run has already vanished with the harness (its mount namespace, every
+ * host init through PDEATHSIG and the anchor pipe, so every namespace and
+ * process), but gc does not rely on that: it kills any recorded init or
+ * switch holder still alive with its recorded start time, and any process
+ * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups
+ * (pids and freezer; a paused task's processes outlive the harness, frozen,
+ * until their cgroup is thawed: removal kills, then thaws, then removes),
+ * unmounts anything left under the run directory, removes the directory and
+ * marks the run 'error: harness killed' in the database its state file names
+ * (a run recorded with --no-db names none, and has no row to mark).
+ * Cgroups under faultline/ (in the pids, freezer and memory hierarchies) whose
+ * run is not alive are removed too: judged by the run's state file when the
+ * run is under this --out, otherwise by the harness that the run's cgroup
+ * names (see cgroup.c), so a gc never takes another --out's live run for
+ * dead, even while none of its processes is up.  Last, when no run is alive
+ * (nothing holds the runs lock, see shared_leftovers.c), the workdirs that
+ * faultline made (the default one and those of the runs collected) and the
+ * empty faultline/ parent cgroups are removed.
+ */
+#include "harness/sys/cgroup.h"
+#include "harness/cli/cli.h"
+#include "harness/record/recorder.h"
+#include "harness/sys/rundir.h"
+#include "harness/scenario/scenario.h"
+#include "harness/sys/shared_leftovers.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Kills every process whose environment holds FAULTLINE_RUN=<run_id>. */
+static int kill_run_processes(const char *run_id, bool dry)
+{
+    char want[128];
+    int n = snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
+    int killed = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 1 || pid == getpid())
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        char *env;
+        size_t len;
+        if (fl_read_file(path, &env, &len) < 0)
+            continue;
+        for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
+            if (!strncmp(env + off, want, (size_t)n) && env[off + (size_t)n] == 0) {
+                if (!dry)
+                    kill(pid, SIGKILL);
+                killed++;
+                break;
+            }
+        }
+        free(env);
+    }
+    closedir(d);
+    return killed;
+}
+
+/* The workdirs of the dead runs collected, removed at the end when no run
+ * is alive (see shared_leftovers.c). */
+static char *dead_workdirs[64];
+static size_t n_dead_workdirs;
+
+static void note_workdir(const char *w)
+{
+    if (!w[0])
+        return;
+    for (size_t i = 0; i < n_dead_workdirs; i++)
+        if (!strcmp(dead_workdirs[i], w))
+            return;
+    if (n_dead_workdirs < sizeof dead_workdirs / sizeof *dead_workdirs)
+        dead_workdirs[n_dead_workdirs++] = strdup(w);
+}
+
+/* When no run is alive: the workdirs faultline made (the default one and
+ * those of the runs collected) and the empty faultline/ parent cgroups. */
+static void collect_shared(bool dry)
+{
+    note_workdir(FL_SCN_DEFAULT_WORKDIR);
+    int fd = dry ? -1 : fl_runs_lock(true);
+    for (size_t i = 0; i < n_dead_workdirs; i++) {
+        if (fd >= 0 && fl_workdir_remove(dead_workdirs[i]) > 0)
+            printf("removed workdir %s (made by faultline, empty)\n", dead_workdirs[i]);
+        free(dead_workdirs[i]);
+    }
+    n_dead_workdirs = 0;
+    if (fd >= 0) {
+        fl_cgroup_parents_remove();
+        fl_runs_lock_release(fd, true);
+    }
+}
+
+static void collect_run(const char *dir, const struct fl_state *st, bool dry, int *count)
+{
+    note_workdir(st->workdir);
+    printf("%s run %s (%s %s), harness pid %d gone\n", dry ? "would remove" : "removing",
+           st->run_id, st->scenario, st->variant, (int)st->harness_pid);
+    if (!dry) {
+        for (size_t i = 0; i < st->nhosts; i++)
+            if (fl_pid_alive(st->hosts[i].pid, st->hosts[i].starttime))
+                kill(st->hosts[i].pid, SIGKILL);
+        if (fl_pid_alive(st->switch_pid, st->switch_start))
+            kill(st->switch_pid, SIGKILL);
+    }
+    int k = kill_run_processes(st->run_id, dry);
+    if (k)
+        printf("  %s %d process%s\n", dry ? "would kill" : "killed", k, k == 1 ? "" : "es");
+    for (size_t i = 0; i < st->ncgroups; i++) {
+        printf("  %s cgroup %s\n", dry ? "would remove" : "removing", st->cgroups[i]);
+        if (!dry) {
+            int rc = fl_cgroup_remove_run(st->cgroups[i]);
+            if (rc < 0 && rc != -ENOENT)
+                fprintf(stderr, "faultline gc: rmdir %s: %s\n", st->cgroups[i], strerror(-rc));
+        }
+    }
+    if (!dry && st->db[0]) {
+        struct fl_rec *rec;
+        char err[512];
+        if (fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0) {
+            fl_rec_mark_abandoned(rec, st->run_id, "harness killed");
+            fl_rec_close(rec);
+        }
+    }
+    if (!dry) {
+        int rc = fl_rm_rf(dir);
+        if (rc < 0)
+            fprintf(stderr, "faultline gc: rm -rf %s: %s\n", dir, strerror(-rc));
+    }
+    (*count)++;
+}
+
+/* Cgroups under root (a faultline/ directory) of runs that are not alive
+ * (their run dir is gone or dead). */
+static void collect_cgroups(const char *root, const char *runs_dir, bool dry, int *count)
+{
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        char rundir[PATH_MAX], path[PATH_MAX];
+        snprintf(rundir, sizeof rundir, "%s/%s", runs_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s", root, e->d_name);
+        struct fl_state st;
+        bool alive = false;
+        pid_t owner;
+        unsigned long long owner_start;
+        if (fl_state_read(rundir, &st) == 0) {
+            alive = !strcmp(st.status, "running") && fl_pid_alive(st.harness_pid, st.harness_start);
+            /* a dry run leaves a dead run's directory, whose cgroups it has
+             * listed already */
+            for (size_t i = 0; dry && !alive && i < st.ncgroups; i++)
+                if (!strcmp(st.cgroups[i], path))
+                    alive = true;
+            fl_state_free(&st);
+        } else if (fl_cgroup_owner(path, &owner, &owner_start) == 0) {
+            /* a run under another --out: its cgroup names its harness */
+            alive = fl_pid_alive(owner, owner_start);
+        } else {
+            /* no owner mark (an older faultline): only remove when no
+             * process names the run */
+            alive = kill_run_processes(e->d_name, true) > 0;
+        }
+        if (alive)
+            continue;
+        printf("%s stale cgroup %s\n", dry ? "would remove" : "removing", path);
+        if (!dry) {
+            int rc = fl_cgroup_remove_run(path);
+            if (rc < 0 && rc != -ENOENT)
+                fprintf(stderr, "faultline gc: rmdir %s: %s\n", path, strerror(-rc));
+        }
+        (*count)++;
+    }
+    closedir(d);
+}
+
+int fl_cli_gc(int argc, char **argv, const char *usage)
+{
+    const char *out = "out";
+    bool all = false, dry = false;
+    static const struct option opts[] = {{"out", required_argument, 0, 'o'},
+                                         {"all", no_argument, 0, 'a'},
+                                         {"dry-run", no_argument, 0, 'n'},
+                                         {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'a': all = true; break;
+        case 'n': dry = true; break;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "faultline gc: unexpected argument '%s' (gc takes only options)\n",
+                argv[optind]);
+        fputs(usage, stderr);
+        return 2;
+    }
+    char runs[PATH_MAX];
+    snprintf(runs, sizeof runs, "%s/runs", out);
+    int count = 0;
+    DIR *d = opendir(runs);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s/%s", runs, e->d_name);
+            struct fl_state st;
+            if (fl_state_read(dir, &st) < 0) {
+                /* killed before its state file was written: only if old */
+                struct stat sb;
+                if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 60) {
+                    printf("%s incomplete run directory %s\n", dry ? "would remove" : "removing", dir);
+                    if (!dry)
+                        fl_rm_rf(dir);
+                    count++;
+                }
+                continue;
+            }
+            bool running = !strcmp(st.status, "running");
+            if (running && !fl_pid_alive(st.harness_pid, st.harness_start))
+                collect_run(dir, &st, dry, &count);
+            else if (!running && all) {
+                printf("%s finished run directory %s\n", dry ? "would remove" : "removing", dir);
+                if (!dry)
+                    fl_rm_rf(dir);
+                count++;
+            }
+            fl_state_free(&st);
+        }
+        closedir(d);
+    }
+    /* the pids hierarchy, and the freezer one when it is another (v1) */
+    char root[PATH_MAX], froot[PATH_MAX];
+    bool pids = fl_cgroup_root(root, sizeof root) > 0;
+    if (pids)
+        collect_cgroups(root, runs, dry, &count);
+    if (fl_cgroup_freezer_root(froot, sizeof froot) > 0 && !(pids && !strcmp(root, froot)))
+        collect_cgroups(froot, runs, dry, &count);
+    char mroot[PATH_MAX];
+    if (fl_cgroup_memory_root(mroot, sizeof mroot) == 1)     /* v1: a hierarchy of its own */
+        collect_cgroups(mroot, runs, dry, &count);
+    collect_shared(dry);
+    if (count == 0)
+        printf("nothing to remove\n");
+    return 0;
+}

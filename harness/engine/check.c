@@ -1,0 +1,389 @@
+/*
+ * check.c: judging a finished run against the scenario's expectations.
+ *
+ * Every expect: block whose selector matches the variant applies.  A check on
+ * a target (all, chief, a job, job:task, a host) is judged on the last
+ * generation of each task it covers (exit status, signal, core dump); output
+ * checks (fails_with, log_matches, log_not_matches) read the logs of every
+ * generation of the task.  File checks look at the host's disk (or the shared
+ * directory a path falls in) as the run left it; event checks count the
+ * events received.  With no block for the variant, every task must exit 0.
+ *
+ * Verdict: error when the harness failed (set before we are called), fail when
+ * any check failed or the run timed out, else pass.  Every check is recorded
+ * with what was expected and observed, and the first failure becomes the
+ * reason.  `expected`/`observed` of the result summarise for the table.
+ */
+#include "harness/engine/check_ckpt.h"
+#include "harness/engine/engine_int.h"
+#include "harness/record/recorder.h"
+#include "harness/sys/rundir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct judge {
+    struct engine *e;
+    bool failed;
+    char *exp, *obs;            /* summary buffers */
+    size_t explen, obslen;
+    FILE *expf, *obsf;
+    int nexp, nobs;
+};
+
+/* The last non-empty line of a process's log (at most len - 1 bytes), or "". */
+static void last_log_line(const struct proc *p, char *buf, size_t len)
+{
+    char *text;
+    buf[0] = 0;
+    if (fl_read_file(p->log_path, &text, NULL) < 0)
+        return;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        text[--n] = 0;
+    char *nl = strrchr(text, '\n');
+    snprintf(buf, len, "%s", nl ? nl + 1 : text);
+    free(text);
+}
+
+/* The program a shell's "not found" line names ("/bin/sh: 1: exec: psrt: not
+ * found" -> "psrt"), when it is one of faultline's own programs in {bin}
+ * (not on PATH, so a bare "psrt" fails): *prog filled, true. */
+static bool missing_own_program(const struct engine *e, const char *line, char *prog, size_t len)
+{
+    const char *end = NULL;
+    static const char *const tails[] = {": not found", ": command not found"};
+    for (size_t i = 0; i < 2 && !end; i++) {
+        size_t ll = strlen(line), tl = strlen(tails[i]);
+        if (ll > tl && !strcmp(line + ll - tl, tails[i]))
+            end = line + ll - tl;
+    }
+    if (!end || !e->o->bin_dir)
+        return false;
+    const char *start = end;
+    while (start > line && !(start[-1] == ' ' && start - 1 > line && start[-2] == ':'))
+        start--;
+    if (start == line || end - start <= 0 || (size_t)(end - start) >= len ||
+        memchr(start, '/', (size_t)(end - start)))
+        return false;
+    snprintf(prog, len, "%.*s", (int)(end - start), start);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", e->o->bin_dir, prog);
+    return access(path, X_OK) == 0;
+}
+
+static void outcome_text(const struct engine *e, const struct proc *p, char *buf, size_t len)
+{
+    if (!p)
+        snprintf(buf, len, "never started");
+    else if (p->running)
+        snprintf(buf, len, "still running");
+    else if (p->sig)
+        snprintf(buf, len, "killed by %s%s", fl_scn_signal_name(p->sig) ?: "signal",
+                 p->core ? " (core dumped)" : "");
+    else if (p->exit_code == 126 || p->exit_code == 127) {
+        /* the shell's "not found" / "Permission denied": the command never
+         * ran, which a bare "exit 127" does not say */
+        char last[160], prog[64];
+        last_log_line(p, last, sizeof last);
+        if (missing_own_program(e, last, prog, sizeof prog))
+            snprintf(buf, len, "exit %d: %s (faultline's own %s is not on PATH: write {bin}/%s)",
+                     p->exit_code, last, prog, prog);
+        else
+            snprintf(buf, len, last[0] ? "exit %d: %s" : "exit %d", p->exit_code, last);
+    } else
+        snprintf(buf, len, "exit %d", p->exit_code);
+}
+
+/* First line of any generation's log of task that matches re; copies it. */
+static bool log_search(struct engine *e, int task, const regex_t *re, char *found, size_t len)
+{
+    for (struct proc *p = e->procs; p; p = p->next) {
+        if (p->task != task)
+            continue;
+        char *text;
+        if (fl_read_file(p->log_path, &text, NULL) < 0)
+            continue;
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            if (regexec(re, line, 0, NULL, 0) == 0) {
+                if (found)
+                    snprintf(found, len, "%s", line);
+                free(text);
+                return true;
+            }
+        }
+        free(text);
+    }
+    return false;
+}
+
+static void record(struct judge *j, const char *name, const char *target, bool passed,
+                   const char *expected, const char *observed, int line)
+{
+    struct engine *e = j->e;
+    if (e->rec) {
+        struct fl_rec_check c = {.name = name, .target = target, .passed = passed,
+                                 .expected = expected, .observed = observed, .line = line};
+        fl_rec_check(e->rec, &c);
+    }
+    if (!passed && !j->failed) {
+        j->failed = true;
+        if (!e->res->reason[0] && line > 0)
+            snprintf(e->res->reason, sizeof e->res->reason,
+                     "%s: %s: expected %s, observed %s (%s:%d)", target, name, expected, observed,
+                     e->s->path, line);
+        else if (!e->res->reason[0])    /* the default check: no line to name */
+            snprintf(e->res->reason, sizeof e->res->reason,
+                     "%s: %s: expected %s, observed %s (%s has no expect: block for this "
+                     "variant: every task must exit 0)", target, name, expected, observed,
+                     e->s->path);
+    }
+}
+
+static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
+{
+    struct engine *e = j->e;
+    const struct proc *p = e->tasks[task].cur;
+    char tname[64], out[256], exp[512], obs[1024];
+    fl_scn_task_name(e->s, task, tname, sizeof tname);
+    outcome_text(e, p, out, sizeof out);
+    bool ended = p && !p->running;
+    if (c->exit != FL_SCN_EXIT_UNSET) {
+        bool ok;
+        if (c->exit == FL_SCN_EXIT_CODE) {
+            ok = ended && !p->sig && p->exit_code == c->exit_code;
+            snprintf(exp, sizeof exp, "exit %d", c->exit_code);
+        } else if (c->exit == FL_SCN_EXIT_NONZERO) {
+            ok = ended && !p->sig && p->exit_code != 0;
+            snprintf(exp, sizeof exp, "a non-zero exit");
+        } else {
+            ok = true;
+            snprintf(exp, sizeof exp, "any outcome");
+        }
+        record(j, "exit", tname, ok, exp, out, c->exit_loc.line);
+    }
+    if (c->signal != FL_SCN_SIG_UNSET) {
+        bool ok = ended && p->sig &&
+                  (c->signal == FL_SCN_SIG_ANY || p->sig == c->signal_number);
+        if (c->signal == FL_SCN_SIG_ANY)
+            snprintf(exp, sizeof exp, "killed by a signal");
+        else
+            snprintf(exp, sizeof exp, "killed by %s", fl_scn_signal_name(c->signal_number) ?: "?");
+        record(j, "signal", tname, ok, exp, out, c->signal_loc.line);
+    }
+    if (c->core >= 0) {
+        bool ok = ended && (p->sig && p->core) == (c->core == 1);
+        record(j, "core", tname, ok, c->core ? "a core dump" : "no core dump", out, c->core_loc.line);
+    }
+    if (c->fails_with.src) {
+        char line[700] = "";
+        bool failed = ended && (p->sig || p->exit_code != 0);
+        bool matched = log_search(e, task, &c->fails_with.re, line, sizeof line);
+        snprintf(exp, sizeof exp, "a failure with output matching /%s/", c->fails_with.src);
+        if (matched)
+            snprintf(obs, sizeof obs, "%s: %s", out, line);
+        else
+            snprintf(obs, sizeof obs, "%s, no output line matches", out);
+        record(j, "fails_with", tname, failed && matched, exp, obs, c->fails_with.loc.line);
+        if (failed && matched && j->nobs < 3)
+            fprintf(j->obsf, "%s%s %s", j->nobs++ ? "; " : "", tname, obs);
+    }
+    if (c->log_matches.src) {
+        char line[700] = "";
+        bool matched = log_search(e, task, &c->log_matches.re, line, sizeof line);
+        snprintf(exp, sizeof exp, "output matching /%s/", c->log_matches.src);
+        record(j, "log_matches", tname, matched, exp, matched ? line : "no matching line",
+               c->log_matches.loc.line);
+    }
+    if (c->log_not_matches.src) {
+        char line[700] = "";
+        bool matched = log_search(e, task, &c->log_not_matches.re, line, sizeof line);
+        snprintf(exp, sizeof exp, "no output matching /%s/", c->log_not_matches.src);
+        record(j, "log_not_matches", tname, !matched, exp, matched ? line : "none",
+               c->log_not_matches.loc.line);
+    }
+}
+
+static const char *target_name(const struct fl_scenario *s, const struct fl_scn_check *c,
+                               char *buf, size_t len)
+{
+    switch (c->target) {
+    case FL_SCN_EXP_ALL: return "all";
+    case FL_SCN_EXP_CHIEF: return "chief";
+    case FL_SCN_EXP_JOB: return s->jobs[c->index].name;
+    case FL_SCN_EXP_TASK: return fl_scn_task_name(s, c->index, buf, len);
+    case FL_SCN_EXP_HOST: return s->hosts[c->index].name;
+    }
+    return "?";
+}
+
+static void summarise_check(struct judge *j, const struct fl_scn_check *c)
+{
+    char buf[64];
+    const char *t = target_name(j->e->s, c, buf, sizeof buf);
+    if (j->nexp >= 4)
+        return;
+    fprintf(j->expf, "%s%s", j->nexp++ ? "; " : "", t);
+    if (c->fails_with.src)
+        fprintf(j->expf, " fails_with /%s/", c->fails_with.src);
+    if (c->exit == FL_SCN_EXIT_CODE)
+        fprintf(j->expf, " exit %d", c->exit_code);
+    else if (c->exit == FL_SCN_EXIT_NONZERO)
+        fprintf(j->expf, " exit nonzero");
+    if (c->signal == FL_SCN_SIG_NUMBER)
+        fprintf(j->expf, " %s", fl_scn_signal_name(c->signal_number) ?: "signal");
+    else if (c->signal == FL_SCN_SIG_ANY)
+        fprintf(j->expf, " killed");
+    if (c->log_matches.src)
+        fprintf(j->expf, " log /%s/", c->log_matches.src);
+}
+
+/* Where a path of a host's filesystem lives in the harness's view. */
+static void host_path(struct engine *e, int host, const char *path, char *out, size_t len)
+{
+    const struct fl_scenario *s = e->s;
+    char rel[PATH_MAX];
+    size_t wl = strlen(s->workdir);
+    if (path[0] != '/')
+        snprintf(rel, sizeof rel, "%s", path);
+    else if (!strncmp(path, s->workdir, wl) && (path[wl] == '/' || !path[wl]))
+        snprintf(rel, sizeof rel, "%s", path[wl] ? path + wl + 1 : "");
+    else if (!strncmp(path, "/tmp/", 5) || !strcmp(path, "/tmp")) {
+        snprintf(out, len, "%s%s", e->hosts[host].tmp, path + 4);
+        return;
+    } else {
+        snprintf(out, len, "%s", path);     /* outside the host's own files */
+        return;
+    }
+    while (rel[0] == '.' && rel[1] == '/')
+        memmove(rel, rel + 2, strlen(rel + 2) + 1);
+    for (size_t m = 0; m < s->n_shared; m++) {
+        const struct fl_scn_shared *sd = &s->shared[m];
+        size_t pl = strlen(sd->path);
+        bool mine = false;
+        for (size_t k = 0; k < sd->n_hosts; k++)
+            mine |= sd->hosts[k] == host;
+        if (mine && !strncmp(rel, sd->path, pl) && (rel[pl] == '/' || !rel[pl])) {
+            snprintf(out, len, "%s/shared/%zu%s", e->fsdir, m, rel + pl);
+            return;
+        }
+    }
+    snprintf(out, len, "%s/%s", e->hosts[host].disk, rel);
+}
+
+void fl_check_run(struct engine *e)
+{
+    const struct fl_scenario *s = e->s;
+    struct fl_engine_result *res = e->res;
+    struct judge J = {.e = e}, *j = &J;
+    j->expf = open_memstream(&j->exp, &j->explen);
+    j->obsf = open_memstream(&j->obs, &j->obslen);
+    bool any_block = false;
+    if (!res->verdict[0]) {
+        for (size_t b = 0; b < s->n_expects; b++) {
+            const struct fl_scn_expect *x = &s->expects[b];
+            if (!fl_scn_selector_match(s, &x->sel, e->v))
+                continue;
+            any_block = true;
+            for (size_t c = 0; c < x->n_checks; c++) {
+                summarise_check(j, &x->checks[c]);
+                for (size_t t = 0; t < s->n_tasks; t++)
+                    if (fl_scn_check_covers(s, &x->checks[c], (int)t))
+                        check_task(j, &x->checks[c], (int)t);
+            }
+            for (size_t f = 0; f < x->n_files; f++) {
+                const struct fl_scn_file_check *fc = &x->files[f];
+                char path[PATH_MAX], target[PATH_MAX + 64];
+                host_path(e, fc->host, fc->path, path, sizeof path);
+                struct stat st;
+                bool exists = lstat(path, &st) == 0;
+                snprintf(target, sizeof target, "%s:%s", s->hosts[fc->host].name, fc->path);
+                record(j, "file", target, exists == fc->exists, fc->exists ? "present" : "absent",
+                       exists ? "present" : "absent", fc->loc.line);
+                if (j->nexp < 4)
+                    fprintf(j->expf, "%s%s %s", j->nexp++ ? "; " : "", target,
+                            fc->exists ? "present" : "absent");
+            }
+            for (size_t k = 0; k < x->n_events; k++) {
+                const struct fl_scn_event_check *ec = &x->events[k];
+                long n = 0;
+                for (size_t i = 0; i < e->nevents; i++)
+                    if (!strcmp(e->events[i].kind, ec->event) &&
+                        (ec->host < 0 || ec->host == e->events[i].host) &&
+                        (ec->job < 0 || ec->job == e->events[i].job))
+                        n++;
+                char exp[128], obs[64], target[128];
+                if (ec->max >= 0)
+                    snprintf(exp, sizeof exp, "%ld..%ld", ec->min, ec->max);
+                else
+                    snprintf(exp, sizeof exp, "at least %ld", ec->min);
+                snprintf(obs, sizeof obs, "%ld", n);
+                snprintf(target, sizeof target, "%s%s%s", ec->event, ec->host >= 0 ? "@" : "",
+                         ec->host >= 0 ? s->hosts[ec->host].name : "");
+                record(j, "event", target, n >= ec->min && (ec->max < 0 || n <= ec->max), exp, obs,
+                       ec->loc.line);
+                if (j->nexp < 4)
+                    fprintf(j->expf, "%s%s %s", j->nexp++ ? "; " : "", target, exp);
+            }
+            struct fl_check_ckpt_ctx cc = {e, j, record, host_path, j->expf, j->obsf,
+                                           &j->nexp, &j->nobs};
+            for (size_t k = 0; k < x->n_ckpts; k++)
+                fl_check_ckpt(&cc, &x->ckpts[k]);
+        }
+        if (!any_block) {
+            struct fl_scn_check all = {.target = FL_SCN_EXP_ALL, .index = -1,
+                                       .exit = FL_SCN_EXIT_CODE, .exit_code = 0, .core = -1};
+            fprintf(j->expf, "all exit 0");
+            j->nexp++;
+            for (size_t t = 0; t < s->n_tasks; t++)
+                check_task(j, &all, (int)t);
+        }
+    }
+    /* observed: failures seen, else the chief's (or first task's) outcome */
+    if (j->nobs == 0) {
+        int ok = 0, bad = 0;
+        char first_bad[300] = "";
+        for (size_t t = 0; t < s->n_tasks; t++) {
+            const struct proc *p = e->tasks[t].cur;
+            if (p && !p->running && !p->sig && p->exit_code == 0)
+                ok++;
+            else {
+                if (!bad++) {
+                    char tn[64], o[200];
+                    outcome_text(e, p, o, sizeof o);
+                    snprintf(first_bad, sizeof first_bad, "%s %s",
+                             fl_scn_task_name(s, (int)t, tn, sizeof tn), o);
+                }
+            }
+        }
+        if (bad == 0)
+            fprintf(j->obsf, "all %d exit 0", ok);
+        else
+            fprintf(j->obsf, "%d/%zu exit 0; %s", ok, s->n_tasks, first_bad);
+    }
+    fclose(j->expf);
+    fclose(j->obsf);
+    snprintf(res->expected, sizeof res->expected, "%s", j->exp ? j->exp : "");
+    snprintf(res->observed, sizeof res->observed, "%s", j->obs ? j->obs : "");
+    free(j->exp);
+    free(j->obs);
+    if (!res->verdict[0]) {
+        if (e->timed_out) {
+            snprintf(res->verdict, sizeof res->verdict, "fail");
+            char why[1400];
+            snprintf(why, sizeof why, "timed out after %.1f s%s%s%s%s", s->timeout_ms / 1000.0,
+                     e->timeout_waiting[0] ? " waiting for " : "", e->timeout_waiting,
+                     res->reason[0] ? "; " : "", res->reason);
+            snprintf(res->reason, sizeof res->reason, "%s", why);
+        } else {
+            snprintf(res->verdict, sizeof res->verdict, "%s", j->failed ? "fail" : "pass");
+        }
+    }
+}

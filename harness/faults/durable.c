@@ -1,0 +1,769 @@
+/*
+ * durable.c: the crash-consistency layer at run time: `crash_host` with
+ * `unsynced: lose` brings the crashed host's disk back to what its
+ * processes had made durable, as a strict reading of POSIX lets a program
+ * assume after a power cut:
+ *   - a file's content is what it was at its last successful fsync or
+ *     fdatasync (or at the host's start); a file whose directory entry is
+ *     durable but whose data never was comes back empty;
+ *   - a directory's entries are what they were at its last successful fsync
+ *     (or at the host's start): a file synced but whose entry never was is
+ *     gone, a rename or unlink not followed by a sync of the directory is
+ *     undone;
+ *   - syncfs and sync make everything on the disk durable; a write through
+ *     an O_SYNC/O_DSYNC descriptor makes its bytes durable; sync_file_range
+ *     and close make nothing durable.
+ * This is stricter than ext4 (data=ordered) in practice, on purpose: it
+ * checks a program's own fsync discipline, not the luck of a file system.
+ *
+ * Which hosts: those that some `crash_host` fault with `unsynced: lose` of
+ * the variant targets ("tracked"); a run without one does nothing here and
+ * preloads nothing.  A tracked host's disk is a tmpfs of its own (so its
+ * st_dev tells its files from the host's /tmp and shared paths), and its
+ * tasks start with LD_PRELOAD of fl_sync_preload.so (harness/tools/), which
+ * records each sync in the host's store (harness/sys/durable_store.h) under
+ * RUN/fs/durable/HOST: on the run's tmpfs, outside the disk (its size limit
+ * does not count it), visible in the host through the run directory.
+ *
+ * States of a tracked host's store: reset and filled with the whole disk
+ * (the baseline) each time the host starts (run start, coming back after
+ * restart, crash_host or replace: a fresh disk) -> updated by its processes
+ * as they sync, and by the harness when corrupt:/truncate: change a file at
+ * rest (on-disk state, so durable) -> read once at a crash with `unsynced:
+ * lose`: after every process of the host has exited (each one's pidfd
+ * says so; the kernel's PID namespace tells which are the host's), the
+ * disk's contents are removed and built again from the store, from the root
+ * directory's recorded entries down, files from their recorded content
+ * (empty when none), hard links where one inode has several names.  The
+ * fault's detail says what was lost.  Everything lives on the run's tmpfs
+ * and is removed at the end of the run (before --keep copies the disks),
+ * and with the harness's mount namespace if it is killed (`gc` removes the
+ * empty directory with the run's).
+ *
+ * Not seen, so lost at a crash though a program synced it: msync, syncs made
+ * by direct system calls or io_uring, and processes started with `faultline
+ * exec` (no preload).  Shared paths (`shared:`) and /tmp are not tracked.
+ */
+#include "harness/engine/engine_int.h"
+#include "harness/sys/durable_store.h"
+#include "harness/sys/rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEAD_WAIT_MS 10000      /* a crashed host's processes must be gone by then */
+#define MAX_DEPTH 512
+
+struct fl_durable {
+    bool *tracked;              /* per host */
+    dev_t *dev;                 /* per host: its disk's st_dev at its last start */
+    char dir[PATH_MAX];         /* RUN/fs/durable */
+    char src[PATH_MAX];         /* fl_sync_preload.so next to faultline */
+    char preload[PATH_MAX];     /* its copy under dir, once made */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int fl_durable_init(struct engine *e, char *err, size_t errlen)
+{
+    const struct fl_scenario *s = e->s;
+    bool any = false;
+    for (size_t i = 0; i < e->nfaults; i++) {
+        const struct fl_scn_action *a = &e->faults[i].f->action;
+        any |= a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE;
+    }
+    if (!any)
+        return 0;
+    struct fl_durable *d = calloc(1, sizeof *d);
+    if (!d || !(d->tracked = calloc(s->n_hosts, sizeof *d->tracked)) ||
+        !(d->dev = calloc(s->n_hosts, sizeof *d->dev)))
+        abort();
+    e->durable = d;
+    for (size_t i = 0; i < e->nfaults; i++) {
+        const struct fl_scn_action *a = &e->faults[i].f->action;
+        if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE)
+            d->tracked[a->host] = true;
+    }
+    snprintf(d->dir, sizeof d->dir, "%s/durable", e->fsdir);
+    const char *cands[] = {"%s/../lib/fl_sync_preload.so", "%s/../lib/faultline/fl_sync_preload.so"};
+    for (size_t i = 0; i < 2 && !d->src[0]; i++) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, cands[i], e->o->bin_dir ? e->o->bin_dir : ".");
+        if (access(p, R_OK) == 0)
+            snprintf(d->src, sizeof d->src, "%s", p);
+    }
+    if (!d->src[0]) {
+        snprintf(err, errlen, "unsynced: lose needs fl_sync_preload.so next to faultline (%s/../lib/): "
+                 "not found; run make", e->o->bin_dir ? e->o->bin_dir : ".");
+        return -ENOENT;
+    }
+    return 0;
+}
+
+bool fl_durable_tracked(const struct engine *e, int host)
+{
+    return e->durable && e->durable->tracked[host];
+}
+
+void fl_durable_free(struct engine *e)
+{
+    struct fl_durable *d = e->durable;
+    if (!d)
+        return;
+    if (d->preload[0] || access(d->dir, F_OK) == 0)
+        fl_rm_rf(d->dir);
+    free(d->tracked);
+    free(d->dev);
+    free(d);
+    e->durable = NULL;
+}
+
+/* Copies the library to RUN/fs/durable/ (build/lib may lie under /tmp, which
+ * every host has its own of). */
+static int copy_preload(struct fl_durable *d, char *err, size_t errlen)
+{
+    char dst[PATH_MAX + 32], tmp[PATH_MAX + 40];
+    snprintf(dst, sizeof dst, "%s/fl_sync_preload.so", d->dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    int rc = fl_mkdir_p(d->dir, 0755), in = -1, out = -1;
+    if (rc == 0 && (in = open(d->src, O_RDONLY | O_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0 && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755)) < 0)
+        rc = -errno;
+    if (rc == 0) {
+        int64_t n = fl_dstore_copy(in, out);
+        if (n < 0)
+            rc = (int)n;
+    }
+    if (out >= 0 && close(out) < 0 && rc == 0)
+        rc = -errno;
+    if (in >= 0)
+        close(in);
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        snprintf(err, errlen, "copy %s to %s: %s", d->src, dst, strerror(-rc));
+        return rc;
+    }
+    snprintf(d->preload, sizeof d->preload, "%s", dst);
+    return 0;
+}
+
+static void store_path(const struct engine *e, int host, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", e->durable->dir, e->s->hosts[host].name);
+}
+
+int fl_durable_baseline(struct engine *e, int host, char *err, size_t errlen)
+{
+    struct fl_durable *d = e->durable;
+    if (!d || !d->tracked[host])
+        return 0;
+    const char *name = e->s->hosts[host].name, *disk = e->hosts[host].disk;
+    char path[PATH_MAX];
+    int rc;
+    if (!d->preload[0] && (rc = copy_preload(d, err, errlen)) < 0)
+        return rc;
+    store_path(e, host, path, sizeof path);
+    struct stat sb;
+    if (stat(disk, &sb) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "host %s: its disk %s: %s", name, disk, strerror(-rc));
+        return rc;
+    }
+    d->dev[host] = sb.st_dev;
+    if ((rc = fl_dstore_reset(path)) < 0) {
+        snprintf(err, errlen, "host %s: make the store of what is synced at %s: %s", name, path,
+                 strerror(-rc));
+        return rc;
+    }
+    struct fl_dstore st;
+    int root = -1;
+    if ((rc = fl_dstore_open(&st, path, sb.st_dev)) == 0 &&
+        (root = open(disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = fl_dstore_sync_tree(&st, root);
+    if (root >= 0)
+        close(root);
+    fl_dstore_close(&st);
+    if (rc < 0)
+        snprintf(err, errlen, "host %s: record its disk %s as synced in %s: %s", name, disk, path,
+                 strerror(-rc));
+    return rc;
+}
+
+int fl_durable_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen)
+{
+    struct fl_durable *d = e->durable;
+    int host = e->s->tasks[task].host;
+    if (!d || !d->tracked[host])
+        return 0;
+    if (!d->preload[0]) {
+        snprintf(err, errlen, "host %s: fl_sync_preload.so not in place", e->s->hosts[host].name);
+        return -ENOENT;
+    }
+    char path[PATH_MAX];
+    store_path(e, host, path, sizeof path);
+    eng_env_preload(env, k, d->preload);
+    if (asprintf(&env[(*k)++], "FAULTLINE_DURABLE_STORE=%s", path) < 0 ||
+        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_DEV=%llu", (unsigned long long)d->dev[host]) < 0 ||
+        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_ROOT=%s", e->s->workdir) < 0)
+        abort();
+    return 0;
+}
+
+/* ---- files changed at rest -------------------------------------------- */
+
+static int open_data_rw(const struct engine *e, int host, uint64_t ino)
+{
+    char path[PATH_MAX + 64];
+    store_path(e, host, path, PATH_MAX);
+    size_t n = strlen(path);
+    snprintf(path + n, sizeof path - n, "/data/%llu", (unsigned long long)ino);
+    return open(path, O_RDWR | O_CLOEXEC);
+}
+
+int fl_durable_rest_corrupt(struct engine *e, int host, uint64_t ino, uint64_t off, uint8_t x)
+{
+    if (!fl_durable_tracked(e, host))
+        return 0;
+    int fd = open_data_rw(e, host, ino);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;    /* nothing durable: nothing to change */
+    uint8_t b;
+    int rc = 0;
+    ssize_t r = pread(fd, &b, 1, (off_t)off);
+    if (r == 1) {
+        b ^= x;
+        if (pwrite(fd, &b, 1, (off_t)off) != 1)
+            rc = -EIO;
+    } else if (r < 0) {
+        rc = -errno;
+    }
+    close(fd);
+    return rc;
+}
+
+int fl_durable_rest_truncate(struct engine *e, int host, uint64_t ino, uint64_t size)
+{
+    if (!fl_durable_tracked(e, host))
+        return 0;
+    int fd = open_data_rw(e, host, ino);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat sb;
+    int rc = 0;
+    if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size > size && ftruncate(fd, (off_t)size) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+/* ---- the crash -------------------------------------------------------- */
+
+void fl_durable_crash_begin(struct engine *e, int host, struct fl_durable_crash *c)
+{
+    const struct host_rt *hr = &e->hosts[host];
+    memset(c, 0, sizeof *c);
+    c->host = host;
+    c->was_up = hr->h.state == FL_HOST_UP;
+    c->init = hr->h.pid;
+    char p[64];
+    struct stat sb;
+    snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)c->init);
+    if (c->was_up && stat(p, &sb) == 0) {
+        c->pidns_ino = sb.st_ino;
+        c->pidns_dev = sb.st_dev;
+        c->have_ns = true;
+    }
+}
+
+/* Waits until no process of the crashed host's PID namespace (but its
+ * init, which does nothing with files) is alive: all of them have exited
+ * (zombies close their files first).  Each one's pidfd becomes readable
+ * when its last thread has exited. */
+static int wait_host_dead(const struct engine *e, const struct fl_durable_crash *c, char *err,
+                          size_t errlen)
+{
+    int64_t deadline = mono_ms() + DEAD_WAIT_MS;
+    for (;;) {
+        struct pollfd alive[64];
+        size_t na = 0;
+        int first = 0;
+        DIR *d = opendir("/proc");
+        if (!d) {
+            snprintf(err, errlen, "opendir /proc: %s", strerror(errno));
+            return -errno;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            int pid = atoi(de->d_name);
+            if (pid <= 0 || pid == (int)c->init)
+                continue;
+            char p[64];
+            struct stat sb;
+            snprintf(p, sizeof p, "/proc/%d/ns/pid", pid);
+            if (stat(p, &sb) < 0 || sb.st_ino != c->pidns_ino || sb.st_dev != c->pidns_dev)
+                continue;
+            int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+            if (pfd < 0)
+                continue;       /* gone */
+            struct pollfd q = {.fd = pfd, .events = POLLIN};
+            if (poll(&q, 1, 0) == 1 || na == 64) {
+                close(pfd);
+                if (q.revents)
+                    continue;
+            } else {
+                alive[na++] = q;
+            }
+            if (!first)
+                first = pid;
+        }
+        closedir(d);
+        if (!first)
+            return 0;
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) {
+            for (size_t i = 0; i < na; i++)
+                close(alive[i].fd);
+            snprintf(err, errlen, "host %s: process %d still alive %d s after the crash (its disk "
+                     "cannot be brought back to what was synced)", e->s->hosts[c->host].name,
+                     first, DEAD_WAIT_MS / 1000);
+            return -ETIMEDOUT;
+        }
+        poll(alive, na, left < 1000 ? (int)left : 1000);
+        for (size_t i = 0; i < na; i++)
+            close(alive[i].fd);
+    }
+}
+
+/* One entry of a tree: the live disk's or the durable one. */
+struct tent {
+    char *path;                 /* relative to the disk */
+    uint32_t mode;
+    uint64_t ino;
+    uint64_t size;              /* live: st_size */
+    uint32_t uid, gid;
+    char *target;               /* durable symbolic link */
+    bool have;                  /* durable: a recorded content; live: matched */
+};
+
+struct tree {
+    struct tent *v;
+    size_t n, cap;
+};
+
+static void tree_free(struct tree *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->v[i].path);
+        free(t->v[i].target);
+    }
+    free(t->v);
+}
+
+static struct tent *tree_add(struct tree *t, const char *parent, const char *name)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        if (!(t->v = realloc(t->v, t->cap * sizeof *t->v)))
+            abort();
+    }
+    struct tent *x = &t->v[t->n++];
+    memset(x, 0, sizeof *x);
+    if (asprintf(&x->path, "%s%s%s", parent, *parent ? "/" : "", name) < 0)
+        abort();
+    return x;
+}
+
+static int cmp_path(const void *a, const void *b)
+{
+    return strcmp(((const struct tent *)a)->path, ((const struct tent *)b)->path);
+}
+
+static struct tent *tree_find(struct tree *t, const char *path)
+{
+    struct tent key = {.path = (char *)path};
+    return bsearch(&key, t->v, t->n, sizeof *t->v, cmp_path);
+}
+
+static int live_walk(int dfd, const char *rel, struct tree *t, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return -ELOOP;
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int er = errno;
+        if (fd >= 0)
+            close(fd);
+        return -er;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat sb;
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        struct tent *x = tree_add(t, rel, de->d_name);
+        x->mode = sb.st_mode;
+        x->ino = sb.st_ino;
+        x->size = (uint64_t)sb.st_size;
+        if (S_ISDIR(sb.st_mode)) {
+            char *sub = strdup(x->path);
+            int c = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (c >= 0) {
+                rc = live_walk(c, sub, t, depth + 1);
+                close(c);
+            }
+            free(sub);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+/* The durable tree from directory ino's recorded entries down; a directory
+ * met twice (moved without syncing its old parent) is kept at its first
+ * place. */
+static int durable_walk(const struct fl_dstore *st, uint64_t ino, const char *rel, struct tree *t,
+                        uint64_t **seen, size_t *nseen, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return -ELOOP;
+    for (size_t i = 0; i < *nseen; i++)
+        if ((*seen)[i] == ino)
+            return 1;
+    if (!(*seen = realloc(*seen, (*nseen + 1) * sizeof **seen)))
+        abort();
+    (*seen)[(*nseen)++] = ino;
+    struct fl_dstore_ent *ents;
+    size_t n;
+    int rc = fl_dstore_read_dir(st, ino, &ents, &n);
+    if (rc == -ENOENT)
+        return 0;               /* entry durable, never synced itself: empty */
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct fl_dstore_ent *en = &ents[i];
+        struct tent *x = tree_add(t, rel, en->name);
+        x->mode = en->mode;
+        x->ino = en->ino;
+        x->uid = en->uid;
+        x->gid = en->gid;
+        if (en->target && !(x->target = strdup(en->target)))
+            abort();
+        if (S_ISDIR(en->mode)) {
+            char *sub = strdup(x->path);
+            rc = durable_walk(st, en->ino, sub, t, seen, nseen, depth + 1);
+            free(sub);
+            if (rc == 1) {      /* met before: not here */
+                free(x->path);
+                free(x->target);
+                t->n--;
+                rc = 0;
+            }
+        }
+    }
+    fl_dstore_ents_free(ents, n);
+    return rc < 0 ? rc : 0;
+}
+
+/* Does the live file at path (relative to disk dfd) hold what data (an fd,
+ * or -1: empty) holds? */
+static bool same_content(int dfd, const char *path, int data)
+{
+    int fd = openat(dfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    struct stat a, b = {0};
+    bool same = fstat(fd, &a) == 0 && (data < 0 || fstat(data, &b) == 0) && a.st_size == b.st_size;
+    static char x[65536], y[65536];
+    for (off_t off = 0; same && off < a.st_size;) {
+        ssize_t n = pread(fd, x, sizeof x, off), m = pread(data, y, sizeof y, off);
+        if (n <= 0 || n != m || memcmp(x, y, (size_t)n) != 0)
+            same = false;
+        off += n > 0 ? n : 0;
+    }
+    close(fd);
+    return same;
+}
+
+
+/* Is path's parent (the root, or a directory) in t?  Then path is the top
+ * of what goes (or comes back), and is listed; what lies below is not. */
+static bool parent_in(struct tree *t, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return true;
+    char *parent = strndup(path, (size_t)(slash - path));
+    struct tent *p = tree_find(t, parent);
+    free(parent);
+    return p != NULL;
+}
+
+static int rm_tree_at(int dfd, const char *name, int depth)
+{
+    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+        return 0;
+    if ((errno != EISDIR && errno != EPERM) || depth > MAX_DEPTH)
+        return -errno;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int er = errno;
+        if (fd >= 0)
+            close(fd);
+        return -er;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            int r = rm_tree_at(dirfd(d), de->d_name, depth + 1);
+            if (r < 0 && rc == 0)
+                rc = r;
+        }
+    closedir(d);
+    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
+struct link_of {
+    uint64_t ino;
+    const char *path;           /* created there first */
+};
+
+static int cmp_ino(const void *a, const void *b)
+{
+    uint64_t x = ((const struct link_of *)a)->ino, y = ((const struct link_of *)b)->ino;
+    return x < y ? -1 : x > y;
+}
+
+/* The durable tree made real under dfd (emptied first). */
+static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *what, size_t wlen)
+{
+    int rc = 0;
+    DIR *d = NULL;
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && !(d = fdopendir(fd)))
+        close(fd);
+    if (!d) {
+        snprintf(what, wlen, "open the disk: %s", strerror(errno));
+        return -errno;
+    }
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+            (rc = rm_tree_at(dfd, de->d_name, 0)) < 0)
+            snprintf(what, wlen, "remove %s: %s", de->d_name, strerror(-rc));
+    closedir(d);
+    struct link_of *links = calloc(dur->n + 1, sizeof *links);
+    size_t nl = 0;
+    for (size_t i = 0; i < dur->n; i++)
+        if (S_ISREG(dur->v[i].mode))
+            links[nl++] = (struct link_of){dur->v[i].ino, NULL};
+    qsort(links, nl, sizeof *links, cmp_ino);
+    size_t u = 0;               /* one per inode: the first name made links the rest */
+    for (size_t i = 0; i < nl; i++)
+        if (u == 0 || links[u - 1].ino != links[i].ino)
+            links[u++] = links[i];
+    nl = u;
+    for (size_t i = 0; rc == 0 && i < dur->n; i++) {
+        const struct tent *x = &dur->v[i];
+        mode_t perm = x->mode & 07777;
+        if (S_ISDIR(x->mode)) {
+            if (mkdirat(dfd, x->path, 0700) < 0)
+                rc = -errno;
+        } else if (S_ISLNK(x->mode)) {
+            if (symlinkat(x->target ? x->target : "", dfd, x->path) < 0)
+                rc = -errno;
+        } else if (S_ISREG(x->mode)) {
+            struct link_of key = {x->ino, NULL}, *l = bsearch(&key, links, nl, sizeof *links, cmp_ino);
+            if (l && l->path) {
+                if (linkat(dfd, l->path, dfd, x->path, 0) < 0)
+                    rc = -errno;
+                continue;
+            }
+            int out = openat(dfd, x->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (out < 0) {
+                rc = -errno;
+            } else {
+                int in = fl_dstore_open_data(st, x->ino);
+                if (in >= 0) {
+                    int64_t n = fl_dstore_copy(in, out);
+                    if (n < 0)
+                        rc = (int)n;
+                    close(in);
+                }
+                if (close(out) < 0 && rc == 0)
+                    rc = -errno;
+            }
+            if (l)
+                l->path = x->path;
+        } else if (S_ISFIFO(x->mode) || S_ISSOCK(x->mode)) {
+            if (mknodat(dfd, x->path, x->mode, 0) < 0)
+                rc = -errno;
+        } else {
+            continue;           /* a device node: not brought back */
+        }
+        if (rc == 0 && fchownat(dfd, x->path, x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0)
+            rc = -errno;
+        if (rc == 0 && !S_ISLNK(x->mode) && fchmodat(dfd, x->path, perm, 0) < 0)
+            rc = -errno;
+        if (rc < 0)
+            snprintf(what, wlen, "make %s: %s", x->path, strerror(-rc));
+    }
+    free(links);
+    return rc;
+}
+
+static void human(uint64_t b, char *buf, size_t len)
+{
+    if (b < 1024)
+        snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+    else if (b < 1024 * 1024)
+        snprintf(buf, len, "%.1f KiB", b / 1024.0);
+    else if (b < 1024ULL * 1024 * 1024)
+        snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+}
+
+int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, char *detail,
+                         size_t dlen, char *err, size_t errlen)
+{
+    struct fl_durable *d = e->durable;
+    const char *name = e->s->hosts[c->host].name, *disk = e->hosts[c->host].disk;
+    size_t dn = strlen(detail);
+    if (dn)
+        eng_detail_add(detail, dlen, " ");
+    eng_detail_add(detail, dlen, "unsynced=lose");
+    if (!d || !d->tracked[c->host])
+        return 0;
+    if (!c->was_up) {
+        eng_detail_add(detail, dlen, ": host already down (its disk was left as it was)");
+        return 0;
+    }
+    int rc;
+    if (c->have_ns && (rc = wait_host_dead(e, c, err, errlen)) < 0)
+        return rc;
+    char path[PATH_MAX], why[512];
+    store_path(e, c->host, path, sizeof path);
+    struct fl_dstore st;
+    if ((rc = fl_dstore_open(&st, path, d->dev[c->host])) < 0) {
+        snprintf(err, errlen, "host %s: open the store of what was synced %s: %s", name, path,
+                 strerror(-rc));
+        return rc;
+    }
+    if (fl_dstore_broken(&st, why, sizeof why)) {
+        fl_dstore_close(&st);
+        snprintf(err, errlen, "host %s: a sync was not recorded (%s): its disk is left as it was",
+                 name, why);
+        return -EIO;
+    }
+    struct tree live = {0}, dur = {0};
+    uint64_t *seen = NULL;
+    size_t nseen = 0;
+    struct stat rs;
+    int dfd = open(disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fstat(dfd, &rs) < 0) {
+        rc = -errno;
+        snprintf(err, errlen, "host %s: open its disk %s: %s", name, disk, strerror(-rc));
+        goto cleanup;
+    }
+    if ((rc = live_walk(dfd, "", &live, 0)) < 0) {
+        snprintf(err, errlen, "host %s: read its disk %s: %s", name, disk, strerror(-rc));
+        goto cleanup;
+    }
+    if ((rc = durable_walk(&st, rs.st_ino, "", &dur, &seen, &nseen, 0)) < 0) {
+        snprintf(err, errlen, "host %s: read the store of what was synced %s: %s", name, path,
+                 strerror(-rc));
+        goto cleanup;
+    }
+    qsort(live.v, live.n, sizeof *live.v, cmp_path);
+    qsort(dur.v, dur.n, sizeof *dur.v, cmp_path);
+    /* what goes: entries lost, files rolled back; what comes back */
+    size_t lost = 0, rolled = 0, back = 0;
+    uint64_t bytes = 0;
+    char list[768] = "";
+    for (size_t i = 0; i < live.n; i++) {
+        struct tent *x = &live.v[i], *y = tree_find(&dur, x->path);
+        if (y)
+            y->have = true;
+        if (!y) {
+            lost++;
+            if (S_ISREG(x->mode))
+                bytes += x->size;
+            if (parent_in(&dur, x->path))
+                eng_detail_add(list, sizeof list, " -%s%s", x->path, S_ISDIR(x->mode) ? "/" : "");
+        } else if ((x->mode & S_IFMT) != (y->mode & S_IFMT)) {
+            rolled++;
+            if (S_ISREG(x->mode))
+                bytes += x->size;
+            eng_detail_add(list, sizeof list, " ~%s", x->path);
+        } else if (S_ISREG(x->mode)) {
+            int data = fl_dstore_open_data(&st, y->ino);
+            if (!same_content(dfd, x->path, data)) {
+                rolled++;
+                bytes += x->size;
+                struct stat ds = {0};
+                if (data >= 0)
+                    fstat(data, &ds);
+                eng_detail_add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
+                    (unsigned long long)ds.st_size);
+            }
+            if (data >= 0)
+                close(data);
+        }
+    }
+    for (size_t i = 0; i < dur.n; i++)
+        if (!dur.v[i].have) {
+            back++;
+            if (parent_in(&live, dur.v[i].path))
+                eng_detail_add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
+        }
+    char what[512] = "";
+    if ((rc = build(&st, dfd, &dur, what, sizeof what)) < 0) {
+        snprintf(err, errlen, "host %s: bring its disk %s back to what was synced: %s", name, disk,
+                 what);
+        goto cleanup;
+    }
+    char hb[32];
+    human(bytes, hb, sizeof hb);
+    char sum[160];
+    snprintf(sum, sizeof sum, "%zu entr%s lost, %zu file%s rolled back, %zu entr%s back", lost,
+             lost == 1 ? "y" : "ies", rolled, rolled == 1 ? "" : "s", back, back == 1 ? "y" : "ies");
+    eng_detail_add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
+        list[0] ? ":" : "", list);
+    fprintf(stderr, "%sfaultline: host %s crashed, unsynced writes lost: its disk is back to what "
+            "was synced (%s, %s unsynced)\n", e->o->progress ? "\r\033[K" : "", name, sum, hb);
+cleanup:
+    if (dfd >= 0)
+        close(dfd);
+    fl_dstore_close(&st);
+    tree_free(&live);
+    tree_free(&dur);
+    free(seen);
+    return rc;
+}

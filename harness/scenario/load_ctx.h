@@ -1,0 +1,86 @@
+/*
+ * scenario/load_ctx.h: internal to the scenario loader (load/load.c,
+ * scenario/values.c, load/faults.c).  The validation context and the
+ * helpers that check one value of the YAML tree.  Every helper that fails
+ * writes "file:line:column: message" into c->err and returns -EINVAL (or
+ * -ENOMEM); callers return that code unchanged.
+ */
+#ifndef FL_SCENARIO_LOAD_H
+#define FL_SCENARIO_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/yaml.h"
+
+typedef struct fl_scn_ynode ynode;
+
+/* One load: the source (for places) and the scenario being filled. */
+struct fl_scn_vctx {
+    const char *file;
+    const char *buf;
+    size_t len;
+    char *err;
+    size_t errlen;
+    struct fl_scenario *s;
+    const ynode *run;           /* the run: mapping (or NULL) */
+};
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Messages. */
+int fl_scn_verr(struct fl_scn_vctx *c, struct fl_scn_loc l, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Appends " (did you mean 'x'?)" to c->err; returns -EINVAL. */
+int fl_scn_vsuggest(struct fl_scn_vctx *c, const char *word, const char *const *cands, size_t n);
+/* "a mapping", "a list", "'text'", "empty". */
+const char *fl_scn_describe(const ynode *n, char *buf, size_t len);
+
+/* Types and keys. */
+int fl_scn_want(struct fl_scn_vctx *c, const ynode *n, enum fl_scn_ynode_type t, const char *what);
+int fl_scn_check_keys(struct fl_scn_vctx *c, const ynode *map, const char *const *keys, size_t n,
+                      const char *where);
+int fl_scn_dup_str(struct fl_scn_vctx *c, const char *v, char **out);
+void *fl_scn_zalloc(struct fl_scn_vctx *c, size_t n, size_t size);
+int fl_scn_get_str(struct fl_scn_vctx *c, const ynode *n, const char *what, char **out);
+int fl_scn_get_duration(struct fl_scn_vctx *c, const ynode *n, const char *what, bool allow_zero,
+                        int64_t *ms);
+int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, long min, long max,
+                    long *out);
+int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, bool *out);
+int fl_scn_check_rel_path(struct fl_scn_vctx *c, const ynode *n, const char *what);
+
+/* Places. */
+struct fl_scn_loc fl_scn_loc_at(struct fl_scn_vctx *c, size_t off);
+struct fl_scn_loc fl_scn_loc_in_scalar(struct fl_scn_vctx *c, const ynode *n, size_t off,
+                                       size_t len);
+
+/* References (hosts, jobs and variants must be loaded). */
+int fl_scn_resolve_host(struct fl_scn_vctx *c, const ynode *n, const char *what, int *out);
+int fl_scn_load_hostset(struct fl_scn_vctx *c, const ynode *n, const char *what,
+                        struct fl_scn_hostset *hs);
+int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *where, int *job,
+                            int *task);
+int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind,
+                          struct fl_scn_target *t);
+
+/* Regexes. */
+int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,
+                      struct fl_scn_regex *r);
+void fl_scn_regex_free(struct fl_scn_regex *r);
+
+/* Sections in load/faults.c. */
+int fl_scn_load_faults(struct fl_scn_vctx *c, const ynode *fs);
+/* load/disk.c: the mapping of a disk: fault into a->disk and a->target. */
+int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
+int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
+/* load/link.c: the value of a link: fault into a (kind, link, from, to,
+ * host). */
+int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
+/* load/at_rest.c: corrupt: / truncate: (kind is "corrupt" or "truncate"). */
+int fl_scn_load_at_rest(struct fl_scn_vctx *c, const char *kind, const ynode *v,
+                        struct fl_scn_action *a);
+
+#endif

@@ -1,0 +1,738 @@
+/*
+ * host.c: hosts, the machines of a bug report, as namespaces on one kernel.
+ *
+ * A host is held by an init process that the harness clones with new network,
+ * mount, PID, UTS and IPC namespaces.  Init is PID 1 of its namespace, so
+ * killing it kills every process on the host at once (a machine crash).  On
+ * start, init (in parallel with the other inits) mounts the host's disk at the
+ * working directory, its own /tmp, the run's /etc/hosts, any shared paths and
+ * a /proc of its own, sets the hostname, reports ready on a pipe shared by all
+ * inits, then only reaps orphans until it is killed or the harness goes away.
+ * Init shares the harness's memory (CLONE_VM, on a stack of its own, making
+ * raw system calls only; see rawsys.h): cloning hundreds of hosts then costs
+ * no page-table copies.  A large batch is plugged into the fabric by a
+ * second thread while the first is still cloning (fl_host_up_batch).
+ *
+ * Processes are not started by init: the harness forks them straight into the
+ * host (setns to init's PID namespace for the fork, then the child joins the
+ * other namespaces, the host's cgroup and the task's own cgroup when it has
+ * one, before exec), so the harness is the parent of every process and
+ * learns exits, signals and core dumps first-hand.
+ *
+ * Nothing outlives the harness: the harness runs in a private mount namespace
+ * (every mount of a run vanishes with it), namespaces are never bind-mounted
+ * (the kernel frees them with their last process), and every init dies with
+ * the harness through PR_SET_PDEATHSIG and through an "anchor" pipe whose
+ * write end only the harness holds (init exits when it reads EOF).
+ *
+ * States of a host: DOWN -> STARTING (init cloned) -> UP (init reported
+ * ready) -> DOWN (init killed or died).  Invariant: pidfd >= 0 iff state !=
+ * DOWN.
+ */
+#include "harness/sys/host.h"
+#include "netem/fabric.h"
+#include "harness/base/rawsys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static int ready_pipe[2] = {-1, -1};    /* inits write {idx, gen, err, step} */
+static int anchor_pipe[2] = {-1, -1};   /* harness holds [1]; EOF = harness gone */
+static int self_pidns = -1;             /* to return after a spawn */
+
+struct ready_msg {
+    int idx, generation, err, step;
+    int arg;        /* STEP_MOUNT_SHARED: index in mounts; STEP_MOUNT_EXPOSE: in expose */
+};
+
+enum init_step {
+    STEP_OK, STEP_PDEATHSIG, STEP_HOSTNAME, STEP_MOUNT_DISK, STEP_MOUNT_TMP,
+    STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS, STEP_MOUNT_EXPOSE,
+    STEP_DUP_PIPES, STEP_MOUNT_SHM,
+};
+
+static const char *step_name(int step)
+{
+    static const char *names[] = {
+        "ready", "prctl(PR_SET_PDEATHSIG)", "sethostname", "mount disk at workdir",
+        "mount /tmp", "mount /etc/hosts", "mount shared path", "mount /proc",
+        "signalfd", "expose a directory under /tmp", "dup3 of the harness's pipes",
+        "mount a tmpfs at",
+    };
+    return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
+}
+
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+unsigned long long fl_proc_starttime(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* comm may hold spaces and parens: fields start after the last ')'. */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    p += 2;                     /* field 3, state */
+    for (int field = 3; field < 22 && p; field++) {
+        p = strchr(p, ' ');
+        if (p)
+            p++;
+    }
+    return p ? strtoull(p, NULL, 10) : 0;
+}
+
+int fl_host_global_init(char *err, size_t errlen)
+{
+    if (self_pidns >= 0)
+        return 0;
+    if (unshare(CLONE_NEWNS) < 0) {
+        int e = errno;
+        errf(err, errlen, "unshare(CLONE_NEWNS): %s (faultline needs root)", strerror(e));
+        return -e;
+    }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        int e = errno;
+        errf(err, errlen, "mount --make-rprivate /: %s", strerror(e));
+        return -e;
+    }
+    self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    if (self_pidns < 0) {
+        int e = errno;
+        errf(err, errlen, "open /proc/self/ns/pid: %s", strerror(e));
+        return -e;
+    }
+    if (pipe2(ready_pipe, O_CLOEXEC) < 0 || pipe2(anchor_pipe, O_CLOEXEC) < 0) {
+        int e = errno;
+        errf(err, errlen, "pipe: %s", strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+/* Init stacks.  Init is cloned with CLONE_VM (see rawsys.h), so it runs on
+ * a stack of its own carved from this pool; a stack is reused only after
+ * its init has been reaped (fl_host_note_reaped), never while it may run.
+ * The bottom of each stack holds the init's arguments. */
+#define INIT_STACK_SIZE (64 * 1024)
+
+struct init_args {
+    struct fl_host *h;
+    int generation;
+    char cgroup_procs[2][4096]; /* "<cgroup>/cgroup.procs", "<cgroup_mem>/cgroup.procs", or "" */
+};
+
+struct init_stack {
+    pid_t pid;                  /* 0 = free, -1 = being cloned */
+    void *mem;
+};
+static struct init_stack *stacks;
+static size_t nstacks;
+
+static struct init_stack *stack_get(void)
+{
+    for (size_t i = 0; i < nstacks; i++)
+        if (stacks[i].pid == 0) {
+            stacks[i].pid = -1;
+            return &stacks[i];
+        }
+    void *mem = mmap(NULL, INIT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        return NULL;
+    struct init_stack *n = realloc(stacks, (nstacks + 1) * sizeof *stacks);
+    if (!n) {
+        munmap(mem, INIT_STACK_SIZE);
+        return NULL;
+    }
+    stacks = n;
+    stacks[nstacks] = (struct init_stack){-1, mem};
+    return &stacks[nstacks++];
+}
+
+void fl_host_note_reaped(pid_t pid)
+{
+    for (size_t i = 0; i < nstacks; i++)
+        if (stacks[i].pid == pid && pid > 0) {
+            stacks[i].pid = 0;
+            return;
+        }
+}
+
+/* Everything below runs in init, on its own stack, sharing the harness's
+ * memory: raw system calls only (no errno), no stdio, no allocation, and
+ * nothing written outside init's stack. */
+
+static char *utoa_in_child(char *end, unsigned v)
+{
+    *--end = 0;
+    do
+        *--end = (char)('0' + v % 10);
+    while (v /= 10);
+    return end;
+}
+
+static long mkdir_p_in_child(const char *path)
+{
+    char buf[1024];
+    size_t len = strlen(path);
+    if (len >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        long r = fl_rs3(SYS_mkdirat, AT_FDCWD, buf, 0755);
+        if (r < 0 && r != -EEXIST)
+            return r;
+        *p = '/';
+    }
+    long r = fl_rs3(SYS_mkdirat, AT_FDCWD, buf, 0755);
+    return r < 0 && r != -EEXIST ? r : 0;
+}
+
+static long bind_mount(const char *src, const char *dst)
+{
+    return fl_rs5(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL);
+}
+
+static __attribute__((noreturn)) void init_exit(int code)
+{
+    for (;;)
+        fl_rs1(SYS_exit_group, code);
+}
+
+/* PID 1 of the host's new namespaces. */
+static int init_main(void *arg)
+{
+    const struct init_args *a = arg;
+    const struct fl_host_spec *s = &a->h->spec;
+    struct ready_msg msg = {s->idx, a->generation, 0, STEP_OK, 0};
+    int rfd = ready_pipe[1], afd = anchor_pipe[0];
+    long r;
+
+#define INIT_TRY(call, at)    \
+    do {                      \
+        if ((r = (call)) < 0) { \
+            msg.step = (at);   \
+            goto fail;        \
+        }                     \
+    } while (0)
+
+    INIT_TRY(fl_rs2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL), STEP_PDEATHSIG);
+    /* Keep only the two pipes; stdin/stdout to /dev/null, stderr stays. */
+    long null = fl_rs4(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC, 0);
+    if (null >= 0 && null != 0)
+        fl_rs3(SYS_dup3, null, 0, 0);
+    if (null >= 0 && null != 1)
+        fl_rs3(SYS_dup3, null, 1, 0);
+    INIT_TRY(rfd == 3 ? 0 : fl_rs3(SYS_dup3, rfd, 3, 0), STEP_DUP_PIPES);
+    INIT_TRY(afd == 4 ? 0 : fl_rs3(SYS_dup3, afd, 4, 0), STEP_DUP_PIPES);
+    rfd = 3;
+    afd = 4;
+    fl_rs3(SYS_close_range, 5U, ~0U, 0U);
+    for (int i = 0; i < 2; i++) {
+        if (!a->cgroup_procs[i][0])
+            continue;
+        long fd = fl_rs4(SYS_openat, AT_FDCWD, a->cgroup_procs[i], O_WRONLY | O_CLOEXEC, 0);
+        if (fd >= 0) {
+            fl_rs3(SYS_write, fd, "0\n", 2);   /* a failure is reported by the first spawn */
+            fl_rs1(SYS_close, fd);
+        }
+    }
+    INIT_TRY(fl_rs2(SYS_sethostname, s->name, strlen(s->name)), STEP_HOSTNAME);
+    INIT_TRY(bind_mount(s->disk_dir, s->workdir), STEP_MOUNT_DISK);
+    for (size_t i = 0; i < s->nmounts; i++) {
+        msg.arg = (int)i;
+        INIT_TRY(bind_mount(s->mounts[i].src, s->mounts[i].dst), STEP_MOUNT_SHARED);
+    }
+    if (s->hosts_file)
+        INIT_TRY(fl_rs5(SYS_mount, s->hosts_file, "/etc/hosts", NULL, MS_BIND, NULL),
+                 STEP_MOUNT_HOSTS);
+    /* /tmp last: the sources above may live under the harness's /tmp.
+     * Directories to expose that lie under /tmp are held by O_PATH fds
+     * across the mount and bound again at their paths inside the new /tmp,
+     * with what is mounted below them (the run directory's tmpfs, fs/,
+     * holds the stores of the crash-consistency layer, see durable.c): as
+     * a host sees them when they do not lie under /tmp. */
+    int keep[8], keep_idx[8];
+    size_t nkeep = 0;
+    for (size_t i = 0; i < s->nexpose && nkeep < 8; i++) {
+        if (strncmp(s->expose[i], "/tmp/", 5) != 0)
+            continue;
+        long fd;
+        msg.arg = (int)i;
+        INIT_TRY(fd = fl_rs4(SYS_openat, AT_FDCWD, s->expose[i],
+                             O_PATH | O_DIRECTORY | O_CLOEXEC, 0), STEP_MOUNT_EXPOSE);
+        keep_idx[nkeep] = (int)i;
+        keep[nkeep++] = (int)fd;
+    }
+    INIT_TRY(bind_mount(s->tmp_dir, "/tmp"), STEP_MOUNT_TMP);
+    for (size_t k = 0; k < nkeep; k++) {
+        char src[32] = "/proc/self/fd/", num[16];
+        const char *d = utoa_in_child(num + sizeof num, (unsigned)keep[k]);
+        memcpy(src + 14, d, strlen(d) + 1);
+        const char *at = s->expose[keep_idx[k]];
+        msg.arg = keep_idx[k];
+        INIT_TRY(mkdir_p_in_child(at), STEP_MOUNT_EXPOSE);
+        INIT_TRY(fl_rs5(SYS_mount, src, at, NULL, MS_BIND | MS_REC, NULL), STEP_MOUNT_EXPOSE);
+        fl_rs1(SYS_close, keep[k]);
+    }
+    /* /dev/shm of its own, as a machine has: a tmpfs that lives only in
+     * this mount namespace, so it vanishes with the host.  The machine's
+     * /dev/shm would keep what a killed process never unlinked (libfaketime,
+     * under clock_offset, leaves faketime_shm_PID and sem.faketime_sem_PID
+     * behind every process that ends without exit(), and with the host's
+     * small pids the names collide across hosts and runs).  No /dev/shm on
+     * this machine: nothing to cover. */
+    r = fl_rs5(SYS_mount, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+    if (r < 0 && r != -ENOENT) {
+        msg.step = STEP_MOUNT_SHM;
+        goto fail;
+    }
+    INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+             STEP_MOUNT_PROC);
+    unsigned long chld = 1UL << (SIGCHLD - 1);      /* the kernel's sigset */
+    INIT_TRY(fl_rs4(SYS_rt_sigprocmask, SIG_BLOCK, &chld, NULL, sizeof chld), STEP_SIGNALS);
+    long sfd;
+    INIT_TRY(sfd = fl_rs4(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK),
+             STEP_SIGNALS);
+#undef INIT_TRY
+    if (fl_rs3(SYS_write, rfd, &msg, sizeof msg) != sizeof msg)
+        init_exit(1);
+    fl_rs1(SYS_close, rfd);
+    for (;;) {
+        struct pollfd p[2] = {{.fd = afd, .events = POLLIN}, {.fd = (int)sfd, .events = POLLIN}};
+        r = fl_rs5(SYS_ppoll, p, 2, NULL, NULL, 0);
+        if (r < 0 && r != -EINTR)
+            init_exit(1);
+        if (r <= 0)
+            continue;
+        if (p[0].revents)           /* EOF or error: the harness is gone */
+            init_exit(0);
+        if (p[1].revents) {
+            struct signalfd_siginfo si;
+            while (fl_rs3(SYS_read, sfd, &si, sizeof si) == sizeof si)
+                ;
+            while (fl_rs4(SYS_wait4, -1, NULL, WNOHANG, NULL) > 0)
+                ;
+        }
+    }
+fail:
+    msg.err = (int)-r;
+    fl_rs3(SYS_write, rfd, &msg, sizeof msg);
+    init_exit(1);
+}
+
+int fl_host_start(struct fl_host *h, char *err, size_t errlen)
+{
+    if (self_pidns < 0) {
+        errf(err, errlen, "host %s: fl_host_global_init was not called", h->spec.name);
+        return -EINVAL;
+    }
+    if (h->state != FL_HOST_DOWN) {
+        errf(err, errlen, "host %s: already started", h->spec.name);
+        return -EBUSY;
+    }
+    struct init_stack *st = stack_get();
+    if (!st) {
+        errf(err, errlen, "host %s: mmap of a %d KiB stack for init: %s", h->spec.name,
+             INIT_STACK_SIZE / 1024, strerror(errno));
+        return -ENOMEM;
+    }
+    struct init_args *a = st->mem;
+    a->h = h;
+    a->generation = h->generation;
+    const char *cgs[2] = {h->spec.cgroup, h->spec.cgroup_mem};
+    for (int i = 0; i < 2; i++) {
+        a->cgroup_procs[i][0] = 0;
+        if (cgs[i] && (size_t)snprintf(a->cgroup_procs[i], sizeof a->cgroup_procs[i], "%s/cgroup.procs",
+                                       cgs[i]) >= sizeof a->cgroup_procs[i]) {
+            st->pid = 0;
+            errf(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, cgs[i]);
+            return -ENAMETOOLONG;
+        }
+    }
+    int pidfd = -1;
+    int flags = CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+                CLONE_PIDFD | SIGCHLD | (FL_RAWSYS ? CLONE_VM : 0);
+    /* 16-byte aligned top of the stack; the arguments sit at its bottom. */
+    char *top = (char *)st->mem + INIT_STACK_SIZE;
+    pid_t pid = clone(init_main, top, flags, a, &pidfd);
+    if (pid < 0) {
+        int e = errno;
+        st->pid = 0;
+        errf(err, errlen, "host %s: clone(new net, mount, pid, uts, ipc namespaces): %s",
+             h->spec.name, strerror(e));
+        return -e;
+    }
+    st->pid = pid;
+    fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+    h->pid = pid;
+    h->pidfd = pidfd;
+    h->state = FL_HOST_STARTING;
+    h->starttime = 0;
+    return 0;
+}
+
+int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errlen)
+{
+    size_t waiting = 0;
+    for (size_t i = 0; i < n; i++)
+        if (hosts[i]->state == FL_HOST_STARTING)
+            waiting++;
+    int rc = 0;
+    while (waiting > 0) {
+        struct pollfd p = {.fd = ready_pipe[0], .events = POLLIN};
+        int r = poll(&p, 1, 10000);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            const char *first = "?";
+            for (size_t i = 0; i < n; i++)
+                if (hosts[i]->state == FL_HOST_STARTING) {
+                    first = hosts[i]->spec.name;
+                    break;
+                }
+            errf(err, errlen, "%zu host(s) did not report ready within 10 s (host %s among them)",
+                 waiting, first);
+            return -ETIMEDOUT;
+        }
+        struct ready_msg m;
+        ssize_t got = read(ready_pipe[0], &m, sizeof m);
+        if (got != sizeof m) {
+            errf(err, errlen, "reading host readiness: %s", got < 0 ? strerror(errno) : "short read");
+            return -EIO;
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct fl_host *h = hosts[i];
+            if (h->spec.idx != m.idx || h->generation != m.generation ||
+                h->state != FL_HOST_STARTING)
+                continue;
+            waiting--;
+            if (m.step == STEP_OK) {
+                h->state = FL_HOST_UP;
+                h->starttime = fl_proc_starttime(h->pid);
+            } else if (rc == 0) {
+                const char *what = step_name(m.step);
+                const char *path = m.step == STEP_MOUNT_DISK ? h->spec.workdir
+                                 : m.step == STEP_MOUNT_TMP ? "/tmp"
+                                 : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
+                                 : m.step == STEP_MOUNT_PROC ? "/proc"
+                                 : m.step == STEP_MOUNT_SHM ? "/dev/shm"
+                                 : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
+                                     ? h->spec.mounts[m.arg].dst
+                                 : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
+                                     ? h->spec.expose[m.arg] : "";
+                errf(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what,
+                     *path ? " " : "", path, strerror(m.err));
+                rc = -(m.err ? m.err : EIO);
+            }
+        }
+    }
+    return rc;
+}
+
+int fl_host_kill(struct fl_host *h)
+{
+    if (h->state == FL_HOST_DOWN)
+        return 0;
+    /* No waiting here: a dead init is reaped only after every process of its
+     * PID namespace has been reaped by its parent (us), so the caller reaps
+     * init along with the rest (waitpid(-1)) in its SIGCHLD handling. */
+    if (syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+        kill(h->pid, SIGKILL); /* the caller waits for it: it must die (not yet reaped: its pid is ours) */
+    close(h->pidfd);
+    h->pidfd = -1;
+    h->state = FL_HOST_DOWN;
+    return 0;
+}
+
+bool fl_host_reaped(struct fl_host *h, pid_t pid)
+{
+    if (h->pid != pid)
+        return false;
+    if (h->state != FL_HOST_DOWN) {
+        close(h->pidfd);
+        h->pidfd = -1;
+        h->state = FL_HOST_DOWN;
+    }
+    return true;
+}
+
+pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, size_t errlen)
+{
+    if (h->state != FL_HOST_UP) {
+        errf(err, errlen, "host %s is down", h->spec.name);
+        return -EHOSTDOWN;
+    }
+    int status_pipe[2];
+    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
+        int e = errno;
+        errf(err, errlen, "host %s: pipe: %s", h->spec.name, strerror(e));
+        return -e;
+    }
+    if (setns(h->pidfd, CLONE_NEWPID) < 0) {
+        int e = errno;
+        close(status_pipe[0]);
+        close(status_pipe[1]);
+        errf(err, errlen, "host %s: setns(pid namespace of init %d): %s", h->spec.name,
+             (int)h->pid, strerror(e));
+        return -e;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    int fork_errno = errno;
+    if (pid == 0) {
+        struct { int err; int step; } st = {0, 0};
+        close(status_pipe[0]);
+        if (setns(h->pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0) {
+            st.step = 1;
+            goto child_fail;
+        }
+        const char *cgroups[3] = {h->spec.cgroup, h->spec.cgroup_mem, sp->cgroup};
+        for (int i = 0; i < 3; i++) {
+            if (!cgroups[i])
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/cgroup.procs", cgroups[i]);
+            int fd = open(path, O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || write(fd, "0\n", 2) != 2) {
+                st.step = 2;
+                goto child_fail;
+            }
+            close(fd);
+        }
+        if (chdir(sp->cwd ? sp->cwd : h->spec.workdir) < 0) {
+            st.step = 3;
+            goto child_fail;
+        }
+        int null = open("/dev/null", O_RDWR);
+        int fds[3] = {sp->stdin_fd, sp->stdout_fd, sp->stderr_fd};
+        for (int i = 0; i < 3; i++) {
+            int fd = fds[i] >= 0 ? fds[i] : null;
+            if (fd == i)
+                fcntl(fd, F_SETFD, 0);
+            else if (dup2(fd, i) < 0) {
+                st.step = 4;
+                goto child_fail;
+            }
+        }
+        syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+        fcntl(status_pipe[1], F_SETFD, FD_CLOEXEC);
+        if (sp->new_session)
+            setsid();
+        else
+            setpgid(0, 0);
+        struct rlimit rl;
+        if (h->spec.nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+            /* the soft limit only (faults/limit.c) */
+            rl.rlim_cur = (rlim_t)h->spec.nofile < rl.rlim_max ? (rlim_t)h->spec.nofile : rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        sigset_t all;
+        sigemptyset(&all);
+        sigprocmask(SIG_SETMASK, &all, NULL);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        if (sp->envp)
+            execvpe(sp->argv[0], sp->argv, sp->envp);
+        else
+            execvp(sp->argv[0], sp->argv);
+        st.step = 5;
+child_fail:
+        st.err = errno;
+        if (write(status_pipe[1], &st, sizeof st) < 0)
+            _exit(126);
+        _exit(127);
+    }
+    /* Back to our own PID namespace for children, whatever happened. */
+    if (setns(self_pidns, CLONE_NEWPID) < 0)
+        abort();
+    close(status_pipe[1]);
+    if (pid < 0) {
+        close(status_pipe[0]);
+        errf(err, errlen, "host %s: fork into PID namespace of init %d: %s", h->spec.name,
+             (int)h->pid, strerror(fork_errno));
+        return -fork_errno;
+    }
+    struct { int err; int step; } st;
+    ssize_t n;
+    while ((n = read(status_pipe[0], &st, sizeof st)) < 0 && errno == EINTR)
+        ;
+    close(status_pipe[0]);
+    if (n == sizeof st) {
+        static const char *what[] = {"", "setns(net, mount, uts, ipc)", "join cgroup",
+                                     "chdir", "dup2", "exec"};
+        int w;
+        while (waitpid(pid, &w, 0) < 0 && errno == EINTR)
+            ;
+        errf(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what[st.step],
+             st.step == 5 ? " " : "", st.step == 5 ? sp->argv[0] : "", strerror(st.err));
+        return -st.err;
+    }
+    return pid;
+}
+
+int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir,
+                      char *err, size_t errlen)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, init_pid, 0);
+    if (pidfd < 0) {
+        int e = errno;
+        errf(err, errlen, "host init %d: pidfd_open: %s (is the run still up?)", (int)init_pid,
+             strerror(e));
+        return -e;
+    }
+    if (starttime && fl_proc_starttime(init_pid) != starttime) {
+        close(pidfd);
+        errf(err, errlen, "host init %d is gone (its pid now belongs to another process)",
+             (int)init_pid);
+        return -ESRCH;
+    }
+    if (setns(pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID) < 0) {
+        int e = errno;
+        close(pidfd);
+        errf(err, errlen, "host init %d: setns: %s", (int)init_pid, strerror(e));
+        return -e;
+    }
+    close(pidfd);
+    if (workdir && chdir(workdir) < 0) {
+        int e = errno;
+        errf(err, errlen, "chdir %s: %s", workdir, strerror(e));
+        return -e;
+    }
+    return 0;
+}
+
+/* Bringing up a batch: the calling thread clones the inits while a second
+ * thread plugs them into the fabric in chunks of UP_CHUNK, so that the
+ * kernel's work for new namespaces (sysctl and sysfs registration) and for
+ * veth pairs runs on two cores at once.  The committer is the fabric's only
+ * user while the batch runs.  Small batches need no second thread. */
+#define UP_CHUNK 32
+
+struct committer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct fl_host **hosts;
+    struct fl_fabric *fab;
+    size_t cloned;              /* hosts[0..cloned) have an init; under mu */
+    bool done;                  /* no more clones coming; under mu */
+    int rc;                     /* first error of the committer */
+    char err[512];
+};
+
+static int commit_range(struct committer *c, size_t from, size_t to)
+{
+    int rc = 0;
+    for (size_t i = from; i < to && rc == 0; i++)
+        rc = fl_fabric_attach(c->fab, c->hosts[i]->spec.idx, c->hosts[i]->pid, c->err,
+                              sizeof c->err);
+    if (rc == 0)
+        rc = fl_fabric_commit(c->fab, c->err, sizeof c->err);
+    return rc;
+}
+
+static void *committer_main(void *arg)
+{
+    struct committer *c = arg;
+    size_t at = 0;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        while (!c->done && c->cloned - at < UP_CHUNK)
+            pthread_cond_wait(&c->cv, &c->mu);
+        size_t to = c->cloned;
+        bool last = c->done;
+        pthread_mutex_unlock(&c->mu);
+        if (to > at && c->rc == 0)
+            c->rc = commit_range(c, at, to);
+        at = to;
+        if (last)
+            return NULL;
+    }
+}
+
+int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, char *err,
+                     size_t errlen)
+{
+    struct committer c = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
+                          .hosts = hosts, .fab = fab};
+    pthread_t th;
+    bool threaded = n > UP_CHUNK && pthread_create(&th, NULL, committer_main, &c) == 0;
+    int rc = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if ((rc = fl_host_start(hosts[i], err, errlen)) < 0)
+            break;
+        if (threaded && (i + 1) % UP_CHUNK == 0) {
+            pthread_mutex_lock(&c.mu);
+            c.cloned = i + 1;
+            pthread_cond_signal(&c.cv);
+            pthread_mutex_unlock(&c.mu);
+        }
+    }
+    if (threaded) {
+        pthread_mutex_lock(&c.mu);
+        c.cloned = i;
+        c.done = true;
+        pthread_cond_signal(&c.cv);
+        pthread_mutex_unlock(&c.mu);
+        pthread_join(th, NULL);
+    } else if (rc == 0) {
+        c.rc = commit_range(&c, 0, n);
+    }
+    if (rc < 0)
+        return rc;
+    if (c.rc < 0) {
+        /* An init that failed a step of its own set-up (a mount) has exited
+         * before the fabric reached its namespaces, and the fabric's error
+         * ("open /proc/PID/ns/net: No such file or directory") hides why:
+         * the init's report, if there is one, names the host, step and path. */
+        int wrc = fl_host_wait_ready(hosts, n, err, errlen);
+        if (wrc < 0 && wrc != -ETIMEDOUT && wrc != -EIO)
+            return wrc;
+        errf(err, errlen, "%s", c.err);
+        return c.rc;
+    }
+    return fl_host_wait_ready(hosts, n, err, errlen);
+}
