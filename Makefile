@@ -53,7 +53,7 @@ BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O
         $(O)/bin/fl-disk-probe \
         $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
-.PHONY: all deps check run bench fuzz install clean
+.PHONY: all deps check check-layers print-layers run bench fuzz install clean
 all: $(BINS)
 
 # Installs missing Debian packages (a no-op when all are present).
@@ -145,6 +145,13 @@ install: all
 	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(O)/bin/fl-disk-probe $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/faultline
 	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
+
+# The call graph: no cycle between files, no harness layer calling up.
+check-layers: all
+	@bash ci/check-layers
+
+print-layers:
+	@echo $(HARNESS_LAYERS)
 
 clean:
 	rm -rf $(O)
