@@ -98,7 +98,7 @@ $(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c harness/tools/fl_fiu_
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
 
 # Preloaded before libfaketime into the tasks of a host with clock_drift
-# (harness/faults/clock_offset.c): one drifting clock for all its processes.
+# (harness/run/clock_offset.c): one drifting clock for all its processes.
 $(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<

@@ -104,7 +104,7 @@ static void outcome_text(const struct engine *e, const struct proc *p, char *buf
 /* First line of any generation's log of task that matches re; copies it. */
 static bool log_search(struct engine *e, int task, const regex_t *re, char *found, size_t len)
 {
-    for (struct proc *p = e->procs; p; p = p->next) {
+    for (struct proc *p = e->r.procs; p; p = p->next) {
         if (p->task != task)
             continue;
         char *text;
@@ -128,31 +128,31 @@ static void record(struct judge *j, const char *name, const char *target, bool p
                    const char *expected, const char *observed, int line)
 {
     struct engine *e = j->e;
-    if (e->rec) {
+    if (e->r.rec) {
         struct fl_rec_check c = {.name = name, .target = target, .passed = passed,
                                  .expected = expected, .observed = observed, .line = line};
-        fl_rec_check(e->rec, &c);
+        fl_rec_check(e->r.rec, &c);
     }
     if (!passed && !j->failed) {
         j->failed = true;
         if (!e->res->reason[0] && line > 0)
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s:%d)", target, name, expected, observed,
-                     e->s->path, line);
+                     e->r.s->path, line);
         else if (!e->res->reason[0])    /* the default check: no line to name */
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s has no expect: block for this "
                      "variant: every task must exit 0)", target, name, expected, observed,
-                     e->s->path);
+                     e->r.s->path);
     }
 }
 
 static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
 {
     struct engine *e = j->e;
-    const struct proc *p = e->tasks[task].cur;
+    const struct proc *p = e->r.tasks[task].cur;
     char tname[64], out[256], exp[512], obs[1024];
-    fl_scn_task_name(e->s, task, tname, sizeof tname);
+    fl_scn_task_name(e->r.s, task, tname, sizeof tname);
     outcome_text(e, p, out, sizeof out);
     bool ended = p && !p->running;
     if (c->exit != FL_SCN_EXIT_UNSET) {
@@ -227,7 +227,7 @@ static const char *target_name(const struct fl_scenario *s, const struct fl_scn_
 static void summarise_check(struct judge *j, const struct fl_scn_check *c)
 {
     char buf[64];
-    const char *t = target_name(j->e->s, c, buf, sizeof buf);
+    const char *t = target_name(j->e->r.s, c, buf, sizeof buf);
     if (j->nexp >= 4)
         return;
     fprintf(j->expf, "%s%s", j->nexp++ ? "; " : "", t);
@@ -248,7 +248,7 @@ static void summarise_check(struct judge *j, const struct fl_scn_check *c)
 /* Where a path of a host's filesystem lives in the harness's view. */
 static void host_path(struct engine *e, int host, const char *path, char *out, size_t len)
 {
-    const struct fl_scenario *s = e->s;
+    const struct fl_scenario *s = e->r.s;
     char rel[PATH_MAX];
     size_t wl = strlen(s->workdir);
     if (path[0] != '/')
@@ -256,7 +256,7 @@ static void host_path(struct engine *e, int host, const char *path, char *out, s
     else if (!strncmp(path, s->workdir, wl) && (path[wl] == '/' || !path[wl]))
         snprintf(rel, sizeof rel, "%s", path[wl] ? path + wl + 1 : "");
     else if (!strncmp(path, "/tmp/", 5) || !strcmp(path, "/tmp")) {
-        snprintf(out, len, "%s%s", e->hosts[host].tmp, path + 4);
+        snprintf(out, len, "%s%s", e->r.hosts[host].tmp, path + 4);
         return;
     } else {
         snprintf(out, len, "%s", path);     /* outside the host's own files */
@@ -271,16 +271,16 @@ static void host_path(struct engine *e, int host, const char *path, char *out, s
         for (size_t k = 0; k < sd->n_hosts; k++)
             mine |= sd->hosts[k] == host;
         if (mine && !strncmp(rel, sd->path, pl) && (rel[pl] == '/' || !rel[pl])) {
-            snprintf(out, len, "%s/shared/%zu%s", e->fsdir, m, rel + pl);
+            snprintf(out, len, "%s/shared/%zu%s", e->r.fsdir, m, rel + pl);
             return;
         }
     }
-    snprintf(out, len, "%s/%s", e->hosts[host].disk, rel);
+    snprintf(out, len, "%s/%s", e->r.hosts[host].disk, rel);
 }
 
 void fl_check_run(struct engine *e)
 {
-    const struct fl_scenario *s = e->s;
+    const struct fl_scenario *s = e->r.s;
     struct fl_engine_result *res = e->res;
     struct judge J = {.e = e}, *j = &J;
     j->expf = open_memstream(&j->exp, &j->explen);
@@ -289,7 +289,7 @@ void fl_check_run(struct engine *e)
     if (!res->verdict[0]) {
         for (size_t b = 0; b < s->n_expects; b++) {
             const struct fl_scn_expect *x = &s->expects[b];
-            if (!fl_scn_selector_match(s, &x->sel, e->v))
+            if (!fl_scn_selector_match(s, &x->sel, e->r.v))
                 continue;
             any_block = true;
             for (size_t c = 0; c < x->n_checks; c++) {
@@ -351,7 +351,7 @@ void fl_check_run(struct engine *e)
         int ok = 0, bad = 0;
         char first_bad[300] = "";
         for (size_t t = 0; t < s->n_tasks; t++) {
-            const struct proc *p = e->tasks[t].cur;
+            const struct proc *p = e->r.tasks[t].cur;
             if (p && !p->running && !p->sig && p->exit_code == 0)
                 ok++;
             else {
@@ -375,7 +375,7 @@ void fl_check_run(struct engine *e)
     free(j->exp);
     free(j->obs);
     if (!res->verdict[0]) {
-        if (e->timed_out) {
+        if (e->why == STOP_TIMEOUT) {
             snprintf(res->verdict, sizeof res->verdict, "fail");
             char why[1400];
             snprintf(why, sizeof why, "timed out after %.1f s%s%s%s%s", s->timeout_ms / 1000.0,

@@ -39,7 +39,7 @@
 enum { EV_OTHER, EV_SAVED, EV_RESTORED };
 static int chief_ckpt_event(const struct engine *e, const struct ev_seen *ev)
 {
-    if (ev->host != e->s->tasks[e->s->chief_task].host)
+    if (ev->host != e->r.s->tasks[e->r.s->chief_task].host)
         return EV_OTHER;
     if (!strcmp(ev->kind, "save.done"))
         return EV_SAVED;
@@ -187,7 +187,7 @@ static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_sc
     for (size_t c = 0; c < ck->n_copies && ok; c++) {
         const struct fl_scn_ckpt_copy *co = &ck->copies[c];
         char where[PATH_MAX], cpre[PATH_MAX + 64];
-        const char *hn = cx->e->s->hosts[co->host].name;
+        const char *hn = cx->e->r.s->hosts[co->host].name;
         if (co->prefix[0]) {
             cx->host_path(cx->e, co->host, co->prefix, cpre, sizeof cpre);
             snprintf(where, sizeof where, "%s:%s", hn, co->prefix);
@@ -268,7 +268,7 @@ static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_sc
 void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck)
 {
     struct engine *e = cx->e;
-    const char *hn = e->s->hosts[ck->host].name;
+    const char *hn = e->r.s->hosts[ck->host].name;
     char target[PATH_MAX + 80], why[2048] = "", obs[2048], exp[256];
     int line = ck->loc.line;
     struct located L;

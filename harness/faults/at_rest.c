@@ -20,8 +20,17 @@
  * synced copy changes the same way: a change at rest survives a crash.
  * What was done goes into the fault's detail (faults.detail in the DB):
  * each file, relative to the workdir, with its offsets or old and new sizes.
+ *
+ * Loading: `corrupt: {host, path, bytes}` and `truncate: {host, path,
+ * size}` into struct fl_scn_rest.  `path` is a glob relative to the host's
+ * workdir (no '..', not absolute); what matches is only known when the
+ * fault fires.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/faults/durable.h"
+#include "harness/faults/kind.h"
+#include "harness/base/rng.h"
+#include "harness/base/text.h"
+#include "harness/scenario/load_ctx.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,14 +41,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static uint64_t str_hash(const char *s)
 {
@@ -59,7 +60,7 @@ static int cmp_u64(const void *a, const void *b)
 /* Each byte changed in the live file is changed in its durable copy too
  * (the crash-consistency layer's store, when the host is tracked): a change
  * at rest is on the disk, so it survives a crash. */
-static int corrupt_file(struct engine *e, int host, uint64_t ino, int fd, uint64_t size,
+static int corrupt_file(struct fl_run *r, int host, uint64_t ino, int fd, uint64_t size,
                         uint64_t want, uint64_t seed, char *detail, size_t dlen)
 {
     uint64_t k = want < size ? want : size;
@@ -67,7 +68,7 @@ static int corrupt_file(struct engine *e, int host, uint64_t ino, int fd, uint64
     if (!offs)
         return -ENOMEM;
     for (uint64_t i = 0; i < k;) {
-        uint64_t o = k == size ? i : splitmix64(&seed) % size;
+        uint64_t o = k == size ? i : fl_splitmix64(&seed) % size;
         bool dup = false;
         for (uint64_t j = 0; j < i && !dup; j++)
             dup = offs[j] == o;
@@ -80,25 +81,25 @@ static int corrupt_file(struct engine *e, int host, uint64_t ino, int fd, uint64
         uint8_t b;
         if (pread(fd, &b, 1, (off_t)offs[i]) != 1)
             rc = -EIO;
-        uint8_t x = (uint8_t)(1 + splitmix64(&seed) % 255);
+        uint8_t x = (uint8_t)(1 + fl_splitmix64(&seed) % 255);
         b ^= x;
         if (rc == 0 && pwrite(fd, &b, 1, (off_t)offs[i]) != 1)
             rc = errno ? -errno : -EIO;
         if (rc == 0)
-            rc = fl_durable_rest_corrupt(e, host, ino, offs[i], x);
-        eng_detail_add(detail, dlen, "%s%llu", i ? "," : "@", (unsigned long long)offs[i]);
+            rc = fl_durable_rest_corrupt(r, host, ino, offs[i], x);
+        fl_text_add(detail, dlen, "%s%llu", i ? "," : "@", (unsigned long long)offs[i]);
     }
     free(offs);
     return rc;
 }
 
-int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t dlen, char *err,
-                     size_t errlen)
+static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
+                         char *err, size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
-    const struct fl_scn_rest *r = &a->rest;
-    const char *host = e->s->hosts[a->host].name;
-    const char *disk = e->hosts[a->host].disk;
+    const struct fl_scn_rest *rest = &a->rest;
+    const char *host = r->s->hosts[a->host].name;
+    const char *disk = r->hosts[a->host].disk;
     bool corrupt = a->kind == FL_SCN_ACT_CORRUPT;
     char pattern[PATH_MAX * 2], *root = NULL;
     glob_t g = {0};
@@ -107,10 +108,10 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
 
     detail[0] = 0;
     if (corrupt)
-        eng_detail_add(detail, dlen, "path=%s bytes=%llu:", r->path, (unsigned long long)r->bytes);
+        fl_text_add(detail, dlen, "path=%s bytes=%llu:", rest->path, (unsigned long long)rest->bytes);
     else
-        eng_detail_add(detail, dlen, "path=%s size=%llu:", r->path, (unsigned long long)r->size);
-    snprintf(pattern, sizeof pattern, "%s/%s", disk, r->path);
+        fl_text_add(detail, dlen, "path=%s size=%llu:", rest->path, (unsigned long long)rest->size);
+    snprintf(pattern, sizeof pattern, "%s/%s", disk, rest->path);
     if (!(root = realpath(disk, NULL))) {
         rc = -errno;
         snprintf(err, errlen, "host %s: its disk %s: %s", host, disk, strerror(errno));
@@ -134,25 +135,25 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
             break;
         }
         uint64_t size = (uint64_t)st.st_size;
-        eng_detail_add(detail, dlen, " %s", rel);
+        fl_text_add(detail, dlen, " %s", rel);
         if (corrupt && size == 0) {
-            eng_detail_add(detail, dlen, " (empty)");
+            fl_text_add(detail, dlen, " (empty)");
         } else if (corrupt) {
-            uint64_t seed = e->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
-            rc = corrupt_file(e, a->host, st.st_ino, fd, size, r->bytes, seed, detail, dlen);
+            uint64_t seed = r->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
+            rc = corrupt_file(r, a->host, st.st_ino, fd, size, rest->bytes, seed, detail, dlen);
             if (rc < 0)
                 snprintf(err, errlen, "host %s: corrupt %s: %s", host, rel, strerror(-rc));
-        } else if (size <= r->size) {
-            eng_detail_add(detail, dlen, " %llu (already no longer)", (unsigned long long)size);
+        } else if (size <= rest->size) {
+            fl_text_add(detail, dlen, " %llu (already no longer)", (unsigned long long)size);
         } else {
-            if (ftruncate(fd, (off_t)r->size) < 0) {
+            if (ftruncate(fd, (off_t)rest->size) < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "host %s: truncate %s: %s", host, rel, strerror(errno));
-            } else if ((rc = fl_durable_rest_truncate(e, a->host, st.st_ino, r->size)) < 0) {
+            } else if ((rc = fl_durable_rest_truncate(r, a->host, st.st_ino, rest->size)) < 0) {
                 snprintf(err, errlen, "host %s: truncate %s: its synced copy: %s", host, rel,
                          strerror(-rc));
             }
-            eng_detail_add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)r->size);
+            fl_text_add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)rest->size);
         }
         close(fd);
         changed++;
@@ -160,7 +161,7 @@ int fl_at_rest_apply(struct engine *e, struct fault_rt *fr, char *detail, size_t
     if (rc == 0 && changed == 0) {
         rc = -ENOENT;
         snprintf(err, errlen, "host %s: %s: no file matches '%s' in its workdir (%s)", host,
-                 corrupt ? "corrupt" : "truncate", r->path, disk);
+                 corrupt ? "corrupt" : "truncate", rest->path, disk);
     }
 cleanup:
     if (grc == 0)
@@ -168,3 +169,77 @@ cleanup:
     free(root);
     return rc;
 }
+
+/* ---- loading ---------------------------------------------------------- */
+
+static int at_rest_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
+                         struct fl_scn_action *a)
+{
+    const char *kind = key->value;
+    static const char *const ckeys[] = {"host", "path", "bytes"};
+    static const char *const tkeys[] = {"host", "path", "size"};
+    bool corrupt = strcmp(kind, "corrupt") == 0;
+    struct fl_scn_rest *rest = &a->rest;
+    int rc;
+
+    a->kind = corrupt ? FL_SCN_ACT_CORRUPT : FL_SCN_ACT_TRUNCATE;
+    if (v->type != FL_YN_MAP) {
+        char b[64];
+        return corrupt
+                   ? fl_scn_verr(c, v->loc, "'corrupt' must be a mapping like {host: ps0, path: 'train_logs/model.ckpt-*.data-*', bytes: 16}, not %s",
+                                 fl_scn_describe(v, b, sizeof b))
+                   : fl_scn_verr(c, v->loc, "'truncate' must be a mapping like {host: ps0, path: 'train_logs/model.ckpt-*.index', size: 100}, not %s",
+                                 fl_scn_describe(v, b, sizeof b));
+    }
+    if ((rc = fl_scn_check_keys(c, v, corrupt ? ckeys : tkeys, 3, kind)) < 0)
+        return rc;
+    const ynode *h = fl_scn_yaml_get(v, "host", NULL), *p = fl_scn_yaml_get(v, "path", NULL);
+    const ynode *n = fl_scn_yaml_get(v, corrupt ? "bytes" : "size", NULL);
+    if (!h)
+        return fl_scn_verr(c, v->loc, "%s needs 'host' (whose disk: a host, job:task or chief)", kind);
+    if (!p)
+        return fl_scn_verr(c, v->loc, "%s needs 'path' (a glob relative to the host's workdir, e.g. train_logs/model.ckpt-*.data-*)",
+                           kind);
+    if (!n)
+        return corrupt ? fl_scn_verr(c, v->loc, "corrupt needs 'bytes' (how many bytes of each file to change)")
+                       : fl_scn_verr(c, v->loc, "truncate needs 'size' (the size each file is cut to, e.g. 0 or 4K)");
+    if ((rc = fl_scn_resolve_target(c, h, kind, &a->target)) < 0)
+        return rc;
+    a->host = a->target.host;
+    char what[32];
+    snprintf(what, sizeof what, "%s 'path'", kind);
+    if ((rc = fl_scn_want(c, p, FL_YN_SCALAR, what)) < 0 || (rc = fl_scn_check_rel_path(c, p, what)) < 0)
+        return rc;
+    if (!p->value[0] || strlen(p->value) >= FL_SCN_REST_PATH_MAX)
+        return fl_scn_verr(c, p->loc, "%s must be 1 to %d characters", what, FL_SCN_REST_PATH_MAX - 1);
+    snprintf(rest->path, sizeof rest->path, "%s", p->value);
+    snprintf(what, sizeof what, "%s '%s'", kind, corrupt ? "bytes" : "size");
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
+        return rc;
+    uint64_t x;
+    if (fl_scn_size_parse(n->value, &x) < 0)
+        return fl_scn_verr(c, n->loc, "%s must be a size like 16, 4K or 1M, not '%s'", what, n->value);
+    if (corrupt && (x == 0 || x > 65536))
+        return fl_scn_verr(c, n->loc, "%s must be 1 to 64K, not '%s'", what, n->value);
+    if (corrupt)
+        rest->bytes = x;
+    else
+        rest->size = x;
+    return 0;
+}
+
+const struct fl_fault_kind fl_kind_corrupt = {
+    .kind = FL_SCN_ACT_CORRUPT,
+    .name = "corrupt",
+    .parse = at_rest_parse,
+    .no_for = "a change to files at rest is not undone",
+    .apply = at_rest_apply,
+};
+
+const struct fl_fault_kind fl_kind_truncate = {
+    .kind = FL_SCN_ACT_TRUNCATE,
+    .name = "truncate",
+    .parse = at_rest_parse,
+    .no_for = "a change to files at rest is not undone",
+    .apply = at_rest_apply,
+};

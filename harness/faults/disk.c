@@ -30,11 +30,17 @@
  * applied in) -> off (healed).  Invariant: after apply/heal returns, every
  * state file equals the state computed from on[], and every process that
  * answered has it.
+ *
+ * Loading: the mapping of a disk: fault ({host, call | point, errno |
+ * delay | short, probability}) into struct fl_scn_disk and its target.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/faults/kind.h"
+#include "harness/base/text.h"
 #include "harness/sys/fiu_ctl.h"
 #include "harness/tools/fl_fiu_preload.h"
 #include "harness/sys/rundir.h"
+#include "harness/base/suggest.h"
+#include "harness/scenario/load_ctx.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +51,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <strings.h>
 
 #define POSIX_PRELOAD "/usr/lib/fiu/fiu_posix_preload.so"
 #define CTL_TIMEOUT_MS 1000     /* a process that opened a session must answer by then */
@@ -94,94 +101,40 @@ static unsigned long long failinfo(const struct fl_scn_disk *dk)
     return (unsigned long long)dk->err;
 }
 
-static bool covers(const struct engine *e, const struct fault_rt *fr, int task)
+static bool covers(const struct fl_run *r, const struct fault_rt *fr, int task)
 {
     const struct fl_scn_action *a = &fr->f->action;
     if (a->kind != FL_SCN_ACT_DISK)
         return false;
-    return a->target.kind == FL_SCN_TGT_TASK ? a->target.task == task
-                                             : e->s->tasks[task].host == a->target.host;
+    return fl_fault_covers(r, &a->target, task);
 }
 
-static int copy_file(const char *from, const char *to)
-{
-    char dir[PATH_MAX], buf[65536];
-    snprintf(dir, sizeof dir, "%s", to);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    int rc = fl_mkdir_p(dir, 0755);
-    if (rc < 0)
-        return rc;
-    int in = open(from, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -errno;
-    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-    if (out < 0) {
-        rc = -errno;
-        close(in);
-        return rc;
-    }
-    ssize_t n;
-    while ((n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -EIO;
-            break;
-        }
-    if (n < 0)
-        rc = -errno;
-    close(in);
-    if (close(out) < 0 && rc == 0)
-        rc = -errno;
-    return rc;
-}
 
-int fl_disk_init(struct engine *e, char *err, size_t errlen)
+static int disk_init(struct fl_run *r, char *err, size_t errlen)
 {
-    const struct fl_scenario *s = e->s;
-    bool any = false;
-    for (size_t i = 0; i < e->nfaults; i++)
-        any |= e->faults[i].f->action.kind == FL_SCN_ACT_DISK;
-    if (!any)
-        return 0;
+    const struct fl_scenario *s = r->s;
     struct fl_disk *d = calloc(1, sizeof *d);
     d->targeted = calloc(s->n_tasks, sizeof *d->targeted);
     d->posix = calloc(s->n_tasks, sizeof *d->posix);
-    d->on = calloc(e->nfaults, sizeof *d->on);
-    e->disk = d;
-    for (size_t i = 0; i < e->nfaults; i++) {
-        const struct fl_scn_disk *dk = &e->faults[i].f->action.disk;
+    d->on = calloc(r->nfaults, sizeof *d->on);
+    r->kind_state[FL_SCN_ACT_DISK] = d;
+    for (size_t i = 0; i < r->nfaults; i++) {
+        const struct fl_scn_disk *dk = &r->faults[i].f->action.disk;
         for (size_t t = 0; t < s->n_tasks; t++)
-            if (covers(e, &e->faults[i], (int)t)) {
+            if (covers(r, &r->faults[i], (int)t)) {
                 d->targeted[t] = true;
                 d->posix[t] |= dk->call[0] != 0 && !dk->delay_us && !dk->short_bytes && !dk->short_ppm;
                 d->any_probability |= dk->probability < 1;
             }
     }
-    const char *cands[] = {"%s/../lib/fl_fiu_preload.so", "%s/../lib/faultline/fl_fiu_preload.so"};
-    for (size_t i = 0; i < 2 && !d->preload[0]; i++) {
-        char p[PATH_MAX], *r;
-        snprintf(p, sizeof p, cands[i], e->o->bin_dir ? e->o->bin_dir : ".");
-        if ((r = realpath(p, NULL))) {
-            snprintf(d->preload, sizeof d->preload, "%s", r);
-            free(r);
-        }
-    }
-    if (!d->preload[0]) {
-        snprintf(err, errlen, "disk faults need fl_fiu_preload.so next to faultline (%s/../lib/): not found; run make",
-                 e->o->bin_dir ? e->o->bin_dir : ".");
-        return -ENOENT;
-    }
-    /* The library where every host sees it (build/lib may lie under /tmp,
-     * which each host has its own of): the run directory. */
-    char copy[PATH_MAX];
-    snprintf(copy, sizeof copy, "%s/fiu/fl_fiu_preload.so", e->dir);
-    int rc = copy_file(d->preload, copy);
-    if (rc < 0) {
-        snprintf(err, errlen, "copy %s to %s: %s", d->preload, copy, strerror(-rc));
+    /* the library where every host sees it (build/lib may lie under /tmp,
+     * which each host has its own of): the run directory */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/fiu", r->dir);
+    int rc = fl_run_preload(r, "fl_fiu_preload.so", dir, "disk faults", d->preload,
+                            sizeof d->preload, err, errlen);
+    if (rc < 0)
         return rc;
-    }
-    snprintf(d->preload, sizeof d->preload, "%s", copy);
     for (size_t t = 0; t < s->n_tasks; t++)
         if (d->posix[t] && access(POSIX_PRELOAD, R_OK) != 0) {
             snprintf(err, errlen, "disk faults with call: need libfiu's %s (Debian package libfiu0): %s",
@@ -191,9 +144,9 @@ int fl_disk_init(struct engine *e, char *err, size_t errlen)
     return 0;
 }
 
-void fl_disk_free(struct engine *e)
+static void disk_free(struct fl_run *r)
 {
-    struct fl_disk *d = e->disk;
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     if (!d)
         return;
     for (size_t i = 0; i < d->nkeep; i++)
@@ -206,38 +159,38 @@ void fl_disk_free(struct engine *e)
     free(d->posix);
     free(d->on);
     free(d);
-    e->disk = NULL;
+    r->kind_state[FL_SCN_ACT_DISK] = NULL;
 }
 
-static void task_dir(const struct engine *e, int task, char *buf, size_t len)
+static void task_dir(const struct fl_run *r, int task, char *buf, size_t len)
 {
-    const struct fl_scn_task *t = &e->s->tasks[task];
-    snprintf(buf, len, "%s/fiu/%s.%d/%s.%d", e->dir, e->s->hosts[t->host].name,
-             e->hosts[t->host].h.generation, e->s->jobs[t->job].name, t->index);
+    const struct fl_scn_task *t = &r->s->tasks[task];
+    snprintf(buf, len, "%s/fiu/%s.%d/%s.%d", r->dir, r->s->hosts[t->host].name,
+             r->hosts[t->host].h.generation, r->s->jobs[t->job].name, t->index);
 }
 
 /* The task's current command lines, one per failure point; returns the count. */
-static size_t task_state(const struct engine *e, int task, char lines[][192], size_t max)
+static size_t task_state(const struct fl_run *r, int task, char lines[][192], size_t max)
 {
-    const struct fl_disk *d = e->disk;
+    const struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     size_t n = 0;
-    for (size_t i = 0; i < e->nfaults && n < max; i++) {
-        if (!covers(e, &e->faults[i], task))
+    for (size_t i = 0; i < r->nfaults && n < max; i++) {
+        if (!covers(r, &r->faults[i], task))
             continue;
-        const char *point = e->faults[i].f->action.disk.point;
+        const char *point = r->faults[i].f->action.disk.point;
         bool seen = false;      /* this point has a line already */
         for (size_t j = 0; j < i; j++)
-            seen |= covers(e, &e->faults[j], task) &&
-                    strcmp(e->faults[j].f->action.disk.point, point) == 0;
+            seen |= covers(r, &r->faults[j], task) &&
+                    strcmp(r->faults[j].f->action.disk.point, point) == 0;
         if (seen)
             continue;
         const struct fl_scn_disk *win = NULL;
         long long best = 0;
-        for (size_t j = i; j < e->nfaults; j++)
-            if (d->on[j] > best && covers(e, &e->faults[j], task) &&
-                strcmp(e->faults[j].f->action.disk.point, point) == 0) {
+        for (size_t j = i; j < r->nfaults; j++)
+            if (d->on[j] > best && covers(r, &r->faults[j], task) &&
+                strcmp(r->faults[j].f->action.disk.point, point) == 0) {
                 best = d->on[j];
-                win = &e->faults[j].f->action.disk;
+                win = &r->faults[j].f->action.disk;
             }
         if (!win)
             snprintf(lines[n++], 192, "disable name=%s", point);
@@ -279,10 +232,10 @@ static void sleep_ms(int ms)
 /* Sends the lines to every process listening in the task's directory.
  * Returns the number of processes that took them, or -errno (err filled)
  * when one accepted a session and then failed to answer. */
-static int broadcast(struct engine *e, int task, const char *dir, char lines[][192], size_t n,
+static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][192], size_t n,
                      char *err, size_t errlen)
 {
-    struct fl_disk *d = e->disk;
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     const char *cmds[MAX_POINTS];
     int replies[MAX_POINTS];
     for (size_t i = 0; i < n; i++)
@@ -292,11 +245,11 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
         return 0;               /* no process of the task started yet */
     int done = 0, rc = 0;
     struct dirent *de;
-    pid_t init = e->hosts[e->s->tasks[task].host].h.pid;
+    pid_t init = r->hosts[r->s->tasks[task].host].h.pid;
     /* paused (frozen, or stopped by a signal): its processes cannot answer
      * now; each takes the commands from its fifo first thing when it runs
      * again (fl_fiu_preload.so holds the fifos open) */
-    const struct task_rt *tr = &e->tasks[task];
+    const struct task_rt *tr = &r->tasks[task];
     bool paused = tr->frozen || (tr->cur && tr->cur->running && tr->cur->stopped);
     while ((de = readdir(dp))) {
         int pid, len = 0;
@@ -305,17 +258,17 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
         char base[PATH_MAX], proc[64];
         snprintf(base, sizeof base, "%s/c-%d", dir, pid);
         snprintf(proc, sizeof proc, "/proc/%d/root/proc/%d", (int)init, pid);
-        int r, waited = 0;
+        int sent, waited = 0;
         for (;;) {
             int keep[2];
-            r = fl_fiu_ctl_send(base, cmds, n, replies, paused ? 0 : CTL_TIMEOUT_MS, keep,
+            sent = fl_fiu_ctl_send(base, cmds, n, replies, paused ? 0 : CTL_TIMEOUT_MS, keep,
                                 owed_of(d, base));
             if (keep[0] >= 0) {
                 d->keep = realloc(d->keep, (d->nkeep + 2) * sizeof *d->keep);
                 d->keep[d->nkeep++] = keep[0];
                 d->keep[d->nkeep++] = keep[1];
             }
-            if ((r != -ENXIO && r != -EPIPE) || waited >= LISTEN_WAIT_MS)
+            if ((sent != -ENXIO && sent != -EPIPE) || waited >= LISTEN_WAIT_MS)
                 break;
             if (access(proc, F_OK) != 0) {      /* gone (killed: its fifos stayed) */
                 char p[PATH_MAX + 8];
@@ -328,13 +281,13 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
             sleep_ms(1);
             waited++;
         }
-        if (r == 0)
+        if (sent == 0)
             done++;
-        else if (r != -ENXIO && r != -EPIPE && r != -ENOENT && rc == 0) {
-            rc = r;
+        else if (sent != -ENXIO && sent != -EPIPE && sent != -ENOENT && rc == 0) {
+            rc = sent;
             snprintf(err, errlen, "process %d (in host %s) did not take the failure point commands on %s.in: %s",
-                     pid, e->s->hosts[e->s->tasks[task].host].name, base,
-                     r == -ETIMEDOUT ? "no answer (paused?)" : strerror(-r));
+                     pid, r->s->hosts[r->s->tasks[task].host].name, base,
+                     sent == -ETIMEDOUT ? "no answer (paused?)" : strerror(-sent));
         }
     }
     closedir(dp);
@@ -342,47 +295,49 @@ static int broadcast(struct engine *e, int task, const char *dir, char lines[][1
 }
 
 /* Writes the task's state and sends it to its live processes. */
-static int sync_task(struct engine *e, int task, char *err, size_t errlen)
+static int sync_task(struct fl_run *r, int task, char *err, size_t errlen)
 {
     char dir[PATH_MAX], lines[MAX_POINTS][192];
-    task_dir(e, task, dir, sizeof dir);
-    size_t n = task_state(e, task, lines, MAX_POINTS);
+    task_dir(r, task, dir, sizeof dir);
+    size_t n = task_state(r, task, lines, MAX_POINTS);
     int rc = write_state(dir, lines, n);
     if (rc < 0) {
         snprintf(err, errlen, "write %s/state: %s", dir, strerror(-rc));
         return rc;
     }
-    rc = broadcast(e, task, dir, lines, n, err, errlen);
+    rc = broadcast(r, task, dir, lines, n, err, errlen);
     return rc < 0 ? rc : 0;
 }
 
-static int set(struct engine *e, struct fault_rt *fr, bool on, char *err, size_t errlen)
+static int set(struct fl_run *r, struct fault_rt *fr, bool on, char *err, size_t errlen)
 {
-    struct fl_disk *d = e->disk;
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     if (!d)
         return 0;
-    d->on[fr - e->faults] = on ? ++d->seq : 0;
+    d->on[fr - r->faults] = on ? ++d->seq : 0;
     int rc = 0;
-    for (size_t t = 0; t < e->s->n_tasks; t++)
-        if (covers(e, fr, (int)t)) {
-            int r = sync_task(e, (int)t, rc < 0 ? NULL : err, rc < 0 ? 0 : errlen);
-            if (r < 0 && rc == 0)
-                rc = r;
+    for (size_t t = 0; t < r->s->n_tasks; t++)
+        if (covers(r, fr, (int)t)) {
+            int x = sync_task(r, (int)t, rc < 0 ? NULL : err, rc < 0 ? 0 : errlen);
+            if (x < 0 && rc == 0)
+                rc = x;
         }
     return rc;
 }
 
-int fl_disk_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+static int disk_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
+                      char *err, size_t errlen)
 {
-    return set(e, fr, true, err, errlen);
+    return set(r, fr, true, err, errlen);
 }
 
-int fl_disk_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+static int disk_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
+                     size_t errlen)
 {
-    return set(e, fr, false, err, errlen);
+    return set(r, fr, false, err, errlen);
 }
 
-void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len)
+static void disk_detail(const struct fl_run *r, const struct fault_rt *fr, char *buf, size_t len)
 {
     const struct fl_scn_disk *dk = &fr->f->action.disk;
     const char *en = fl_scn_errno_name(dk->err);
@@ -406,15 +361,15 @@ void fl_disk_detail(const struct fault_rt *fr, char *buf, size_t len)
         snprintf(buf + n, len - n, " probability=%g%%", dk->probability * 100);
 }
 
-int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen)
+static int disk_env(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen)
 {
-    struct fl_disk *d = e->disk;
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     if (!d || !d->targeted[task])
         return 0;
     char dir[PATH_MAX], lines[MAX_POINTS][192];
-    task_dir(e, task, dir, sizeof dir);
+    task_dir(r, task, dir, sizeof dir);
     /* the state as it is now, for the process's first instruction on */
-    size_t n = task_state(e, task, lines, MAX_POINTS);
+    size_t n = task_state(r, task, lines, MAX_POINTS);
     int rc = write_state(dir, lines, n);
     if (rc < 0) {
         snprintf(err, errlen, "write %s/state: %s", dir, strerror(-rc));
@@ -422,7 +377,7 @@ int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, si
     }
     char libs[2 * PATH_MAX];
     snprintf(libs, sizeof libs, "%s%s", d->preload, d->posix[task] ? " " POSIX_PRELOAD : "");
-    eng_env_preload(env, k, libs);
+    fl_env_preload(env, k, libs);
     if (asprintf(&env[(*k)++], "FAULTLINE_FIU_FIFO=%s/c", dir) < 0 ||
         asprintf(&env[(*k)++], "FAULTLINE_FIU_STATE=%s/state", dir) < 0)
         abort();
@@ -430,7 +385,308 @@ int fl_disk_env(struct engine *e, int task, char **env, size_t *k, char *err, si
      * (the same sequence in every process of the task) */
     if (d->any_probability &&
         asprintf(&env[(*k)++], "FIU_PRNG_SEED=%u",
-                 (unsigned)((e->seed ^ (e->seed >> 32)) + (unsigned)task * 2654435761u) & 0x7fffffffu) < 0)
+                 (unsigned)((r->seed ^ (r->seed >> 32)) + (unsigned)task * 2654435761u) & 0x7fffffffu) < 0)
         abort();
     return 0;
 }
+
+/* ---- loading ---------------------------------------------------------- */
+
+/* call: name -> libfiu POSIX preload point (fiu-utils' function_list).  The
+ * preload fails the call with the errno given; buffered stdio calls have
+ * points of their own (fwrite is not write). */
+static const struct { const char *call, *point; } calls[] = {
+    {"open", "posix/io/oc/open"},
+    {"close", "posix/io/oc/close"},
+    {"read", "posix/io/rw/read"},
+    {"pread", "posix/io/rw/pread"},
+    {"readv", "posix/io/rw/readv"},
+    {"preadv", "posix/io/rw/preadv"},
+    {"write", "posix/io/rw/write"},
+    {"pwrite", "posix/io/rw/pwrite"},
+    {"writev", "posix/io/rw/writev"},
+    {"pwritev", "posix/io/rw/pwritev"},
+    {"truncate", "posix/io/rw/truncate"},
+    {"ftruncate", "posix/io/rw/ftruncate"},
+    {"fsync", "posix/io/sync/fsync"},
+    {"fdatasync", "posix/io/sync/fdatasync"},
+    {"sync_file_range", "linux/io/sync_file_range"},
+    {"opendir", "posix/io/dir/opendir"},
+    {"readdir", "posix/io/dir/readdir"},
+    {"unlink", "posix/io/dir/unlink"},
+    {"rename", "posix/io/dir/rename"},
+    {"mmap", "posix/mm/mmap"},
+    {"fopen", "posix/stdio/oc/fopen"},
+    {"fread", "posix/stdio/rw/fread"},
+    {"fwrite", "posix/stdio/rw/fwrite"},
+    {"fflush", "posix/stdio/fflush"},
+    {"remove", "posix/stdio/remove"},
+};
+
+/* psrt's named points (runtime/psrt/README.md); a psrt/ name not listed
+ * here would never fail, so it is an error. */
+/* Calls fl_fiu_preload.so can delay (delay:) and cut short (short:). */
+static const char *const delay_calls[] = {"read", "pread", "readv", "preadv", "write", "pwrite",
+                                          "writev", "pwritev", "fsync", "fdatasync"};
+static const char *const short_calls[] = {"write", "pwrite", "writev", "pwritev"};
+
+static bool listed(const char *v, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static const char *const psrt_points[] = {
+    "psrt/save/begin", "psrt/save/shard_write", "psrt/save/shard_sync", "psrt/save/merge",
+    "psrt/save/chief_write", "psrt/save/commit", "psrt/save/state", "psrt/save/gc",
+    "psrt/restore/find", "psrt/restore/read", "psrt/restore/load", "psrt/export/write",
+    "psrt/export/signature", "psrt/rpc/send", "psrt/rpc/recv",
+};
+
+static const struct { const char *name; int err; } errnos[] = {
+    {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}, {"EACCES", EACCES},
+    {"EPERM", EPERM}, {"ENOENT", ENOENT}, {"EEXIST", EEXIST}, {"EFBIG", EFBIG},
+    {"EINTR", EINTR}, {"EAGAIN", EAGAIN}, {"EBADF", EBADF}, {"EINVAL", EINVAL},
+    {"EMFILE", EMFILE}, {"ENFILE", ENFILE}, {"ENOMEM", ENOMEM}, {"ENOTDIR", ENOTDIR},
+    {"EISDIR", EISDIR}, {"ENOTEMPTY", ENOTEMPTY}, {"EXDEV", EXDEV}, {"EBUSY", EBUSY},
+    {"ETIMEDOUT", ETIMEDOUT}, {"ESTALE", ESTALE}, {"ENXIO", ENXIO}, {"ENODEV", ENODEV},
+    {"EPIPE", EPIPE}, {"ENAMETOOLONG", ENAMETOOLONG}, {"ELOOP", ELOOP}, {"ETXTBSY", ETXTBSY},
+    {"EMLINK", EMLINK}, {"ENOLCK", ENOLCK}, {"EOVERFLOW", EOVERFLOW},
+    {"ECONNRESET", ECONNRESET}, {"ECONNREFUSED", ECONNREFUSED}, {"EBADMSG", EBADMSG},
+};
+
+const char *fl_scn_errno_name(int err)
+{
+    for (size_t i = 0; i < ARRAY_LEN(errnos); i++)
+        if (errnos[i].err == err)
+            return errnos[i].name;
+    return NULL;
+}
+
+/* "open, close, read, ..." */
+static void call_list(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < ARRAY_LEN(calls) && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", calls[i].call);
+}
+
+static int load_call(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'call'")) < 0)
+        return rc;
+    for (size_t i = 0; i < ARRAY_LEN(calls); i++)
+        if (strcmp(n->value, calls[i].call) == 0 || strcmp(n->value, calls[i].point) == 0) {
+            snprintf(d->call, sizeof d->call, "%s", calls[i].call);
+            snprintf(d->point, sizeof d->point, "%s", calls[i].point);
+            return 0;
+        }
+    const char *names[ARRAY_LEN(calls)];
+    for (size_t i = 0; i < ARRAY_LEN(calls); i++)
+        names[i] = calls[i].call;
+    const char *sug = fl_suggest(n->value, names, ARRAY_LEN(names));
+    char list[512];
+    call_list(list, sizeof list);
+    if (sug)
+        return fl_scn_verr(c, n->loc, "unknown call '%s' in disk (did you mean '%s'?); calls: %s",
+                           n->value, sug, list);
+    return fl_scn_verr(c, n->loc, "unknown call '%s' in disk; calls: %s", n->value, list);
+}
+
+static int load_point(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'point'")) < 0)
+        return rc;
+    const char *v = n->value;
+    size_t len = strlen(v);
+    /* libfiu's remote control splits on spaces and ',', and '=' ends a
+     * name in its parameters: a name with one could never be enabled. */
+    if (len == 0 || len >= FL_SCN_DISK_POINT_MAX || v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                                                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                "0123456789_./-")])
+        return fl_scn_verr(c, n->loc, "bad failure point '%s' (letters, digits, '_', '.', '/' and '-', at most %d)",
+                           v, FL_SCN_DISK_POINT_MAX - 1);
+    if (strncmp(v, "psrt/", 5) == 0) {
+        bool known = false;
+        for (size_t i = 0; i < ARRAY_LEN(psrt_points); i++)
+            known |= strcmp(v, psrt_points[i]) == 0;
+        if (!known) {
+            fl_scn_verr(c, n->loc, "unknown psrt failure point '%s'", v);
+            return fl_scn_vsuggest(c, v, psrt_points, ARRAY_LEN(psrt_points));
+        }
+    }
+    snprintf(d->point, sizeof d->point, "%s", v);
+    return 0;
+}
+
+static int load_errno(struct fl_scn_vctx *c, const ynode *n, int *err)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'errno'")) < 0)
+        return rc;
+    for (size_t i = 0; i < ARRAY_LEN(errnos); i++)
+        if (strcasecmp(n->value, errnos[i].name) == 0) {
+            *err = errnos[i].err;
+            return 0;
+        }
+    char *end;
+    long v = strtol(n->value, &end, 10);
+    if (n->value[0] >= '1' && n->value[0] <= '9' && !*end && v <= 4095) {
+        *err = (int)v;
+        return 0;
+    }
+    const char *names[ARRAY_LEN(errnos)];
+    for (size_t i = 0; i < ARRAY_LEN(errnos); i++)
+        names[i] = errnos[i].name;
+    const char *sug = fl_suggest(n->value, names, ARRAY_LEN(names));
+    if (sug)
+        return fl_scn_verr(c, n->loc, "unknown errno '%s' (did you mean '%s'?)", n->value, sug);
+    return fl_scn_verr(c, n->loc, "unknown errno '%s' (a name like ENOSPC, EIO or EROFS, or a number)",
+                       n->value);
+}
+
+/* "50%", "0.5%", "0.25", "1" -> (0, 1] */
+static int load_probability(struct fl_scn_vctx *c, const ynode *n, double *p)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'probability'")) < 0)
+        return rc;
+    const char *v = n->value;
+    char *end;
+    double x = (*v >= '0' && *v <= '9') || *v == '.' ? strtod(v, &end) : -1;
+    bool pct = x >= 0 && *end == '%' && end[1] == 0;
+    if (x < 0 || (!pct && *end) || end == v)
+        return fl_scn_verr(c, n->loc, "'probability' must be a percentage like 50%% or a fraction like 0.5, not '%s'",
+                           v);
+    if (pct)
+        x /= 100;
+    if (!(x > 0 && x <= 1))
+        return fl_scn_verr(c, n->loc, "'probability' must be above 0 and at most 100%% (1), not '%s'", v);
+    *p = x;
+    return 0;
+}
+
+/* delay: a duration, 1ms .. 1h */
+static int load_delay(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int64_t ms;
+    int rc;
+    if ((rc = fl_scn_get_duration(c, n, "disk 'delay'", false, &ms)) < 0)
+        return rc;
+    if (ms > 3600000)
+        return fl_scn_verr(c, n->loc, "disk 'delay' must be at most 1h, not '%s'", n->value);
+    d->delay_us = ms * 1000;
+    return 0;
+}
+
+/* short: a size ("1K", "100": at most that many bytes per call) or a
+ * percentage ("50%": that fraction of what the call was asked to write) */
+static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk *d)
+{
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "disk 'short'")) < 0)
+        return rc;
+    const char *v = n->value;
+    size_t len = strlen(v);
+    if (len > 1 && v[len - 1] == '%') {
+        char *end;
+        double x = (*v >= '0' && *v <= '9') || *v == '.' ? strtod(v, &end) : -1;
+        if (x < 0 || end != v + len - 1)
+            return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+                               v);
+        if (!(x > 0 && x < 100))
+            return fl_scn_verr(c, n->loc, "disk 'short' percentage must be above 0%% and below 100%%, not '%s'", v);
+        d->short_ppm = (unsigned)(x * 10000 + 0.5);
+        if (d->short_ppm == 0)
+            d->short_ppm = 1;
+        return 0;
+    }
+    uint64_t b;
+    if (fl_scn_size_parse(v, &b) < 0)
+        return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+                           v);
+    if (b == 0 || b >= (1ULL << 40))
+        return fl_scn_verr(c, n->loc, "disk 'short' must be at least 1 byte and below 1T, not '%s'", v);
+    d->short_bytes = b;
+    return 0;
+}
+
+static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
+                      struct fl_scn_action *a)
+{
+    static const char *const keys[] = {"host", "call", "point", "errno", "delay", "short", "probability"};
+    struct fl_scn_disk *d = &a->disk;
+    int rc;
+
+    a->kind = FL_SCN_ACT_DISK;
+    d->err = EIO;
+    d->probability = 1;
+    if (v->type != FL_YN_MAP) {
+        char b[64];
+        return fl_scn_verr(c, v->loc, "'disk' must be a mapping like {host: ps1, call: write, errno: ENOSPC}, not %s",
+                           fl_scn_describe(v, b, sizeof b));
+    }
+    if ((rc = fl_scn_check_keys(c, v, keys, ARRAY_LEN(keys), "disk")) < 0)
+        return rc;
+    const ynode *h = fl_scn_yaml_get(v, "host", NULL), *ca = fl_scn_yaml_get(v, "call", NULL);
+    const ynode *pt = fl_scn_yaml_get(v, "point", NULL), *en = fl_scn_yaml_get(v, "errno", NULL);
+    const ynode *pr = fl_scn_yaml_get(v, "probability", NULL);
+    const ynode *de = fl_scn_yaml_get(v, "delay", NULL), *sh = fl_scn_yaml_get(v, "short", NULL);
+    if (!h)
+        return fl_scn_verr(c, v->loc, "disk needs 'host' (a host, job:task or chief)");
+    if (ca && pt)
+        return fl_scn_verr(c, pt->loc, "disk has both 'call' and 'point'; give one");
+    if (!ca && !pt)
+        return fl_scn_verr(c, v->loc, "disk needs 'call' (a call to fail, e.g. write) or 'point' (a failure point, e.g. psrt/save/shard_write)");
+    const ynode *what[] = {en, de, sh};
+    const char *what_name[] = {"errno", "delay", "short"};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            if (what[i] && what[j])
+                return fl_scn_verr(c, what[j]->loc, "disk has both '%s' and '%s'; give one (a fault either fails, delays or shortens a call)",
+                                   what_name[i], what_name[j]);
+    if ((de || sh) && pt)
+        return fl_scn_verr(c, (de ? de : sh)->loc, "disk '%s' needs 'call' (a call like %s), not 'point'",
+                           de ? "delay" : "short", de ? "fsync" : "write");
+    if ((rc = fl_scn_resolve_target(c, h, "disk", &a->target)) < 0)
+        return rc;
+    a->host = a->target.host;
+    if ((rc = ca ? load_call(c, ca, d) : load_point(c, pt, d)) < 0)
+        return rc;
+    if (de && !listed(d->call, delay_calls, ARRAY_LEN(delay_calls)))
+        return fl_scn_verr(c, ca->loc, "disk 'delay' works on read, pread, readv, preadv, write, pwrite, writev, pwritev, fsync and fdatasync, not '%s'",
+                           d->call);
+    if (sh && !listed(d->call, short_calls, ARRAY_LEN(short_calls)))
+        return fl_scn_verr(c, ca->loc, "disk 'short' works on write, pwrite, writev and pwritev, not '%s'", d->call);
+    if (en && (rc = load_errno(c, en, &d->err)) < 0)
+        return rc;
+    if (de && (rc = load_delay(c, de, d)) < 0)
+        return rc;
+    if (sh && (rc = load_short(c, sh, d)) < 0)
+        return rc;
+    if (de || sh) {
+        d->err = 0;
+        snprintf(d->point, sizeof d->point, "faultline/%s/%s", de ? "delay" : "short", d->call);
+    }
+    if (pr && (rc = load_probability(c, pr, &d->probability)) < 0)
+        return rc;
+    return 0;
+}
+
+const struct fl_fault_kind fl_kind_disk = {
+    .kind = FL_SCN_ACT_DISK,
+    .name = "disk",
+    .parse = disk_parse,
+    .at_setup = true,
+    .init = disk_init,
+    .free = disk_free,
+    .task_env = disk_env,
+    .detail = disk_detail,
+    .apply = disk_apply,
+    .heal = disk_heal,
+};

@@ -44,7 +44,9 @@
  * by direct system calls or io_uring, and processes started with `faultline
  * exec` (no preload).  Shared paths (`shared:`) and /tmp are not tracked.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/faults/durable.h"
+#include "harness/base/monoclock.h"
+#include "harness/base/text.h"
 #include "harness/sys/durable_store.h"
 #include "harness/sys/rundir.h"
 
@@ -67,23 +69,21 @@ struct fl_durable {
     bool *tracked;              /* per host */
     dev_t *dev;                 /* per host: its disk's st_dev at its last start */
     char dir[PATH_MAX];         /* RUN/fs/durable */
-    char src[PATH_MAX];         /* fl_sync_preload.so next to faultline */
-    char preload[PATH_MAX];     /* its copy under dir, once made */
+    char preload[PATH_MAX];     /* fl_sync_preload.so copied under dir, at the first start */
 };
 
-static int64_t mono_ms(void)
+static struct fl_durable *dur(const struct fl_run *r)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return r->kind_state[FL_SCN_ACT_CRASH_HOST];
 }
 
-int fl_durable_init(struct engine *e, char *err, size_t errlen)
+
+int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
 {
-    const struct fl_scenario *s = e->s;
+    const struct fl_scenario *s = r->s;
     bool any = false;
-    for (size_t i = 0; i < e->nfaults; i++) {
-        const struct fl_scn_action *a = &e->faults[i].f->action;
+    for (size_t i = 0; i < r->nfaults; i++) {
+        const struct fl_scn_action *a = &r->faults[i].f->action;
         any |= a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE;
     }
     if (!any)
@@ -92,36 +92,26 @@ int fl_durable_init(struct engine *e, char *err, size_t errlen)
     if (!d || !(d->tracked = calloc(s->n_hosts, sizeof *d->tracked)) ||
         !(d->dev = calloc(s->n_hosts, sizeof *d->dev)))
         abort();
-    e->durable = d;
-    for (size_t i = 0; i < e->nfaults; i++) {
-        const struct fl_scn_action *a = &e->faults[i].f->action;
+    r->kind_state[FL_SCN_ACT_CRASH_HOST] = d;
+    for (size_t i = 0; i < r->nfaults; i++) {
+        const struct fl_scn_action *a = &r->faults[i].f->action;
         if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE)
             d->tracked[a->host] = true;
     }
-    snprintf(d->dir, sizeof d->dir, "%s/durable", e->fsdir);
-    const char *cands[] = {"%s/../lib/fl_sync_preload.so", "%s/../lib/faultline/fl_sync_preload.so"};
-    for (size_t i = 0; i < 2 && !d->src[0]; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, cands[i], e->o->bin_dir ? e->o->bin_dir : ".");
-        if (access(p, R_OK) == 0)
-            snprintf(d->src, sizeof d->src, "%s", p);
-    }
-    if (!d->src[0]) {
-        snprintf(err, errlen, "unsynced: lose needs fl_sync_preload.so next to faultline (%s/../lib/): "
-                 "not found; run make", e->o->bin_dir ? e->o->bin_dir : ".");
-        return -ENOENT;
-    }
+    snprintf(d->dir, sizeof d->dir, "%s/durable", r->fsdir);
+    for (size_t h = 0; h < s->n_hosts; h++)
+        r->hosts[h].own_tmpfs |= d->tracked[h];
     return 0;
 }
 
-bool fl_durable_tracked(const struct engine *e, int host)
+static bool fl_durable_tracked(const struct fl_run *r, int host)
 {
-    return e->durable && e->durable->tracked[host];
+    return dur(r) && dur(r)->tracked[host];
 }
 
-void fl_durable_free(struct engine *e)
+void fl_durable_free(struct fl_run *r)
 {
-    struct fl_durable *d = e->durable;
+    struct fl_durable *d = dur(r);
     if (!d)
         return;
     if (d->preload[0] || access(d->dir, F_OK) == 0)
@@ -129,57 +119,28 @@ void fl_durable_free(struct engine *e)
     free(d->tracked);
     free(d->dev);
     free(d);
-    e->durable = NULL;
+    r->kind_state[FL_SCN_ACT_CRASH_HOST] = NULL;
 }
 
-/* Copies the library to RUN/fs/durable/ (build/lib may lie under /tmp, which
- * every host has its own of). */
-static int copy_preload(struct fl_durable *d, char *err, size_t errlen)
+
+static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
 {
-    char dst[PATH_MAX + 32], tmp[PATH_MAX + 40];
-    snprintf(dst, sizeof dst, "%s/fl_sync_preload.so", d->dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    int rc = fl_mkdir_p(d->dir, 0755), in = -1, out = -1;
-    if (rc == 0 && (in = open(d->src, O_RDONLY | O_CLOEXEC)) < 0)
-        rc = -errno;
-    if (rc == 0 && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755)) < 0)
-        rc = -errno;
-    if (rc == 0) {
-        int64_t n = fl_dstore_copy(in, out);
-        if (n < 0)
-            rc = (int)n;
-    }
-    if (out >= 0 && close(out) < 0 && rc == 0)
-        rc = -errno;
-    if (in >= 0)
-        close(in);
-    if (rc == 0 && rename(tmp, dst) < 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
-        snprintf(err, errlen, "copy %s to %s: %s", d->src, dst, strerror(-rc));
-        return rc;
-    }
-    snprintf(d->preload, sizeof d->preload, "%s", dst);
-    return 0;
+    snprintf(buf, len, "%s/%s", dur(r)->dir, r->s->hosts[host].name);
 }
 
-static void store_path(const struct engine *e, int host, char *buf, size_t len)
+int fl_durable_baseline(struct fl_run *r, int host, char *err, size_t errlen)
 {
-    snprintf(buf, len, "%s/%s", e->durable->dir, e->s->hosts[host].name);
-}
-
-int fl_durable_baseline(struct engine *e, int host, char *err, size_t errlen)
-{
-    struct fl_durable *d = e->durable;
+    struct fl_durable *d = dur(r);
     if (!d || !d->tracked[host])
         return 0;
-    const char *name = e->s->hosts[host].name, *disk = e->hosts[host].disk;
+    const char *name = r->s->hosts[host].name, *disk = r->hosts[host].disk;
     char path[PATH_MAX];
     int rc;
-    if (!d->preload[0] && (rc = copy_preload(d, err, errlen)) < 0)
+    /* the preload where every host sees it (d->dir goes with the run's end) */
+    if (!d->preload[0] && (rc = fl_run_preload(r, "fl_sync_preload.so", d->dir, "unsynced: lose",
+                                               d->preload, sizeof d->preload, err, errlen)) < 0)
         return rc;
-    store_path(e, host, path, sizeof path);
+    store_path(r, host, path, sizeof path);
     struct stat sb;
     if (stat(disk, &sb) < 0) {
         rc = -errno;
@@ -208,63 +169,63 @@ int fl_durable_baseline(struct engine *e, int host, char *err, size_t errlen)
     return rc;
 }
 
-int fl_durable_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen)
+int fl_durable_env(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen)
 {
-    struct fl_durable *d = e->durable;
-    int host = e->s->tasks[task].host;
+    struct fl_durable *d = dur(r);
+    int host = r->s->tasks[task].host;
     if (!d || !d->tracked[host])
         return 0;
     if (!d->preload[0]) {
-        snprintf(err, errlen, "host %s: fl_sync_preload.so not in place", e->s->hosts[host].name);
+        snprintf(err, errlen, "host %s: fl_sync_preload.so not in place", r->s->hosts[host].name);
         return -ENOENT;
     }
     char path[PATH_MAX];
-    store_path(e, host, path, sizeof path);
-    eng_env_preload(env, k, d->preload);
+    store_path(r, host, path, sizeof path);
+    fl_env_preload(env, k, d->preload);
     if (asprintf(&env[(*k)++], "FAULTLINE_DURABLE_STORE=%s", path) < 0 ||
         asprintf(&env[(*k)++], "FAULTLINE_DURABLE_DEV=%llu", (unsigned long long)d->dev[host]) < 0 ||
-        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_ROOT=%s", e->s->workdir) < 0)
+        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_ROOT=%s", r->s->workdir) < 0)
         abort();
     return 0;
 }
 
 /* ---- files changed at rest -------------------------------------------- */
 
-static int open_data_rw(const struct engine *e, int host, uint64_t ino)
+static int open_data_rw(const struct fl_run *r, int host, uint64_t ino)
 {
     char path[PATH_MAX + 64];
-    store_path(e, host, path, PATH_MAX);
+    store_path(r, host, path, PATH_MAX);
     size_t n = strlen(path);
     snprintf(path + n, sizeof path - n, "/data/%llu", (unsigned long long)ino);
     return open(path, O_RDWR | O_CLOEXEC);
 }
 
-int fl_durable_rest_corrupt(struct engine *e, int host, uint64_t ino, uint64_t off, uint8_t x)
+int fl_durable_rest_corrupt(struct fl_run *r, int host, uint64_t ino, uint64_t off, uint8_t x)
 {
-    if (!fl_durable_tracked(e, host))
+    if (!fl_durable_tracked(r, host))
         return 0;
-    int fd = open_data_rw(e, host, ino);
+    int fd = open_data_rw(r, host, ino);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;    /* nothing durable: nothing to change */
     uint8_t b;
     int rc = 0;
-    ssize_t r = pread(fd, &b, 1, (off_t)off);
-    if (r == 1) {
+    ssize_t got = pread(fd, &b, 1, (off_t)off);
+    if (got == 1) {
         b ^= x;
         if (pwrite(fd, &b, 1, (off_t)off) != 1)
             rc = -EIO;
-    } else if (r < 0) {
+    } else if (got < 0) {
         rc = -errno;
     }
     close(fd);
     return rc;
 }
 
-int fl_durable_rest_truncate(struct engine *e, int host, uint64_t ino, uint64_t size)
+int fl_durable_rest_truncate(struct fl_run *r, int host, uint64_t ino, uint64_t size)
 {
-    if (!fl_durable_tracked(e, host))
+    if (!fl_durable_tracked(r, host))
         return 0;
-    int fd = open_data_rw(e, host, ino);
+    int fd = open_data_rw(r, host, ino);
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
     struct stat sb;
@@ -277,9 +238,9 @@ int fl_durable_rest_truncate(struct engine *e, int host, uint64_t ino, uint64_t 
 
 /* ---- the crash -------------------------------------------------------- */
 
-void fl_durable_crash_begin(struct engine *e, int host, struct fl_durable_crash *c)
+void fl_durable_crash_begin(struct fl_run *r, int host, struct fl_durable_crash *c)
 {
-    const struct host_rt *hr = &e->hosts[host];
+    const struct host_rt *hr = &r->hosts[host];
     memset(c, 0, sizeof *c);
     c->host = host;
     c->was_up = hr->h.state == FL_HOST_UP;
@@ -298,10 +259,10 @@ void fl_durable_crash_begin(struct engine *e, int host, struct fl_durable_crash 
  * init, which does nothing with files) is alive: all of them have exited
  * (zombies close their files first).  Each one's pidfd becomes readable
  * when its last thread has exited. */
-static int wait_host_dead(const struct engine *e, const struct fl_durable_crash *c, char *err,
+static int wait_host_dead(const struct fl_run *r, const struct fl_durable_crash *c, char *err,
                           size_t errlen)
 {
-    int64_t deadline = mono_ms() + DEAD_WAIT_MS;
+    int64_t deadline = fl_mono_ms() + DEAD_WAIT_MS;
     for (;;) {
         struct pollfd alive[64];
         size_t na = 0;
@@ -338,12 +299,12 @@ static int wait_host_dead(const struct engine *e, const struct fl_durable_crash 
         closedir(d);
         if (!first)
             return 0;
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - fl_mono_ms();
         if (left <= 0) {
             for (size_t i = 0; i < na; i++)
                 close(alive[i].fd);
             snprintf(err, errlen, "host %s: process %d still alive %d s after the crash (its disk "
-                     "cannot be brought back to what was synced)", e->s->hosts[c->host].name,
+                     "cannot be brought back to what was synced)", r->s->hosts[c->host].name,
                      first, DEAD_WAIT_MS / 1000);
             return -ETIMEDOUT;
         }
@@ -650,26 +611,26 @@ static void human(uint64_t b, char *buf, size_t len)
         snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
 }
 
-int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, char *detail,
+int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, char *detail,
                          size_t dlen, char *err, size_t errlen)
 {
-    struct fl_durable *d = e->durable;
-    const char *name = e->s->hosts[c->host].name, *disk = e->hosts[c->host].disk;
+    struct fl_durable *d = dur(r);
+    const char *name = r->s->hosts[c->host].name, *disk = r->hosts[c->host].disk;
     size_t dn = strlen(detail);
     if (dn)
-        eng_detail_add(detail, dlen, " ");
-    eng_detail_add(detail, dlen, "unsynced=lose");
+        fl_text_add(detail, dlen, " ");
+    fl_text_add(detail, dlen, "unsynced=lose");
     if (!d || !d->tracked[c->host])
         return 0;
     if (!c->was_up) {
-        eng_detail_add(detail, dlen, ": host already down (its disk was left as it was)");
+        fl_text_add(detail, dlen, ": host already down (its disk was left as it was)");
         return 0;
     }
     int rc;
-    if (c->have_ns && (rc = wait_host_dead(e, c, err, errlen)) < 0)
+    if (c->have_ns && (rc = wait_host_dead(r, c, err, errlen)) < 0)
         return rc;
     char path[PATH_MAX], why[512];
-    store_path(e, c->host, path, sizeof path);
+    store_path(r, c->host, path, sizeof path);
     struct fl_dstore st;
     if ((rc = fl_dstore_open(&st, path, d->dev[c->host])) < 0) {
         snprintf(err, errlen, "host %s: open the store of what was synced %s: %s", name, path,
@@ -716,12 +677,12 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
             if (S_ISREG(x->mode))
                 bytes += x->size;
             if (parent_in(&dur, x->path))
-                eng_detail_add(list, sizeof list, " -%s%s", x->path, S_ISDIR(x->mode) ? "/" : "");
+                fl_text_add(list, sizeof list, " -%s%s", x->path, S_ISDIR(x->mode) ? "/" : "");
         } else if ((x->mode & S_IFMT) != (y->mode & S_IFMT)) {
             rolled++;
             if (S_ISREG(x->mode))
                 bytes += x->size;
-            eng_detail_add(list, sizeof list, " ~%s", x->path);
+            fl_text_add(list, sizeof list, " ~%s", x->path);
         } else if (S_ISREG(x->mode)) {
             int data = fl_dstore_open_data(&st, y->ino);
             if (!same_content(dfd, x->path, data)) {
@@ -730,7 +691,7 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
                 struct stat ds = {0};
                 if (data >= 0)
                     fstat(data, &ds);
-                eng_detail_add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
+                fl_text_add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
                     (unsigned long long)ds.st_size);
             }
             if (data >= 0)
@@ -741,7 +702,7 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
         if (!dur.v[i].have) {
             back++;
             if (parent_in(&live, dur.v[i].path))
-                eng_detail_add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
+                fl_text_add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
         }
     char what[512] = "";
     if ((rc = build(&st, dfd, &dur, what, sizeof what)) < 0) {
@@ -754,10 +715,10 @@ int fl_durable_crash_end(struct engine *e, const struct fl_durable_crash *c, cha
     char sum[160];
     snprintf(sum, sizeof sum, "%zu entr%s lost, %zu file%s rolled back, %zu entr%s back", lost,
              lost == 1 ? "y" : "ies", rolled, rolled == 1 ? "" : "s", back, back == 1 ? "y" : "ies");
-    eng_detail_add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
+    fl_text_add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
         list[0] ? ":" : "", list);
     fprintf(stderr, "%sfaultline: host %s crashed, unsynced writes lost: its disk is back to what "
-            "was synced (%s, %s unsynced)\n", e->o->progress ? "\r\033[K" : "", name, sum, hb);
+            "was synced (%s, %s unsynced)\n", r->progress ? "\r\033[K" : "", name, sum, hb);
 cleanup:
     if (dfd >= 0)
         close(dfd);

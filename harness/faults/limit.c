@@ -1,5 +1,5 @@
 /*
- * faults/limit.c: the `limit` fault: a host's resources made scarce, as on a
+ * limit.c: the `limit` fault kind: a host's resources made scarce, as on a
  * machine that runs out of them.
  *   threads  pids.max of the host's pids cgroup: every thread and process
  *            of the host counts; creating more fails with EAGAIN;
@@ -22,7 +22,8 @@
  * restart of the host (the cgroups stay; the spec keeps the open-files
  * limit).  Of two limit faults on one host, the one applied last holds.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/faults/kind.h"
+#include "harness/scenario/load_ctx.h"
 #include "harness/sys/cgroup.h"
 
 #include <dirent.h>
@@ -74,11 +75,12 @@ static int prlimit_host(const struct host_rt *hr, rlim_t soft)
     return rc < 0 ? rc : n;
 }
 
-int fl_limit_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
+                       char *err, size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
-    struct host_rt *hr = &e->hosts[a->host];
-    const char *name = e->s->hosts[a->host].name;
+    struct host_rt *hr = &r->hosts[a->host];
+    const char *name = r->s->hosts[a->host].name;
     int rc;
     if (a->threads && (rc = fl_cgroup_set_pids_max(hr->cgroup, a->threads)) < 0) {
         snprintf(err, errlen, "host %s: write pids.max=%ld in %s: %s", name, a->threads, hr->cgroup,
@@ -101,36 +103,38 @@ int fl_limit_apply(struct engine *e, struct fault_rt *fr, char *err, size_t errl
     return 0;
 }
 
-int fl_limit_heal(struct engine *e, struct fault_rt *fr, char *err, size_t errlen)
+static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
+                      size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
-    struct host_rt *hr = &e->hosts[a->host];
-    const char *name = e->s->hosts[a->host].name;
-    int rc = 0, r;
-    if (a->threads && (r = fl_cgroup_set_pids_max(hr->cgroup, 0)) < 0) {
-        snprintf(err, errlen, "host %s: reset pids.max: %s", name, strerror(-r));
-        rc = r;
+    struct host_rt *hr = &r->hosts[a->host];
+    const char *name = r->s->hosts[a->host].name;
+    int rc = 0, x;
+    if (a->threads && (x = fl_cgroup_set_pids_max(hr->cgroup, 0)) < 0) {
+        snprintf(err, errlen, "host %s: reset pids.max: %s", name, strerror(-x));
+        rc = x;
     }
-    if (a->memory && (r = fl_cgroup_set_memory_max(hr->mem_cgroup, 0)) < 0 && rc == 0) {
+    if (a->memory && (x = fl_cgroup_set_memory_max(hr->mem_cgroup, 0)) < 0 && rc == 0) {
         snprintf(err, errlen, "host %s: lift the memory limit in %s: %s", name, hr->mem_cgroup,
-                 strerror(-r));
-        rc = r;
+                 strerror(-x));
+        rc = x;
     }
     if (a->fds) {
         hr->h.spec.nofile = 0;
         struct rlimit rl;
         getrlimit(RLIMIT_NOFILE, &rl);      /* the harness's: what tasks start with */
-        if ((r = prlimit_host(hr, rl.rlim_cur)) < 0 && rc == 0) {
+        if ((x = prlimit_host(hr, rl.rlim_cur)) < 0 && rc == 0) {
             snprintf(err, errlen, "host %s: restore RLIMIT_NOFILE of its processes: %s", name,
-                     strerror(-r));
-            rc = r;
+                     strerror(-x));
+            rc = x;
         }
     }
     return rc;
 }
 
-void fl_limit_detail(const struct fl_scn_action *a, char *buf, size_t len)
+static void limit_detail(const struct fl_run *r, const struct fault_rt *fr, char *buf, size_t len)
 {
+    const struct fl_scn_action *a = &fr->f->action;
     size_t n = 0;
     buf[0] = 0;
     if (a->threads)
@@ -140,3 +144,68 @@ void fl_limit_detail(const struct fl_scn_action *a, char *buf, size_t len)
     if (a->memory && n < len)
         snprintf(buf + n, len - n, "%smemory=%" PRIu64, n ? " " : "", a->memory);
 }
+
+/* The host cgroups the run's limits need, made at set-up (before the host's
+ * init starts in them). */
+static int limit_init(struct fl_run *r, char *err, size_t errlen)
+{
+    for (size_t f = 0; f < r->nfaults; f++) {
+        const struct fl_scn_action *a = &r->faults[f].f->action;
+        if (a->kind != FL_SCN_ACT_LIMIT)
+            continue;
+        r->hosts[a->host].need_cgroup |= a->threads > 0;
+        r->hosts[a->host].need_mem_cgroup |= a->memory > 0;
+    }
+    return 0;
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+/* {host, threads, fds, memory}: at least one limit */
+static int limit_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *av,
+                       struct fl_scn_action *a)
+{
+    int rc;
+    static const char *const lkeys[] = {"host", "threads", "fds", "memory"};
+        if (av->type != FL_YN_MAP) {
+        char b[64];
+        return fl_scn_verr(c, av->loc, "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
+                    fl_scn_describe(av, b, sizeof b));
+    }
+    if ((rc = fl_scn_check_keys(c, av, lkeys, 4, "limit")) < 0)
+        return rc;
+    const ynode *h = fl_scn_yaml_get(av, "host", NULL), *th = fl_scn_yaml_get(av, "threads", NULL);
+    const ynode *fd = fl_scn_yaml_get(av, "fds", NULL), *mem = fl_scn_yaml_get(av, "memory", NULL);
+    if (!h)
+        return fl_scn_verr(c, av->loc, "limit needs 'host'");
+    if (!th && !fd && !mem)
+        return fl_scn_verr(c, av->loc, "limit needs at least one of 'threads' (the most tasks the host "
+                           "may run), 'fds' (the most open files per process) or 'memory' (the most "
+                           "memory the host's processes may use)");
+    if ((rc = fl_scn_resolve_target(c, h, "limit", &a->target)) < 0 ||
+        (th && (rc = fl_scn_get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0) ||
+        (fd && (rc = fl_scn_get_long(c, fd, "'fds'", 3, 1L << 20, &a->fds)) < 0))
+        return rc;
+    if (mem) {
+        if ((rc = fl_scn_want(c, mem, FL_YN_SCALAR, "'memory'")) < 0)
+            return rc;
+        if (fl_scn_size_parse(mem->value, &a->memory) < 0 || a->memory == 0)
+            return fl_scn_verr(c, mem->loc, "limit 'memory' must be a size like 64M or 1G, not '%s'",
+                               mem->value);
+        if (a->memory < 4 << 20)
+            return fl_scn_verr(c, mem->loc, "limit 'memory' %s is too small (at least 4M)", mem->value);
+    }
+    a->host = a->target.host;
+    return 0;
+}
+
+const struct fl_fault_kind fl_kind_limit = {
+    .kind = FL_SCN_ACT_LIMIT,
+    .name = "limit",
+    .parse = limit_parse,
+    .at_setup = true,
+    .init = limit_init,
+    .detail = limit_detail,
+    .apply = limit_apply,
+    .heal = limit_heal,
+};

@@ -4,7 +4,9 @@
  * event checks, checkpoint checks) into struct fl_scenario.  Runs after hosts, variants,
  * cluster and run are loaded, so every reference can be resolved.
  */
-#include "harness/scenario/load_ctx.h"
+#include "harness/base/text.h"
+#include "harness/faults/kind.h"
+#include "harness/load/sections.h"
 #include "harness/run/evsrv.h"
 #include "harness/base/suggest.h"
 
@@ -17,11 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static const char *const action_keys[] = {
-    "kill", "pause", "restart", "replace", "crash_host", "partition", "limit", "link", "disk",
-    "corrupt", "truncate",
-};
 
 static const char *const trigger_keys[] = {"at", "after", "on_log"};
 
@@ -118,67 +115,51 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
     return 0;
 }
 
-static int load_partition(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a)
-{
-    struct fl_scenario *s = c->s;
-    int rc = 0;
 
-    if (v->type == FL_YN_MAP) {
-        static const char *const keys[] = {"from", "to"};
-        if ((rc = fl_scn_check_keys(c, v, keys, 2, "one-way partition")) < 0)
-            return rc;
-        const ynode *f = fl_scn_yaml_get(v, "from", NULL), *t = fl_scn_yaml_get(v, "to", NULL);
-        if (!f || !t)
-            return fl_scn_verr(c, v->loc, "a one-way partition needs both 'from' and 'to'");
-        a->oneway = true;
-        if ((rc = fl_scn_load_hostset(c, f, "partition 'from'", &a->from)) < 0 ||
-            (rc = fl_scn_load_hostset(c, t, "partition 'to'", &a->to)) < 0)
-            return rc;
-        for (size_t i = 0; i < a->from.n; i++)
-            for (size_t k = 0; k < a->to.n; k++)
-                if (a->from.hosts[i] == a->to.hosts[k])
-                    return fl_scn_verr(c, t->loc, "host '%s' is in both 'from' and 'to'",
-                                s->hosts[a->from.hosts[i]].name);
-        return 0;
+/* The keys a fault may have: triggers, every kind (and the keys only it
+ * reads), for and variant; n at most max. */
+static size_t fault_keys(const char **keys, size_t max, const char **kinds, size_t *nkinds)
+{
+    size_t n = 0;
+    *nkinds = 0;
+    for (size_t q = 0; q < ARRAY_LEN(trigger_keys); q++)
+        keys[n++] = trigger_keys[q];
+    for (int k = 1; k < FL_SCN_ACT_COUNT; k++) {
+        const struct fl_fault_kind *kd = fl_fault_kinds[k];
+        keys[n++] = kinds[(*nkinds)++] = kd->name;
+        for (size_t q = 0; kd->keys && kd->keys[q] && n < max - 2; q++)
+            keys[n++] = kd->keys[q];
     }
-    if (v->type != FL_YN_SEQ)
-        return fl_scn_verr(c, v->loc, "partition must be a list of host groups ([[a, b], [c]]) or {from: [...], to: [...]}");
-    if (v->n < 2)
-        return fl_scn_verr(c, v->loc, "a partition needs at least two groups of hosts (e.g. "
-                           "[[ps0], [w0, w1]]; one way: {from: [w0], to: [ps0]})");
-    if (!(a->groups = fl_scn_zalloc(c, v->n, sizeof *a->groups)))
-        return -ENOMEM;
-    int *group_of = fl_scn_zalloc(c, s->n_hosts, sizeof *group_of);
-    if (!group_of)
-        return -ENOMEM;
-    for (size_t g = 0; g < v->n; g++) {
-        struct fl_scn_hostset *hs = &a->groups[a->n_groups++];
-        if ((rc = fl_scn_load_hostset(c, v->items[g], "partition group", hs)) < 0)
-            break;
-        for (size_t i = 0; i < hs->n && rc == 0; i++) {
-            int h = hs->hosts[i];
-            if (group_of[h]) {
-                const ynode *it = v->items[g]->type == FL_YN_SEQ ? v->items[g]->items[i] : v->items[g];
-                rc = fl_scn_verr(c, it->loc, "host '%s' is in two partition groups (%d and %zu)",
-                          s->hosts[h].name, group_of[h], g + 1);
-            }
-            group_of[h] = (int)g + 1;
+    keys[n++] = "for";
+    keys[n++] = "variant";
+    return n;
+}
+
+/* A key only another kind reads ('signal' on a pause): said at the key. */
+static int foreign_keys(struct fl_scn_vctx *c, const ynode *it, const struct fl_fault_kind *kd)
+{
+    for (int k = 1; k < FL_SCN_ACT_COUNT; k++) {
+        const struct fl_fault_kind *o = fl_fault_kinds[k];
+        for (size_t q = 0; o != kd && o->keys && o->keys[q]; q++) {
+            struct fl_scn_ynode *key = NULL;
+            if (!fl_scn_yaml_get(it, o->keys[q], &key))
+                continue;
+            if (o->keys_note)
+                return fl_scn_verr(c, key->loc, "'%s' applies only to %s (%s)", o->keys[q],
+                                   o->name, o->keys_note);
+            return fl_scn_verr(c, key->loc, "'%s' applies only to %s", o->keys[q], o->name);
         }
-        if (rc < 0)
-            break;
     }
-    free(group_of);
-    return rc;
+    return 0;
 }
 
 static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_fault *f)
 {
     struct fl_scenario *s = c->s;
-    static const char *const keys[] = {
-        "at", "after", "on_log", "kill", "signal", "pause", "restart", "replace",
-        "crash_host", "partition", "limit", "for", "variant", "disk", "link", "corrupt", "truncate",
-        "unsynced",
-    };
+    const char *keys[64], *action_keys[FL_SCN_ACT_COUNT];
+    size_t n_action;
+    size_t n_keys = fault_keys(keys, ARRAY_LEN(keys), action_keys, &n_action);
+    char kinds[256];
     const ynode *tk = NULL, *tv = NULL, *ak = NULL, *av = NULL;
     int rc;
 
@@ -190,40 +171,44 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     for (size_t i = 0; i < it->n; i++) {
         const char *k = it->keys[i]->value;
         bool known = false, is_action = false, is_trigger = false;
-        for (size_t q = 0; q < ARRAY_LEN(keys); q++)
+        for (size_t q = 0; q < n_keys; q++)
             known |= strcmp(k, keys[q]) == 0;
-        for (size_t q = 0; q < ARRAY_LEN(action_keys); q++)
+        for (size_t q = 0; q < n_action; q++)
             is_action |= strcmp(k, action_keys[q]) == 0;
         for (size_t q = 0; q < ARRAY_LEN(trigger_keys); q++)
             is_trigger |= strcmp(k, trigger_keys[q]) == 0;
         if (!known) {
-            const char *sug = fl_suggest(k, keys, ARRAY_LEN(keys));
+            const char *sug = fl_suggest(k, keys, n_keys);
             bool kindish = false;
-            for (size_t q = 0; q < ARRAY_LEN(action_keys) && sug; q++)
+            for (size_t q = 0; q < n_action && sug; q++)
                 kindish |= strcmp(sug, action_keys[q]) == 0;
             if (!sug) {
                 bool has_action = false;
                 for (size_t q = 0; q < it->n; q++)
-                    for (size_t a = 0; a < ARRAY_LEN(action_keys); a++)
+                    for (size_t a = 0; a < n_action; a++)
                         has_action |= strcmp(it->keys[q]->value, action_keys[a]) == 0;
                 kindish = !has_action;
             }
             if (kindish) {
                 if (sug) {
                     fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s'", k);
-                    return fl_scn_vsuggest(c, k, action_keys, ARRAY_LEN(action_keys));
+                    return fl_scn_vsuggest(c, k, action_keys, n_action);
                 }
-                return fl_scn_verr(c, it->keys[i]->loc,
-                                   "unknown fault kind '%s' (expected kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate)",
-                                   k);
+                return fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s' (expected %s)",
+                                   k, fl_fault_kind_list(kinds, sizeof kinds, " or "));
             }
             if (sug) {
                 fl_scn_verr(c, it->keys[i]->loc, "unknown key '%s' in fault", k);
-                return fl_scn_vsuggest(c, k, keys, ARRAY_LEN(keys));
+                return fl_scn_vsuggest(c, k, keys, n_keys);
             }
+            char extra[128] = "";
+            for (int q = 1; q < FL_SCN_ACT_COUNT; q++)
+                for (size_t x = 0; fl_fault_kinds[q]->keys && fl_fault_kinds[q]->keys[x]; x++)
+                    fl_text_add(extra, sizeof extra, "%s, ", fl_fault_kinds[q]->keys[x]);
             return fl_scn_verr(c, it->keys[i]->loc,
-                               "unknown key '%s' in fault (expected a trigger: at, after or on_log; a kind: kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt or truncate; and signal, unsynced, for, variant)",
-                               k);
+                               "unknown key '%s' in fault (expected a trigger: at, after or "
+                               "on_log; a kind: %s; and %sfor, variant)",
+                               k, fl_fault_kind_list(kinds, sizeof kinds, " or "), extra);
         }
         if (is_trigger) {
             if (tk)
@@ -241,111 +226,25 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         }
     }
     if (!ak)
-        return fl_scn_verr(c, it->loc, "fault has no kind (one of kill, pause, restart, replace, crash_host, partition, limit, disk, link, corrupt, truncate)");
+        return fl_scn_verr(c, it->loc, "fault has no kind (one of %s)",
+                           fl_fault_kind_list(kinds, sizeof kinds, ", "));
     if (!tk)
         return fl_scn_verr(c, it->loc, "fault has no trigger (add at: <time>, after: {event: ...} or on_log: {match: ...})");
     if ((rc = load_trigger(c, tk, tv, &f->trigger)) < 0)
         return rc;
 
     struct fl_scn_action *a = &f->action;
-    const char *kind = ak->value;
+    const struct fl_fault_kind *kd = fl_fault_kind_find(ak->value);
     a->loc = ak->loc;
-    if (strcmp(kind, "kill") == 0 || strcmp(kind, "pause") == 0) {
-        a->kind = kind[0] == 'k' ? FL_SCN_ACT_KILL : FL_SCN_ACT_PAUSE;
-        if ((rc = fl_scn_resolve_target(c, av, kind, &a->target)) < 0)
-            return rc;
-        a->signal = SIGKILL;
-    } else if (strcmp(kind, "restart") == 0 || strcmp(kind, "replace") == 0 ||
-               strcmp(kind, "crash_host") == 0) {
-        a->kind = kind[0] == 'c' ? FL_SCN_ACT_CRASH_HOST
-                  : kind[2] == 's' ? FL_SCN_ACT_RESTART : FL_SCN_ACT_REPLACE;
-        if ((rc = fl_scn_resolve_target(c, av, kind, &a->target)) < 0)
-            return rc;
-        a->host = a->target.host;
-    } else if (strcmp(kind, "partition") == 0) {
-        a->kind = FL_SCN_ACT_PARTITION;
-        if ((rc = load_partition(c, av, a)) < 0)
-            return rc;
-    } else if (strcmp(kind, "disk") == 0) {
-        if ((rc = fl_scn_load_disk(c, av, a)) < 0)
-            return rc;
-    } else if (strcmp(kind, "link") == 0) {
-        if ((rc = fl_scn_load_link(c, av, a)) < 0)
-            return rc;
-    } else if (strcmp(kind, "corrupt") == 0 || strcmp(kind, "truncate") == 0) {
-        if ((rc = fl_scn_load_at_rest(c, kind, av, a)) < 0)
-            return rc;
-    } else {
-        static const char *const lkeys[] = {"host", "threads", "fds", "memory"};
-        a->kind = FL_SCN_ACT_LIMIT;
-        if (av->type != FL_YN_MAP) {
-            char b[64];
-            return fl_scn_verr(c, av->loc, "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
-                        fl_scn_describe(av, b, sizeof b));
-        }
-        if ((rc = fl_scn_check_keys(c, av, lkeys, 4, "limit")) < 0)
-            return rc;
-        const ynode *h = fl_scn_yaml_get(av, "host", NULL), *th = fl_scn_yaml_get(av, "threads", NULL);
-        const ynode *fd = fl_scn_yaml_get(av, "fds", NULL), *mem = fl_scn_yaml_get(av, "memory", NULL);
-        if (!h)
-            return fl_scn_verr(c, av->loc, "limit needs 'host'");
-        if (!th && !fd && !mem)
-            return fl_scn_verr(c, av->loc, "limit needs at least one of 'threads' (the most tasks the host "
-                               "may run), 'fds' (the most open files per process) or 'memory' (the most "
-                               "memory the host's processes may use)");
-        if ((rc = fl_scn_resolve_target(c, h, "limit", &a->target)) < 0 ||
-            (th && (rc = fl_scn_get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0) ||
-            (fd && (rc = fl_scn_get_long(c, fd, "'fds'", 3, 1L << 20, &a->fds)) < 0))
-            return rc;
-        if (mem) {
-            if ((rc = fl_scn_want(c, mem, FL_YN_SCALAR, "'memory'")) < 0)
-                return rc;
-            if (fl_scn_size_parse(mem->value, &a->memory) < 0 || a->memory == 0)
-                return fl_scn_verr(c, mem->loc, "limit 'memory' must be a size like 64M or 1G, not '%s'",
-                                   mem->value);
-            if (a->memory < 4 << 20)
-                return fl_scn_verr(c, mem->loc, "limit 'memory' %s is too small (at least 4M)", mem->value);
-        }
-        a->host = a->target.host;
-    }
+    a->kind = kd->kind;
+    if ((rc = kd->parse(c, it, ak, av, a)) < 0 || (rc = foreign_keys(c, it, kd)) < 0)
+        return rc;
 
     struct fl_scn_ynode *sk = NULL;
-    const ynode *sig = fl_scn_yaml_get(it, "signal", &sk);
-    if (sig) {
-        if (a->kind != FL_SCN_ACT_KILL)
-            return fl_scn_verr(c, sk->loc, "'signal' applies only to kill");
-        if ((rc = fl_scn_want(c, sig, FL_YN_SCALAR, "'signal'")) < 0)
-            return rc;
-        int sn = fl_scn_signal_parse(sig->value);
-        if (sn < 0) {
-            const char *names[64];
-            size_t nn = fl_scn_signal_names(names, 64);
-            fl_scn_verr(c, sig->loc, "unknown signal '%s'", sig->value);
-            return fl_scn_vsuggest(c, sig->value, names, nn);
-        }
-        a->signal = sn;
-    }
-    const ynode *un = fl_scn_yaml_get(it, "unsynced", &sk);
-    if (un) {
-        static const char *const modes[] = {"keep", "lose"};
-        if (a->kind != FL_SCN_ACT_CRASH_HOST)
-            return fl_scn_verr(c, sk->loc, "'unsynced' applies only to crash_host (what the crashed "
-                               "host's disk keeps of writes not yet synced)");
-        if ((rc = fl_scn_want(c, un, FL_YN_SCALAR, "'unsynced'")) < 0)
-            return rc;
-        if (!strcmp(un->value, "lose")) {
-            a->unsynced = FL_SCN_UNSYNCED_LOSE;
-        } else if (strcmp(un->value, "keep") != 0) {
-            fl_scn_verr(c, un->loc, "'unsynced' must be keep (everything written survives the "
-                        "crash) or lose (only what was synced), not '%s'", un->value);
-            return fl_scn_vsuggest(c, un->value, modes, ARRAY_LEN(modes));
-        }
-    }
     const ynode *fo = fl_scn_yaml_get(it, "for", &sk);
     if (fo) {
-        if (a->kind == FL_SCN_ACT_CORRUPT || a->kind == FL_SCN_ACT_TRUNCATE)
-            return fl_scn_verr(c, sk->loc, "'for' does not apply to %s (a change to files at rest is not undone)",
-                               ak->value);
+        if (kd->no_for)
+            return fl_scn_verr(c, sk->loc, "'for' does not apply to %s (%s)", kd->name, kd->no_for);
         if ((rc = fl_scn_get_duration(c, fo, "'for'", false, &f->for_ms)) < 0)
             return rc;
     }

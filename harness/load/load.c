@@ -18,7 +18,7 @@
  * owns all its memory (fl_scenario_free releases a partly built one too).
  */
 #include "harness/scenario/scenario.h"
-#include "harness/scenario/load_ctx.h"
+#include "harness/load/sections.h"
 #include "harness/scenario/yaml.h"
 #include "harness/base/suggest.h"
 #include "harness/scenario/template.h"

@@ -27,6 +27,7 @@
  * ended (verdict set, queue flushed, handle freed).  A run whose process dies
  * in between stays 'running' until fl_rec_mark_abandoned.
  */
+#include "harness/base/monoclock.h"
 #include "harness/record/recorder.h"
 
 #include <errno.h>
@@ -225,12 +226,6 @@ struct fl_rec_run {
     struct open_op *ops;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t unix_ms(void)
 {
@@ -351,7 +346,7 @@ static bool flush_due(const struct fl_rec *rec)
     if (!rec->nrows)
         return false;
     return rec->nrows >= (size_t)rec->opts.flush_rows ||
-           mono_ms() - rec->oldest_ms >= rec->opts.flush_interval_ms;
+           fl_mono_ms() - rec->oldest_ms >= rec->opts.flush_interval_ms;
 }
 
 /* Queues the row; flushes when a threshold is reached. */
@@ -364,7 +359,7 @@ static int q_end(struct qbuild *b, bool may_flush)
         return b->err;
     }
     if (rec->nrows == 0)
-        rec->oldest_ms = mono_ms();
+        rec->oldest_ms = fl_mono_ms();
     rec->nrows++;
     if (may_flush && flush_due(rec))
         return fl_rec_flush(rec);
@@ -450,7 +445,7 @@ int64_t fl_rec_flush_due_ms(const struct fl_rec *rec)
         return -1;
     if (rec->nrows >= (size_t)rec->opts.flush_rows)
         return 0;
-    int64_t left = rec->oldest_ms + rec->opts.flush_interval_ms - mono_ms();
+    int64_t left = rec->oldest_ms + rec->opts.flush_interval_ms - fl_mono_ms();
     return left < 0 ? 0 : left;
 }
 
@@ -587,7 +582,7 @@ static bool interrupt_pending(void)
 static int busy_wait(void *arg, int count)
 {
     struct fl_rec *rec = arg;
-    int64_t now = mono_ms();
+    int64_t now = fl_mono_ms();
     if (count == 0)
         rec->busy_since_ms = now;
     int64_t limit = rec->opts.busy_timeout_ms;

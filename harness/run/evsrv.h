@@ -1,6 +1,6 @@
 /*
- * evsrv.h: the harness side of the event channel (DESIGN.md §6), wire
- * protocol in docs/events.md.
+ * evsrv.h: the harness side of the event channel (docs/events.md has the
+ * wire protocol; docs/architecture.md, "The event channel", its place in a run).
  */
 #ifndef FL_EVSRV_H
 #define FL_EVSRV_H

@@ -1,7 +1,7 @@
 /*
- * scenario/load_ctx.h: internal to the scenario loader (load/load.c,
- * scenario/values.c, load/faults.c).  The validation context and the
- * helpers that check one value of the YAML tree.  Every helper that fails
+ * load_ctx.h: the validation context of a scenario load and the helpers
+ * that check one value of the YAML tree (values.c), for the loader
+ * (harness/load/) and the fault kinds' parsers (harness/faults/).  Every helper that fails
  * writes "file:line:column: message" into c->err and returns -EINVAL (or
  * -ENOMEM); callers return that code unchanged.
  */
@@ -70,17 +70,5 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
 int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,
                       struct fl_scn_regex *r);
 void fl_scn_regex_free(struct fl_scn_regex *r);
-
-/* Sections in load/faults.c. */
-int fl_scn_load_faults(struct fl_scn_vctx *c, const ynode *fs);
-/* load/disk.c: the mapping of a disk: fault into a->disk and a->target. */
-int fl_scn_load_disk(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
-int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex);
-/* load/link.c: the value of a link: fault into a (kind, link, from, to,
- * host). */
-int fl_scn_load_link(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a);
-/* load/at_rest.c: corrupt: / truncate: (kind is "corrupt" or "truncate"). */
-int fl_scn_load_at_rest(struct fl_scn_vctx *c, const char *kind, const ynode *v,
-                        struct fl_scn_action *a);
 
 #endif

@@ -68,7 +68,7 @@ struct fl_scn_host {
     struct fl_scn_file *files;  /* created before start */
     size_t n_files;
     int64_t clock_offset_ms;    /* its tasks' wall clock is this far ahead (libfaketime,
-                                   harness/faults/clock_offset.c); 0 unless set */
+                                   harness/run/clock_offset.c); 0 unless set */
     bool clock_offset_set;
     int64_t clock_drift_ppm;    /* its tasks' wall clock runs this much fast (< 0: slow), in
                                    millionths, from the start of the run; 0 unless set */
@@ -219,6 +219,8 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
     FL_SCN_ACT_CORRUPT,         /* host + rest: bytes of files on its disk changed */
     FL_SCN_ACT_TRUNCATE,        /* host + rest: files on its disk cut to a size */
+    FL_SCN_ACT_COUNT            /* one more than the last: the size of the table of kinds
+                                   (harness/faults/kinds.c) */
 };
 
 /*
@@ -511,7 +513,9 @@ const char *fl_scn_task_name(const struct fl_scenario *s, int task, char *buf, s
 bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check *c, int task);
 
 const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k);  /* "at", "after", "on_log" */
-const char *fl_scn_action_kind_name(enum fl_scn_action_kind k);    /* "kill", "pause", ... */
+/* "kill", "pause", ...: the name in the table of kinds (harness/faults/kinds.c, which
+ * defines it); "?" for a value outside it. */
+const char *fl_scn_action_kind_name(enum fl_scn_action_kind k);
 /* "ENOSPC" for ENOSPC (the errno names a disk fault accepts); NULL if unknown. */
 const char *fl_scn_errno_name(int err);
 /* "SIGKILL" for 9; NULL if unknown. */

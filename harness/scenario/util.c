@@ -205,24 +205,6 @@ const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k)
     return "?";
 }
 
-const char *fl_scn_action_kind_name(enum fl_scn_action_kind k)
-{
-    switch (k) {
-    case FL_SCN_ACT_KILL: return "kill";
-    case FL_SCN_ACT_PAUSE: return "pause";
-    case FL_SCN_ACT_RESTART: return "restart";
-    case FL_SCN_ACT_REPLACE: return "replace";
-    case FL_SCN_ACT_CRASH_HOST: return "crash_host";
-    case FL_SCN_ACT_PARTITION: return "partition";
-    case FL_SCN_ACT_LIMIT: return "limit";
-    case FL_SCN_ACT_DISK: return "disk";
-    case FL_SCN_ACT_LINK: return "link";
-    case FL_SCN_ACT_CORRUPT: return "corrupt";
-    case FL_SCN_ACT_TRUNCATE: return "truncate";
-    }
-    return "?";
-}
-
 int fl_scn_host_find(const struct fl_scenario *s, const char *name)
 {
     for (size_t i = 0; i < s->n_hosts; i++)

@@ -13,6 +13,7 @@
  * recorded with the run.  The rendered file pins both: `seed:` and one
  * `at:` fault per drawn fault.
  */
+#include "harness/base/rng.h"
 #include "harness/soak/soak.h"
 
 #include <errno.h>
@@ -22,19 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t splitmix64(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 uint64_t fl_soak_iter_seed(uint64_t soak_seed, uint64_t iter)
 {
     uint64_t x = soak_seed ^ (iter * 0xd1342543de82ef95ull);
-    splitmix64(&x);
-    return splitmix64(&x);
+    fl_splitmix64(&x);
+    return fl_splitmix64(&x);
 }
 
 struct rng {
@@ -44,7 +38,7 @@ struct rng {
 static void rng_seed(struct rng *r, uint64_t seed)
 {
     for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix64(&seed);
+        r->s[i] = fl_splitmix64(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

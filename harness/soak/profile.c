@@ -13,8 +13,9 @@
  * soak: and seed: lines for the files it writes.
  */
 #include "harness/soak/soak.h"
+#include "harness/faults/kind.h"
 #include "harness/sys/rundir.h"
-#include "harness/scenario/load_ctx.h"
+#include "harness/load/sections.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,13 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const target_kinds[] = {"kill", "pause", "restart", "replace", "crash_host"};
-static const char *const other_kinds[] = {"partition", "limit", "disk", "link", "corrupt",
-                                          "truncate"};
-static const char *const entry_keys[] = {"kill", "pause", "restart", "replace", "crash_host",
-                                         "partition", "limit", "disk", "link", "corrupt",
-                                         "truncate", "signal", "unsynced",
-                                         "every", "rate", "count", "for"};
+/* An entry's keys: every kind (harness/faults/kinds.c) and the keys only it
+ * reads, then how many and for how long; n at most max. */
+static size_t entry_keys(const char **keys, size_t max)
+{
+    static const char *const howmany[] = {"every", "rate", "count", "for"};
+    size_t n = 0;
+    for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
+        keys[n++] = fl_fault_kinds[k]->name;
+    for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
+        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && n < max - 4; q++)
+            keys[n++] = fl_fault_kinds[k]->keys[q];
+    for (size_t q = 0; q < ARRAY_LEN(howmany); q++)
+        keys[n++] = howmany[q];
+    return n;
+}
 static const char *const soak_keys[] = {"duration", "start", "max_faults", "faults"};
 
 #define DEFAULT_MAX_FAULTS 20
@@ -187,9 +196,8 @@ static void synth_free(struct synth *sy)
 
 /* A fault mapping built of nodes: at: 0, kind: value, and the optional rest. */
 static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *kind_key,
-                          const ynode *value, const ynode *sig_key, const ynode *sig,
-                          const ynode *uns_key, const ynode *uns,
-                          const ynode *for_key, const ynode *for_val)
+                          const ynode *value, const ynode *const *xkeys, const ynode *const *xvals,
+                          size_t nx, const ynode *for_key, const ynode *for_val)
 {
     ynode *m = calloc(1, sizeof *m), **v = realloc(sy->v, (sy->n + 1) * sizeof *v);
     if (v)
@@ -199,7 +207,8 @@ static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *
     sy->v[sy->n++] = m;
     m->type = FL_YN_MAP;
     m->loc = loc;
-    if (!(m->keys = calloc(5, sizeof *m->keys)) || !(m->items = calloc(5, sizeof *m->items)))
+    if (!(m->keys = calloc(nx + 3, sizeof *m->keys)) ||
+        !(m->items = calloc(nx + 3, sizeof *m->items)))
         return NULL;
     ynode *at_k = synth_scalar(sy, "at", loc), *at_v = synth_scalar(sy, "0", loc);
     if (!at_k || !at_v)
@@ -208,13 +217,9 @@ static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *
     m->items[m->n++] = at_v;
     m->keys[m->n] = (ynode *)kind_key;
     m->items[m->n++] = (ynode *)value;
-    if (sig) {
-        m->keys[m->n] = (ynode *)sig_key;
-        m->items[m->n++] = (ynode *)sig;
-    }
-    if (uns) {
-        m->keys[m->n] = (ynode *)uns_key;
-        m->items[m->n++] = (ynode *)uns;
+    for (size_t i = 0; i < nx; i++) {
+        m->keys[m->n] = (ynode *)xkeys[i];
+        m->items[m->n++] = (ynode *)xvals[i];
     }
     if (for_val) {
         m->keys[m->n] = (ynode *)for_key;
@@ -322,32 +327,40 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     if (m->type != FL_YN_MAP)
         return fl_scn_verr(c, m->loc, "a soak fault must be a mapping like {kill: [ps0, worker], "
                            "every: 10s, for: [1s, 3s]}, not %s", fl_scn_describe(m, b, sizeof b));
-    if ((rc = fl_scn_check_keys(c, m, entry_keys, ARRAY_LEN(entry_keys), "soak fault")) < 0)
+    const char *keys[64];
+    if ((rc = fl_scn_check_keys(c, m, keys, entry_keys(keys, ARRAY_LEN(keys)), "soak fault")) < 0)
         return rc;
     const ynode *kk = NULL, *kv = NULL;
     bool targeted = false;
     for (size_t i = 0; i < m->n; i++) {
         const char *k = m->keys[i]->value;
-        bool t = false, o = false;
-        for (size_t j = 0; j < ARRAY_LEN(target_kinds); j++)
-            t |= !strcmp(k, target_kinds[j]);
-        for (size_t j = 0; j < ARRAY_LEN(other_kinds); j++)
-            o |= !strcmp(k, other_kinds[j]);
-        if (!t && !o)
+        const struct fl_fault_kind *kd = fl_fault_kind_find(k);
+        if (!kd)
             continue;
         if (kk)
             return fl_scn_verr(c, m->keys[i]->loc, "soak fault has two kinds ('%s' and '%s'); "
                                "write one entry per kind", kk->value, k);
         kk = m->keys[i];
         kv = m->items[i];
-        targeted = t;
+        targeted = kd->soak_target;
     }
-    if (!kk)
-        return fl_scn_verr(c, m->loc, "soak fault needs a kind: kill, pause, restart, replace, "
-                           "crash_host, partition, limit, disk, link, corrupt or truncate");
+    if (!kk) {
+        char kinds[256];
+        return fl_scn_verr(c, m->loc, "soak fault needs a kind: %s",
+                           fl_fault_kind_list(kinds, sizeof kinds, " or "));
+    }
     snprintf(e->kind, sizeof e->kind, "%s", kk->value);
-    ynode *sk = NULL, *sv = fl_scn_yaml_get(m, "signal", &sk);
-    ynode *uk = NULL, *uv = fl_scn_yaml_get(m, "unsynced", &uk);
+    /* the keys only some kind reads (signal, unsynced), as written */
+    const ynode *xk[8], *xv[8];
+    size_t nx = 0;
+    for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
+        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && nx < 8; q++) {
+            ynode *key = NULL, *val = fl_scn_yaml_get(m, fl_fault_kinds[k]->keys[q], &key);
+            if (val) {
+                xk[nx] = key;
+                xv[nx++] = val;
+            }
+        }
     ynode *fk = NULL, *fv = fl_scn_yaml_get(m, "for", &fk);
     if ((rc = load_howmany(c, m, e)) < 0)
         return rc;
@@ -362,13 +375,11 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     }
     struct sbuf extra = {0};
     sb_str(&extra, "");
-    if (sv) {
-        sb_str(&extra, ", signal: ");
-        sb_node(&extra, sv);
-    }
-    if (uv) {
-        sb_str(&extra, ", unsynced: ");
-        sb_node(&extra, uv);
+    for (size_t i = 0; i < nx; i++) {
+        sb_str(&extra, ", ");
+        sb_str(&extra, xk[i]->value);
+        sb_str(&extra, ": ");
+        sb_node(&extra, xv[i]);
     }
     if (extra.oom)
         return -ENOMEM;
@@ -410,7 +421,7 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
             }
             if (targeted && val->type == FL_YN_SCALAR && (rc = add_target(e, val->value)) < 0)
                 return rc;
-            ynode *f = synth_fault(sy, m->loc, kk, val, sk, sv, uk, uv, fk, probe_for);
+            ynode *f = synth_fault(sy, m->loc, kk, val, xk, xv, nx, fk, probe_for);
             ynode **items = f ? realloc(probes->items, (probes->n + 1) * sizeof *items) : NULL;
             if (!items)
                 return -ENOMEM;

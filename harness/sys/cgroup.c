@@ -37,6 +37,7 @@
  * the run, so that any `gc`, whatever its --out, can tell a live run's
  * cgroups (even while none of its processes is up) from a dead run's.
  */
+#include "harness/base/monoclock.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/host.h"
 #include "harness/sys/rundir.h"
@@ -266,12 +267,6 @@ int fl_cgroup_set_pids_max(const char *path, long max)
     return write_str(file, val);
 }
 
-static long long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* v2: cgroup.freeze, then "frozen 1" in cgroup.events, which the kernel
  * notifies (POLLPRI) when it changes. */
@@ -286,7 +281,7 @@ static int freeze_v2(const char *path, bool frozen, int timeout_ms)
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = fl_mono_ms() + timeout_ms;
     for (;;) {
         char buf[256];
         ssize_t n;
@@ -299,7 +294,7 @@ static int freeze_v2(const char *path, bool frozen, int timeout_ms)
             rc = 0;
             break;
         }
-        long long left = deadline - mono_ms();
+        long long left = deadline - fl_mono_ms();
         if (left <= 0) {
             rc = -ETIMEDOUT;
             break;
@@ -325,7 +320,7 @@ static int freeze_v1(const char *path, bool frozen, int timeout_ms)
     int rc = write_str(file, frozen ? "FROZEN" : "THAWED");
     if (rc < 0 || !frozen)
         return rc;
-    long long deadline = mono_ms() + timeout_ms;
+    long long deadline = fl_mono_ms() + timeout_ms;
     for (int i = 1;; i++) {
         char buf[64];
         int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -341,7 +336,7 @@ static int freeze_v1(const char *path, bool frozen, int timeout_ms)
             return 0;
         if (strncmp(buf, "FREEZING", 8) != 0)
             return -EIO;        /* THAWED: someone else thawed it */
-        if (mono_ms() >= deadline)
+        if (fl_mono_ms() >= deadline)
             return -ETIMEDOUT;
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);

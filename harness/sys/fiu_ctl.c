@@ -26,6 +26,7 @@
  * frozen now (timeout 0): they are written without waiting, and its thread
  * takes them first thing when it runs again.
  */
+#include "harness/base/monoclock.h"
 #include "harness/sys/fiu_ctl.h"
 
 #include <errno.h>
@@ -37,12 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* One reply line ("0\n", "-1\n") into *reply; -ETIMEDOUT, -EPIPE (the
  * process closed its end: it exited or exec'd), or -EPROTO. */
@@ -51,7 +46,7 @@ static int read_reply(int fd, long long deadline, int *reply)
     char line[32];
     size_t n = 0;
     for (;;) {
-        long long left = deadline - now_ms();
+        long long left = deadline - fl_mono_ms();
         if (left <= 0)
             return -ETIMEDOUT;
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -112,7 +107,7 @@ int fl_fiu_ctl_send(const char *base, const char *const *cmds, size_t n, int *re
         close(w);
         return -e;
     }
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = fl_mono_ms() + timeout_ms;
     int rc = 0;
     if (timeout_ms == 0) { /* a frozen process: the commands wait in the fifo */
         for (size_t i = 0; i < n && rc == 0; i++)

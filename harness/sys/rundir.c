@@ -192,6 +192,37 @@ int fl_write_file(const char *path, const void *buf, size_t len)
     return 0;
 }
 
+int fl_copy_file(const char *from, const char *to, mode_t mode)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX], buf[65536];
+    snprintf(dir, sizeof dir, "%s", to);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", to, (int)getpid()) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int rc = slash ? fl_mkdir_p(dir, 0755) : 0, in = -1, out = -1;
+    if (rc == 0 && (in = open(from, O_RDONLY | O_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0 && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) < 0)
+        rc = -errno;
+    ssize_t n = 0;
+    while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)n) != n)
+            rc = errno ? -errno : -EIO;
+    if (rc == 0 && n < 0)
+        rc = -errno;
+    if (out >= 0 && close(out) < 0 && rc == 0)
+        rc = -errno;
+    if (in >= 0)
+        close(in);
+    if (rc == 0 && rename(tmp, to) < 0)
+        rc = -errno;
+    if (rc < 0 && out >= 0)
+        unlink(tmp);
+    return rc;
+}
+
 int fl_read_file(const char *path, char **buf, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

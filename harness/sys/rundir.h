@@ -57,6 +57,8 @@ int fl_rm_rf(const char *path);
 /* Copies the tree under src into dst (created if missing): directories,
  * regular files, symlinks; owners and modes kept. */
 int fl_copy_tree(const char *src, const char *dst);
+/* Copies one file atomically (its directory made, tmp + rename) with mode. */
+int fl_copy_file(const char *from, const char *to, mode_t mode);
 /* Writes a whole file atomically (tmp + rename). */
 int fl_write_file(const char *path, const void *buf, size_t len);
 /* Reads a whole file; *buf malloc'd and NUL-terminated. */

@@ -7,7 +7,7 @@
  * The integration tests run the real faultline
  * binary on scenarios of harness/tests/scenarios/ and read the run's database.
  */
-#include "harness/faults/clock_offset.h"
+#include "harness/run/clock_offset.h"
 #include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 

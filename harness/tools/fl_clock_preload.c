@@ -13,7 +13,7 @@
  * OFF = OFFSET + (S - T0) * (RATE - 1).  libfaketime reads FAKETIME when it
  * first fakes a time, after every constructor has run.
  *
- * Environment (set by harness/faults/clock_offset.c): FAULTLINE_CLOCK_T0_MS (T0,
+ * Environment (set by harness/run/clock_offset.c): FAULTLINE_CLOCK_T0_MS (T0,
  * ms since the epoch), FAULTLINE_CLOCK_OFFSET_MS, FAULTLINE_CLOCK_DRIFT_PPM
  * (RATE = 1 + ppm / 1e6).  Without them the constructor does nothing.
  *

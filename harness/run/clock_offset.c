@@ -30,9 +30,9 @@
  * The library is copied into the run directory (RUN/clock/), where every
  * host sees it, at the first task that needs it.
  */
-#include "harness/faults/clock_offset.h"
-#include "harness/engine/engine_int.h"
-#include "harness/sys/rundir.h"
+#include "harness/run/clock_offset.h"
+#include "harness/base/text.h"
+#include "harness/run/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,49 +67,14 @@ void fl_clock_faketime_value(int64_t ms, char *buf, size_t len)
 
 /* RUN/clock/fl_clock_preload.so, copied there from next to faultline at
  * the first call; 0 or -errno (err filled). */
-static int clock_preload(struct engine *e, char *path, size_t len, char *err, size_t errlen)
+static int clock_preload(struct fl_run *r, char *path, size_t len, char *err, size_t errlen)
 {
-    snprintf(path, len, "%s/clock/fl_clock_preload.so", e->dir);
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/clock", r->dir);
+    snprintf(path, len, "%s/fl_clock_preload.so", dir);
     if (access(path, R_OK) == 0)
         return 0;
-    const char *cands[] = {"%s/../lib/fl_clock_preload.so", "%s/../lib/faultline/fl_clock_preload.so"};
-    char src[PATH_MAX] = "", dir[PATH_MAX];
-    for (size_t i = 0; i < 2 && !src[0]; i++) {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, cands[i], e->o->bin_dir ? e->o->bin_dir : ".");
-        if (access(p, R_OK) == 0)
-            snprintf(src, sizeof src, "%s", p);
-    }
-    if (!src[0]) {
-        snprintf(err, errlen, "clock_drift needs fl_clock_preload.so next to faultline (%s/../lib/): not found; run make",
-                 e->o->bin_dir ? e->o->bin_dir : ".");
-        return -ENOENT;
-    }
-    snprintf(dir, sizeof dir, "%s/clock", e->dir);
-    int rc = fl_mkdir_p(dir, 0755), in = -1, out = -1;
-    char tmp[PATH_MAX + 8], buf[65536];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (rc == 0 && (in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
-        rc = -errno;
-    if (rc == 0 && (out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755)) < 0)
-        rc = -errno;
-    ssize_t n = 0;
-    while (rc == 0 && (n = read(in, buf, sizeof buf)) > 0)
-        if (write(out, buf, (size_t)n) != n)
-            rc = -EIO;
-    if (rc == 0 && n < 0)
-        rc = -errno;
-    if (out >= 0 && close(out) < 0 && rc == 0)
-        rc = -errno;
-    if (in >= 0)
-        close(in);
-    if (rc == 0 && rename(tmp, path) < 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
-        snprintf(err, errlen, "copy %s to %s: %s", src, path, strerror(-rc));
-    }
-    return rc;
+    return fl_run_preload(r, "fl_clock_preload.so", dir, "clock_drift", path, len, err, errlen);
 }
 
 /* "+OFF xRATE" for a process starting since_ms after the run's start */
@@ -119,9 +84,9 @@ void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since
     snprintf(buf, len, "%+.6f x%.9f", off / 1e3, 1 + (double)ppm / 1e6);
 }
 
-int fl_clock_env(struct engine *e, int task, char **env, size_t *k, char *err, size_t errlen)
+int fl_clock_env(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen)
 {
-    const struct fl_scn_host *h = &e->s->hosts[e->s->tasks[task].host];
+    const struct fl_scn_host *h = &r->s->hosts[r->s->tasks[task].host];
     if (h->clock_offset_ms == 0 && h->clock_drift_ppm == 0)
         return 0;
     const char *lib = fl_clock_faketime_lib();
@@ -131,17 +96,17 @@ int fl_clock_env(struct engine *e, int task, char **env, size_t *k, char *err, s
         return -ENOENT;
     }
     char v[64], pre[PATH_MAX], libs[2 * PATH_MAX + 2];
-    int rc = clock_preload(e, pre, sizeof pre, err, errlen);
+    int rc = clock_preload(r, pre, sizeof pre, err, errlen);
     if (rc < 0)
         return rc;
     snprintf(libs, sizeof libs, "%s %s", pre, lib);
-    eng_env_preload(env, k, libs);
+    fl_env_preload(env, k, libs);
     if (h->clock_drift_ppm == 0) {
         fl_clock_faketime_value(h->clock_offset_ms, v, sizeof v);
     } else {
         /* the value for a process started now; each process recomputes it */
-        fl_clock_faketime_drift_value(h->clock_offset_ms, h->clock_drift_ppm, eng_now(e), v, sizeof v);
-        if (asprintf(&env[(*k)++], "FAULTLINE_CLOCK_T0_MS=%lld", (long long)e->t0_unix) < 0 ||
+        fl_clock_faketime_drift_value(h->clock_offset_ms, h->clock_drift_ppm, fl_run_now(r), v, sizeof v);
+        if (asprintf(&env[(*k)++], "FAULTLINE_CLOCK_T0_MS=%lld", (long long)r->t0_unix) < 0 ||
             asprintf(&env[(*k)++], "FAULTLINE_CLOCK_OFFSET_MS=%lld", (long long)h->clock_offset_ms) < 0 ||
             asprintf(&env[(*k)++], "FAULTLINE_CLOCK_DRIFT_PPM=%lld", (long long)h->clock_drift_ppm) < 0)
             abort();

@@ -17,4 +17,10 @@ void fl_clock_faketime_value(int64_t ms, char *buf, size_t len);
 void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since_ms, char *buf,
                                    size_t len);
 
+struct fl_run;
+/* Adds LD_PRELOAD and FAKETIME (and FAKETIME_DONT_FAKE_MONOTONIC) to a
+ * task's env being built when its host has a clock_offset or clock_drift
+ * (room for 3 more entries at *k); 0 or -errno with err filled. */
+int fl_clock_env(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
+
 #endif
