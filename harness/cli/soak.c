@@ -15,6 +15,7 @@
  * fl_engine_take_interrupt() is asked before each new run.
  */
 #include "harness/cli/cli.h"
+#include "harness/cli/common.h"
 #include "harness/engine/engine.h"
 #include "harness/record/recorder.h"
 #include "harness/sys/rundir.h"
