@@ -1,21 +1,33 @@
 /*
- * cli.h: subcommands of faultline that live outside main.c.
+ * cli.h: the subcommands of faultline, one file each (run.c, validate.c,
+ * ...): each takes its arguments as main() got them past the command's name
+ * (argv[0] is "faultline CMD", as getopt names it in messages) and returns
+ * the exit status; its --help text is fl_cli_CMD_usage.
  */
 #ifndef FL_CLI_H
 #define FL_CLI_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-
-int fl_cli_gc(int argc, char **argv, const char *usage);
-int fl_cli_exec(int argc, char **argv, const char *usage);
-/* Checks the event (exit status 2 when bad), then sends it on the event
- * channel at path; a NULL or empty path (not under the harness) sends nothing. */
-int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync);
-int fl_cli_bench_hosts(int argc, char **argv);
-/* `faultline report` (cli/report.c) and its --help text. */
+extern const char fl_cli_run_usage[];
+int fl_cli_run(int argc, char **argv);
+extern const char fl_cli_validate_usage[];
+int fl_cli_validate(int argc, char **argv);
+extern const char fl_cli_list_usage[];
+int fl_cli_list(int argc, char **argv);
+/* soak: fl_soak_usage and fl_cli_soak, in harness/soak/soak.h */
+extern const char fl_cli_shell_usage[];
+int fl_cli_shell(int argc, char **argv);
+extern const char fl_cli_exec_usage[];
+int fl_cli_exec(int argc, char **argv);
+extern const char fl_cli_gc_usage[];
+int fl_cli_gc(int argc, char **argv);
+extern const char fl_cli_runs_usage[];
+int fl_cli_runs(int argc, char **argv);
 extern const char fl_cli_report_usage[];
 int fl_cli_report(int argc, char **argv);
+/* emit reads --help itself: its KEY=VALUE arguments are not faultline's. */
+extern const char fl_cli_emit_usage[];
+int fl_cli_emit(int argc, char **argv);
+/* `faultline _bench-hosts N [ROUNDS]` (make bench); not in --help. */
+int fl_cli_bench_hosts(int argc, char **argv);
 
 #endif

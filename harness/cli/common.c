@@ -1,9 +1,13 @@
 /*
  * common.c: what several faultline commands share, so that no command file
  * calls another or main.c: where the faultline binary is ({bin}), a whole
- * number option, and the --out directory checked before anything runs.
+ * number option, the --out directory and the scenario's workdir checked
+ * before anything runs, the scenario files named on the command line, the
+ * --variant options and the results database of --db.
  */
 #include "harness/cli/common.h"
+#include "harness/record/recorder.h"
+#include "harness/scenario/scenario.h"
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
@@ -82,6 +86,123 @@ int fl_cli_prepare_out(const char *out)
             rmdir(runs);
         if (!had_out)
             rmdir(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* validate and list take no options: "--bogus" is an unknown option, not a
+ * file; a first "--" ends options (for a file named "-x"). */
+int fl_cli_no_options(int argc, char **argv, const char *cmd, const char *usage, int *first)
+{
+    *first = 1;
+    if (argc > 1 && !strcmp(argv[1], "--")) {
+        *first = 2;
+        return 0;
+    }
+    for (int i = 1; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "faultline %s: unknown option '%s'\n", cmd, argv[i]);
+            fputs(usage, stderr);
+            return -1;
+        }
+    return 0;
+}
+
+/* Every file of every argument is tried, so that one run of validate
+ * names every bad file. */
+int fl_cli_load_scenarios(int argc, char **argv, struct fl_scenario ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    int bad = 0;
+    char err[2048];
+    for (int i = 0; i < argc; i++) {
+        char **files;
+        size_t nf;
+        if (fl_scenario_list(argv[i], &files, &nf, err, sizeof err) < 0) {
+            fprintf(stderr, "%s\n", err);
+            bad++;
+            continue;
+        }
+        if (nf == 0) {
+            fprintf(stderr, "%s: no scenario files (*.yaml, *.yml) found\n", argv[i]);
+            bad++;
+        }
+        for (size_t k = 0; k < nf; k++) {
+            struct fl_scenario *s;
+            if (fl_scenario_load(files[k], &s, err, sizeof err) < 0) {
+                fprintf(stderr, "%s\n", err);
+                bad++;
+                continue;
+            }
+            *out = realloc(*out, (*n + 1) * sizeof **out);
+            (*out)[(*n)++] = s;
+        }
+        fl_scenario_list_free(files, nf);
+    }
+    return bad;
+}
+
+void fl_cli_free_scenarios(struct fl_scenario **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        fl_scenario_free(v[i]);
+    free(v);
+}
+
+/*
+ * Each host's disk is mounted over the workdir, so inside a host everything
+ * below it is the disk's.  Directories the hosts need from the machine
+ * ({bin}, {scenario_dir}, the run directories with the event socket) must
+ * not lie there ("/bin/sh: {bin}/fl-probe: not found", exit 127, was all a
+ * run said).  Under /tmp they are safe: the harness binds them again.
+ */
+int fl_cli_check_workdir(const struct fl_scenario *s, const char *out)
+{
+    char bin[PATH_MAX], outp[PATH_MAX], cwd[PATH_MAX];
+    fl_cli_bin_dir(bin, sizeof bin);
+    out = out ? out : "out";
+    if (!realpath(out, outp)) {
+        if (out[0] != '/' && getcwd(cwd, sizeof cwd))
+            snprintf(outp, sizeof outp, "%s/%s", cwd, out);
+        else
+            snprintf(outp, sizeof outp, "%s", out);
+    }
+    const char *paths[] = {bin, s->dir, outp};
+    const char *what[] = {"faultline's programs ({bin})",
+                          "the scenario's directory ({scenario_dir})",
+                          "the run directories (--out)"};
+    size_t wl = strlen(s->workdir);
+    for (size_t i = 0; i < 3; i++)
+        if (!strncmp(paths[i], s->workdir, wl) && (paths[i][wl] == '/' || !paths[i][wl])) {
+            fprintf(stderr, "faultline: %s: workdir %s would hide %s, %s, inside every host "
+                    "(their disks are mounted there); choose a workdir outside it%s\n", s->path,
+                    s->workdir, paths[i], what[i], i == 2 ? " or another --out" : "");
+            return -1;
+        }
+    return 0;
+}
+
+int fl_cli_add_variant(struct fl_cli_opts *c, const char *v)
+{
+    if (c->nvariants == (int)(sizeof c->variants / sizeof c->variants[0])) {
+        fprintf(stderr, "faultline: at most %d --variant options\n",
+                (int)(sizeof c->variants / sizeof c->variants[0]));
+        return -1;
+    }
+    c->variants[c->nvariants++] = v;
+    return 0;
+}
+
+int fl_cli_open_db(const struct fl_cli_opts *c, struct fl_rec **rec)
+{
+    *rec = NULL;
+    if (c->no_db)
+        return 0;
+    char err[1024];
+    if (fl_rec_open(rec, c->db ? c->db : "out/faultline.db", NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "faultline: %s\n", err);
         return -1;
     }
     return 0;

@@ -4,8 +4,12 @@
 #ifndef FL_CLI_COMMON_H
 #define FL_CLI_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct fl_rec;
+struct fl_scenario;
 
 /* Makes OUT/runs (NULL: "out") and checks it can hold run directories (writable,
  * short enough for their event sockets) before anything runs; -1 after a
@@ -16,5 +20,35 @@ void fl_cli_bin_dir(char *buf, size_t len);
 /* A decimal 0..2^64-1 (no sign, no base prefix) into *v; -1 after a message
  * on stderr, "PROG: OPT wants a whole number ...". */
 int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v);
+
+/* For a command that takes no options (validate, list): -1 after a message
+ * and USAGE on stderr when an argument looks like one; *first is the index of
+ * the first file (past a first "--"). */
+int fl_cli_no_options(int argc, char **argv, const char *cmd, const char *usage, int *first);
+/* Loads every scenario file the arguments name (a DIR: every *.yaml, *.yml
+ * below it) into *out (*n of them, fl_cli_free_scenarios frees them); the
+ * number of files or arguments that failed, each said on stderr. */
+int fl_cli_load_scenarios(int argc, char **argv, struct fl_scenario ***out, size_t *n);
+void fl_cli_free_scenarios(struct fl_scenario **v, size_t n);
+/* -1 after a message when the scenario's workdir would hide, inside the
+ * hosts, faultline's programs, the scenario's directory or OUT. */
+int fl_cli_check_workdir(const struct fl_scenario *s, const char *out);
+
+/* The options run and shell share (runs only --db). */
+struct fl_cli_opts {
+    const char *db;
+    bool no_db;
+    const char *out;
+    bool keep;
+    uint64_t seed;
+    bool seed_set;
+    const char *variants[64];
+    int nvariants;
+};
+/* One more --variant filter; -1 (said) past the 64 kept. */
+int fl_cli_add_variant(struct fl_cli_opts *c, const char *v);
+/* Opens the results database of --db (default out/faultline.db); *rec NULL
+ * with --no-db; -1 after a message on stderr. */
+int fl_cli_open_db(const struct fl_cli_opts *c, struct fl_rec **rec);
 
 #endif
