@@ -1,11 +1,25 @@
 /*
  * cli.h: the subcommands of faultline, one file each (run.c, validate.c,
- * ...): each takes its arguments as main() got them past the command's name
- * (argv[0] is "faultline CMD", as getopt names it in messages) and returns
- * the exit status; its --help text is fl_cli_CMD_usage.
+ * ...), and their table (commands.c).  A command takes its arguments as
+ * main() got them past the command's name (argv[0] is "faultline CMD", as
+ * getopt names it in messages) and returns the exit status; its --help text
+ * is fl_cli_CMD_usage.
  */
 #ifndef FL_CLI_H
 #define FL_CLI_H
+
+#include <stdbool.h>
+
+struct fl_cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;          /* `faultline help NAME`, `NAME --help`; NULL: none */
+    const char *args;           /* after the name in the list of `faultline --help` */
+    const char *about;          /* its line in that list; NULL: not listed */
+    bool own_help;              /* reads --help itself: main does not look for it */
+};
+/* Every command, in the order `faultline --help` lists them; a NULL name ends it. */
+extern const struct fl_cli_command fl_cli_commands[];
 
 extern const char fl_cli_run_usage[];
 int fl_cli_run(int argc, char **argv);
