@@ -91,24 +91,6 @@ int fl_cli_prepare_out(const char *out)
     return 0;
 }
 
-/* validate and list take no options: "--bogus" is an unknown option, not a
- * file; a first "--" ends options (for a file named "-x"). */
-int fl_cli_no_options(int argc, char **argv, const char *cmd, const char *usage, int *first)
-{
-    *first = 1;
-    if (argc > 1 && !strcmp(argv[1], "--")) {
-        *first = 2;
-        return 0;
-    }
-    for (int i = 1; i < argc; i++)
-        if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "faultline %s: unknown option '%s'\n", cmd, argv[i]);
-            fputs(usage, stderr);
-            return -1;
-        }
-    return 0;
-}
-
 /* Every file of every argument is tried, so that one run of validate
  * names every bad file. */
 int fl_cli_load_scenarios(int argc, char **argv, struct fl_scenario ***out, size_t *n)
@@ -149,6 +131,30 @@ void fl_cli_free_scenarios(struct fl_scenario **v, size_t n)
     for (size_t i = 0; i < n; i++)
         fl_scenario_free(v[i]);
     free(v);
+}
+
+int fl_cli_load_file_args(int argc, char **argv, const char *usage, struct fl_scenario ***v,
+                          size_t *n)
+{
+    *v = NULL;
+    *n = 0;
+    /* "--bogus" is an unknown option, not a file; a first "--" ends options
+     * (for a file named "-x") */
+    int first = 1;
+    if (argc > 1 && !strcmp(argv[1], "--"))
+        first = 2;
+    else
+        for (int i = 1; i < argc; i++)
+            if (argv[i][0] == '-' && argv[i][1]) {
+                fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[i]);
+                fputs(usage, stderr);
+                return -1;
+            }
+    if (argc <= first) {
+        fputs(usage, stderr);
+        return -1;
+    }
+    return fl_cli_load_scenarios(argc - first, argv + first, v, n);
 }
 
 /*

@@ -21,15 +21,17 @@ void fl_cli_bin_dir(char *buf, size_t len);
  * on stderr, "PROG: OPT wants a whole number ...". */
 int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v);
 
-/* For a command that takes no options (validate, list): -1 after a message
- * and USAGE on stderr when an argument looks like one; *first is the index of
- * the first file (past a first "--"). */
-int fl_cli_no_options(int argc, char **argv, const char *cmd, const char *usage, int *first);
 /* Loads every scenario file the arguments name (a DIR: every *.yaml, *.yml
  * below it) into *out (*n of them, fl_cli_free_scenarios frees them); the
  * number of files or arguments that failed, each said on stderr. */
 int fl_cli_load_scenarios(int argc, char **argv, struct fl_scenario ***out, size_t *n);
 void fl_cli_free_scenarios(struct fl_scenario **v, size_t n);
+/* For a command that takes no options, only SCENARIO|DIR... (validate,
+ * list): fl_cli_load_scenarios of its arguments (argv[0] the command, as
+ * main passes it); -1 after USAGE on stderr (and which argument looks like
+ * an option) when there is none or one does, with nothing loaded. */
+int fl_cli_load_file_args(int argc, char **argv, const char *usage, struct fl_scenario ***v,
+                          size_t *n);
 /* -1 after a message when the scenario's workdir would hide, inside the
  * hosts, faultline's programs, the scenario's directory or OUT. */
 int fl_cli_check_workdir(const struct fl_scenario *s, const char *out);

@@ -15,16 +15,11 @@ const char fl_cli_list_usage[] =
 
 int fl_cli_list(int argc, char **argv)
 {
-    int first;
-    if (fl_cli_no_options(argc, argv, "list", fl_cli_list_usage, &first) < 0)
-        return 2;
-    if (argc <= first) {
-        fputs(fl_cli_list_usage, stderr);
-        return 2;
-    }
     struct fl_scenario **v;
     size_t n;
-    int bad = fl_cli_load_scenarios(argc - first, argv + first, &v, &n);
+    int bad = fl_cli_load_file_args(argc, argv, fl_cli_list_usage, &v, &n);
+    if (bad < 0)
+        return 2;
     for (size_t i = 0; i < n; i++) {
         struct fl_scenario *s = v[i];
         printf("%s  (%s)\n", s->name, s->path);

@@ -20,16 +20,11 @@ const char fl_cli_validate_usage[] =
 
 int fl_cli_validate(int argc, char **argv)
 {
-    int first;
-    if (fl_cli_no_options(argc, argv, "validate", fl_cli_validate_usage, &first) < 0)
-        return 2;
-    if (argc <= first) {
-        fputs(fl_cli_validate_usage, stderr);
-        return 2;
-    }
     struct fl_scenario **v;
     size_t n;
-    int bad = fl_cli_load_scenarios(argc - first, argv + first, &v, &n);
+    int bad = fl_cli_load_file_args(argc, argv, fl_cli_validate_usage, &v, &n);
+    if (bad < 0)
+        return 2;
     for (size_t i = 0; i < n; i++) {
         /* a soak profile: its soak: block too, as 'faultline soak' reads it */
         if (v[i]->has_soak) {
