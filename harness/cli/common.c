@@ -1,9 +1,9 @@
 /*
  * common.c: what several faultline commands share, so that no command file
- * calls another or main.c: where the faultline binary is ({bin}), a whole
- * number option, the --out directory and the scenario's workdir checked
- * before anything runs, the scenario files named on the command line, the
- * --variant options and the results database of --db.
+ * calls another or main.c: where the faultline binary ({bin}) and its
+ * checkout are, number options, the --out directory and the scenario's
+ * workdir checked before anything runs, the scenario files named on the
+ * command line, the --variant options and the results database of --db.
  */
 #include "harness/cli/common.h"
 #include "harness/record/recorder.h"
@@ -33,6 +33,13 @@ void fl_cli_bin_dir(char *buf, size_t len)
         *s = 0;
 }
 
+void fl_cli_top_dir(char *buf, size_t len)
+{
+    char bin[PATH_MAX];
+    fl_cli_bin_dir(bin, sizeof bin);
+    snprintf(buf, len, "%s/../..", bin);    /* build/bin -> the checkout */
+}
+
 /* A decimal number 0..2^64-1, as a scenario's seed: no sign (strtoull would
  * take "-1" as 2^64-1), no base prefix ("010" is ten, not eight). */
 int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v)
@@ -46,6 +53,30 @@ int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t 
         return -1;
     }
     *v = x;
+    return 0;
+}
+
+int fl_cli_parse_count(const char *prog, const char *opt, const char *s, uint64_t *v)
+{
+    if (fl_cli_parse_u64(prog, opt, s, v) < 0)
+        return -1;
+    if (*v == 0) {
+        fprintf(stderr, "%s: %s wants a number >= 1\n", prog, opt);
+        return -1;
+    }
+    return 0;
+}
+
+int fl_cli_parse_limit(const char *prog, const char *opt, const char *s, int *v)
+{
+    char *end;
+    errno = 0;
+    long l = strtol(s, &end, 10);
+    if (errno || end == s || *end || l == 0 || l < -1 || l > INT_MAX) {
+        fprintf(stderr, "%s: %s wants a number >= 1, or -1 for all, not '%s'\n", prog, opt, s);
+        return -1;
+    }
+    *v = (int)l;
     return 0;
 }
 
@@ -201,15 +232,26 @@ int fl_cli_add_variant(struct fl_cli_opts *c, const char *v)
     return 0;
 }
 
-int fl_cli_open_db(const struct fl_cli_opts *c, struct fl_rec **rec)
+int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec)
 {
-    *rec = NULL;
-    if (c->no_db)
-        return 0;
     char err[1024];
-    if (fl_rec_open(rec, c->db ? c->db : "out/faultline.db", NULL, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline: %s\n", err);
+    if (fl_rec_open(rec, path ? path : "out/faultline.db", NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
         return -1;
     }
     return 0;
+}
+
+/* Reading only: a mistyped --db (or no out/ here) is not a new database. */
+int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **rec)
+{
+    struct stat st;
+    path = path ? path : "out/faultline.db";
+    if (stat(path, &st) < 0) {
+        int e = errno;
+        fprintf(stderr, "%s: no results database at %s: %s ('faultline run' records there; "
+                "--db PATH reads another)\n", prog, path, strerror(e));
+        return -1;
+    }
+    return fl_cli_open_db(prog, path, rec);
 }

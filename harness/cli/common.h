@@ -17,9 +17,16 @@ struct fl_scenario;
 int fl_cli_prepare_out(const char *out);
 /* The directory of the faultline binary ({bin} in templates). */
 void fl_cli_bin_dir(char *buf, size_t len);
+/* The checkout it was built in ({bin}/../..), where git revisions are read. */
+void fl_cli_top_dir(char *buf, size_t len);
 /* A decimal 0..2^64-1 (no sign, no base prefix) into *v; -1 after a message
  * on stderr, "PROG: OPT wants a whole number ...". */
 int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v);
+/* The same, 1 or more (--repeat, --iterations). */
+int fl_cli_parse_count(const char *prog, const char *opt, const char *s, uint64_t *v);
+/* How many runs to show (--limit, --last): 1..INT_MAX, or -1 for all; -1
+ * after "PROG: OPT wants a number >= 1, or -1 for all ..." on stderr. */
+int fl_cli_parse_limit(const char *prog, const char *opt, const char *s, int *v);
 
 /* Loads every scenario file the arguments name (a DIR: every *.yaml, *.yml
  * below it) into *out (*n of them, fl_cli_free_scenarios frees them); the
@@ -36,7 +43,7 @@ int fl_cli_load_file_args(int argc, char **argv, const char *usage, struct fl_sc
  * hosts, faultline's programs, the scenario's directory or OUT. */
 int fl_cli_check_workdir(const struct fl_scenario *s, const char *out);
 
-/* The options run and shell share (runs only --db). */
+/* The options run and shell share. */
 struct fl_cli_opts {
     const char *db;
     bool no_db;
@@ -49,8 +56,11 @@ struct fl_cli_opts {
 };
 /* One more --variant filter; -1 (said) past the 64 kept. */
 int fl_cli_add_variant(struct fl_cli_opts *c, const char *v);
-/* Opens the results database of --db (default out/faultline.db); *rec NULL
- * with --no-db; -1 after a message on stderr. */
-int fl_cli_open_db(const struct fl_cli_opts *c, struct fl_rec **rec);
+/* Opens the results database at PATH (NULL: out/faultline.db, the default
+ * of --db), made when missing (run, soak); -1 after "PROG: why" on stderr. */
+int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec);
+/* The same to read it (runs, report): one that is not there is not made but
+ * said, "PROG: no results database at PATH: ...". */
+int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **rec);
 
 #endif

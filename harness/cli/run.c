@@ -99,12 +99,8 @@ int fl_cli_run(int argc, char **argv)
             c.seed_set = true;
             break;
         case 'r':
-            if (fl_cli_parse_u64("faultline", "--repeat", optarg, &repeat) < 0)
+            if (fl_cli_parse_count("faultline", "--repeat", optarg, &repeat) < 0)
                 return 2;
-            if (repeat == 0) {
-                fprintf(stderr, "faultline: --repeat wants a number >= 1\n");
-                return 2;
-            }
             break;
         case 'd': c.db = optarg; break;
         case 'D': c.no_db = true; break;
@@ -155,13 +151,12 @@ int fl_cli_run(int argc, char **argv)
         fprintf(stderr, "faultline: %s\n", err);
         return 1;
     }
-    struct fl_rec *rec;
-    if (fl_cli_open_db(&c, &rec) < 0)
+    struct fl_rec *rec = NULL;
+    if (!c.no_db && fl_cli_open_db("faultline", c.db, &rec) < 0)
         return 2;
-    char bin[PATH_MAX], rev[64] = "";
+    char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
-    char top[PATH_MAX];
-    snprintf(top, sizeof top, "%s/../..", bin);
+    fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
     struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .seed = c.seed,

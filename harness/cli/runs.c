@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 const char fl_cli_runs_usage[] =
     "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
@@ -79,7 +78,7 @@ static void hint_scenario(sqlite3 *db, const char *path, const char *name)
 
 int fl_cli_runs(int argc, char **argv)
 {
-    struct fl_cli_opts c = {0};
+    const char *db = NULL;
     struct fl_report_runs_opts ro = {0};
     bool history = false;
     const char *changed = NULL;
@@ -93,7 +92,7 @@ int fl_cli_runs(int argc, char **argv)
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'd': c.db = optarg; break;
+        case 'd': db = optarg; break;
         case 's': ro.scenario = optarg; break;
         case 'v': ro.variant = optarg; break;
         case 'V':       /* as 'faultline runs' shows it (PASS) or as stored (pass) */
@@ -101,18 +100,10 @@ int fl_cli_runs(int argc, char **argv)
                 *q = (char)tolower((unsigned char)*q);
             ro.verdict = optarg;
             break;
-        case 'l': {
-            char *end;
-            errno = 0;
-            long l = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || l == 0 || l < -1 || l > INT_MAX) {
-                fprintf(stderr, "faultline: --limit wants a number >= 1, or -1 for all, not '%s'\n",
-                        optarg);
+        case 'l':
+            if (fl_cli_parse_limit("faultline", "--limit", optarg, &ro.limit) < 0)
                 return 2;
-            }
-            ro.limit = (int)l;
             break;
-        }
         case 'S': ro.since_rev = optarg; break;
         case 'H': history = true; break;
         case 'C': changed = optarg; break;
@@ -120,9 +111,8 @@ int fl_cli_runs(int argc, char **argv)
         }
     }
     /* A revision as typed ("HEAD~3", a full hash) -> as recorded (12 digits). */
-    char bin[PATH_MAX], top[PATH_MAX], since_rev[64], changed_rev[64];
-    fl_cli_bin_dir(bin, sizeof bin);
-    snprintf(top, sizeof top, "%s/../..", bin);
+    char top[PATH_MAX], since_rev[64], changed_rev[64];
+    fl_cli_top_dir(top, sizeof top);
     if (ro.since_rev) {
         fl_rec_git_resolve(top, ro.since_rev, since_rev, sizeof since_rev);
         ro.since_rev = since_rev;
@@ -131,20 +121,11 @@ int fl_cli_runs(int argc, char **argv)
         fl_rec_git_resolve(top, changed, changed_rev, sizeof changed_rev);
         changed = changed_rev;
     }
-    /* Reading only: a mistyped --db (or no out/ here) is not a new database. */
-    struct stat st;
-    const char *path = c.db ? c.db : "out/faultline.db";
-    if (stat(path, &st) < 0) {
-        int e = errno;
-        fprintf(stderr, "faultline: no results database at %s: %s ('faultline run' records "
-                "there; --db PATH reads another)\n", path, strerror(e));
-        return 2;
-    }
     struct fl_rec *rec;
-    if (fl_cli_open_db(&c, &rec) < 0)
+    if (fl_cli_open_db_to_read("faultline", db, &rec) < 0)
         return 2;
     if (ro.scenario)
-        hint_scenario(fl_rec_db(rec), path, ro.scenario);
+        hint_scenario(fl_rec_db(rec), fl_rec_path(rec), ro.scenario);
     int rc;
     if (history) {
         struct fl_report_history_opts ho = {.scenario = ro.scenario, .variant = ro.variant};

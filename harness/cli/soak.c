@@ -275,12 +275,8 @@ int fl_cli_soak(int argc, char **argv)
             dur_set = true;
             break;
         case 'n':
-            if (fl_cli_parse_u64("faultline soak", "--iterations", optarg, &iterations) < 0)
+            if (fl_cli_parse_count("faultline soak", "--iterations", optarg, &iterations) < 0)
                 return 2;
-            if (iterations == 0) {
-                fprintf(stderr, "faultline soak: --iterations wants a number >= 1\n");
-                return 2;
-            }
             iters_set = true;
             break;
         case 's':
@@ -361,15 +357,13 @@ int fl_cli_soak(int argc, char **argv)
         ret = 1;
         goto cleanup;
     }
-    if (!no_db && fl_rec_open(&rec, db ? db : "out/faultline.db", NULL, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline soak: %s\n", err);
+    if (!no_db && fl_cli_open_db("faultline soak", db, &rec) < 0)
         goto cleanup;
-    }
     if (!seed_set && getrandom(&seed, sizeof seed, 0) != sizeof seed)
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    char bin[PATH_MAX], top[PATH_MAX + 8], rev[64] = "";
+    char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
-    snprintf(top, sizeof top, "%s/../..", bin);
+    fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
     k.eo = (struct fl_engine_opts){.out_dir = k.out, .bin_dir = bin, .rec = rec,
