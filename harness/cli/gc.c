@@ -249,7 +249,8 @@ int fl_cli_gc(int argc, char **argv)
                 /* killed before its state file was written: only if old */
                 struct stat sb;
                 if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 60) {
-                    printf("%s incomplete run directory %s\n", dry ? "would remove" : "removing", dir);
+                    printf("%s incomplete run directory %s\n",
+                           dry ? "would remove" : "removing", dir);
                     if (!dry)
                         fl_rm_rf(dir);
                     count++;
