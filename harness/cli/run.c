@@ -74,9 +74,9 @@ static int check_junit_path(const char *path)
 int fl_cli_run(int argc, char **argv)
 {
     struct fl_cli_opts c = {0};
-    uint64_t repeat = 1;
-    const char *junit = NULL, *html = NULL;
-    bool quiet = false;
+    uint64_t repeat = 1, seed = 0;
+    const char *db = NULL, *junit = NULL, *html = NULL;
+    bool no_db = false, seed_set = false, quiet = false;
     static const struct option opts[] = {
         {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
         {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
@@ -94,16 +94,16 @@ int fl_cli_run(int argc, char **argv)
                 return 2;
             break;
         case 's':
-            if (fl_cli_parse_u64("faultline", "--seed", optarg, &c.seed) < 0)
+            if (fl_cli_parse_u64("faultline", "--seed", optarg, &seed) < 0)
                 return 2;
-            c.seed_set = true;
+            seed_set = true;
             break;
         case 'r':
             if (fl_cli_parse_count("faultline", "--repeat", optarg, &repeat) < 0)
                 return 2;
             break;
-        case 'd': c.db = optarg; break;
-        case 'D': c.no_db = true; break;
+        case 'd': db = optarg; break;
+        case 'D': no_db = true; break;
         case 'o': c.out = optarg; break;
         case 'k': c.keep = true; break;
         case 'j': junit = optarg; break;
@@ -118,7 +118,7 @@ int fl_cli_run(int argc, char **argv)
         fputs(fl_cli_run_usage, stderr);
         return 2;
     }
-    if (html && c.no_db) {
+    if (html && no_db) {
         fprintf(stderr, "faultline: --html reads the runs back from the database; drop --no-db\n");
         return 2;
     }
@@ -152,15 +152,15 @@ int fl_cli_run(int argc, char **argv)
         return 1;
     }
     struct fl_rec *rec = NULL;
-    if (!c.no_db && fl_cli_open_db("faultline", c.db, &rec) < 0)
+    if (!no_db && fl_cli_open_db("faultline", db, &rec) < 0)
         return 2;
     char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
     fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
-    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .seed = c.seed,
-                                .seed_set = c.seed_set, .keep = c.keep, .rec = rec,
+    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .seed = seed,
+                                .seed_set = seed_set, .keep = c.keep, .rec = rec,
                                 .git_rev = rev[0] ? rev : NULL,
                                 .progress = !quiet && isatty(2), .shell_host = -1};
     struct fl_report_row *rows = NULL;
