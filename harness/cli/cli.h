@@ -1,30 +1,47 @@
 /*
- * cli.h: subcommands of faultline that live outside main.c.
+ * cli.h: the subcommands of faultline, one file each (run.c, validate.c,
+ * ...), and their table (commands.c).  A command takes its arguments as
+ * main() got them past the command's name (argv[0] is "faultline CMD", as
+ * getopt names it in messages) and returns the exit status; its --help text
+ * is fl_cli_CMD_usage.
  */
 #ifndef FL_CLI_H
 #define FL_CLI_H
 
 #include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
 
-int fl_cli_gc(int argc, char **argv, const char *usage);
-int fl_cli_exec(int argc, char **argv, const char *usage);
-/* Checks the event (exit status 2 when bad), then sends it on the event
- * channel at path; a NULL or empty path (not under the harness) sends nothing. */
-int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync);
-int fl_cli_bench_hosts(int argc, char **argv);
-/* `faultline report` (cli/report.c) and its --help text. */
+struct fl_cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;          /* `faultline help NAME`, `NAME --help`; NULL: none */
+    const char *args;           /* after the name in the list of `faultline --help` */
+    const char *about;          /* its line in that list; NULL: not listed */
+    bool own_help;              /* reads --help itself: main does not look for it */
+};
+/* Every command, in the order `faultline --help` lists them; a NULL name ends it. */
+extern const struct fl_cli_command fl_cli_commands[];
+
+extern const char fl_cli_run_usage[];
+int fl_cli_run(int argc, char **argv);
+extern const char fl_cli_validate_usage[];
+int fl_cli_validate(int argc, char **argv);
+extern const char fl_cli_list_usage[];
+int fl_cli_list(int argc, char **argv);
+/* soak: fl_soak_usage and fl_cli_soak, in harness/soak/soak.h */
+extern const char fl_cli_shell_usage[];
+int fl_cli_shell(int argc, char **argv);
+extern const char fl_cli_exec_usage[];
+int fl_cli_exec(int argc, char **argv);
+extern const char fl_cli_gc_usage[];
+int fl_cli_gc(int argc, char **argv);
+extern const char fl_cli_runs_usage[];
+int fl_cli_runs(int argc, char **argv);
 extern const char fl_cli_report_usage[];
 int fl_cli_report(int argc, char **argv);
-/* Makes OUT/runs (NULL: "out") and checks it can hold run directories (writable,
- * short enough for their event sockets) before anything runs; -1 after a
- * message on stderr naming the path and what to do. */
-int fl_cli_prepare_out(const char *out);
-/* The directory of the faultline binary ({bin} in templates). */
-void fl_cli_bin_dir(char *buf, size_t len);
-/* A decimal 0..2^64-1 (no sign, no base prefix) into *v; -1 after a message
- * on stderr, "PROG: OPT wants a whole number ...". */
-int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v);
+/* emit reads --help itself: its KEY=VALUE arguments are not faultline's. */
+extern const char fl_cli_emit_usage[];
+int fl_cli_emit(int argc, char **argv);
+/* `faultline _bench-hosts N [ROUNDS]` (make bench); not in --help. */
+int fl_cli_bench_hosts(int argc, char **argv);
 
 #endif

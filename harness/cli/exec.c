@@ -1,14 +1,12 @@
 /*
- * exec.c: `faultline exec RUN HOST -- CMD` (run a command on a host of a run
- * that is up, e.g. one held open by `faultline shell`) and `faultline emit`
- * (send one event from a shell script running under the harness).
+ * exec.c: `faultline exec RUN HOST -- CMD`: run a command on a host of a run
+ * that is up, e.g. one held open by `faultline shell`.
  *
  * exec finds the host's init through the run's state file, checks that the
  * pid still belongs to that init (start time), enters its namespaces and
  * forks the command into them; the exit status is the command's.
  */
 #include "harness/cli/cli.h"
-#include "harness/run/evsrv.h"
 #include "harness/sys/host.h"
 #include "harness/sys/rundir.h"
 
@@ -22,7 +20,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int fl_cli_exec(int argc, char **argv, const char *usage)
+const char fl_cli_exec_usage[] =
+    "usage: faultline exec RUN HOST [--] [CMD [ARGS...]]\n"
+    "\n"
+    "Runs CMD inside HOST of the running run RUN (a run id, as printed by\n"
+    "'faultline shell' or found under out/runs/), with the host's network,\n"
+    "mounts, hostname and PID namespace, in its working directory; without CMD,\n"
+    "/bin/sh. Exit status is CMD's. CMD gets none of the run's preloads: on a host a "
+    "crash_host with\n"
+    "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
+    "  --out DIR   where run directories are (default out)\n";
+
+int fl_cli_exec(int argc, char **argv)
 {
     const char *out = "out";
     static const struct option opts[] = {{"out", required_argument, 0, 'o'}, {0, 0, 0, 0}};
@@ -32,12 +41,12 @@ int fl_cli_exec(int argc, char **argv, const char *usage)
         if (ch == 'o')
             out = optarg;
         else {
-            fputs(usage, stderr);
+            fputs(fl_cli_exec_usage, stderr);
             return 2;
         }
     }
     if (argc - optind < 2) {
-        fputs(usage, stderr);
+        fputs(fl_cli_exec_usage, stderr);
         return 2;
     }
     const char *run = argv[optind], *hostname = argv[optind + 1];
@@ -100,37 +109,4 @@ int fl_cli_exec(int argc, char **argv, const char *usage)
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-}
-
-int fl_cli_emit(const char *path, const char *kind, const char *attrs, bool sync)
-{
-    /* Checked as the harness will read it, also outside the harness, so a
-     * script learns of a bad event where it is tried out, not as an event
-     * the harness drops (or a fault that never fires) in a run. */
-    char line[FL_EV_LINE_MAX + 16], err[256];
-    struct fl_ev ev;
-    if (!fl_ev_kind_valid(kind)) {
-        fprintf(stderr, "faultline emit: bad event kind '%s' (" FL_EV_KIND_CHARS ")\n", kind);
-        return 2;
-    }
-    snprintf(line, sizeof line, "EVENT %s%s%s", kind, *attrs ? " " : "", attrs);
-    if (fl_ev_parse(line, &ev, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline emit: %s (write KEY=VALUE, and KEY=\"a b\" for a value with "
-                "spaces)\n", err);
-        return 2;
-    }
-    if (!path || !*path)
-        return 0;
-    int fd = fl_evcli_connect(path);
-    if (fd < 0) {
-        fprintf(stderr, "faultline emit: connect %s: %s\n", path, strerror(-fd));
-        return 1;
-    }
-    int rc = fl_evcli_send(fd, kind, attrs, sync, 1);
-    close(fd);
-    if (rc < 0) {
-        fprintf(stderr, "faultline emit: %s: %s\n", kind, strerror(-rc));
-        return 1;
-    }
-    return 0;
 }

@@ -195,7 +195,21 @@ static void collect_cgroups(const char *root, const char *runs_dir, bool dry, in
     closedir(d);
 }
 
-int fl_cli_gc(int argc, char **argv, const char *usage)
+const char fl_cli_gc_usage[] =
+    "usage: faultline gc [--out DIR] [--all] [--dry-run]\n"
+    "\n"
+    "Finds runs whose faultline process is gone (killed, crashed) and removes what\n"
+    "they left: processes (host inits, the switch), cgroups, mounts, the run\n"
+    "directory; marks them 'error: harness killed' in the database each run was\n"
+    "recorded in (named in its state file). Runs still going are left alone.\n"
+    "When no run is alive on the machine, it also removes the workdirs faultline\n"
+    "made (the default /srv/faultline, and those of the runs it collected) and\n"
+    "the empty faultline/ parent cgroups, as the last run to end does.\n"
+    "  --out DIR   where run directories are (default out; runs in DIR/runs)\n"
+    "  --all       also remove the kept directories of finished runs\n"
+    "  --dry-run   only say what would be removed\n";
+
+int fl_cli_gc(int argc, char **argv)
 {
     const char *out = "out";
     bool all = false, dry = false;
@@ -210,13 +224,13 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
         case 'o': out = optarg; break;
         case 'a': all = true; break;
         case 'n': dry = true; break;
-        default: fputs(usage, stderr); return 2;
+        default: fputs(fl_cli_gc_usage, stderr); return 2;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "faultline gc: unexpected argument '%s' (gc takes only options)\n",
                 argv[optind]);
-        fputs(usage, stderr);
+        fputs(fl_cli_gc_usage, stderr);
         return 2;
     }
     char runs[PATH_MAX];
@@ -235,7 +249,8 @@ int fl_cli_gc(int argc, char **argv, const char *usage)
                 /* killed before its state file was written: only if old */
                 struct stat sb;
                 if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 60) {
-                    printf("%s incomplete run directory %s\n", dry ? "would remove" : "removing", dir);
+                    printf("%s incomplete run directory %s\n",
+                           dry ? "would remove" : "removing", dir);
                     if (!dry)
                         fl_rm_rf(dir);
                     count++;

@@ -7,6 +7,7 @@
  * fl_report_html (reports/html.c).
  */
 #include "harness/cli/cli.h"
+#include "harness/cli/common.h"
 #include "harness/record/recorder.h"
 #include "reports/report.h"
 
@@ -16,9 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 const char fl_cli_report_usage[] =
     "usage: faultline report [--db PATH] [--out FILE.html] [RUN-ID... | --last N | --since REV]\n"
@@ -44,21 +43,6 @@ const char fl_cli_report_usage[] =
     "Exit status: 0 written, 1 nothing to report or the file could not be\n"
     "written, 2 bad usage, a missing database or an unknown run id or revision.\n";
 
-static void top_dir(char *buf, size_t len)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        snprintf(buf, len, ".");
-        return;
-    }
-    exe[n] = 0;
-    char *s = strrchr(exe, '/');
-    if (s)
-        *s = 0;
-    snprintf(buf, len, "%s/../..", exe);    /* build/bin -> the checkout */
-}
-
 int fl_cli_report(int argc, char **argv)
 {
     const char *db = "out/faultline.db", *out = "out/report.html", *since = NULL;
@@ -74,18 +58,10 @@ int fl_cli_report(int argc, char **argv)
         case 'd': db = optarg; break;
         case 'o': out = optarg; break;
         case 'S': since = optarg; break;
-        case 'l': {
-            char *end;
-            errno = 0;
-            long l = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || l == 0 || l < -1 || l > INT_MAX) {
-                fprintf(stderr, "faultline report: --last wants a number >= 1, or -1 for all, "
-                        "not '%s'\n", optarg);
+        case 'l':
+            if (fl_cli_parse_limit("faultline report", "--last", optarg, &last) < 0)
                 return 2;
-            }
-            last = (int)l;
             break;
-        }
         default: fputs(fl_cli_report_usage, stderr); return 2;
         }
     }
@@ -94,22 +70,13 @@ int fl_cli_report(int argc, char **argv)
         fprintf(stderr, "faultline report: give run ids, or --last, or --since, not both\n");
         return 2;
     }
-    struct stat st;
-    if (stat(db, &st) < 0) {
-        int e = errno;
-        fprintf(stderr, "faultline report: no results database at %s: %s ('faultline run' "
-                "records there; --db PATH reads another)\n", db, strerror(e));
-        return 2;
-    }
     struct fl_rec *rec;
     char err[1024];
-    if (fl_rec_open(&rec, db, NULL, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline report: %s\n", err);
+    if (fl_cli_open_db_to_read("faultline report", db, &rec) < 0)
         return 2;
-    }
     char top[PATH_MAX], rev[64];
     if (since) {
-        top_dir(top, sizeof top);
+        fl_cli_top_dir(top, sizeof top);
         fl_rec_git_resolve(top, since, rev, sizeof rev);
         since = rev;
     }

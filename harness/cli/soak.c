@@ -14,7 +14,7 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
-#include "harness/cli/cli.h"
+#include "harness/cli/common.h"
 #include "harness/engine/engine.h"
 #include "harness/record/recorder.h"
 #include "harness/sys/rundir.h"
@@ -86,7 +86,8 @@ static const char *hms(int64_t ms, char *buf, size_t len)
 {
     int64_t s = ms / 1000;
     if (s >= 3600)
-        snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m%02" PRId64 "s", s / 3600, s / 60 % 60, s % 60);
+        snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m%02" PRId64 "s", s / 3600, s / 60 % 60,
+                 s % 60);
     else if (s >= 60)
         snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
     else
@@ -104,7 +105,8 @@ static int run_text(struct soak *k, const char *path, const char *text, uint64_t
     if (fl_scenario_load_mem(path, text, strlen(text), &s, err, sizeof err) < 0) {
         /* a drawn schedule the loader refuses is a bug of soak mode */
         snprintf(res->verdict, sizeof res->verdict, "error");
-        snprintf(res->reason, sizeof res->reason, "soak: the drawn scenario does not load: %s", err);
+        snprintf(res->reason, sizeof res->reason, "soak: the drawn scenario does not load: %s",
+                 err);
         return -EINVAL;
     }
     struct fl_engine_opts eo = k->eo;
@@ -194,7 +196,8 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
              sc->seed);
     snprintf(min_path, sizeof min_path, "%s/%s-i%" PRIu64 "-s%" PRIu64 ".min.yaml", dir,
              k->p->base->name, iter, sc->seed);
-    char *h = header(k, soak_seed, iter, res, path, "a failure found by faultline soak"), *text = NULL;
+    char *h = header(k, soak_seed, iter, res, path, "a failure found by faultline soak");
+    char *text = NULL;
     if (!h || fl_soak_render(k->p, sc, NULL, h, &text) < 0 || write_text(path, text) < 0) {
         free(h);
         free(text);
@@ -274,12 +277,8 @@ int fl_cli_soak(int argc, char **argv)
             dur_set = true;
             break;
         case 'n':
-            if (fl_cli_parse_u64("faultline soak", "--iterations", optarg, &iterations) < 0)
+            if (fl_cli_parse_count("faultline soak", "--iterations", optarg, &iterations) < 0)
                 return 2;
-            if (iterations == 0) {
-                fprintf(stderr, "faultline soak: --iterations wants a number >= 1\n");
-                return 2;
-            }
             iters_set = true;
             break;
         case 's':
@@ -360,15 +359,13 @@ int fl_cli_soak(int argc, char **argv)
         ret = 1;
         goto cleanup;
     }
-    if (!no_db && fl_rec_open(&rec, db ? db : "out/faultline.db", NULL, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline soak: %s\n", err);
+    if (!no_db && fl_cli_open_db("faultline soak", db, &rec) < 0)
         goto cleanup;
-    }
     if (!seed_set && getrandom(&seed, sizeof seed, 0) != sizeof seed)
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    char bin[PATH_MAX], top[PATH_MAX + 8], rev[64] = "";
+    char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
-    snprintf(top, sizeof top, "%s/../..", bin);
+    fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
     k.eo = (struct fl_engine_opts){.out_dir = k.out, .bin_dir = bin, .rec = rec,
@@ -438,7 +435,8 @@ int fl_cli_soak(int argc, char **argv)
     printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64 " passed, %"
            PRIu64 " failed%s\n", k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
            hms(now_ms() - t0, t2, sizeof t2), seed, passed, failed,
-           k.interrupted ? "; interrupted" : baseline_fails ? "; stopped: it fails without faults" : "");
+           k.interrupted ? "; interrupted"
+           : baseline_fails ? "; stopped: it fails without faults" : "");
     if (kept)
         printf("failures kept in %s\n", fails);
     ret = k.interrupted ? 130 : failed ? 1 : 0;

@@ -1,0 +1,146 @@
+/*
+ * runs.c: `faultline runs`: the recorded runs (most recent first), their
+ * verdict history (--history) or the scenarios whose verdict changed since
+ * a revision (--changed), read from the results database, which this
+ * command never creates; the tables are written by reports/.
+ */
+#include "harness/cli/cli.h"
+#include "harness/cli/common.h"
+#include "harness/base/suggest.h"
+#include "harness/record/recorder.h"
+#include "reports/report.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char fl_cli_runs_usage[] =
+    "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
+    "                      [--limit N] [--since REV] [--history] [--changed REV]\n"
+    "\n"
+    "Lists recorded runs, most recent first.\n"
+    "  --db PATH        results database (default out/faultline.db)\n"
+    "  --scenario NAME  only runs of this scenario (its exact name)\n"
+    "  --variant V      only runs of this variant, the exact recorded string as\n"
+    "                   'faultline runs' shows it (e.g. protocol=legacy,threads=pool;\n"
+    "                   'default' for a scenario without variants)\n"
+    "  --verdict V      only runs with this verdict: pass, fail, error or running\n"
+    "                   (any case: PASS as shown works too)\n"
+    "  --limit N        at most N runs (default 20; -1 for all)\n"
+    "  --since REV      only runs since the first run at git revision REV\n"
+    "  --history        verdict history per scenario and variant (how often it\n"
+    "                   fails); takes --scenario and --variant\n"
+    "  --changed REV    scenarios whose verdict changed since git revision REV\n"
+    "REV: anything git names in this checkout (HEAD~3, a branch, a full hash), or\n"
+    "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n";
+
+/* --scenario NAME that no run of the database has: says so on stderr, with
+ * the closest recorded name (a typo otherwise reads "no recorded run
+ * matches", as if the scenario had simply not run). */
+static void hint_scenario(sqlite3 *db, const char *path, const char *name)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT scenario FROM runs", -1, &st, NULL) != SQLITE_OK)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    bool found = false;
+    while (!found && sqlite3_step(st) == SQLITE_ROW) {
+        const char *sc = (const char *)sqlite3_column_text(st, 0);
+        if (!sc)
+            continue;
+        found = !strcmp(sc, name);
+        char **more = realloc(names, (n + 1) * sizeof *names);
+        if (!more)
+            break;
+        names = more;
+        names[n] = strdup(sc);
+        n += names[n] != NULL;
+    }
+    sqlite3_finalize(st);
+    if (!found) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "faultline: no run of scenario '%s' is recorded in %s", name,
+                 path);
+        fl_suggest_append(msg, sizeof msg, name, (const char *const *)names, n);
+        fprintf(stderr, "%s\n", msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+int fl_cli_runs(int argc, char **argv)
+{
+    const char *db = NULL;
+    struct fl_report_runs_opts ro = {0};
+    bool history = false;
+    const char *changed = NULL;
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},      {"scenario", required_argument, 0, 's'},
+        {"variant", required_argument, 0, 'v'}, {"verdict", required_argument, 0, 'V'},
+        {"limit", required_argument, 0, 'l'},   {"since", required_argument, 0, 'S'},
+        {"history", no_argument, 0, 'H'},       {"changed", required_argument, 0, 'C'},
+        {0, 0, 0, 0}};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': db = optarg; break;
+        case 's': ro.scenario = optarg; break;
+        case 'v': ro.variant = optarg; break;
+        case 'V':       /* as 'faultline runs' shows it (PASS) or as stored (pass) */
+            for (char *q = optarg; *q; q++)
+                *q = (char)tolower((unsigned char)*q);
+            ro.verdict = optarg;
+            break;
+        case 'l':
+            if (fl_cli_parse_limit("faultline", "--limit", optarg, &ro.limit) < 0)
+                return 2;
+            break;
+        case 'S': ro.since_rev = optarg; break;
+        case 'H': history = true; break;
+        case 'C': changed = optarg; break;
+        default: fputs(fl_cli_runs_usage, stderr); return 2;
+        }
+    }
+    /* A revision as typed ("HEAD~3", a full hash) -> as recorded (12 digits). */
+    char top[PATH_MAX], since_rev[64], changed_rev[64];
+    fl_cli_top_dir(top, sizeof top);
+    if (ro.since_rev) {
+        fl_rec_git_resolve(top, ro.since_rev, since_rev, sizeof since_rev);
+        ro.since_rev = since_rev;
+    }
+    if (changed) {
+        fl_rec_git_resolve(top, changed, changed_rev, sizeof changed_rev);
+        changed = changed_rev;
+    }
+    struct fl_rec *rec;
+    if (fl_cli_open_db_to_read("faultline", db, &rec) < 0)
+        return 2;
+    if (ro.scenario)
+        hint_scenario(fl_rec_db(rec), fl_rec_path(rec), ro.scenario);
+    int rc;
+    if (history) {
+        struct fl_report_history_opts ho = {.scenario = ro.scenario, .variant = ro.variant};
+        rc = fl_report_history(fl_rec_db(rec), stdout, &ho);
+    } else if (changed) {
+        rc = fl_report_changed(fl_rec_db(rec), stdout, changed);
+        if (rc == -ENOENT)
+            fprintf(stderr, "faultline: no run recorded at revision %s\n", changed);
+    } else {
+        rc = fl_report_runs(fl_rec_db(rec), stdout, &ro);
+        if (rc == -ENOENT)
+            fprintf(stderr, "faultline: no run recorded at revision %s\n", ro.since_rev);
+        else if (rc == -EINVAL)
+            fprintf(stderr, "faultline: --verdict is one of pass, fail, error, running\n");
+    }
+    fl_rec_close(rec);
+    return rc < 0 ? 2 : 0;
+}
