@@ -27,7 +27,8 @@ extern const char fl_cli_validate_usage[];
 int fl_cli_validate(int argc, char **argv);
 extern const char fl_cli_list_usage[];
 int fl_cli_list(int argc, char **argv);
-/* soak: fl_soak_usage and fl_cli_soak, in harness/soak/soak.h */
+extern const char fl_soak_usage[];
+int fl_cli_soak(int argc, char **argv);
 extern const char fl_cli_shell_usage[];
 int fl_cli_shell(int argc, char **argv);
 extern const char fl_cli_exec_usage[];

@@ -14,6 +14,7 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
+#include "harness/base/monoclock.h"
 #include "harness/cli/common.h"
 #include "harness/engine/engine.h"
 #include "harness/record/recorder.h"
@@ -66,7 +67,7 @@ struct soak {
     const char *out;
     bool quiet;
     bool interrupted;
-    int64_t deadline;           /* now_ms() from which no run starts (--duration); 0: none */
+    int64_t deadline;           /* fl_mono_ms() from which no run starts (--duration); 0: none */
     const char *vname;          /* the variant soaked, for the replay command */
     /* minimizing one failure */
     const struct fl_soak_schedule *sc;
@@ -75,12 +76,6 @@ struct soak {
     int tries, budget;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *hms(int64_t ms, char *buf, size_t len)
 {
@@ -124,7 +119,7 @@ static int reproduces(void *ctx, const bool *keep)
     struct soak *k = ctx;
     if (k->interrupted || (k->interrupted = fl_engine_take_interrupt()))
         return -EINTR;
-    if (k->deadline && now_ms() >= k->deadline)
+    if (k->deadline && fl_mono_ms() >= k->deadline)
         return -ETIME;
     char *text;
     if (fl_soak_render(k->p, k->sc, keep, NULL, &text) < 0)
@@ -379,12 +374,12 @@ int fl_cli_soak(int argc, char **argv)
                hms(duration_ms, t1, sizeof t1));
     fflush(stdout);
 
-    int64_t t0 = now_ms();
+    int64_t t0 = fl_mono_ms();
     k.deadline = iters_set ? 0 : t0 + duration_ms;
     uint64_t iter = 0, passed = 0, failed = 0, kept = 0;
     bool baseline_fails = false;
     for (;; iter++) {
-        if (iters_set ? iter >= iterations : now_ms() - t0 >= duration_ms)
+        if (iters_set ? iter >= iterations : fl_mono_ms() - t0 >= duration_ms)
             break;
         if ((k.interrupted = k.interrupted || fl_engine_take_interrupt()))
             break;
@@ -406,7 +401,7 @@ int fl_cli_soak(int argc, char **argv)
                 fprintf(stderr, "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", %zu fault%s, "
                         "%.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n", iter + 1,
                         res.verdict, sc.seed, sc.n, sc.n == 1 ? "" : "s",
-                        (double)res.duration_ms / 1000, hms(now_ms() - t0, t1, sizeof t1), failed,
+                        (double)res.duration_ms / 1000, hms(fl_mono_ms() - t0, t1, sizeof t1), failed,
                         failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
             if (!ok) {
                 kept++;
@@ -434,7 +429,7 @@ int fl_cli_soak(int argc, char **argv)
     }
     printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64 " passed, %"
            PRIu64 " failed%s\n", k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
-           hms(now_ms() - t0, t2, sizeof t2), seed, passed, failed,
+           hms(fl_mono_ms() - t0, t2, sizeof t2), seed, passed, failed,
            k.interrupted ? "; interrupted"
            : baseline_fails ? "; stopped: it fails without faults" : "");
     if (kept)

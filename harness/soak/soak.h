@@ -101,8 +101,4 @@ int fl_soak_minimize(size_t n, bool *keep, int budget,
  * as #>"). */
 void fl_soak_failure_class(const char *verdict, const char *reason, char *buf, size_t len);
 
-/* `faultline soak` (cli/soak.c). */
-extern const char fl_soak_usage[];
-int fl_cli_soak(int argc, char **argv);
-
 #endif
