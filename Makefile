@@ -42,11 +42,10 @@ LIB_NETEM   := $(O)/lib/libnetem.a
 LIB_HARNESS := $(foreach l,$(HARNESS_LAYERS),$(O)/lib/libfl_$(l).a)
 LIB_REPORTS := $(O)/lib/libreports.a
 
-# Link order: users before what they use.
+# Link order: users before what they use.  The harness's archives link in
+# layer order without a group, so a layer that called up would not link.
 HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_CKPT)
 FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
-# Until the engine and the fault kinds stop calling each other (issue 18).
-link_group = -Wl,--start-group $(1) -Wl,--end-group
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
@@ -79,7 +78,7 @@ $(eval $(call archive,$(LIB_REPORTS),$(REPORTS_SRC)))
 
 $(O)/bin/faultline: $(O)/obj/harness/cli/main.o $(HARNESS_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/cli/main.o $(call link_group,$(HARNESS_LIBS)) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(O)/obj/harness/cli/main.o $(HARNESS_LIBS) $(LDLIBS)
 
 # A probe that the integration tests run on hosts (no nc/python needed).
 $(O)/bin/fl-probe: $(O)/obj/harness/tools/fl_probe.o
@@ -121,7 +120,7 @@ $(O)/bin/psrt: $(O)/obj/runtime/psrt/main.o $(PSRT_LIBS)
 
 $(O)/bin/fl-tests: $(call obj_of,$(TEST_SRC)) $(FL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $(call obj_of,$(TEST_SRC)) $(call link_group,$(FL_LIBS)) $(LDLIBS) -lcunit
+	$(CC) $(CFLAGS) -o $@ $(call obj_of,$(TEST_SRC)) $(FL_LIBS) $(LDLIBS) -lcunit
 
 # Every test: CUnit registry, each test in a forked child with a timeout.
 # TESTS=pattern runs the tests whose "suite/name" contains the pattern.

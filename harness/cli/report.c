@@ -1,5 +1,5 @@
 /*
- * cli/report.c: `faultline report`, the HTML report of recorded runs.
+ * report.c: `faultline report`, the HTML report of recorded runs.
  * Parses the selection (RUN-ID..., --last N, --since REV), checks that the
  * database exists (reading must not create an empty one at a mistyped
  * path), opens it through the recorder (so an old schema is migrated and a

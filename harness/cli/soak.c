@@ -1,5 +1,5 @@
 /*
- * cli/soak.c: `faultline soak PROFILE`, the nightly loop.
+ * soak.c: `faultline soak PROFILE`, the nightly loop.
  *
  * Until --iterations or --duration is used up (or an interrupt): draw the
  * iteration's schedule (soak/draw.c) from its seed, render it as a scenario

@@ -1,5 +1,5 @@
 /*
- * faults/disk.c: the `disk:` fault kind at run time: a libfiu failure point
+ * disk.c: the `disk:` fault kind at run time: a libfiu failure point
  * (a call of libfiu's POSIX preload, posix/io/rw/write, or a point a program
  * names itself, psrt/save/shard_write) enabled in every process of the
  * target's tasks, failing with the fault's errno; or, for `delay:` and

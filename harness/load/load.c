@@ -1,5 +1,5 @@
 /*
- * load/load.c: loads a scenario file and validates it into struct
+ * load.c: loads a scenario file and validates it into struct
  * fl_scenario (scenario.h; the format is documented in scenarios/README.md).
  *
  * Two passes over the file: scenario/yaml.c builds a node tree with line:
@@ -7,7 +7,7 @@
  * order where every section only refers to sections already loaded:
  * top-level keys, name/about/seed/timeout/workdir, hosts, variants,
  * cluster, run (commands, env, ports, chief), shared, then faults and
- * expect (load/faults.c).  The checks of single values (types,
+ * expect (faults.c, expect.c).  The checks of single values (types,
  * durations, references, regexes, messages) are in scenario/values.c.  The
  * first problem stops the load with "file:line:column: message"; nothing
  * outside the returned struct is touched, so the caller has created nothing

@@ -1,5 +1,5 @@
 /*
- * scenario/util.c: the parts of the scenario API that do not read YAML:
+ * util.c: the parts of the scenario API that do not read YAML:
  * duration, size and signal syntax; lookups by name; listing scenario files;
  * variants (cartesian product, names), selectors and --variant filters; and
  * expansion of a task's command/env templates at run time.

@@ -1,5 +1,5 @@
 /*
- * scenario/values.c: the scenario validator's vocabulary, shared by
+ * values.c: the scenario validator's vocabulary, shared by
  * load/load.c (hosts, cluster, run) and load/faults.c (faults, expect):
  * error messages with file:line:column and suggestions, the scalar types
  * (strings, durations, whole numbers, booleans, relative paths), places

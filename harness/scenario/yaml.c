@@ -1,5 +1,5 @@
 /*
- * scenario/yaml.c: reads a YAML buffer with libyaml's event parser into a
+ * yaml.c: reads a YAML buffer with libyaml's event parser into a
  * tree of fl_scn_ynode that keeps 1-based line:column marks and byte ranges,
  * so that the validator (load/load.c) can point at the exact place of any
  * problem.  Anchors and aliases are supported (an alias shares the anchored

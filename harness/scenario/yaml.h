@@ -1,5 +1,5 @@
 /*
- * scenario/yaml.h: internal to the scenario loader.  A YAML document as a
+ * yaml.h: internal to the scenario loader.  A YAML document as a
  * tree of nodes that remember where they were written (1-based line and
  * column, and byte offsets into the source buffer).
  */

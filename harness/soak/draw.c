@@ -1,5 +1,5 @@
 /*
- * soak/draw.c: drawing a concrete fault schedule from a soak profile and a
+ * draw.c: drawing a concrete fault schedule from a soak profile and a
  * seed, and writing it out as an ordinary scenario file.
  *
  * Every random decision of a soak iteration comes from one generator

@@ -1,5 +1,5 @@
 /*
- * soak/min.c: shrinking a failing fault schedule to the faults the failure
+ * min.c: shrinking a failing fault schedule to the faults the failure
  * needs.
  *
  * Delta debugging over the set of faults: with the current set split into

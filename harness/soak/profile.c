@@ -1,5 +1,5 @@
 /*
- * soak/profile.c: loading and validating a soak profile.
+ * profile.c: loading and validating a soak profile.
  *
  * A profile is a scenario file with a top-level `soak:` block and no
  * `faults:`.  The scenario part is loaded by the ordinary loader from the
