@@ -1,9 +1,9 @@
 /*
  * psrt.h: interfaces shared by psrt's modules (the ps/worker training
- * runtime under test, DESIGN.md §7).  Not a public API: the harness talks to
- * psrt through its command line, its exit status, its output and the event
- * channel (docs/events.md); only the checkpoint files it writes are shared,
- * through runtime/ckpt.
+ * runtime under test, runtime/psrt/README.md).  Not a public API: the
+ * harness talks to psrt through its command line, its exit status, its
+ * output and the event channel (docs/events.md); only the checkpoint files
+ * it writes are shared, through runtime/ckpt.
  *
  * Module map (one file each, exported names prefixed psrt_<module>_):
  *   flags.c     command line, --help               psrt_flags_*
@@ -20,6 +20,7 @@
  *   state.c     `checkpoint` state, kept checkpoints psrt_state_*
  *   ps.c        the ps task: variables, handlers   psrt_ps_*
  *   worker.c    the worker task and the chief      psrt_worker_*
+ *   calls.c     a worker's calls to its ps tasks   psrt_worker_calls, psrt_worker_ping
  *   save_legacy.c, save_robust.c, restore.c, export.c  checkpoint protocols
  *   predict.c   `psrt predict`                     psrt_predict_*
  *   events.c    event channel client               psrt_ev_*
