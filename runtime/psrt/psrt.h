@@ -17,7 +17,7 @@
  *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
  *   model*.c    linear, softmax, sparse_lr         psrt_model_*
  *   tensors.c   tensor lists moved between tasks   psrt_tl_*
- *   state.c     `checkpoint` state, kept checkpoints psrt_state_*
+ *   state.c     `checkpoint` state, kept checkpoints psrt_state_*, psrt_ckpt_prefix
  *   ps.c        the ps task: variables, handlers   psrt_ps_*
  *   worker.c    the worker task and the chief      psrt_worker_*
  *   calls.c     a worker's calls to its ps tasks   psrt_worker_calls, psrt_worker_ping
@@ -600,6 +600,8 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
  * stays listed, beyond max_to_keep if need be). */
 int psrt_state_commit_keep(const char *dir, const char *name, int max_to_keep, const char *keep_too,
                            unsigned fflags, const char *fault, struct psrt_err *err);
+/* The chief's checkpoint of a step: "<train_dir>/model.ckpt-<step>". */
+void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len);
 /* Deletes every file of checkpoint prefix p (index, data shards, .meta);
  * failures are logged and ignored, as TensorFlow's Saver does. */
 void psrt_delete_checkpoint(const char *p);

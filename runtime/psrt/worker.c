@@ -41,11 +41,6 @@
 #define STEP_DONE (-2)
 #define NEED_RECOVERY (-3)
 
-void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len)
-{
-    snprintf(out, len, "%s/model.ckpt-%lld", f->train_dir, step);
-}
-
 static void sleep_s(double s)
 {
     if (s <= 0)

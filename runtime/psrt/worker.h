@@ -1,7 +1,8 @@
 /*
  * worker.h: the worker task's state, shared by the chief's checkpoint
  * protocols (save_legacy.c, save_robust.c, restore.c, export.c), which reach
- * the ps tasks through calls.h (included here).
+ * the ps tasks through calls.h (included here) and name checkpoints with
+ * psrt_ckpt_prefix (state.c): nothing they call calls back into worker.c.
  */
 #ifndef PSRT_WORKER_H
 #define PSRT_WORKER_H
@@ -89,7 +90,5 @@ int psrt_legacy_sharded_save(struct psrt_worker *w, const char *saver, const cha
  * CKPT_SYNC for robust). */
 int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
                       struct psrt_err *err);
-/* "<train_dir>/model.ckpt-<step>" */
-void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len);
 
 #endif
