@@ -15,7 +15,9 @@
  *   table.c     sparse rows: uint64 -> row hash    psrt_table_*
  *   split.c     keys split by ps                   psrt_split_keys*
  *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
- *   model*.c    linear, softmax, sparse_lr         psrt_model_*
+ *   models.c    the model registry: name -> model  psrt_model_find, psrt_model_init
+ *   model.c     variable placement, batch keys     psrt_model_*, psrt_batch_*
+ *   model_*.c   linear, softmax, sparse_lr, bench  psrt_model_<name>
  *   tensors.c   tensor lists moved between tasks   psrt_tl_*
  *   state.c     `checkpoint` state, kept checkpoints psrt_state_*, psrt_ckpt_prefix
  *   ps.c        the ps task: variables, handlers   psrt_ps_*
@@ -468,7 +470,7 @@ double psrt_rng_uniform(struct psrt_rng *r);   /* [0,1) */
 double psrt_rng_normal(struct psrt_rng *r);
 uint64_t psrt_rng_seed_for(uint64_t seed, uint64_t a, uint64_t b); /* derive */
 
-/* ---- models (model.c, model_*.c) --------------------------------------------- */
+/* ---- models (models.c, model.c, model_*.c) ----------------------------------- */
 enum { PSRT_VAR_DENSE, PSRT_VAR_SPARSE };
 enum { PSRT_INIT_ZERO, PSRT_INIT_UNIFORM, PSRT_INIT_NORMAL };
 #define PSRT_MAX_VARS 8
