@@ -1,6 +1,6 @@
 /*
- * history_html.c: the HTML report's verdict history across runs (DESIGN.md
- * §9: "and across runs (verdict history per scenario)").
+ * history_html.c: the HTML report's verdict history across runs, per
+ * scenario and variant.
  *
  * For every scenario/variant that has a run in the report, from the whole
  * database (not only the runs the report shows): how many runs, passed,

@@ -7,10 +7,10 @@
  *                              tensor name -> BundleEntryProto (dtype, shape,
  *                              shard, offset, size, masked crc32c, slices)
  *   P.data-00000-of-0000N ...  raw little-endian tensor bytes
- * (DESIGN.md §8).  The writer produces byte-identical files to TensorFlow's
- * BundleWriter for the same tensors added in the same order; the reader
- * accepts everything TensorFlow writes (uncompressed or snappy index blocks)
- * and checks every crc.
+ * (README.md lists what follows TensorFlow exactly).  The writer produces
+ * byte-identical files to TensorFlow's BundleWriter for the same tensors
+ * added in the same order; the reader accepts everything TensorFlow writes
+ * (uncompressed or snappy index blocks) and checks every crc.
  *
  * Errors: every function returns 0 (or a count) on success and a negative
  * errno on failure, and fills the caller's struct ckpt_err (may be NULL) with

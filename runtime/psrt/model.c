@@ -1,5 +1,6 @@
 /*
- * model.c: the model registry and variable placement.
+ * model.c: the helpers the models share: variable placement and a batch's
+ * unique keys.  The registry (name -> model) is models.c.
  *
  * Placement follows TensorFlow's replica_device_setter: variables in
  * creation order, round robin over the ps tasks, global_step first (so it
@@ -14,17 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-const struct psrt_model_ops *psrt_model_find(const char *name)
-{
-    static const struct psrt_model_ops *const all[] = {
-        &psrt_model_linear, &psrt_model_softmax, &psrt_model_sparse_lr, &psrt_model_bench_dense,
-        NULL};
-    for (int i = 0; all[i]; i++)
-        if (!strcmp(all[i]->name, name))
-            return all[i];
-    return NULL;
-}
 
 int psrt_model_add_var(struct psrt_model *m, const char *name, int kind, int rank, int64_t d0,
                        int64_t d1, int init, float init_a)
@@ -52,19 +42,6 @@ int psrt_model_add_var(struct psrt_model *m, const char *name, int kind, int ran
         v->ps = (1 + dense_before) % (m->nps > 0 ? m->nps : 1); /* global_step took ps 0 */
     }
     m->nvars++;
-    return 0;
-}
-
-int psrt_model_init(struct psrt_model *m, const char *name, int nps, int64_t features)
-{
-    memset(m, 0, sizeof *m);
-    m->ops = psrt_model_find(name);
-    if (!m->ops || nps <= 0)
-        return -EINVAL;
-    m->nps = nps;
-    m->sparse = -1;
-    m->features = features;
-    m->ops->define(m);
     return 0;
 }
 

@@ -1,9 +1,9 @@
 /*
  * psrt.h: interfaces shared by psrt's modules (the ps/worker training
- * runtime under test, DESIGN.md §7).  Not a public API: the harness talks to
- * psrt through its command line, its exit status, its output and the event
- * channel (docs/events.md); only the checkpoint files it writes are shared,
- * through runtime/ckpt.
+ * runtime under test, runtime/psrt/README.md).  Not a public API: the
+ * harness talks to psrt through its command line, its exit status, its
+ * output and the event channel (docs/events.md); only the checkpoint files
+ * it writes are shared, through runtime/ckpt.
  *
  * Module map (one file each, exported names prefixed psrt_<module>_):
  *   flags.c     command line, --help               psrt_flags_*
@@ -15,11 +15,14 @@
  *   table.c     sparse rows: uint64 -> row hash    psrt_table_*
  *   split.c     keys split by ps                   psrt_split_keys*
  *   data.c      rng, synthetic data                psrt_rng_*, psrt_data_*
- *   model*.c    linear, softmax, sparse_lr         psrt_model_*
+ *   models.c    the model registry: name -> model  psrt_model_find, psrt_model_init
+ *   model.c     variable placement, batch keys     psrt_model_*, psrt_batch_*
+ *   model_*.c   linear, softmax, sparse_lr, bench  psrt_model_<name>
  *   tensors.c   tensor lists moved between tasks   psrt_tl_*
- *   state.c     `checkpoint` state, kept checkpoints psrt_state_*
+ *   state.c     `checkpoint` state, kept checkpoints psrt_state_*, psrt_ckpt_prefix
  *   ps.c        the ps task: variables, handlers   psrt_ps_*
  *   worker.c    the worker task and the chief      psrt_worker_*
+ *   calls.c     a worker's calls to its ps tasks   psrt_worker_calls, psrt_worker_ping
  *   save_legacy.c, save_robust.c, restore.c, export.c  checkpoint protocols
  *   predict.c   `psrt predict`                     psrt_predict_*
  *   events.c    event channel client               psrt_ev_*
@@ -467,7 +470,7 @@ double psrt_rng_uniform(struct psrt_rng *r);   /* [0,1) */
 double psrt_rng_normal(struct psrt_rng *r);
 uint64_t psrt_rng_seed_for(uint64_t seed, uint64_t a, uint64_t b); /* derive */
 
-/* ---- models (model.c, model_*.c) --------------------------------------------- */
+/* ---- models (models.c, model.c, model_*.c) ----------------------------------- */
 enum { PSRT_VAR_DENSE, PSRT_VAR_SPARSE };
 enum { PSRT_INIT_ZERO, PSRT_INIT_UNIFORM, PSRT_INIT_NORMAL };
 #define PSRT_MAX_VARS 8
@@ -599,6 +602,8 @@ int psrt_state_commit(const char *dir, const char *name, int max_to_keep, unsign
  * stays listed, beyond max_to_keep if need be). */
 int psrt_state_commit_keep(const char *dir, const char *name, int max_to_keep, const char *keep_too,
                            unsigned fflags, const char *fault, struct psrt_err *err);
+/* The chief's checkpoint of a step: "<train_dir>/model.ckpt-<step>". */
+void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len);
 /* Deletes every file of checkpoint prefix p (index, data shards, .meta);
  * failures are logged and ignored, as TensorFlow's Saver does. */
 void psrt_delete_checkpoint(const char *p);

@@ -1,6 +1,6 @@
 /*
  * save_legacy.c: TensorFlow 1.x's sharded Saver, driven by the chief,
- * exactly as TensorFlow places it (DESIGN.md §1):
+ * exactly as TensorFlow places it (docs/seed-bugs.md):
  *   1. SaveV2 on every ps holding variables (shards numbered by sorted
  *      device name): each writes <prefix>_temp_<32 hex>/part-i-of-n on its
  *      OWN disk, relative to its own working directory, after a

@@ -17,6 +17,9 @@
  * had written its copy, and the temporary files of a write that was killed
  * (psrt_state_sweep); and a save the chief abandoned is dropped from it at
  * once, files, temporary files and state entry (psrt_state_drop).
+ *
+ * The chief's checkpoints are named here too, <train_dir>/model.ckpt-<step>
+ * (psrt_ckpt_prefix), for the worker and every checkpoint protocol.
  */
 #include "runtime/psrt/psrt.h"
 #include "runtime/ckpt/bundle.h"
@@ -29,6 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* (psrt.h) */
+void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len)
+{
+    snprintf(out, len, "%s/model.ckpt-%lld", f->train_dir, step);
+}
 
 /* (psrt.h) The glob covers every shard count. */
 void psrt_delete_checkpoint(const char *p)

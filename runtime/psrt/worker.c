@@ -41,20 +41,6 @@
 #define STEP_DONE (-2)
 #define NEED_RECOVERY (-3)
 
-const char *psrt_ps_device(int p)
-{
-    static __thread char buf[4][64];
-    static __thread int k;
-    char *b = buf[k++ & 3];
-    snprintf(b, 64, "/job:ps/replica:0/task:%d/device:CPU:0", p);
-    return b;
-}
-
-void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len)
-{
-    snprintf(out, len, "%s/model.ckpt-%lld", f->train_dir, step);
-}
-
 static void sleep_s(double s)
 {
     if (s <= 0)
@@ -63,78 +49,7 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-/* ---- fan-out calls ------------------------------------------------------ */
-
-void psrt_call_status_err(struct psrt_call *c, struct psrt_buf *resp)
-{
-    c->err.code = c->status;
-    size_t n = resp->len < sizeof c->err.msg - 1 ? resp->len : sizeof c->err.msg - 1;
-    if (n)
-        memcpy(c->err.msg, resp->p, n);
-    else
-        n = (size_t)snprintf(c->err.msg, sizeof c->err.msg, "%s: %s failed on %s",
-                             psrt_err_class(c->status), psrt_op_name(c->op),
-                             psrt_ps_device(c->ps));
-    c->err.msg[n] = 0;
-}
-
-static void call_thread(void *arg)
-{
-    struct psrt_call *c = arg;
-    struct psrt_worker *w = c->w;
-    c->rc = psrt_conn_call(w->conn[c->ps], c->op, c->flags, c->iov, c->niov, c->timeout,
-                           &w->resp[c->ps], &c->status, &c->err);
-    if (!c->rc && c->status)
-        psrt_call_status_err(c, &w->resp[c->ps]);
-    psrt_latch_done(c->latch);
-}
-
-int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
-{
-    for (int i = 0; i < n; i++) {
-        calls[i].w = w;
-        calls[i].rc = 0;
-        calls[i].status = 0;
-        calls[i].err.code = 0;
-        calls[i].err.msg[0] = 0;
-        if (calls[i].timeout <= 0)
-            calls[i].timeout = w->f->rpc_timeout;
-    }
-    if (w->f->rpc_threads == PSRT_PER_REQUEST) {
-        struct psrt_latch *l = psrt_latch_new(n);
-        for (int i = 0; i < n; i++) {
-            calls[i].latch = l;
-            psrt_sched_closure(call_thread, &calls[i]);
-        }
-        psrt_latch_wait_free(l);
-    } else {
-        struct psrt_mcall m[64];
-        double timeout = 0;
-        for (int done = 0; done < n; done += 64) {
-            int k = n - done < 64 ? n - done : 64;
-            for (int i = 0; i < k; i++) {
-                struct psrt_call *c = &calls[done + i];
-                m[i] = (struct psrt_mcall){.c = w->conn[c->ps], .op = c->op, .flags = c->flags,
-                                           .iov = c->iov, .niov = c->niov,
-                                           .resp = &w->resp[c->ps], .err = &c->err};
-                if (c->timeout > timeout)
-                    timeout = c->timeout;
-            }
-            psrt_conn_multi(m, k, timeout);
-            for (int i = 0; i < k; i++) {
-                struct psrt_call *c = &calls[done + i];
-                c->rc = m[i].rc;
-                c->status = m[i].status;
-                if (!c->rc && c->status)
-                    psrt_call_status_err(c, &w->resp[c->ps]);
-            }
-        }
-    }
-    for (int i = 0; i < n; i++)
-        if (calls[i].rc || calls[i].status)
-            return i;
-    return -1;
-}
+/* ---- reconnecting (the calls themselves: calls.c) ------------------------ */
 
 int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err)
 {
@@ -142,38 +57,6 @@ int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err)
              w->f->reconnect_timeout);
     psrt_ev("rpc.reconnect", "peer=%s", psrt_ev_q(psrt_conn_peer(w->conn[p])));
     return psrt_conn_connect(w->conn[p], w->f->reconnect_timeout, err);
-}
-
-int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
-                     struct psrt_err *err)
-{
-    struct psrt_call c = {.ps = p, .op = PSRT_OP_PING};
-    if (psrt_worker_calls(w, &c, 1) >= 0) {
-        *err = c.err;
-        return c.rc ? c.rc : c.status;
-    }
-    struct psrt_buf *b = &w->resp[p];
-    b->off = 0;
-    (void)psrt_buf_get_u64(b);
-    *ready = (int)psrt_buf_get_u32(b);
-    *step = (long long)psrt_buf_get_u64(b);
-    (void)psrt_buf_get_u32(b); /* its task index */
-    char theirs[160], ours[160];
-    int sr = psrt_buf_get_str(b, theirs, sizeof theirs);
-    if (b->bad || sr) {
-        psrt_err_set(err, -EBADMSG, "malformed Ping reply from %s", psrt_conn_peer(w->conn[p]));
-        return -EBADMSG;
-    }
-    /* a ps started with other model flags serves other variables: every
-     * Pull and Push would be malformed, so say so once, plainly */
-    psrt_flags_layout(w->f, ours, sizeof ours);
-    if (strcmp(theirs, ours)) {
-        psrt_err_set(err, -EINVAL, "%s serves %s; this worker has %s: give every task the same "
-                     "--model, --ps_hosts and model size flags", psrt_conn_peer(w->conn[p]),
-                     theirs, ours);
-        return -EINVAL;
-    }
-    return 0;
 }
 
 /* Makes sure every ps is connected (reconnecting lost ones). */
@@ -578,13 +461,6 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
         sleep_s(back);
         back = back * 2 > 0.5 ? 0.5 : back * 2;
     }
-}
-
-/* (worker.h) */
-bool psrt_lost_peer(int r)
-{
-    return r == -ECONNRESET || r == -EAGAIN || r == -ENOTCONN || r == -ETIMEDOUT ||
-           r == -ECONNREFUSED || r == -EPIPE || r == -ESTALE || r == -ESHUTDOWN;
 }
 
 /* After NEED_RECOVERY: reconnect lost ps; the chief restores or initialises

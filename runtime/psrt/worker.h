@@ -1,10 +1,13 @@
 /*
  * worker.h: the worker task's state, shared by the chief's checkpoint
- * protocols (save_legacy.c, save_robust.c, restore.c, export.c).
+ * protocols (save_legacy.c, save_robust.c, restore.c, export.c), which reach
+ * the ps tasks through calls.h (included here) and name checkpoints with
+ * psrt_ckpt_prefix (state.c): nothing they call calls back into worker.c.
  */
 #ifndef PSRT_WORKER_H
 #define PSRT_WORKER_H
 
+#include "runtime/psrt/calls.h"
 #include "runtime/psrt/ps.h"
 #include "runtime/psrt/psrt.h"
 
@@ -51,28 +54,6 @@ int psrt_worker_init_all(struct psrt_worker *w, struct psrt_err *err);
 /* Open on every ps: the model is ready, every worker may pull and push. */
 int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err);
 
-/* One call to one ps, for fan-out. */
-struct psrt_call {
-    int ps;
-    int op;
-    uint32_t flags;
-    struct iovec iov[8];
-    int niov;
-    double timeout;
-    int rc;              /* transport result */
-    int32_t status;      /* peer's status */
-    struct psrt_err err; /* rc or status != 0: the message */
-    struct psrt_worker *w;
-    struct psrt_latch *latch;
-};
-/* Runs the calls (one per distinct ps) concurrently: in pool mode on this
- * thread (send all, then receive all), in per_request mode one detached
- * thread per call.  Replies land in w->resp[call.ps].  Returns the index of
- * the first failed call, or -1 when all succeeded. */
-int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n);
-/* c->err from the ps's refusal (its message is the reply payload resp). */
-void psrt_call_status_err(struct psrt_call *c, struct psrt_buf *resp);
-
 /* A big sparse push, streamed (push.c): splits keys[0..n) by ps a piece at
  * a time into pk/pg/pi/pn (as psrt_split_keys; the caller keeps them, for
  * the pull that follows) and sends each piece to its ps as soon as it is
@@ -86,18 +67,8 @@ int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const f
                             uint64_t **pk, float **pg, uint32_t **pi, size_t *pn,
                             struct psrt_call *calls);
 
-/* Ping of ps p: *ready (0 uninitialized, 1 initialized, 2 open) and its
- * global step.  0, or -errno with err set (a transport error, the ps's
- * status, or a malformed reply), naming the ps. */
-int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
-                     struct psrt_err *err);
 /* Reconnects to ps p after a transport error (backoff, reconnect timeout). */
 int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err);
-/* Whether error r means a peer went away (or is restarting): the chief
- * recovers (reconnects, restores a relaunched ps) instead of failing. */
-bool psrt_lost_peer(int r);
-/* "/job:ps/replica:0/task:N/device:CPU:0" */
-const char *psrt_ps_device(int p);
 
 /* Checkpoint protocols run by the chief.  0 or -errno with err set
  * (TensorFlow-shaped text, then a "[[Node: ...]]" line naming the op and
@@ -119,7 +90,5 @@ int psrt_legacy_sharded_save(struct psrt_worker *w, const char *saver, const cha
  * CKPT_SYNC for robust). */
 int psrt_update_state(struct psrt_worker *w, const char *prefix, unsigned flags,
                       struct psrt_err *err);
-/* "<train_dir>/model.ckpt-<step>" */
-void psrt_ckpt_prefix(const struct psrt_flags *f, long long step, char *out, size_t len);
 
 #endif
