@@ -6,6 +6,7 @@
  * observes and judges is harness/engine/check.c's (and check_ckpt.c's).
  */
 #include "harness/load/sections.h"
+#include "harness/base/suggest.h"
 #include "harness/run/evsrv.h"
 
 #include <ctype.h>
