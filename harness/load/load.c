@@ -1190,6 +1190,7 @@ void fl_scenario_free(struct fl_scenario *s)
         for (size_t k = 0; k < f->action.n_groups; k++)
             free_hostset(&f->action.groups[k]);
         free(f->action.groups);
+        free(f->action.params);
         free_hostset(&f->action.from);
         free_hostset(&f->action.to);
         fl_scn_selector_free(&f->variant);

@@ -324,6 +324,9 @@ struct fl_scn_action {
     struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
     struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
     struct fl_scn_rest rest;        /* CORRUPT, TRUNCATE (host in host, target) */
+    /* A kind's own parsed value, for a kind that keeps one outside the fields
+     * above (its parser mallocs it; the scenario frees it with free()). */
+    void *params;
 };
 
 struct fl_scn_fault {
