@@ -10,12 +10,15 @@
  *
  *   FL_TEST(ckpt_bundle, write_matches_tensorflow) { ... }
  *   FL_TEST_T(soak_draw, many_seeds, 120) { ... }        // 120 s timeout
+ *   FL_TEST_CLUSTER_T(psrt_train, linear_reaches_target, 40) { ... }
  *   FL_TEST_ROOT_T(engine_run, partition_heals, 90) { ... }
  *
  * A test says what it needs by the macro: FL_TEST and FL_TEST_T need nothing
- * (a unit test: any user, no namespaces, mounts, cgroups or nftables; `make
- * check-unit` runs only those), FL_TEST_ROOT and FL_TEST_ROOT_T need root
- * (the runner skips them for another user).
+ * (a unit test: any user, no namespaces, mounts, cgroups or nftables, well
+ * under a second; `make check-unit` runs only those); FL_TEST_CLUSTER(_T)
+ * start a cluster of psrt processes on loopback (any user, but seconds
+ * each); FL_TEST_ROOT(_T) need root (the runner skips them, unstarted, for
+ * another user).
  *
  * Files are named by subject: test_<layer>_<subject>.c, the layer being the
  * harness layer the tests are about (cli, soak, engine, load, faults, run,
@@ -38,7 +41,8 @@ typedef void (*fl_test_fn)(void);
 
 /* What a test needs from the machine to run. */
 enum fl_test_needs {
-    FL_NEEDS_NOTHING,   /* a unit test */
+    FL_NEEDS_NOTHING,   /* a unit test: in one process or a few, fast */
+    FL_NEEDS_CLUSTER,   /* a cluster of psrt processes on loopback: any user, seconds */
     FL_NEEDS_ROOT,      /* root: namespaces, mounts, cgroups, nftables */
 };
 
@@ -95,6 +99,9 @@ const char *fl_test_write(const char *name, const char *text);
 #define FL_TEST_T(suite, name, timeout_s)                                      \
     FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_NOTHING)
 #define FL_TEST(suite, name) FL_TEST_T(suite, name, 60)
+#define FL_TEST_CLUSTER_T(suite, name, timeout_s)                              \
+    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_CLUSTER)
+#define FL_TEST_CLUSTER(suite, name) FL_TEST_CLUSTER_T(suite, name, 60)
 #define FL_TEST_ROOT_T(suite, name, timeout_s)                                 \
     FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_ROOT)
 #define FL_TEST_ROOT(suite, name) FL_TEST_ROOT_T(suite, name, 60)

@@ -477,10 +477,11 @@ static void usage(FILE *f)
             "usage: fl-tests [--list] [--unit] [--layer L]... [PATTERN...]\n"
             "Runs faultline's tests, each in a forked child with a timeout, and ends with\n"
             "\"N passed, N failed, N skipped\" (exit status 1 when a test failed).\n"
-            "  -l, --list   list the selected tests instead, one \"suite/name [unit|root]\"\n"
-            "               a line: unit tests need nothing, root tests need root\n"
-            "               (namespaces, mounts, cgroups, nftables) and are skipped\n"
-            "               for another user\n"
+            "  -l, --list   list the selected tests instead, one a line:\n"
+            "               \"suite/name [unit|cluster|root]\"; unit tests need nothing,\n"
+            "               cluster tests start psrt processes on loopback (any user,\n"
+            "               seconds each), root tests need root (namespaces, mounts,\n"
+            "               cgroups, nftables) and are skipped for another user\n"
             "  --unit       only the unit tests (`make check-unit`: any user, seconds)\n"
             "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
             "               layer (cli soak engine load faults run scenario record sys\n"
@@ -493,6 +494,9 @@ static void usage(FILE *f)
             "Environment: FL_SHARED (the shared/ folder), FL_ROOT (the source tree),\n"
             "TMPDIR (where each test's directory is made).\n");
 }
+
+static const char *const needs_word[] = {
+    [FL_NEEDS_NOTHING] = "unit", [FL_NEEDS_CLUSTER] = "cluster", [FL_NEEDS_ROOT] = "root"};
 
 /* True when some registered test is of layer l. */
 static bool known_layer(const char *l)
@@ -542,8 +546,7 @@ int main(int argc, char **argv)
     if (list) {
         for (size_t i = 0; i < ntests; i++)
             if (selected(&tests[i], &sel))
-                printf("%s/%s [%s]\n", tests[i].suite, tests[i].name,
-                       tests[i].needs == FL_NEEDS_ROOT ? "root" : "unit");
+                printf("%s/%s [%s]\n", tests[i].suite, tests[i].name, needs_word[tests[i].needs]);
         return 0;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
