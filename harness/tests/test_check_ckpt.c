@@ -73,7 +73,7 @@ static int check_row(const char *db, const char *name, int nth, char *obs, size_
     return passed;
 }
 
-FL_TEST_T(check_ckpt, each_check_passes_and_fails, 90)
+FL_TEST_ROOT_T(check_ckpt, each_check_passes_and_fails, 90)
 {
     fl_test_need_root();
     char path[4096], db[4096], obs[2048];
@@ -119,7 +119,7 @@ FL_TEST_T(check_ckpt, each_check_passes_and_fails, 90)
     FL_ASSERT_CONTAINS(obs, "global_step");
 }
 
-FL_TEST_T(check_ckpt, missing_state_and_steps_fail, 60)
+FL_TEST_ROOT_T(check_ckpt, missing_state_and_steps_fail, 60)
 {
     fl_test_need_root();
     char path[4096], db[4096], obs[2048];

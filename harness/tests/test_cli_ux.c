@@ -32,7 +32,7 @@ static void need_root_and_probe(void)
         FL_SKIP("build/bin/faultline is not built");
 }
 
-FL_TEST_T(cli_ux, run_notes_faults_that_never_fired, 60)
+FL_TEST_ROOT_T(cli_ux, run_notes_faults_that_never_fired, 60)
 {
     need_root_and_probe();
     fl_test_write("never.yaml",
@@ -69,7 +69,7 @@ FL_TEST_T(cli_ux, run_notes_faults_that_never_fired, 60)
     free(out);
 }
 
-FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
+FL_TEST_ROOT_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
 {
     need_root_and_probe();
     fl_test_write("fired.yaml",
@@ -87,7 +87,7 @@ FL_TEST_T(cli_ux, run_says_nothing_when_every_fault_fired, 60)
     free(out);
 }
 
-FL_TEST_T(cli_ux, run_names_missing_command, 60)
+FL_TEST_ROOT_T(cli_ux, run_names_missing_command, 60)
 {
     need_root_and_probe();
     fl_test_write("nocmd.yaml",
@@ -130,7 +130,7 @@ FL_TEST(cli_ux, shell_unknown_host_suggests_and_lists_hosts)
     free(out);
 }
 
-FL_TEST_T(cli_ux, run_timeout_names_tasks_waited_for, 60)
+FL_TEST_ROOT_T(cli_ux, run_timeout_names_tasks_waited_for, 60)
 {
     need_root_and_probe();
     fl_test_write("slow.yaml",
@@ -183,7 +183,7 @@ FL_TEST(cli_ux, runs_takes_verdict_as_shown_and_hints_scenario)
     free(out);
 }
 
-FL_TEST_T(cli_ux, run_bare_own_program_says_write_bin, 60)
+FL_TEST_ROOT_T(cli_ux, run_bare_own_program_says_write_bin, 60)
 {
     need_root_and_probe();
     if (access(fl_test_bin("psrt"), X_OK) != 0)

@@ -59,7 +59,7 @@ static void require_setup(void)
  * sync point: each .bin on a differs from its copy in exactly 8 bytes,
  * t.log has 100 bytes; b's files are untouched (the scenario); the faults'
  * rows name each file with its offsets or sizes. */
-FL_TEST_T(disk_at_rest, corrupt_and_truncate_change_target_files_only, 60)
+FL_TEST_ROOT_T(disk_at_rest, corrupt_and_truncate_change_target_files_only, 60)
 {
     require_setup();
     fl_test_scenario_passes("disk-at-rest.yaml");
@@ -72,7 +72,7 @@ FL_TEST_T(disk_at_rest, corrupt_and_truncate_change_target_files_only, 60)
 
 /* A glob that matches nothing: the run ends in ERROR, the message names the
  * fault, the host and the glob, and the fault's row has it as its error. */
-FL_TEST_T(disk_at_rest, no_match_is_error_naming_host_and_glob, 60)
+FL_TEST_ROOT_T(disk_at_rest, no_match_is_error_naming_host_and_glob, 60)
 {
     require_setup();
     char *out = NULL;
@@ -99,7 +99,7 @@ static void require_psrt(void)
 
 /* robust: ps0's own copies corrupted while the chief is down: the relaunched
  * chief restores shard 0 from its own copy and trains to the end. */
-FL_TEST_T(disk_at_rest, psrt_robust_restores_from_other_copy, 90)
+FL_TEST_ROOT_T(disk_at_rest, psrt_robust_restores_from_other_copy, 90)
 {
     require_psrt();
     fl_test_scenario_passes("disk-corrupt-robust.yaml");
@@ -110,7 +110,7 @@ FL_TEST_T(disk_at_rest, psrt_robust_restores_from_other_copy, 90)
 
 /* legacy: the one copy corrupted: the relaunched chief's restore fails with
  * DataLossError naming the data file and the checksum (the scenario). */
-FL_TEST_T(disk_at_rest, psrt_legacy_fails_with_checksum_error, 90)
+FL_TEST_ROOT_T(disk_at_rest, psrt_legacy_fails_with_checksum_error, 90)
 {
     require_psrt();
     fl_test_scenario_passes("disk-corrupt-legacy.yaml");

@@ -80,7 +80,7 @@ static void require_setup(void)
  * and the task's shell (started before it) both fail with ENOSPC, succeed
  * after the heal; host b's task never fails and has no preload (the
  * scenario's expectations); the fault is recorded with its detail and heal. */
-FL_TEST_T(disk_faults, write_enospc_on_target_host_only, 60)
+FL_TEST_ROOT_T(disk_faults, write_enospc_on_target_host_only, 60)
 {
     require_setup();
     fl_test_scenario_passes("disk-write.yaml");
@@ -95,7 +95,7 @@ FL_TEST_T(disk_faults, write_enospc_on_target_host_only, 60)
  * when the task runs again, and recorded without an error; the next one, to
  * the running task, is taken at once (the late reply read first).  It used
  * to wait 1 s for the frozen process and error "no answer (paused?)". */
-FL_TEST_T(disk_faults, fault_on_paused_task_taken_when_it_runs, 60)
+FL_TEST_ROOT_T(disk_faults, fault_on_paused_task_taken_when_it_runs, 60)
 {
     require_setup();
     if (system("python3 -c '' 2>/dev/null") != 0)
@@ -115,7 +115,7 @@ FL_TEST_T(disk_faults, fault_on_paused_task_taken_when_it_runs, 60)
 /* point: psrt/save/shard_write on the ps host, applied at the chief's first
  * save.begin (a sync point): psrt's robust save fails there with the errno
  * given, and both tasks print psrt's one-line failure (the scenario). */
-FL_TEST_T(disk_faults, psrt_point_fails_robust_save, 60)
+FL_TEST_ROOT_T(disk_faults, psrt_point_fails_robust_save, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -171,7 +171,7 @@ static int io_tenths(const char *phase)
 /* call: fsync, delay: 50ms on host a for 1.5s: each fsync on a takes about
  * 50 ms more while the fault is on, is fast before and after its heal; host
  * b's fsyncs, all along, are never slowed (the scenario's expectations). */
-FL_TEST_T(disk_faults, fsync_delay_slows_target_host_only, 60)
+FL_TEST_ROOT_T(disk_faults, fsync_delay_slows_target_host_only, 60)
 {
     require_probe();
     fl_test_scenario_passes("disk-slow.yaml");
@@ -190,7 +190,7 @@ FL_TEST_T(disk_faults, fsync_delay_slows_target_host_only, 60)
 /* call: write, short: 1K on host a: one write() of 10000 bytes writes
  * 1024 and the file has 1024 bytes; a loop on short writes gets all 10000
  * in 10 calls; host b, untouched, writes 10000 in one (the scenario). */
-FL_TEST_T(disk_faults, short_write_truncates_careless_writer, 60)
+FL_TEST_ROOT_T(disk_faults, short_write_truncates_careless_writer, 60)
 {
     require_probe();
     fl_test_scenario_passes("disk-short.yaml");
@@ -202,7 +202,7 @@ FL_TEST_T(disk_faults, short_write_truncates_careless_writer, 60)
  * its checkpoint data is written in 1000-byte pieces, as strace shows):
  * psrt's writers loop on short writes, so the robust saves succeed and the
  * checkpoint verifies, bit-exact with the ps's copy (the scenario). */
-FL_TEST_T(disk_faults, psrt_saves_survive_short_writes, 90)
+FL_TEST_ROOT_T(disk_faults, psrt_saves_survive_short_writes, 90)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -227,7 +227,7 @@ static long long clock_read(const char *host)
  * about 3600 s more than on b, c about 1.5 s less; the FAKETIME each got,
  * and Python's time.sleep working on each, are in the scenario's
  * expectations. */
-FL_TEST_T(clock_offset, date_on_offset_host_is_ahead, 60)
+FL_TEST_ROOT_T(clock_offset, date_on_offset_host_is_ahead, 60)
 {
     fl_test_need_root();
     if (!fl_clock_faketime_lib())
@@ -269,7 +269,7 @@ static int drift_error_ms(const char *host, const char *kind, int offset_ms, int
  * each host's clock (two `date` processes), the clock advances 1.5, 0.8
  * and 1 times the real time; and each reading carries the drift gathered
  * since the start of the run (every process of the host agrees). */
-FL_TEST_T(clock_offset, drift_runs_host_clock_fast_or_slow, 60)
+FL_TEST_ROOT_T(clock_offset, drift_runs_host_clock_fast_or_slow, 60)
 {
     fl_test_need_root();
     if (!fl_clock_faketime_lib())

@@ -292,7 +292,7 @@ static void require_psrt(void)
 /* unsynced_writes.py's files after a crash: with lose only what was synced (the
  * scenario checks each file), with keep all of it; the fault's row says
  * what was lost. */
-FL_TEST_T(durable, crash_loses_unsynced_writes, 90)
+FL_TEST_ROOT_T(durable, crash_loses_unsynced_writes, 90)
 {
     require_setup();
     if (access("/usr/bin/python3", X_OK) != 0)
@@ -312,7 +312,7 @@ FL_TEST_T(durable, crash_loses_unsynced_writes, 90)
 /* truncate: and corrupt: at rest change the synced copy too: they survive
  * the crash (the scenario); what was written after the sync does not, nor
  * what a process of its own session wrote up to the crash. */
-FL_TEST_T(durable, crash_keeps_changes_at_rest, 60)
+FL_TEST_ROOT_T(durable, crash_keeps_changes_at_rest, 60)
 {
     require_setup();
     fl_test_scenario_passes("unsynced-at-rest.yaml");
@@ -325,7 +325,7 @@ FL_TEST_T(durable, crash_keeps_changes_at_rest, 60)
 /* An fsync that fails (a disk: fault on fsync, libfiu's preload after
  * ours) makes nothing durable: the synced content comes back; a hard link
  * comes back as a link (the scenario). */
-FL_TEST_T(durable, failed_fsync_makes_nothing_durable, 60)
+FL_TEST_ROOT_T(durable, failed_fsync_makes_nothing_durable, 60)
 {
     require_setup();
     if (access("/usr/bin/python3", X_OK) != 0)
@@ -338,7 +338,7 @@ FL_TEST_T(durable, failed_fsync_makes_nothing_durable, 60)
  * every directory above it synced), the run ends with a checkpoint that
  * restores.  It used to lose ps1's whole train_logs (the directories
  * mkdir -p made were never synced: "-train_logs/" in the detail). */
-FL_TEST_T(durable, robust_ps_crash_keeps_reported, 90)
+FL_TEST_ROOT_T(durable, robust_ps_crash_keeps_reported, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-ps.yaml");
@@ -352,7 +352,7 @@ FL_TEST_T(durable, robust_ps_crash_keeps_reported, 90)
  * lost): the new chief restores step 100 from the ps tasks' copies alone,
  * ps1's included.  It failed with "shard 1 of 2 (ps task 1 ...) has no
  * surviving copy" while psrt's directories were not synced. */
-FL_TEST_T(durable, robust_ps_crash_chief_replaced, 90)
+FL_TEST_ROOT_T(durable, robust_ps_crash_chief_replaced, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-ps-replace.yaml");
@@ -362,7 +362,7 @@ FL_TEST_T(durable, robust_ps_crash_chief_replaced, 90)
  * survives a crash of the chief's host losing every unsynced write: before
  * the fix export_dir's parents were never synced, and the whole exports/
  * tree was lost. */
-FL_TEST_T(durable, robust_export_survives_crash, 90)
+FL_TEST_ROOT_T(durable, robust_export_survives_crash, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-export.yaml");
@@ -370,7 +370,7 @@ FL_TEST_T(durable, robust_export_survives_crash, 90)
 
 /* The chief's host crashes the same way: its own reported checkpoint is
  * all there after the crash. */
-FL_TEST_T(durable, robust_chief_crash_keeps_reported, 90)
+FL_TEST_ROOT_T(durable, robust_chief_crash_keeps_reported, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-robust-chief.yaml");
@@ -384,7 +384,7 @@ FL_TEST_T(durable, robust_chief_crash_keeps_reported, 90)
  * after its second save loses all of train_logs; the relaunched chief
  * finds no checkpoint and trains again from step 0 (the scenario counts
  * the saves; with keep it restores step 20). */
-FL_TEST_T(durable, legacy_chief_crash_starts_over, 90)
+FL_TEST_ROOT_T(durable, legacy_chief_crash_starts_over, 90)
 {
     require_psrt();
     fl_test_scenario_passes("unsynced-legacy.yaml");
@@ -445,7 +445,7 @@ static bool run_gone(void *arg)
 /* A run that fails keeps its logs, not the layer's store or library; one
  * with --keep copies its disks, not the store; a harness killed mid-run
  * leaves nothing that gc does not remove. */
-FL_TEST_T(durable, nothing_left_behind, 90)
+FL_TEST_ROOT_T(durable, nothing_left_behind, 90)
 {
     require_setup();
     const char *scn =
@@ -545,7 +545,7 @@ FL_TEST_T(durable, nothing_left_behind, 90)
  * harness for ever (its timeout included).  The relaunch now starts thawed
  * and runs to the end (the scenario).  A harness that hangs anyway is
  * killed after 40 s and its run collected. */
-FL_TEST_T(freezer, relaunch_after_pause_of_crashed_task, 90)
+FL_TEST_ROOT_T(freezer, relaunch_after_pause_of_crashed_task, 90)
 {
     require_setup();
     char *out = NULL;

@@ -62,7 +62,7 @@ static void require_setup(void)
         FL_SKIP("build/bin/fl-probe is not built");
 }
 
-FL_TEST_T(engine, run_disk_private_and_shared_path, 60)
+FL_TEST_ROOT_T(engine, run_disk_private_and_shared_path, 60)
 {
     require_setup();
     char *out;
@@ -77,7 +77,7 @@ FL_TEST_T(engine, run_disk_private_and_shared_path, 60)
     free(out);
 }
 
-FL_TEST_T(engine, run_partition_blocks_then_heals, 60)
+FL_TEST_ROOT_T(engine, run_partition_blocks_then_heals, 60)
 {
     require_setup();
     run_passes("partition.yaml");
@@ -86,7 +86,7 @@ FL_TEST_T(engine, run_partition_blocks_then_heals, 60)
 
 /* More hosts than one bring-up chunk: inits are cloned while a second thread
  * plugs earlier ones into the fabric; every client must reach h0. */
-FL_TEST_T(engine, run_40_hosts_each_reaches_h0, 60)
+FL_TEST_ROOT_T(engine, run_40_hosts_each_reaches_h0, 60)
 {
     require_setup();
     run_passes("many-hosts.yaml");
@@ -94,13 +94,13 @@ FL_TEST_T(engine, run_40_hosts_each_reaches_h0, 60)
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM checks WHERE passed=0"), 0);
 }
 
-FL_TEST_T(engine, run_oneway_partition_one_direction, 60)
+FL_TEST_ROOT_T(engine, run_oneway_partition_one_direction, 60)
 {
     require_setup();
     run_passes("oneway.yaml");
 }
 
-FL_TEST_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
+FL_TEST_ROOT_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
 {
     require_setup();
     char *out;
@@ -113,26 +113,26 @@ FL_TEST_T(engine, run_restart_keeps_disk_replace_empties_it, 60)
     free(out);
 }
 
-FL_TEST_T(engine, run_crash_host_kills_every_process, 60)
+FL_TEST_ROOT_T(engine, run_crash_host_kills_every_process, 60)
 {
     require_setup();
     run_passes("crash.yaml");
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE host='a' AND signal=9"), 2);
 }
 
-FL_TEST_T(engine, run_disk_size_limit_gives_enospc, 60)
+FL_TEST_ROOT_T(engine, run_disk_size_limit_gives_enospc, 60)
 {
     require_setup();
     run_passes("disk-size.yaml");
 }
 
-FL_TEST_T(engine, run_limit_threads_on_one_host, 60)
+FL_TEST_ROOT_T(engine, run_limit_threads_on_one_host, 60)
 {
     require_setup();
     run_passes("limit.yaml");
 }
 
-FL_TEST_T(engine, sync_point_kill_lands_at_same_step_20_of_20, 180)
+FL_TEST_ROOT_T(engine, sync_point_kill_lands_at_same_step_20_of_20, 180)
 {
     require_setup();
     char *out;
@@ -146,7 +146,7 @@ FL_TEST_T(engine, sync_point_kill_lands_at_same_step_20_of_20, 180)
     free(out);
 }
 
-FL_TEST_T(engine, parallel_runs_both_pass, 90)
+FL_TEST_ROOT_T(engine, parallel_runs_both_pass, 90)
 {
     require_setup();
     char cmd[8192];
@@ -243,7 +243,7 @@ static bool inits_gone(void *arg)
     return !fl_pid_alive(st->switch_pid, st->switch_start);
 }
 
-FL_TEST_T(engine, sigkill_then_gc_leaves_nothing, 60)
+FL_TEST_ROOT_T(engine, sigkill_then_gc_leaves_nothing, 60)
 {
     require_setup();
     struct gc_ctx g;
@@ -323,7 +323,7 @@ static bool no_task_up(void *arg)
 /* gc from another --out sees the run's cgroup but not its state file: it
  * must still tell that the run's harness lives, even while no process of
  * the run is up, and leave it alone. */
-FL_TEST_T(engine, gc_elsewhere_spares_a_live_run, 60)
+FL_TEST_ROOT_T(engine, gc_elsewhere_spares_a_live_run, 60)
 {
     require_setup();
     struct gc_ctx g;
@@ -349,7 +349,7 @@ FL_TEST_T(engine, gc_elsewhere_spares_a_live_run, 60)
  * hosts are being set up (its cgroups and database row exist already), and
  * at its first umount2, tearing down a run that passed.  gc must then
  * remove the run's directory and cgroup and mark its row, at once. */
-FL_TEST_T(engine, kill_at_a_call_then_gc_cleans, 60)
+FL_TEST_ROOT_T(engine, kill_at_a_call_then_gc_cleans, 60)
 {
     require_setup();
     if (system("strace -V >/dev/null 2>&1") != 0)
@@ -396,7 +396,7 @@ FL_TEST_T(engine, kill_at_a_call_then_gc_cleans, 60)
     }
 }
 
-FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
+FL_TEST_ROOT_T(engine, passing_run_leaves_nothing_behind, 60)
 {
     require_setup();
     run_passes("crash.yaml");
@@ -418,7 +418,7 @@ FL_TEST_T(engine, passing_run_leaves_nothing_behind, 60)
     free(id);
 }
 
-FL_TEST_T(engine, kill_for_relaunches_and_pause_freezes, 60)
+FL_TEST_ROOT_T(engine, kill_for_relaunches_and_pause_freezes, 60)
 {
     require_setup();
     run_passes("relaunch.yaml");
@@ -439,7 +439,7 @@ static bool file_has(void *arg)
     return ok;
 }
 
-FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
+FL_TEST_ROOT_T(engine, sigterm_stops_run_and_cleans_up, 60)
 {
     require_setup();
     struct gc_ctx g;
@@ -468,7 +468,7 @@ FL_TEST_T(engine, sigterm_stops_run_and_cleans_up, 60)
     fl_state_free(&st);
 }
 
-FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
+FL_TEST_ROOT_T(engine, shell_and_exec_reach_a_host, 60)
 {
     require_setup();
     char fifo[4096], sout[4096];
@@ -536,7 +536,7 @@ FL_TEST_T(engine, shell_and_exec_reach_a_host, 60)
     free(out);
 }
 
-FL_TEST_T(engine, scenario_dir_under_tmp_visible_in_hosts, 60)
+FL_TEST_ROOT_T(engine, scenario_dir_under_tmp_visible_in_hosts, 60)
 {
     require_setup();
     /* The test's directory is under /tmp, which every host covers with its

@@ -137,7 +137,7 @@ FL_TEST(engine, evsrv_drain_reads_what_exited_senders_left)
 /* A shell on a host whose scenario would crash that host at once, kill it
  * at the 1 s timeout and make its processes sync on an event: the shell
  * outlives both, and sees no FAULTLINE_SYNC. */
-FL_TEST_T(engine, shell_applies_no_faults_and_has_no_timeout, 60)
+FL_TEST_ROOT_T(engine, shell_applies_no_faults_and_has_no_timeout, 60)
 {
     fl_test_need_root();
     char path[4096];
@@ -170,7 +170,7 @@ FL_TEST_T(engine, shell_applies_no_faults_and_has_no_timeout, 60)
  * loop sees the exit) before the loop has accepted or read the event's
  * connection.  The event must still be recorded, in every one of 100
  * runs (before the fix about one in six lost it; more under load). */
-FL_TEST_T(engine, last_event_before_exit_is_recorded, 120)
+FL_TEST_ROOT_T(engine, last_event_before_exit_is_recorded, 120)
 {
     fl_test_need_root();
     char path[4096];

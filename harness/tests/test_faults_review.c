@@ -20,7 +20,7 @@ static void require_setup(void)
 
 /* "for: starts the killed tasks again": a task still shutting down when the
  * kill heals is relaunched once it has exited, never beside itself. */
-FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
+FL_TEST_ROOT_T(faults, kill_for_relaunches_after_exit, 60)
 {
     require_setup();
     fl_test_scenario_passes("relaunch-slow-exit.yaml");
@@ -34,7 +34,7 @@ FL_TEST_T(faults, kill_for_relaunches_after_exit, 60)
 
 /* "replace: a new machine": its /tmp is as empty as its disk; a restart
  * (a reboot of the same machine) keeps both. */
-FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
+FL_TEST_ROOT_T(faults, replace_empties_tmp_restart_keeps_it, 60)
 {
     require_setup();
     fl_test_scenario_passes("replace-tmp.yaml");
@@ -44,7 +44,7 @@ FL_TEST_T(faults, replace_empties_tmp_restart_keeps_it, 60)
 /* "kill: sends signal": with SIGSTOP the task is stopped, and the end of
  * the run continues it like a paused task, so SIGTERM (not SIGKILL after
  * the grace) ends it. */
-FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
+FL_TEST_ROOT_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
 {
     require_setup();
     fl_test_scenario_passes("kill-sigstop.yaml");
@@ -54,7 +54,7 @@ FL_TEST_T(faults, kill_sigstop_task_gets_sigterm_at_end, 60)
 
 /* A kill with for: and a restart of the same host: the restart starts the
  * task again, and the kill's heal then finds it started already. */
-FL_TEST_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
+FL_TEST_ROOT_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
 {
     require_setup();
     fl_test_scenario_passes("kill-for-then-restart.yaml");
@@ -65,7 +65,7 @@ FL_TEST_T(faults, kill_for_heal_after_restart_starts_no_copy, 60)
 /* A kill's for: that ends while the host is down from a longer restart:
  * the task is started when the host is back (it was never started again
  * before: the heal found the host down and dropped the pending start). */
-FL_TEST_T(faults, kill_for_heal_while_host_down_starts_on_up, 60)
+FL_TEST_ROOT_T(faults, kill_for_heal_while_host_down_starts_on_up, 60)
 {
     require_setup();
     fl_test_scenario_passes("kill-for-heals-while-host-down.yaml");
@@ -77,7 +77,7 @@ FL_TEST_T(faults, kill_for_heal_while_host_down_starts_on_up, 60)
  * second ps lost while the robust chief restores the first one's variables
  * made the chief give up ("recovering from a lost ps failed"); it recovers
  * again now.  The kill of ps:1 is pinned to the chief's restore.begin. */
-FL_TEST_T(faults, psrt_second_ps_lost_in_restore, 60)
+FL_TEST_ROOT_T(faults, psrt_second_ps_lost_in_restore, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -90,7 +90,7 @@ FL_TEST_T(faults, psrt_second_ps_lost_in_restore, 60)
  * went away while it restored ("preparing the model (restore or init)
  * failed"); it starts again now.  The kill of ps:0 is pinned to the new
  * chief's restore.begin. */
-FL_TEST_T(faults, psrt_ps_lost_in_chief_start, 60)
+FL_TEST_ROOT_T(faults, psrt_ps_lost_in_chief_start, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -104,7 +104,7 @@ FL_TEST_T(faults, psrt_ps_lost_in_chief_start, 60)
  * while the robust chief saved the final checkpoint made it exit 1
  * ("saving the final checkpoint failed"); it recovers, trains again to max_steps and saves now.  The kill of ps:1
  * is pinned to the chief's save.begin at step 200 (max_steps). */
-FL_TEST_T(faults, psrt_ps_lost_in_final_save, 60)
+FL_TEST_ROOT_T(faults, psrt_ps_lost_in_final_save, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -119,7 +119,7 @@ FL_TEST_T(faults, psrt_ps_lost_in_final_save, 60)
  * committed on ps:0 only; when the chief's disk was then lost, the new
  * chief picked that unreported step and failed ("has no surviving copy").
  * It restores the newest step every ps holds (80, the last reported). */
-FL_TEST_T(faults, psrt_chief_lost_after_bad_commit, 60)
+FL_TEST_ROOT_T(faults, psrt_chief_lost_after_bad_commit, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -134,7 +134,7 @@ FL_TEST_T(faults, psrt_chief_lost_after_bad_commit, 60)
  * copy of the last reported checkpoint; the chief's host lost next, that
  * checkpoint's shard had no copy left.  A ps keeps the last reported
  * checkpoint until a newer one is reported. */
-FL_TEST_T(faults, psrt_chief_lost_keep_one, 60)
+FL_TEST_ROOT_T(faults, psrt_chief_lost_keep_one, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -148,7 +148,7 @@ FL_TEST_T(faults, psrt_chief_lost_keep_one, 60)
  * from the ps tasks' copies alone (its host replaced after the final
  * save) left every shard on one host and no checkpoint on its disk; it
  * saves the restored checkpoint again now. */
-FL_TEST_T(faults, psrt_chief_replaced_at_end, 60)
+FL_TEST_ROOT_T(faults, psrt_chief_replaced_at_end, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
@@ -161,7 +161,7 @@ FL_TEST_T(faults, psrt_chief_replaced_at_end, 60)
 /* scenarios/faults/: one scenario per fault kind, each measuring its own
  * effect (a slow fsync, a short write, a corrupt copy restored past, a
  * drifting clock, a delayed link); every one must pass as shipped. */
-FL_TEST_T(faults, catalog_scenarios_pass, 180)
+FL_TEST_ROOT_T(faults, catalog_scenarios_pass, 180)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)

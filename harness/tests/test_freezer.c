@@ -118,7 +118,7 @@ static void freeze_stops_and_thaws(const char *parent)
     munmap((void *)counter, 4096);
 }
 
-FL_TEST_T(cgroup, freeze_v1_stops_a_setsid_process_and_thaws_it, 30)
+FL_TEST_ROOT_T(cgroup, freeze_v1_stops_a_setsid_process_and_thaws_it, 30)
 {
     fl_test_need_root();
     if (access("/sys/fs/cgroup/freezer/freezer.state", F_OK) != 0 &&
@@ -129,7 +129,7 @@ FL_TEST_T(cgroup, freeze_v1_stops_a_setsid_process_and_thaws_it, 30)
 
 /* The v2 path (cgroup.freeze, "frozen 1" in cgroup.events): where the
  * unified hierarchy is /sys/fs/cgroup, or mounted beside v1. */
-FL_TEST_T(cgroup, freeze_v2_stops_a_setsid_process_and_thaws_it, 30)
+FL_TEST_ROOT_T(cgroup, freeze_v2_stops_a_setsid_process_and_thaws_it, 30)
 {
     fl_test_need_root();
     const char *roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
@@ -170,7 +170,7 @@ static char *only_run_id(void)
  * the harness between the pause and its heal (20 ms allowed for a tick
  * already sent when the pause landed).  The scenario itself checks its
  * tick file the same way (ctl). */
-FL_TEST_T(faults, pause_freezes_a_setsid_child, 60)
+FL_TEST_ROOT_T(faults, pause_freezes_a_setsid_child, 60)
 {
     require_setup();
     char *out;
@@ -198,7 +198,7 @@ FL_TEST_T(faults, pause_freezes_a_setsid_child, 60)
 /* kill reaches a task's setsid child through the task's cgroup, a paused
  * task's (killed, then thawed) and an unpaused one's: ctl checks that both
  * children's pids are gone.  Nothing is left after the run. */
-FL_TEST_T(faults, kill_reaches_a_setsid_child, 60)
+FL_TEST_ROOT_T(faults, kill_reaches_a_setsid_child, 60)
 {
     require_setup();
     char *out;
@@ -258,7 +258,7 @@ static bool run_processes_gone(void *arg)
  * outlive the harness; gc must kill and thaw them and remove every freezer
  * cgroup of the run.  Before that, a gc of another --out spares the live
  * run's freezer cgroups. */
-FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
+FL_TEST_ROOT_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
 {
     require_setup();
     struct run_ctx g = {.log = "a.ctl.0.0.log", .word = "PAUSED"};
@@ -326,7 +326,7 @@ FL_TEST_T(engine, gc_thaws_and_removes_a_killed_paused_run, 60)
 
 /* A run without a pause fault makes no freezer cgroup (set-up cost stays
  * as it was): long.yaml has a limit fault, so a pids cgroup only. */
-FL_TEST_T(engine, run_without_pause_makes_no_freezer_cgroup, 60)
+FL_TEST_ROOT_T(engine, run_without_pause_makes_no_freezer_cgroup, 60)
 {
     require_setup();
     struct run_ctx g = {.log = "a.sleeper.0.0.log", .word = "UP"};

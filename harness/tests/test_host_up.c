@@ -19,7 +19,7 @@
  * plugging in its namespaces meanwhile, may then fail too ("open
  * /proc/PID/ns/net: No such file or directory"): a race, so a few rounds.
  * The error must be the init's own: host, step, path. */
-FL_TEST(hosts, up_batch_error_names_the_failed_mount_not_the_fabric)
+FL_TEST_ROOT(hosts, up_batch_error_names_the_failed_mount_not_the_fabric)
 {
     fl_test_need_root();
     char err[512] = "", tmp[4096], wd[4096], disk[4096];

@@ -20,7 +20,7 @@
  * taken, none records an error.  libfiu's control thread used to open its
  * fifos again for each command and end at the first EMFILE: the first of
  * them then failed "did not take the failure point commands". */
-FL_TEST(limit, fds_leave_disk_fault_control_working)
+FL_TEST_ROOT(limit, fds_leave_disk_fault_control_working)
 {
     fl_test_need_root();
     if (system("python3 -c '' 2>/dev/null") != 0)
@@ -31,7 +31,7 @@ FL_TEST(limit, fds_leave_disk_fault_control_working)
                  3);
 }
 
-FL_TEST(limit, fds_reach_running_process_and_lift)
+FL_TEST_ROOT(limit, fds_reach_running_process_and_lift)
 {
     fl_test_need_root();
     if (system("python3 -c '' 2>/dev/null") != 0)
@@ -56,7 +56,7 @@ static int subdirs(const char *dir)
     return n;
 }
 
-FL_TEST(limit, memory_oom_kills_only_on_limited_host)
+FL_TEST_ROOT(limit, memory_oom_kills_only_on_limited_host)
 {
     fl_test_need_root();
     char root[PATH_MAX];
@@ -76,7 +76,7 @@ FL_TEST(limit, memory_oom_kills_only_on_limited_host)
                   before, after);
 }
 
-FL_TEST(limit, psrt_ps_out_of_fds_then_accepts)
+FL_TEST_ROOT(limit, psrt_ps_out_of_fds_then_accepts)
 {
     fl_test_need_root();
     fl_test_scenario_passes("psrt-ps-out-of-fds.yaml");

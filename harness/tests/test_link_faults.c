@@ -136,7 +136,7 @@ static long event_attr(const char *kind, const char *key)
     return v;
 }
 
-FL_TEST_T(link_faults, loss_50_percent_then_healed, 90)
+FL_TEST_ROOT_T(link_faults, loss_50_percent_then_healed, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-loss.yaml");
@@ -149,7 +149,7 @@ FL_TEST_T(link_faults, loss_50_percent_then_healed, 90)
                         "AND healed_ms - applied_ms BETWEEN 2000 AND 2500"), 1);
 }
 
-FL_TEST_T(link_faults, loss_oneway_spares_other_direction, 90)
+FL_TEST_ROOT_T(link_faults, loss_oneway_spares_other_direction, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-loss-oneway.yaml");   /* expects lossy=100 healed=400 */
@@ -157,7 +157,7 @@ FL_TEST_T(link_faults, loss_oneway_spares_other_direction, 90)
                         "AND healed_ms IS NOT NULL"), 1);
 }
 
-FL_TEST_T(link_faults, rate_20mbit_limits_tcp_transfer, 90)
+FL_TEST_ROOT_T(link_faults, rate_20mbit_limits_tcp_transfer, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-rate.yaml");
@@ -170,7 +170,7 @@ FL_TEST_T(link_faults, rate_20mbit_limits_tcp_transfer, 90)
                         "AND healed_ms IS NULL"), 1);
 }
 
-FL_TEST_T(link_faults, down_drops_everything_until_healed, 90)
+FL_TEST_ROOT_T(link_faults, down_drops_everything_until_healed, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-down.yaml");          /* expects lossy=0 healed=400 */
@@ -178,7 +178,7 @@ FL_TEST_T(link_faults, down_drops_everything_until_healed, 90)
                         "AND detail='down for=1000ms' AND healed_ms - applied_ms BETWEEN 1000 AND 1500"), 1);
 }
 
-FL_TEST_T(link_faults, flap_lets_some_through_then_all, 90)
+FL_TEST_ROOT_T(link_faults, flap_lets_some_through_then_all, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-flap.yaml");          /* expects healed=400 */
@@ -191,7 +191,7 @@ FL_TEST_T(link_faults, flap_lets_some_through_then_all, 90)
 
 /* A rate limit survives a restart of the receiving host: its new switch
  * port gets the htb class back when the host is up again. */
-FL_TEST_T(link_faults, rate_holds_across_restart, 90)
+FL_TEST_ROOT_T(link_faults, rate_holds_across_restart, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-rate-restart.yaml");
@@ -210,7 +210,7 @@ FL_TEST_T(link_faults, rate_holds_across_restart, 90)
 
 /* ---- the emulator ------------------------------------------------------- */
 
-FL_TEST_T(link_faults, delay_50ms_one_way_adds_to_round_trips, 90)
+FL_TEST_ROOT_T(link_faults, delay_50ms_one_way_adds_to_round_trips, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-delay.yaml");
@@ -224,7 +224,7 @@ FL_TEST_T(link_faults, delay_50ms_one_way_adds_to_round_trips, 90)
                         "AND detail='delay=50ms' AND error IS NULL"), 1);
 }
 
-FL_TEST_T(link_faults, jitter_bounds_round_trips, 90)
+FL_TEST_ROOT_T(link_faults, jitter_bounds_round_trips, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-jitter.yaml");
@@ -237,7 +237,7 @@ FL_TEST_T(link_faults, jitter_bounds_round_trips, 90)
     FL_ASSERT_MSG(hi - lo >= 4000, "spread %ld us", hi - lo);
 }
 
-FL_TEST_T(link_faults, duplicate_half_arrive_twice, 90)
+FL_TEST_ROOT_T(link_faults, duplicate_half_arrive_twice, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-duplicate.yaml");
@@ -247,7 +247,7 @@ FL_TEST_T(link_faults, duplicate_half_arrive_twice, 90)
     FL_ASSERT_MSG(dups >= 100 && dups <= 300, "%ld duplicates of 400", dups);
 }
 
-FL_TEST_T(link_faults, reorder_makes_arrivals_out_of_order, 90)
+FL_TEST_ROOT_T(link_faults, reorder_makes_arrivals_out_of_order, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-reorder.yaml");
@@ -257,7 +257,7 @@ FL_TEST_T(link_faults, reorder_makes_arrivals_out_of_order, 90)
     FL_ASSERT_MSG(ooo >= 10, "%ld arrivals out of order", ooo);
 }
 
-FL_TEST_T(link_faults, corrupt_all_udp_dropped_then_healed, 90)
+FL_TEST_ROOT_T(link_faults, corrupt_all_udp_dropped_then_healed, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-corrupt.yaml");       /* expects lossy=0 healed=400 */
@@ -265,7 +265,7 @@ FL_TEST_T(link_faults, corrupt_all_udp_dropped_then_healed, 90)
                         "AND detail='delay=0ms corrupt=100.00% for=1000ms' AND healed_ms IS NOT NULL"), 1);
 }
 
-FL_TEST_T(link_faults, bursty_loss_comes_in_runs_then_healed, 90)
+FL_TEST_ROOT_T(link_faults, bursty_loss_comes_in_runs_then_healed, 90)
 {
     require_setup();
     fl_test_scenario_passes("link-loss-burst.yaml");

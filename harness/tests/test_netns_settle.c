@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-FL_TEST_T(netns_settle, returns_after_dead_namespaces_are_freed, 60)
+FL_TEST_ROOT_T(netns_settle, returns_after_dead_namespaces_are_freed, 60)
 {
     fl_test_need_root();
     char err[512] = "";

@@ -24,7 +24,7 @@ static void require_setup(void)
  * for 500ms: that save is abandoned (the chief went on, exit 0), the next
  * ones succeed, the final checkpoint restores bit-exactly from both
  * copies (the scenario's checks). */
-FL_TEST_T(psrt_disk, ps_eio_save_abandoned, 60)
+FL_TEST_ROOT_T(psrt_disk, ps_eio_save_abandoned, 60)
 {
     require_setup();
     fl_test_scenario_passes("psrt-save-eio.yaml");
@@ -35,7 +35,7 @@ FL_TEST_T(psrt_disk, ps_eio_save_abandoned, 60)
 }
 
 /* The same with ENOSPC (a full disk). */
-FL_TEST_T(psrt_disk, ps_enospc_save_abandoned, 60)
+FL_TEST_ROOT_T(psrt_disk, ps_enospc_save_abandoned, 60)
 {
     require_setup();
     fl_test_scenario_passes("psrt-save-enospc.yaml");
@@ -46,7 +46,7 @@ FL_TEST_T(psrt_disk, ps_enospc_save_abandoned, 60)
 /* EIO on ps1 for good from step 40: the chief exits 1 at the third failed
  * save in a row (step 80), naming the count and the ps; step 20, the last
  * reported, is intact on every host. */
-FL_TEST_T(psrt_disk, ps_eio_stays_ends_chief, 60)
+FL_TEST_ROOT_T(psrt_disk, ps_eio_stays_ends_chief, 60)
 {
     require_setup();
     fl_test_scenario_passes("psrt-save-eio-stays.yaml");
@@ -57,7 +57,7 @@ FL_TEST_T(psrt_disk, ps_eio_stays_ends_chief, 60)
 
 /* EIO on the chief's own disk from save.begin of step 60 for 500ms: its
  * copy fails, the ps copies already written are dropped, training goes on. */
-FL_TEST_T(psrt_disk, chief_eio_save_abandoned, 60)
+FL_TEST_ROOT_T(psrt_disk, chief_eio_save_abandoned, 60)
 {
     require_setup();
     fl_test_scenario_passes("psrt-save-chief-eio.yaml");

@@ -28,7 +28,7 @@
  * faketime_shm_PID is left by every process that dies without exit()): the
  * file must vanish with the host, not stay in the machine's /dev/shm.  The
  * host's /dev/shm is its own, so another host does not see the file. */
-FL_TEST_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
+FL_TEST_ROOT_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
 {
     fl_test_need_root();
     if (access("/dev/shm", F_OK) != 0)
@@ -66,7 +66,7 @@ FL_TEST_T(leftovers, dev_shm_of_a_host_vanishes_with_it, 60)
 /* A cgroup of the run that cannot be removed at its end (every rmdir of the
  * harness fails here, by strace's fault injection) is named on stderr with
  * what removes it, and `faultline gc` does, once the harness has ended. */
-FL_TEST_T(leftovers, cgroup_left_at_end_named_gc_removes, 90)
+FL_TEST_ROOT_T(leftovers, cgroup_left_at_end_named_gc_removes, 90)
 {
     fl_test_need_root();
     if (system("strace -V >/dev/null 2>&1") != 0)
@@ -102,7 +102,7 @@ FL_TEST_T(leftovers, cgroup_left_at_end_named_gc_removes, 90)
  * not this one, and an rmdir of their workdir detaches their hosts' disks.
  * The test works on a tmpfs over /srv in a mount namespace of its own, so
  * the machine's /srv/faultline is never touched. */
-FL_TEST(leftovers, private_lock_spares_default_workdir)
+FL_TEST_ROOT(leftovers, private_lock_spares_default_workdir)
 {
     fl_test_need_root();
     FL_REQUIRE_MSG(unshare(CLONE_NEWNS) == 0, "unshare(CLONE_NEWNS): %s", strerror(errno));

@@ -76,7 +76,7 @@ static char *run_seed(const char *seed, int min_runs, const char *const *errors)
     return out;
 }
 
-FL_TEST_T(seeds, s000_shard_save_on_ps_disk, 120)
+FL_TEST_ROOT_T(seeds, s000_shard_save_on_ps_disk, 120)
 {
     static const char *const errs[] = {
         "NotFoundError: ./train_logs/model.ckpt-0_temp_",
@@ -92,7 +92,7 @@ FL_TEST_T(seeds, s000_shard_save_on_ps_disk, 120)
     free(out);
 }
 
-FL_TEST_T(seeds, s001_merge_on_last_ps, 120)
+FL_TEST_ROOT_T(seeds, s001_merge_on_last_ps, 120)
 {
     static const char *const errs[] = {
         "/part-00000-of-00002.index; No such file or directory", NULL};
@@ -104,7 +104,7 @@ FL_TEST_T(seeds, s001_merge_on_last_ps, 120)
     free(out);
 }
 
-FL_TEST_T(seeds, s002_export_four_layouts, 120)
+FL_TEST_ROOT_T(seeds, s002_export_four_layouts, 120)
 {
     static const char *const errs[] = {
         "NotFoundError: model/1/variables/variables_temp_",
@@ -117,7 +117,7 @@ FL_TEST_T(seeds, s002_export_four_layouts, 120)
     free(out);
 }
 
-FL_TEST_T(seeds, s003_thread_limit_abort, 120)
+FL_TEST_ROOT_T(seeds, s003_thread_limit_abort, 120)
 {
     static const char *const errs[] = {
         "killed by SIGABRT (core dumped): F psrt/pool.c] PosixEnv::SchedClosure: pthread_create "
@@ -129,7 +129,7 @@ FL_TEST_T(seeds, s003_thread_limit_abort, 120)
     free(out);
 }
 
-FL_TEST_T(seeds, s004_relaunch_restore, 120)
+FL_TEST_ROOT_T(seeds, s004_relaunch_restore, 120)
 {
     static const char *const errs[] = {
         "InvalidArgumentError: Unsuccessful TensorSliceReader constructor: Failed to get matching "

@@ -118,7 +118,7 @@ static void rm_tree(const char *p)
     free(out);
 }
 
-FL_TEST(leftovers, run_removes_its_workdir_and_parent_cgroup)
+FL_TEST_ROOT(leftovers, run_removes_its_workdir_and_parent_cgroup)
 {
     fl_test_need_root();
     private_lock();
@@ -142,7 +142,7 @@ FL_TEST(leftovers, run_removes_its_workdir_and_parent_cgroup)
     rm_tree("/srv/fl-test-made");
 }
 
-FL_TEST(leftovers, run_keeps_workdir_another_run_holds)
+FL_TEST_ROOT(leftovers, run_keeps_workdir_another_run_holds)
 {
     fl_test_need_root();
     private_lock();
@@ -173,7 +173,7 @@ static bool run_is_up(void *arg)
     return rc == 0;
 }
 
-FL_TEST_T(leftovers, gc_removes_workdir_of_killed_run, 60)
+FL_TEST_ROOT_T(leftovers, gc_removes_workdir_of_killed_run, 60)
 {
     fl_test_need_root();
     private_lock();

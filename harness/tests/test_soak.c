@@ -301,7 +301,7 @@ static size_t count_lines_with(const char *text, const char *needle)
     return n;
 }
 
-FL_TEST_T(soak, guilty_fault_kept_minimized_and_replayed, 240)
+FL_TEST_ROOT_T(soak, guilty_fault_kept_minimized_and_replayed, 240)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();
@@ -347,7 +347,7 @@ FL_TEST_T(soak, guilty_fault_kept_minimized_and_replayed, 240)
     free(mtext);
 }
 
-FL_TEST_T(soak, short_soak_of_robust_profile_passes, 120)
+FL_TEST_ROOT_T(soak, short_soak_of_robust_profile_passes, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();

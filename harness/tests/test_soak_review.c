@@ -49,7 +49,7 @@ static char *one_file(const char *dir, bool min, char *path, size_t len)
     return text;
 }
 
-FL_TEST_T(soak_review, replay_line_names_variant, 120)
+FL_TEST_ROOT_T(soak_review, replay_line_names_variant, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();
@@ -82,7 +82,7 @@ FL_TEST_T(soak_review, replay_line_names_variant, 120)
 /* An --out whose run directories cannot hold an event socket makes every
  * run an error: soak said so per iteration, kept each as a failure and
  * minimized it (all night, at full speed).  Now one usage error first. */
-FL_TEST(soak_review, unusable_out_is_one_usage_error)
+FL_TEST_ROOT(soak_review, unusable_out_is_one_usage_error)
 {
     fl_test_need_root();
     char out_dir[4096];
@@ -104,7 +104,7 @@ FL_TEST(soak_review, unusable_out_is_one_usage_error)
 /* A profile that fails without any fault: every iteration failed, was kept
  * and minimized down to no fault, all night.  Now the first minimization
  * that needs no fault ends the soak, saying so and how to see it. */
-FL_TEST_T(soak_review, failing_baseline_stops_the_soak_plainly, 120)
+FL_TEST_ROOT_T(soak_review, failing_baseline_stops_the_soak_plainly, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();
@@ -135,7 +135,7 @@ static long at(const char *h, const char *needle)
 
 /* stdout and stderr into one pipe (as ci/soak's log): the lines come in
  * the order things happened. */
-FL_TEST_T(soak_review, one_log_keeps_the_order_of_events, 120)
+FL_TEST_ROOT_T(soak_review, one_log_keeps_the_order_of_events, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();
@@ -153,7 +153,7 @@ FL_TEST_T(soak_review, one_log_keeps_the_order_of_events, 120)
 
 /* --duration D: minimizing a failure started no run after D either (a
  * nightly job's 2h soak could go on for budget x timeout more). */
-FL_TEST_T(soak_review, duration_bounds_minimizing_runs, 120)
+FL_TEST_ROOT_T(soak_review, duration_bounds_minimizing_runs, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();
@@ -178,7 +178,7 @@ FL_TEST_T(soak_review, duration_bounds_minimizing_runs, 120)
 
 /* corrupt: and truncate: (files at rest) can be drawn; the failure file
  * quotes their job:task hosts and globs, loads, and replays both faults. */
-FL_TEST_T(soak_review, files_at_rest_drawn_kept_and_replayed, 120)
+FL_TEST_ROOT_T(soak_review, files_at_rest_drawn_kept_and_replayed, 120)
 {
     fl_test_need_root();
     const char *t = fl_test_dir();

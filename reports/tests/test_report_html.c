@@ -68,7 +68,7 @@ static const char *probe_yaml =
     "    client: {exit: 0, log_matches: '^CLIENT-DONE$'}\n"
     "    events: [{event: step.done, host: a, min: 1, max: 1}]\n";
 
-FL_TEST_T(report_html, real_run_has_lanes_fault_events_verdict, 120)
+FL_TEST_ROOT_T(report_html, real_run_has_lanes_fault_events_verdict, 120)
 {
     fl_test_need_root();
     const char *d = fl_test_dir();

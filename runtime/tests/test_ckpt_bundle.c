@@ -530,7 +530,7 @@ FL_TEST(ckpt, bundle_write_direct_and_fill_give_the_same_bytes)
 /* A real full disk on the direct path: a 4 MiB ext4 image on a loop device,
  * mounted in a private mount namespace of this test (gone with it, and the
  * loop device with its last mount). */
-FL_TEST_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60)
+FL_TEST_ROOT_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60)
 {
     fl_test_need_root();
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)

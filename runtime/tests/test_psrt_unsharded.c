@@ -20,7 +20,7 @@ static long long saved_step(void)
     return v;
 }
 
-FL_TEST_T(psrt_seed, s004_unsharded_saves_on_chief_relaunched_ps_fails, 40)
+FL_TEST_CLUSTER_T(psrt_seed, s004_unsharded_saves_on_chief_relaunched_ps_fails, 40)
 {
     struct pc c;
     pc_init(&c, 2, 2,
