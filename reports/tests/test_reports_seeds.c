@@ -1,5 +1,5 @@
 /*
- * test_report_seeds.c: the reproducer suite's table: rows named sNNN-LAYOUT
+ * test_reports_seeds.c: the reproducer suite's table: rows named sNNN-LAYOUT
  * split into seed, layout (plus non-protocol variant terms) and protocol;
  * the summary switches to SEED LAYOUT PROTOCOL columns only when every row
  * is a reproducer, and never cuts OBSERVED there.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-FL_TEST(report, seed_labels_split_name_and_variant)
+FL_TEST(reports_seeds, seed_labels_split_name_and_variant)
 {
     char seed[16], layout[128], proto[32];
     struct fl_report_row r = {.scenario = "s004-relaunch-ps", .variant = "protocol=robust,disk=fresh"};
@@ -35,7 +35,7 @@ FL_TEST(report, seed_labels_split_name_and_variant)
     }
 }
 
-FL_TEST(report, seed_table_columns_and_whole_observed)
+FL_TEST(reports_seeds, seed_table_columns_and_whole_observed)
 {
     char longobs[300];
     memset(longobs, 'e', sizeof longobs - 1);

@@ -1,5 +1,5 @@
 /*
- * test_report.c: tests of the terminal and CI reports (reports/): the verdict
+ * test_reports_text.c: tests of the terminal and CI reports (reports/): the verdict
  * line, the end-of-run summary table (alignment, truncation, totals, colour
  * only on a terminal), JUnit XML (escaping, well-formedness checked with
  * xmllint), and the database reports (`faultline runs` with its filters,
@@ -73,7 +73,7 @@ static const struct fl_report_row rows3[] = {
      .verdict = "error", .duration_ms = 200, .reason = "cannot create namespace: EPERM"},
 };
 
-FL_TEST(report, verdict_line_format)
+FL_TEST(reports_text, verdict_line_format)
 {
     char *s = NULL;
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
@@ -106,7 +106,7 @@ FL_TEST(report, verdict_line_format)
     free(s);
 }
 
-FL_TEST(report, summary_table_aligned_with_totals)
+FL_TEST(reports_text, summary_table_aligned_with_totals)
 {
     char *s = NULL;
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
@@ -140,7 +140,7 @@ FL_TEST(report, summary_table_aligned_with_totals)
     free(s);
 }
 
-FL_TEST(report, summary_truncates_long_cells)
+FL_TEST(reports_text, summary_truncates_long_cells)
 {
     char reason[300], *s = NULL;
     for (size_t i = 0; i < sizeof reason - 1; i++)
@@ -176,7 +176,7 @@ FL_TEST(report, summary_truncates_long_cells)
     FL_ASSERT_STREQ(fl_report_fmt_duration(-1, buf, sizeof buf), "-");
 }
 
-FL_TEST(report, summary_colours_only_on_a_tty)
+FL_TEST(reports_text, summary_colours_only_on_a_tty)
 {
     int master, slave;
     char *s = NULL;
@@ -238,7 +238,7 @@ static int read_file(const char *path, char **out)
     return 0;
 }
 
-FL_TEST(report, junit_escaped_and_well_formed)
+FL_TEST(reports_text, junit_escaped_and_well_formed)
 {
     char path[4096], *x = NULL, *o = NULL;
     snprintf(path, sizeof path, "%s/reports/ci/junit.xml", fl_test_dir());
@@ -290,7 +290,7 @@ FL_TEST(report, junit_escaped_and_well_formed)
     free(x);
 }
 
-FL_TEST(report, junit_empty_and_unwritable)
+FL_TEST(reports_text, junit_empty_and_unwritable)
 {
     char path[4096], *o = NULL;
     snprintf(path, sizeof path, "%s/empty.xml", fl_test_dir());
@@ -343,7 +343,7 @@ static sqlite3 *fake_db(struct fl_rec **recp)
     return fl_rec_db(*recp);
 }
 
-FL_TEST(report, runs_table_newest_first_with_filters)
+FL_TEST(reports_text, runs_table_newest_first_with_filters)
 {
     struct fl_rec *rec;
     char *s = NULL;
@@ -415,7 +415,7 @@ FL_TEST(report, runs_table_newest_first_with_filters)
     fl_rec_close(rec);
 }
 
-FL_TEST(report, history_counts_failures_per_variant)
+FL_TEST(reports_text, history_counts_failures_per_variant)
 {
     struct fl_rec *rec;
     char *s = NULL;
@@ -443,7 +443,7 @@ FL_TEST(report, history_counts_failures_per_variant)
     fl_rec_close(rec);
 }
 
-FL_TEST(report, changed_since_revision)
+FL_TEST(reports_text, changed_since_revision)
 {
     struct fl_rec *rec;
     char *s = NULL;
@@ -494,7 +494,7 @@ static size_t visible_width(const char *l)
     return w;
 }
 
-FL_TEST(report, summary_fits_terminal_width)
+FL_TEST(reports_text, summary_fits_terminal_width)
 {
     int master, slave;
     struct winsize ws = {.ws_row = 40, .ws_col = 100};

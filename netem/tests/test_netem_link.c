@@ -1,11 +1,11 @@
 /*
- * test_link.c: link faults (netem/link.h) on real namespaces: random loss
+ * test_netem_link.c: link faults (netem/link.h) on real namespaces: random loss
  * counted over hundreds of UDP datagrams (both ways, one way, a whole host),
  * rate limits measured with a TCP transfer against the unlimited rate, a
  * port taken down and brought back, and a restarted host's port getting its
  * class and down state back.  Hosts are cloned processes in new network
  * namespaces (PDEATHSIG), sockets are made inside them by setns() around
- * socket(), as in test_fabric.c.  Tolerances are wide: the machine is
+ * socket(), as in test_netem_fabric.c.  Tolerances are wide: the machine is
  * shared.  Needs root; skips otherwise.
  */
 #include "harness/tests/fl_test.h"
@@ -145,7 +145,7 @@ static void heal(struct env *e, int id)
     FL_REQUIRE_MSG(rc == 0, "fl_links_heal: %d %s", rc, err);
 }
 
-FL_TEST_ROOT_T(link, loss_50_percent_drops_about_half_both_ways_until_heal, 60)
+FL_TEST_ROOT_T(netem_link, loss_50_percent_drops_about_half_both_ways_until_heal, 60)
 {
     struct env e;
     env_up(&e, 2);
@@ -169,7 +169,7 @@ FL_TEST_ROOT_T(link, loss_50_percent_drops_about_half_both_ways_until_heal, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(link, loss_oneway_drops_only_from_to, 60)
+FL_TEST_ROOT_T(netem_link, loss_oneway_drops_only_from_to, 60)
 {
     struct env e;
     env_up(&e, 3);
@@ -184,7 +184,7 @@ FL_TEST_ROOT_T(link, loss_oneway_drops_only_from_to, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(link, loss_host_covers_every_peer_of_the_host, 60)
+FL_TEST_ROOT_T(netem_link, loss_host_covers_every_peer_of_the_host, 60)
 {
     struct env e;
     env_up(&e, 3);
@@ -237,7 +237,7 @@ static double tcp_rate(struct env *e, int from, int to, int port, int ms)
     return (double)got * 8 / secs / 1e6;
 }
 
-FL_TEST_ROOT_T(link, rate_20mbit_limits_tcp_both_ways_until_heal, 90)
+FL_TEST_ROOT_T(netem_link, rate_20mbit_limits_tcp_both_ways_until_heal, 90)
 {
     struct env e;
     env_up(&e, 3);
@@ -268,7 +268,7 @@ FL_TEST_ROOT_T(link, rate_20mbit_limits_tcp_both_ways_until_heal, 90)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(link, down_blocks_host_until_heal, 60)
+FL_TEST_ROOT_T(netem_link, down_blocks_host_until_heal, 60)
 {
     struct env e;
     env_up(&e, 3);
@@ -297,7 +297,7 @@ FL_TEST_ROOT_T(link, down_blocks_host_until_heal, 60)
 
 /* A restarted host (new netns, same idx): its remade port gets the rate
  * class and the down state back; the loss rule needs nothing. */
-FL_TEST_ROOT_T(link, port_remade_gets_class_and_down_back, 60)
+FL_TEST_ROOT_T(netem_link, port_remade_gets_class_and_down_back, 60)
 {
     struct env e;
     char err[512] = "";
@@ -330,7 +330,7 @@ FL_TEST_ROOT_T(link, port_remade_gets_class_and_down_back, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT(link, apply_rejects_bad_specs)
+FL_TEST_ROOT(netem_link, apply_rejects_bad_specs)
 {
     struct env e;
     char err[256];
@@ -350,7 +350,7 @@ FL_TEST_ROOT(link, apply_rejects_bad_specs)
 
 /* Rules name ports, so a fault may cover hosts not attached (yet): a
  * thousand of them make one long rule that nft takes. */
-FL_TEST_ROOT(link, loss_rules_for_1000_hosts_apply)
+FL_TEST_ROOT(netem_link, loss_rules_for_1000_hosts_apply)
 {
     struct env e;
     char err[512] = "";

@@ -1,5 +1,5 @@
 /*
- * test_report_html.c: tests of the HTML report (reports/html.c, timeline.c,
+ * test_reports_html.c: tests of the HTML report (reports/html.c, timeline.c,
  * `faultline report`, `faultline run --html`): the report of a run made by
  * the real engine holds one lane per host/task, the fault interval, the
  * events and the verdict; hostile text from the database is escaped and
@@ -68,7 +68,7 @@ static const char *probe_yaml =
     "    client: {exit: 0, log_matches: '^CLIENT-DONE$'}\n"
     "    events: [{event: step.done, host: a, min: 1, max: 1}]\n";
 
-FL_TEST_ROOT_T(report_html, real_run_has_lanes_fault_events_verdict, 120)
+FL_TEST_ROOT_T(reports_html, real_run_has_lanes_fault_events_verdict, 120)
 {
     fl_test_need_root();
     const char *d = fl_test_dir();
@@ -151,7 +151,7 @@ static struct fl_rec_run *begin(struct fl_rec *rec, const char *id, const char *
     return run;
 }
 
-FL_TEST(report_html, hostile_text_is_escaped)
+FL_TEST(reports_html, hostile_text_is_escaped)
 {
     struct fl_rec *rec = open_rec("fl.db");
     struct fl_rec_run *run = begin(rec, "r-<x>", "<script>alert(1)</script>", "v=\"q\"&w", T0);
@@ -194,7 +194,7 @@ FL_TEST(report_html, hostile_text_is_escaped)
     free(h);
 }
 
-FL_TEST(report_html, timeline_marks_instant_unhealed_running_and_relaunch)
+FL_TEST(reports_html, timeline_marks_instant_unhealed_running_and_relaunch)
 {
     struct fl_rec *rec = open_rec("fl.db");
     struct fl_rec_run *run = begin(rec, "r1", "marks", "", T0);
@@ -238,7 +238,7 @@ FL_TEST(report_html, timeline_marks_instant_unhealed_running_and_relaunch)
     free(h);
 }
 
-FL_TEST(report_html, empty_and_missing_database_say_so)
+FL_TEST(reports_html, empty_and_missing_database_say_so)
 {
     const char *d = fl_test_dir();
     fl_rec_close(open_rec("empty.db"));
@@ -264,7 +264,7 @@ FL_TEST(report_html, empty_and_missing_database_say_so)
     FL_ASSERT(stat(path, &st) < 0);                      /* reading creates nothing */
 }
 
-FL_TEST(report_html, selection_last_ids_and_failing_first)
+FL_TEST(reports_html, selection_last_ids_and_failing_first)
 {
     const char *d = fl_test_dir();
     struct fl_rec *rec = open_rec("fl.db");
@@ -324,7 +324,7 @@ FL_TEST(report_html, selection_last_ids_and_failing_first)
     free(out);
 }
 
-FL_TEST(report_html, help_lists_the_command_and_its_options)
+FL_TEST(reports_html, help_lists_the_command_and_its_options)
 {
     char *out = NULL;
     FL_REQUIRE_EQ(fl_test_sh(&out, "%s --help", fl_test_bin("faultline")), 0);
@@ -345,7 +345,7 @@ FL_TEST(report_html, help_lists_the_command_and_its_options)
  * scenarios (not only the report's), oldest on the left, counts, where the
  * current streak began, failing scenarios first; only the report's own
  * runs link to their sections. */
-FL_TEST(report_html, history_counts_squares_and_streak)
+FL_TEST(reports_html, history_counts_squares_and_streak)
 {
     const char *d = fl_test_dir();
     struct fl_rec *rec = open_rec("fl.db");

@@ -1,5 +1,5 @@
 /*
- * test_emu.c: the userspace link emulator (netem/emu.h) through link faults
+ * test_netem_emu.c: the userspace link emulator (netem/emu.h) through link faults
  * (link.h) on real namespaces: two bare hosts on a fabric, UDP datagrams
  * carrying a sequence number and their send time, sent from one host's
  * socket and read from the other's by this same process, so one-way delays
@@ -202,7 +202,7 @@ static int out_of_order(const uint32_t *seq, int n)
 static uint32_t seqs[MAXA];
 static int64_t dly[MAXA];
 
-FL_TEST_ROOT_T(emu, delay_50ms_one_way_only, 60)
+FL_TEST_ROOT_T(netem_emu, delay_50ms_one_way_only, 60)
 {
     struct env e;
     env_up(&e);
@@ -223,7 +223,7 @@ FL_TEST_ROOT_T(emu, delay_50ms_one_way_only, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, jitter_within_bounds_order_kept, 60)
+FL_TEST_ROOT_T(netem_emu, jitter_within_bounds_order_kept, 60)
 {
     struct env e;
     env_up(&e);
@@ -243,7 +243,7 @@ FL_TEST_ROOT_T(emu, jitter_within_bounds_order_kept, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, reorder_sends_some_ahead, 60)
+FL_TEST_ROOT_T(netem_emu, reorder_sends_some_ahead, 60)
 {
     struct env e;
     env_up(&e);
@@ -261,7 +261,7 @@ FL_TEST_ROOT_T(emu, reorder_sends_some_ahead, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, duplicate_half_arrive_twice, 60)
+FL_TEST_ROOT_T(netem_emu, duplicate_half_arrive_twice, 60)
 {
     struct env e;
     env_up(&e);
@@ -273,7 +273,7 @@ FL_TEST_ROOT_T(emu, duplicate_half_arrive_twice, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, corrupt_all_udp_dropped_by_checksum, 60)
+FL_TEST_ROOT_T(netem_emu, corrupt_all_udp_dropped_by_checksum, 60)
 {
     struct env e;
     env_up(&e);
@@ -290,7 +290,7 @@ FL_TEST_ROOT_T(emu, corrupt_all_udp_dropped_by_checksum, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, gilbert_loss_comes_in_runs, 60)
+FL_TEST_ROOT_T(netem_emu, gilbert_loss_comes_in_runs, 60)
 {
     struct env e;
     env_up(&e);
@@ -318,7 +318,7 @@ FL_TEST_ROOT_T(emu, gilbert_loss_comes_in_runs, 60)
     env_down(&e);
 }
 
-FL_TEST_ROOT_T(emu, heal_releases_held_at_once_and_removes_rules, 60)
+FL_TEST_ROOT_T(netem_emu, heal_releases_held_at_once_and_removes_rules, 60)
 {
     struct env e;
     env_up(&e);
@@ -350,7 +350,7 @@ FL_TEST_ROOT_T(emu, heal_releases_held_at_once_and_removes_rules, 60)
 
 /* The queue rule's `bypass`: frames queued to a queue that nobody reads
  * (an emulator gone) pass instead of being dropped. */
-FL_TEST_ROOT_T(emu, queue_without_reader_bypasses, 60)
+FL_TEST_ROOT_T(netem_emu, queue_without_reader_bypasses, 60)
 {
     struct env e;
     env_up(&e);
@@ -372,7 +372,7 @@ FL_TEST_ROOT_T(emu, queue_without_reader_bypasses, 60)
 /* Healing one emulated fault leaves what another holds alone (no netfilter
  * hook goes away, so the kernel flushes no queue), and of two faults
  * covering the same packets the one applied first acts. */
-FL_TEST_ROOT_T(emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
+FL_TEST_ROOT_T(netem_emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
 {
     struct env e;
     env_up(&e);
@@ -407,7 +407,7 @@ FL_TEST_ROOT_T(emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
  * emulator holds a packet leaves that packet alone: the fabric's chains are
  * regular chains jumped to from one base chain that stays for the run, so
  * no netfilter hook goes away and the kernel flushes no queue. */
-FL_TEST_ROOT_T(emu, heal_of_partition_loss_rate_keeps_held_packets, 60)
+FL_TEST_ROOT_T(netem_emu, heal_of_partition_loss_rate_keeps_held_packets, 60)
 {
     struct env e;
     env_up(&e);

@@ -1,5 +1,5 @@
 /*
- * test_fabric.c: the fabric on real namespaces.  Each test clones small
+ * test_netem_fabric.c: the fabric on real namespaces.  Each test clones small
  * "host" processes into fresh network namespaces (dying with the test via
  * PDEATHSIG), plugs them into a fabric and checks reachability by address
  * from inside the hosts' namespaces: TCP connect, partitions both ways and
@@ -150,7 +150,7 @@ static void env_down(struct env *e)
         host_kill(e->host[i]);
 }
 
-FL_TEST(fabric, addr_is_rfc2544_host_idx_plus_one)
+FL_TEST(netem_fabric, addr_is_rfc2544_host_idx_plus_one)
 {
     char b[16];
     FL_ASSERT_STREQ(fl_fabric_addr_str(0, b, sizeof b), "198.18.0.1");
@@ -166,7 +166,7 @@ FL_TEST(fabric, addr_is_rfc2544_host_idx_plus_one)
     FL_ASSERT_MEMEQ(mac, want, 6);
 }
 
-FL_TEST_ROOT(fabric, connect_succeeds_between_attached_hosts)
+FL_TEST_ROOT(netem_fabric, connect_succeeds_between_attached_hosts)
 {
     struct env e = { 0 };
     env_up(&e, 3);
@@ -195,7 +195,7 @@ FL_TEST_ROOT(fabric, connect_succeeds_between_attached_hosts)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, partition_drops_both_ways_until_heal)
+FL_TEST_ROOT(netem_fabric, partition_drops_both_ways_until_heal)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -228,7 +228,7 @@ FL_TEST_ROOT(fabric, partition_drops_both_ways_until_heal)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, partition_heal_removes_only_its_rules)
+FL_TEST_ROOT(netem_fabric, partition_heal_removes_only_its_rules)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -250,7 +250,7 @@ FL_TEST_ROOT(fabric, partition_heal_removes_only_its_rules)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, partition_rejects_bad_groups)
+FL_TEST_ROOT(netem_fabric, partition_rejects_bad_groups)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -267,7 +267,7 @@ FL_TEST_ROOT(fabric, partition_rejects_bad_groups)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, block_drops_one_direction_only)
+FL_TEST_ROOT(netem_fabric, block_drops_one_direction_only)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -288,7 +288,7 @@ FL_TEST_ROOT(fabric, block_drops_one_direction_only)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, block_holds_with_cold_arp_cache)
+FL_TEST_ROOT(netem_fabric, block_holds_with_cold_arp_cache)
 {
     /* The reverse direction works even when neither side has resolved the
      * other yet (ARP passes; only IP from `from` to `to` is dropped). */
@@ -307,7 +307,7 @@ FL_TEST_ROOT(fabric, block_holds_with_cold_arp_cache)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, reattach_works_for_restarted_host)
+FL_TEST_ROOT(netem_fabric, reattach_works_for_restarted_host)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -347,7 +347,7 @@ FL_TEST_ROOT(fabric, reattach_works_for_restarted_host)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, partition_holds_across_host_restart)
+FL_TEST_ROOT(netem_fabric, partition_holds_across_host_restart)
 {
     /* Rules match port names, so a restarted host is still cut off. */
     struct env e = { 0 };
@@ -369,7 +369,7 @@ FL_TEST_ROOT(fabric, partition_holds_across_host_restart)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, commit_error_names_host_interface_and_call)
+FL_TEST_ROOT(netem_fabric, commit_error_names_host_interface_and_call)
 {
     struct env e = { 0 };
     char err[256] = "";
@@ -413,7 +413,7 @@ static int count_fds(void)
     return n - 1; /* the directory's own fd */
 }
 
-FL_TEST_ROOT(fabric, destroy_leaves_nothing_in_root_netns)
+FL_TEST_ROOT(netem_fabric, destroy_leaves_nothing_in_root_netns)
 {
     fl_test_need_root();
     char *before = root_links();
@@ -447,7 +447,7 @@ FL_TEST_ROOT(fabric, destroy_leaves_nothing_in_root_netns)
     free(after);
 }
 
-FL_TEST_ROOT(fabric, holder_dies_with_its_creator)
+FL_TEST_ROOT(netem_fabric, holder_dies_with_its_creator)
 {
     fl_test_need_root();
     int p[2];
@@ -493,7 +493,7 @@ FL_TEST_ROOT(fabric, holder_dies_with_its_creator)
     waitpid(holder, NULL, __WALL | WNOHANG);
 }
 
-FL_TEST_ROOT_T(fabric, scale_64_hosts_all_reachable, 120)
+FL_TEST_ROOT_T(netem_fabric, scale_64_hosts_all_reachable, 120)
 {
     struct env e = { 0 };
     env_up(&e, 64);
@@ -511,7 +511,7 @@ FL_TEST_ROOT_T(fabric, scale_64_hosts_all_reachable, 120)
     env_down(&e);
 }
 
-FL_TEST_ROOT(fabric, reachable_at_once_after_commit)
+FL_TEST_ROOT(netem_fabric, reachable_at_once_after_commit)
 {
     /* Ports forward as soon as commit returns: the first SYN is answered
      * (a lost first SYN would show as a ~1 s retransmission). */
@@ -533,7 +533,7 @@ static double clock_s(clockid_t c)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-FL_TEST_ROOT_T(fabric, commit_256_hosts_timing, 120)
+FL_TEST_ROOT_T(netem_fabric, commit_256_hosts_timing, 120)
 {
     /* The figure behind the hosts_up_down budget: 256 attaches + one commit
      * (printed to the test log), and a sanity bound far above it. */
