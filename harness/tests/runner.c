@@ -486,11 +486,12 @@ static void usage(FILE *f)
             "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
             "               layer (cli soak engine load faults run scenario record sys\n"
             "               base), or psrt, ckpt, netem, reports; may be repeated\n"
+            "               (`make check LAYER=L`)\n"
             "  PATTERN      only the tests whose \"suite/name\" contains PATTERN (any one\n"
             "               of several; `TESTS=PATTERN make check`)\n"
             "  -h, --help   this text\n"
-            "Filters combine: `fl-tests --unit --layer faults disk` runs the unit tests of\n"
-            "layer faults whose suite/name contains \"disk\".\n"
+            "Filters combine: `fl-tests --unit --layer load disk` runs the unit tests of\n"
+            "layer load whose suite/name contains \"disk\".\n"
             "Environment: FL_SHARED (the shared/ folder), FL_ROOT (the source tree),\n"
             "TMPDIR (where each test's directory is made).\n");
 }
