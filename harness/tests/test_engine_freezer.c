@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
-#ifndef CGROUP2_SUPER_MAGIC
-#define CGROUP2_SUPER_MAGIC 0x63677270
-#endif
-
 static void require_setup(void)
 {
     fl_test_need_root();

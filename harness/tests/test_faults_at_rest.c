@@ -11,15 +11,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define BASE                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, w0]\n"                                                       \
-    "cluster:\n"                                                               \
-    "  ps: [ps0]\n"                                                            \
-    "  worker: [w0]\n"                                                         \
-    "run:\n"                                                                   \
-    "  command: \"sleep 1\"\n"
-
 static void require_setup(void)
 {
     fl_test_need_root();

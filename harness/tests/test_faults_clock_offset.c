@@ -12,15 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define BASE                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, ps1, w0]\n"                                                  \
-    "cluster:\n"                                                               \
-    "  ps: [ps0, ps1]\n"                                                       \
-    "  worker: [w0]\n"                                                         \
-    "run:\n"                                                                   \
-    "  command: \"sleep 1\"\n"
-
 /* "now=N" of host H's clock.read event, as a number. */
 static long long clock_read(const char *host)
 {

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define HEAD "name: t\nhosts: [a, b, c]\ncluster: {x: [a, b, c]}\nrun: {command: 'true'}\nfaults:\n"
-
 static void require_setup(void)
 {
     fl_test_need_root();

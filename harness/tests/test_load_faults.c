@@ -1,6 +1,8 @@
 /*
- * test_load_faults.c: keys of a scenario's faults that load/faults.c reads
- * itself: crash_host's unsynced: (lose or keep, and where it may be given).
+ * test_load_faults.c: how the loader reads fault kinds that need no file of
+ * their own here: crash_host's unsynced: (harness/load/faults.c: lose or
+ * keep, and where it may be given), and corrupt: and truncate:, files at
+ * rest on a host's disk (harness/load/at_rest.c).
  */
 #include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
@@ -49,4 +51,28 @@ FL_TEST(load_faults, load_unsynced)
                       i, err, bad[i][1]);
         fl_scenario_free(s);
     }
+}
+
+FL_TEST(load_faults, load_corrupt_and_truncate)
+{
+    const char *text = BASE "faults:\n"
+                            "  - {at: 1s, corrupt: {host: ps0, path: 'train_logs/ps0/*.data-*', bytes: 16}}\n"
+                            "  - {at: 2s, truncate: {host: \"worker:0\", path: t.log, size: 1K}}\n";
+    char err[1024] = "";
+    struct fl_scenario *s = NULL;
+    FL_REQUIRE_MSG(fl_scenario_load_mem("s.yaml", text, strlen(text), &s, err, sizeof err) == 0 && s,
+                   "load failed: %s", err);
+    FL_REQUIRE_EQ(s->n_faults, 2);
+    const struct fl_scn_action *a = &s->faults[0].action;
+    FL_ASSERT_EQ(a->kind, FL_SCN_ACT_CORRUPT);
+    FL_ASSERT_EQ(a->host, 0);
+    FL_ASSERT_STREQ(a->rest.path, "train_logs/ps0/*.data-*");
+    FL_ASSERT_EQ(a->rest.bytes, 16);
+    FL_ASSERT_STREQ(fl_scn_action_kind_name(a->kind), "corrupt");
+    a = &s->faults[1].action;
+    FL_ASSERT_EQ(a->kind, FL_SCN_ACT_TRUNCATE);
+    FL_ASSERT_EQ(a->host, 1);                   /* the task's host */
+    FL_ASSERT_EQ(a->rest.size, 1024);
+    FL_ASSERT_STREQ(fl_scn_action_kind_name(a->kind), "truncate");
+    fl_scenario_free(s);
 }

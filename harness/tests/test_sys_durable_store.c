@@ -15,15 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BASE                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, w0]\n"                                                       \
-    "cluster:\n"                                                               \
-    "  ps: [ps0]\n"                                                            \
-    "  worker: [w0]\n"                                                         \
-    "run:\n"                                                                   \
-    "  command: \"sleep 1\"\n"
-
 static char *data_of(const struct fl_dstore *st, const char *path)
 {
     struct stat sb;
