@@ -154,7 +154,7 @@ FL_TEST_ROOT_T(cli_messages, run_bare_own_program_says_write_bin, 60)
         FL_SKIP("build/bin/psrt is not built");
     if (fl_test_sh(NULL, "command -v psrt >/dev/null") == 0)
         FL_SKIP("a psrt is on PATH here");
-    /* DESIGN.md's sketch writes 'psrt --job_name=...': not on PATH */
+    /* a command written as 'psrt --job_name=...': psrt is not on PATH */
     fl_test_write("bare.yaml", "name: bare\nhosts: [a]\ncluster: {worker: [a]}\n"
                            "run: {command: 'psrt --job_name={job}'}\n");
     char *out;
