@@ -8,14 +8,14 @@
  * Assertions print both sides of a failed comparison.  A test that cannot run
  * here calls FL_SKIP("why") and is counted as skipped, not passed.
  *
- *   FL_TEST(ckpt_bundle, write_matches_tensorflow) { ... }
- *   FL_TEST_T(soak_draw, many_seeds, 120) { ... }        // 120 s timeout
- *   FL_TEST_CLUSTER_T(psrt_train, linear_reaches_target, 40) { ... }
- *   FL_TEST_ROOT_T(engine_run, partition_heals, 90) { ... }
+ *   FL_TEST(ckpt_bundle, bundle_roundtrip_every_dtype) { ... }
+ *   FL_TEST_T(record_db, events_are_cheap, 120) { ... }    // 120 s timeout
+ *   FL_TEST_CLUSTER_T(psrt_train, linear_2ps_3workers_reaches_target, 40) { ... }
+ *   FL_TEST_ROOT_T(engine_run, run_partition_blocks_then_heals, 60) { ... }
  *
  * A test says what it needs by the macro: FL_TEST and FL_TEST_T need nothing
- * (a unit test: any user, no namespaces, mounts, cgroups or nftables, well
- * under a second; `make check-unit` runs only those); FL_TEST_CLUSTER(_T)
+ * (a unit test: any user, no namespaces, mounts, cgroups or nftables, a
+ * few seconds at most; `make check-unit` runs only those); FL_TEST_CLUSTER(_T)
  * start a cluster of psrt processes on loopback (any user, but seconds
  * each); FL_TEST_ROOT(_T) need root (the runner skips them, unstarted, for
  * another user).
@@ -23,10 +23,10 @@
  * Files are named by subject: test_<layer>_<subject>.c, the layer being the
  * harness layer the tests are about (cli, soak, engine, load, faults, run,
  * scenario, record, sys, base) or, elsewhere, the folder (psrt, ckpt, netem,
- * reports); `fl-tests --layer L` runs the tests of test_L_*.c.  The suite is
- * the file's <layer>_<subject>, and names follow action_condition.  Only
- * FL_* assertions work inside a test (CUnit's CU_ASSERT would record into
- * the child's copy of the registry).
+ * reports; runner for the runner's own); `fl-tests --layer L` runs the
+ * tests of test_L_*.c.  The suite is the file's <layer>_<subject>, and
+ * names follow action_condition.  Only FL_* assertions work inside a test
+ * (CUnit's CU_ASSERT would record into the child's copy of the registry).
  */
 #ifndef FL_TEST_H
 #define FL_TEST_H
