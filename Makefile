@@ -2,6 +2,10 @@
 #
 #   make            build build/bin/faultline, build/bin/psrt, build/bin/fl-tests
 #   make check      run every test (unit and integration, real namespaces)
+#   make check-unit run the unit tests only (any user, no root, seconds)
+#   make check-stress  every test with the CPUs kept busy
+#   make check-layers  the call graph: no cycle between files, no layer calling up
+#   make format     apply .clang-format to every C file
 #   make run        the main job: install deps, build, run the reproducer suite
 #   make bench      print BENCH lines (ratios against a baseline in the same run)
 #   make fuzz       build and run the fuzz targets (FUZZ_SECONDS=600)
@@ -52,7 +56,8 @@ BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O
         $(O)/bin/fl-disk-probe \
         $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
-.PHONY: all deps check check-layers print-layers run bench fuzz install clean
+.PHONY: all deps check check-unit check-stress check-layers print-layers format run bench fuzz \
+        install clean
 all: $(BINS)
 
 # Installs missing Debian packages (a no-op when all are present).
@@ -123,10 +128,24 @@ $(O)/bin/fl-tests: $(call obj_of,$(TEST_SRC)) $(FL_LIBS)
 	$(CC) $(CFLAGS) -o $@ $(call obj_of,$(TEST_SRC)) $(FL_LIBS) $(LDLIBS) -lcunit
 
 # Every test: CUnit registry, each test in a forked child with a timeout.
-# TESTS=pattern runs the tests whose "suite/name" contains the pattern.
+# TESTS=pattern runs the tests whose "suite/name" contains the pattern,
+# LAYER=name the tests of one layer (files test_<name>_*.c).
+FL_TESTS_ARGS = $(if $(LAYER),--layer $(LAYER)) $(TESTS)
 check: deps
 	@$(MAKE) --no-print-directory all
-	$(O)/bin/fl-tests $(TESTS)
+	@bash ci/check-layers
+	$(O)/bin/fl-tests $(FL_TESTS_ARGS)
+
+# Every test with every CPU kept busy (ci/check-stress; STRESS_LOAD=N loops).
+check-stress: deps
+	@$(MAKE) --no-print-directory all
+	@bash ci/check-stress $(FL_TESTS_ARGS)
+
+# The unit tests only (FL_TEST: no root, no namespaces, no psrt cluster):
+# any user, in seconds.
+check-unit: deps
+	@$(MAKE) --no-print-directory all
+	$(O)/bin/fl-tests --unit $(FL_TESTS_ARGS)
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -151,6 +170,9 @@ check-layers: all
 
 print-layers:
 	@echo $(HARNESS_LAYERS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(O)

@@ -8,11 +8,25 @@
  * Assertions print both sides of a failed comparison.  A test that cannot run
  * here calls FL_SKIP("why") and is counted as skipped, not passed.
  *
- *   FL_TEST(ckpt, bundle_write_matches_tensorflow) { ... }
- *   FL_TEST_T(hosts, up_down_many_hosts, 120) { ... }   // 120 s timeout
+ *   FL_TEST(ckpt_bundle, bundle_roundtrip_every_dtype) { ... }
+ *   FL_TEST_T(record_db, events_are_cheap, 120) { ... }    // 120 s timeout
+ *   FL_TEST_CLUSTER_T(psrt_train, linear_2ps_3workers_reaches_target, 40) { ... }
+ *   FL_TEST_ROOT_T(engine_run, run_partition_blocks_then_heals, 60) { ... }
  *
- * Names follow area_action_condition.  Only FL_* assertions work inside a
- * test (CUnit's CU_ASSERT would record into the child's copy of the registry).
+ * A test says what it needs by the macro: FL_TEST and FL_TEST_T need nothing
+ * (a unit test: any user, no namespaces, mounts, cgroups or nftables, a
+ * few seconds at most; `make check-unit` runs only those); FL_TEST_CLUSTER(_T)
+ * start a cluster of psrt processes on loopback (any user, but seconds
+ * each); FL_TEST_ROOT(_T) need root (the runner skips them, unstarted, for
+ * another user).
+ *
+ * Files are named by subject: test_<layer>_<subject>.c, the layer being the
+ * harness layer the tests are about (cli, soak, engine, load, faults, run,
+ * scenario, record, sys, base) or, elsewhere, the folder (psrt, ckpt, netem,
+ * reports; runner for the runner's own); `fl-tests --layer L` runs the
+ * tests of test_L_*.c.  The suite is the file's <layer>_<subject>, and
+ * names follow action_condition.  Only FL_* assertions work inside a test
+ * (CUnit's CU_ASSERT would record into the child's copy of the registry).
  */
 #ifndef FL_TEST_H
 #define FL_TEST_H
@@ -25,7 +39,15 @@
 
 typedef void (*fl_test_fn)(void);
 
-void fl_test_register(const char *suite, const char *name, fl_test_fn fn, int timeout_s);
+/* What a test needs from the machine to run. */
+enum fl_test_needs {
+    FL_NEEDS_NOTHING,   /* a unit test: in one process or a few, fast */
+    FL_NEEDS_CLUSTER,   /* a cluster of psrt processes on loopback: any user, seconds */
+    FL_NEEDS_ROOT,      /* root: namespaces, mounts, cgroups, nftables */
+};
+
+void fl_test_register(const char *file, const char *suite, const char *name, fl_test_fn fn,
+                      int timeout_s, enum fl_test_needs needs);
 void fl_test_fail(const char *file, int line, bool fatal, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void fl_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -66,14 +88,23 @@ int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2
  * (static: valid until the next call). */
 const char *fl_test_write(const char *name, const char *text);
 
-#define FL_TEST_T(suite, name, timeout_s)                                      \
+#define FL_TEST_NEEDS_(suite, name, timeout_s, needs)                          \
     static void suite##_##name(void);                                          \
     __attribute__((constructor)) static void suite##_##name##_reg(void)        \
     {                                                                          \
-        fl_test_register(#suite, #name, suite##_##name, (timeout_s));          \
+        fl_test_register(__FILE__, #suite, #name, suite##_##name, (timeout_s), \
+                         (needs));                                             \
     }                                                                          \
     static void suite##_##name(void)
+#define FL_TEST_T(suite, name, timeout_s)                                      \
+    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_NOTHING)
 #define FL_TEST(suite, name) FL_TEST_T(suite, name, 60)
+#define FL_TEST_CLUSTER_T(suite, name, timeout_s)                              \
+    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_CLUSTER)
+#define FL_TEST_CLUSTER(suite, name) FL_TEST_CLUSTER_T(suite, name, 60)
+#define FL_TEST_ROOT_T(suite, name, timeout_s)                                 \
+    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_ROOT)
+#define FL_TEST_ROOT(suite, name) FL_TEST_ROOT_T(suite, name, 60)
 
 #define FL_SKIP(...) fl_test_skip(__VA_ARGS__)
 

@@ -2,16 +2,17 @@
  * runner.c: the test runner behind `make check` (build/bin/fl-tests).
  *
  * Tests register themselves (fl_test.h) into a table; main() builds one CUnit
- * registry from it, one CUnit suite per area, and runs it with CUnit's basic
- * interface.  Each CUnit test function is a trampoline that forks: the child
+ * registry from the tests selected, one CUnit suite per suite name, and runs
+ * it with CUnit's basic interface.  Each CUnit test function is a trampoline that forks: the child
  * runs the real test in its own process group with a fresh temporary
  * directory and reports failures and skips over a pipe as records; the parent
  * waits with a timeout (killing the whole group when it expires), turns each
  * failure record into a CUnit assertion failure, and removes the temporary
  * directory.  A crash or timeout is a failure naming the signal or the limit.
  *
- * Usage: fl-tests [-l] [PATTERN...]   (-l lists tests; a pattern keeps the
- * tests whose "suite/name" contains it).  The output ends with CUnit's run
+ * A test that needs root is skipped, without being started, when the runner
+ * is not root.  Usage (usage() below says it all): fl-tests [--list]
+ * [--unit] [--layer L]... [PATTERN...].  The output ends with CUnit's run
  * summary and a line "N passed, N failed, N skipped".
  */
 #include "harness/tests/fl_test.h"
@@ -37,8 +38,10 @@
 
 struct test {
     const char *suite, *name;
+    char layer[32];     /* from the file name: test_<layer>_<subject>.c */
     fl_test_fn fn;
     int timeout_s;
+    enum fl_test_needs needs;
 };
 
 static struct test *tests;
@@ -48,7 +51,8 @@ static int report_fd = -1;      /* child: where records go */
 static char tmpdir[PATH_MAX];
 static int nskipped;
 
-void fl_test_register(const char *suite, const char *name, fl_test_fn fn, int timeout_s)
+void fl_test_register(const char *file, const char *suite, const char *name, fl_test_fn fn,
+                      int timeout_s, enum fl_test_needs needs)
 {
     if (ntests == cap) {
         cap = cap ? cap * 2 : 64;
@@ -56,7 +60,13 @@ void fl_test_register(const char *suite, const char *name, fl_test_fn fn, int ti
         if (!tests)
             abort();
     }
-    tests[ntests++] = (struct test){suite, name, fn, timeout_s};
+    struct test *t = &tests[ntests++];
+    *t = (struct test){.suite = suite, .name = name, .fn = fn, .timeout_s = timeout_s,
+                       .needs = needs};
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    if (!strncmp(base, "test_", 5))
+        base += 5;
+    snprintf(t->layer, sizeof t->layer, "%.*s", (int)strcspn(base, "_."), base);
 }
 
 /* Record: one byte kind ('F' failure, 'X' fatal failure, 'S' skip), then a
@@ -341,6 +351,11 @@ static void trampoline(void)
     const struct test *t = current = find_current();
     if (!t)
         return;
+    if (t->needs == FL_NEEDS_ROOT && geteuid() != 0) {
+        printf("SKIP %s/%s: needs root (namespaces, mounts) ... ", t->suite, t->name);
+        nskipped++;
+        return;
+    }
     snprintf(tmpdir, sizeof tmpdir, "%s/fl-test-%s-XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", t->name);
     if (!mkdtemp(tmpdir)) {
@@ -427,14 +442,68 @@ static int cmp_test(const void *a, const void *b)
     return c ? c : strcmp(x->name, y->name);
 }
 
-static bool selected(const struct test *t, int argc, char **argv)
+/* What main() selects: every filter given must hold. */
+struct selection {
+    bool unit;              /* only the tests that need nothing */
+    const char **layers;    /* NULL-terminated; empty: every layer */
+    char **patterns;        /* a test whose suite/name contains one of them */
+    int npatterns;
+};
+
+static bool selected(const struct test *t, const struct selection *sel)
 {
-    if (argc == 0)
+    if (sel->unit && t->needs != FL_NEEDS_NOTHING)
+        return false;
+    if (sel->layers[0]) {
+        int i = 0;
+        while (sel->layers[i] && strcmp(sel->layers[i], t->layer))
+            i++;
+        if (!sel->layers[i])
+            return false;
+    }
+    if (sel->npatterns == 0)
         return true;
     char full[512];
     snprintf(full, sizeof full, "%s/%s", t->suite, t->name);
-    for (int i = 0; i < argc; i++)
-        if (strstr(full, argv[i]))
+    for (int i = 0; i < sel->npatterns; i++)
+        if (strstr(full, sel->patterns[i]))
+            return true;
+    return false;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fl-tests [--list] [--unit] [--layer L]... [PATTERN...]\n"
+            "Runs faultline's tests, each in a forked child with a timeout, and ends with\n"
+            "\"N passed, N failed, N skipped\" (exit status 1 when a test failed).\n"
+            "  -l, --list   list the selected tests instead, one a line:\n"
+            "               \"suite/name [unit|cluster|root]\"; unit tests need nothing,\n"
+            "               cluster tests start psrt processes on loopback (any user,\n"
+            "               seconds each), root tests need root (namespaces, mounts,\n"
+            "               cgroups, nftables) and are skipped for another user\n"
+            "  --unit       only the unit tests (`make check-unit`: any user, seconds)\n"
+            "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
+            "               layer (cli soak engine load faults run scenario record sys\n"
+            "               base), or psrt, ckpt, netem, reports; may be repeated\n"
+            "               (`make check LAYER=L`)\n"
+            "  PATTERN      only the tests whose \"suite/name\" contains PATTERN (any one\n"
+            "               of several; `TESTS=PATTERN make check`)\n"
+            "  -h, --help   this text\n"
+            "Filters combine: `fl-tests --unit --layer load disk` runs the unit tests of\n"
+            "layer load whose suite/name contains \"disk\".\n"
+            "Environment: FL_SHARED (the shared/ folder), FL_ROOT (the source tree),\n"
+            "TMPDIR (where each test's directory is made).\n");
+}
+
+static const char *const needs_word[] = {
+    [FL_NEEDS_NOTHING] = "unit", [FL_NEEDS_CLUSTER] = "cluster", [FL_NEEDS_ROOT] = "root"};
+
+/* True when some registered test is of layer l. */
+static bool known_layer(const char *l)
+{
+    for (size_t i = 0; i < ntests; i++)
+        if (!strcmp(tests[i].layer, l))
             return true;
     return false;
 }
@@ -442,24 +511,43 @@ static bool selected(const struct test *t, int argc, char **argv)
 int main(int argc, char **argv)
 {
     bool list = false;
-    int first = 1;
-    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: fl-tests [-l] [PATTERN...]\n"
-               "Runs faultline's tests (each in a forked child with a timeout).\n"
-               "  -l        list the tests instead of running them\n"
-               "  PATTERN   run only tests whose suite/name contains PATTERN\n"
-               "Environment: FL_SHARED (the shared/ folder), TMPDIR.\n");
-        return 0;
-    }
-    if (argc > 1 && !strcmp(argv[1], "-l")) {
-        list = true;
-        first = 2;
+    const char **layers = calloc(argc, sizeof *layers);
+    struct selection sel = {.layers = layers, .patterns = calloc(argc, sizeof(char *))};
+    int nlayers = 0;
+    if (!layers || !sel.patterns)
+        abort();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-l") || !strcmp(a, "--list")) {
+            list = true;
+        } else if (!strcmp(a, "--unit")) {
+            sel.unit = true;
+        } else if (!strcmp(a, "--layer")) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "fl-tests: --layer needs a layer (see --help)\n");
+                return 2;
+            }
+            if (!known_layer(argv[++i])) {
+                fprintf(stderr, "fl-tests: no test of layer '%s' (see --help)\n", argv[i]);
+                return 2;
+            }
+            layers[nlayers++] = argv[i];
+        } else if (a[0] == '-') {
+            fprintf(stderr, "fl-tests: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            sel.patterns[sel.npatterns++] = argv[i];
+        }
     }
     qsort(tests, ntests, sizeof *tests, cmp_test);
     if (list) {
         for (size_t i = 0; i < ntests; i++)
-            if (selected(&tests[i], argc - first, argv + first))
-                printf("%s/%s\n", tests[i].suite, tests[i].name);
+            if (selected(&tests[i], &sel))
+                printf("%s/%s [%s]\n", tests[i].suite, tests[i].name, needs_word[tests[i].needs]);
         return 0;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -469,7 +557,7 @@ int main(int argc, char **argv)
     const char *suite_name = NULL;
     size_t nsel = 0;
     for (size_t i = 0; i < ntests; i++) {
-        if (!selected(&tests[i], argc - first, argv + first))
+        if (!selected(&tests[i], &sel))
             continue;
         if (!suite_name || strcmp(suite_name, tests[i].suite)) {
             suite_name = tests[i].suite;

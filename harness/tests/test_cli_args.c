@@ -9,12 +9,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Numbers on the command line are decimal and unsigned: strtoull took "-1"
  * as 2^64-1 (--repeat -1 ran for ever) and "010" as eight; --limit took any
  * text as 20 (atoi). Each is refused before anything is created. */
-FL_TEST(cli, number_options_refuse_signs_bases_and_text)
+FL_TEST(cli_args, number_options_refuse_signs_bases_and_text)
 {
     static const char *const bad[] = {
         "run --repeat -1 x.yaml", "run --seed -1 x.yaml", "run --seed 0x10 x.yaml",
@@ -32,7 +31,7 @@ FL_TEST(cli, number_options_refuse_signs_bases_and_text)
 }
 
 /* validate and list take no options: an option is not taken for a file. */
-FL_TEST(cli, validate_and_list_reject_unknown_options)
+FL_TEST(cli_args, validate_and_list_reject_unknown_options)
 {
     char *out;
     int rc = fl_test_sh(&out, "%s validate --bogus 2>&1", fl_test_bin("faultline"));
@@ -52,7 +51,7 @@ FL_TEST(cli, validate_and_list_reject_unknown_options)
 /* Every option a command accepts is in its --help: the undocumented short
  * letters (run -v/-s/-r/-d/-o/-k/-j, runs -s/-S/-v/-V..., shell -S, gc -a/-n,
  * exec -o, some meaning different things in different commands) are gone. */
-FL_TEST(cli, only_documented_short_options)
+FL_TEST(cli_args, only_documented_short_options)
 {
     static const char *const bad[] = {
         "run -v x s.yaml", "run -k s.yaml", "runs -l 5", "shell -S s.yaml a", "gc -n",
@@ -70,4 +69,17 @@ FL_TEST(cli, only_documented_short_options)
         FL_ASSERT_MSG(strncmp(out, cmd, strlen(cmd)) == 0, "faultline %s: %s", bad[i], out);
         free(out);
     }
+}
+
+FL_TEST(cli_args, gc_has_no_db_option)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --help", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT(strstr(out, "--db") == NULL);
+    free(out);
+    rc = fl_test_sh(&out, "%s gc --out %s/out --db x.db 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir());
+    FL_ASSERT_EQ(rc, 2);
+    free(out);
 }

@@ -12,7 +12,7 @@
 /* `runs` only reads: with no database where it looks (a fresh checkout, a
  * mistyped --db) it says so and creates nothing (it used to create an empty
  * out/faultline.db and report "no runs recorded in this database"). */
-FL_TEST(cli, runs_without_a_database_creates_nothing)
+FL_TEST(cli_paths, runs_without_a_database_creates_nothing)
 {
     char *out;
     const char *d = fl_test_dir();
@@ -30,7 +30,7 @@ FL_TEST(cli, runs_without_a_database_creates_nothing)
 /* An --out or --junit that cannot be used is a usage error found before the
  * first run: exit 2, no database row, no run directory.  (An --out too long
  * for the runs' event sockets failed every run, late, the same way.) */
-FL_TEST(cli, run_checks_out_and_junit_first)
+FL_TEST(cli_paths, run_checks_out_and_junit_first)
 {
     static const char *const bad[] = {
         "--out file", "--out file/sub", "--junit .", "--junit file/j.xml",

@@ -11,7 +11,7 @@
 /* A workdir that holds a directory the hosts need from the machine (here
  * the scenario's own, {scenario_dir}) hides it behind each host's disk:
  * refused before anything runs (it failed as exit 127 of the task). */
-FL_TEST(cli, run_refuses_workdir_over_scenario_dir)
+FL_TEST(cli_workdir, run_refuses_workdir_over_scenario_dir)
 {
     char dir[] = "/var/tmp/fl-test-wd-XXXXXX", *out;
     FL_REQUIRE(mkdtemp(dir) != NULL);

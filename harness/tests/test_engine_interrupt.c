@@ -109,7 +109,7 @@ static int db_count(const char *sql)
 /* A run whose tasks ignore SIGTERM, with a long grace: the first Ctrl-C
  * asks them to stop and waits the grace; a second one must not wait it
  * out but kill them at once, as a terminal user expects. */
-FL_TEST_T(engine, second_interrupt_skips_the_grace, 60)
+FL_TEST_ROOT_T(engine_interrupt, second_interrupt_skips_the_grace, 60)
 {
     require_setup();
     const char *scn = fl_test_write("stubborn.yaml",
@@ -161,7 +161,7 @@ static pid_t only_child(pid_t pid)
  * strace at its first umount2, after the run's verdict is recorded) is
  * not lost: no further repeat is started (nor recorded as an errored
  * run), and the exit status is 130, also when it was the last run. */
-FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
+FL_TEST_ROOT_T(engine_interrupt, interrupt_during_teardown_ends_the_repeats, 60)
 {
     require_setup();
     if (system("strace -V >/dev/null 2>&1") != 0)
@@ -215,7 +215,7 @@ FL_TEST_T(engine, interrupt_during_teardown_ends_the_repeats, 60)
 /* A Ctrl-C while the recorder waits for a database another process holds
  * locked (a long BEGIN EXCLUSIVE) stops the run within about a second of
  * waiting, not at the end of the 30 s busy timeout. */
-FL_TEST_T(engine, interrupt_while_database_busy, 90)
+FL_TEST_ROOT_T(engine_interrupt, interrupt_while_database_busy, 90)
 {
     require_setup();
     const char *quick = fl_test_write("quick.yaml",

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-FL_TEST(runner, tmpdir_exists_for_each_test)
+FL_TEST(runner_selftest, tmpdir_exists_for_each_test)
 {
     struct stat st;
     FL_REQUIRE(fl_test_dir()[0] != 0);
@@ -17,7 +17,7 @@ FL_TEST(runner, tmpdir_exists_for_each_test)
     FL_ASSERT(S_ISDIR(st.st_mode));
 }
 
-FL_TEST(runner, root_holds_makefile)
+FL_TEST(runner_selftest, root_holds_makefile)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/Makefile", fl_test_root());

@@ -28,7 +28,7 @@ static const char *shared_bundle(const char *name)
     return p;
 }
 
-FL_TEST(ckpt, bundle_write_matches_tensorflow_half_plus_three)
+FL_TEST(ckpt_bundle, bundle_write_matches_tensorflow_half_plus_three)
 {
     const char *ref = shared_bundle("half_plus_three");
     FL_REQUIRE_EQ(write_hpt(tpath("variables"), 0), 0);
@@ -47,7 +47,7 @@ FL_TEST(ckpt, bundle_write_matches_tensorflow_half_plus_three)
     }
 }
 
-FL_TEST(ckpt, bundle_read_tensorflow_half_plus_three_and_counter)
+FL_TEST(ckpt_bundle, bundle_read_tensorflow_half_plus_three_and_counter)
 {
     struct ckpt_reader *r;
     struct ckpt_err e;
@@ -92,7 +92,7 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
     }
 }
 
-FL_TEST(ckpt, bundle_roundtrip_every_dtype)
+FL_TEST(ckpt_bundle, bundle_roundtrip_every_dtype)
 {
     static const int dts[] = {CKPT_DT_FLOAT, CKPT_DT_DOUBLE, CKPT_DT_INT32, CKPT_DT_INT64,
                               CKPT_DT_UINT8, CKPT_DT_BOOL, CKPT_DT_INT8, CKPT_DT_INT16,
@@ -165,7 +165,7 @@ FL_TEST(ckpt, bundle_roundtrip_every_dtype)
     ckpt_reader_close(r);
 }
 
-FL_TEST(ckpt, bundle_string_crc_follows_tensorflow)
+FL_TEST(ckpt_bundle, bundle_string_crc_follows_tensorflow)
 {
     /* TensorFlow: crc over each length as uint32 LE, then the masked length
      * crc's 4 bytes, then the bytes; stored masked. */
@@ -195,7 +195,7 @@ FL_TEST(ckpt, bundle_string_crc_follows_tensorflow)
     free(p);
 }
 
-FL_TEST(ckpt, bundle_roundtrip_empty_tensors)
+FL_TEST(ckpt_bundle, bundle_roundtrip_empty_tensors)
 {
     struct ckpt_writer *w;
     struct ckpt_err e;
@@ -233,7 +233,7 @@ FL_TEST(ckpt, bundle_roundtrip_empty_tensors)
     ckpt_reader_close(r);
 }
 
-FL_TEST_T(ckpt, bundle_roundtrip_large_tensor_streamed, 120)
+FL_TEST_T(ckpt_bundle, bundle_roundtrip_large_tensor_streamed, 120)
 {
     /* 96 MiB + 3 bytes of uint8 written in odd-sized pieces (some larger than
      * the write buffer), read back whole and by ranges */
@@ -341,7 +341,7 @@ static void check_many(const char *prefix, int nent)
     ckpt_reader_close(r);
 }
 
-FL_TEST(ckpt, bundle_roundtrip_many_entries_several_index_blocks)
+FL_TEST(ckpt_bundle, bundle_roundtrip_many_entries_several_index_blocks)
 {
     /* TensorFlow's 256 KiB blocks: 30000 entries of ~45 bytes need several */
     int nb = write_many(tpath("many"), 30000, 0, 0);
@@ -353,7 +353,7 @@ FL_TEST(ckpt, bundle_roundtrip_many_entries_several_index_blocks)
     check_many(tpath("tiny"), 3000);
 }
 
-FL_TEST(ckpt, bundle_roundtrip_snappy_index_blocks)
+FL_TEST(ckpt_bundle, bundle_roundtrip_snappy_index_blocks)
 {
     int nb = write_many(tpath("snappy"), 20000, CKPT_W_SNAPPY, 0);
     FL_ASSERT_GE(nb, 2);
@@ -363,7 +363,7 @@ FL_TEST(ckpt, bundle_roundtrip_snappy_index_blocks)
     check_many(tpath("snappy_tiny"), 2000);
 }
 
-FL_TEST(ckpt, bundle_index_separators_are_shortest)
+FL_TEST(ckpt_bundle, bundle_index_separators_are_shortest)
 {
     /* one entry per block: TensorFlow's FindShortestSeparator turns "abcx"
      * (next block starts at "abez") into "abd"; the last block's index key is
@@ -391,7 +391,7 @@ FL_TEST(ckpt, bundle_index_separators_are_shortest)
     ckpt_tbl_free(t);
 }
 
-FL_TEST(ckpt, bundle_data_alignment_pads_between_tensors)
+FL_TEST(ckpt_bundle, bundle_data_alignment_pads_between_tensors)
 {
     struct ckpt_writer *w;
     struct ckpt_err e;
@@ -409,7 +409,7 @@ FL_TEST(ckpt, bundle_data_alignment_pads_between_tensors)
     ckpt_reader_close(r);
 }
 
-FL_TEST(ckpt, bundle_write_is_atomic_until_finish)
+FL_TEST(ckpt_bundle, bundle_write_is_atomic_until_finish)
 {
     struct ckpt_writer *w;
     struct ckpt_err e;
@@ -494,7 +494,7 @@ static int write_awkward(const char *prefix, unsigned flags, bool by_fill)
     return direct;
 }
 
-FL_TEST(ckpt, bundle_write_direct_and_fill_give_the_same_bytes)
+FL_TEST(ckpt_bundle, bundle_write_direct_and_fill_give_the_same_bytes)
 {
     int d0 = write_awkward(tpath("b/p"), 0, false);
     int d1 = write_awkward(tpath("d/p"), CKPT_W_DIRECT, false);
@@ -530,7 +530,7 @@ FL_TEST(ckpt, bundle_write_direct_and_fill_give_the_same_bytes)
 /* A real full disk on the direct path: a 4 MiB ext4 image on a loop device,
  * mounted in a private mount namespace of this test (gone with it, and the
  * loop device with its last mount). */
-FL_TEST_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60)
+FL_TEST_ROOT_T(ckpt_bundle, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60)
 {
     fl_test_need_root();
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -574,7 +574,7 @@ FL_TEST_T(ckpt, bundle_write_direct_full_disk_says_enospc_and_leaves_nothing, 60
     FL_ASSERT_EQ(system(cmd), 0);
 }
 
-FL_TEST(ckpt, bundle_write_rejects_bad_arguments)
+FL_TEST(ckpt_bundle, bundle_write_rejects_bad_arguments)
 {
     struct ckpt_writer *w;
     struct ckpt_err e;
@@ -621,7 +621,7 @@ FL_TEST(ckpt, bundle_write_rejects_bad_arguments)
     }
 }
 
-FL_TEST(ckpt, bundle_write_missing_directory_is_notfound)
+FL_TEST(ckpt_bundle, bundle_write_missing_directory_is_notfound)
 {
     struct ckpt_writer *w;
     struct ckpt_err e;
@@ -647,7 +647,7 @@ FL_TEST(ckpt, bundle_write_missing_directory_is_notfound)
     FL_ASSERT(exists(tpath("a/b/c/p.index")));
 }
 
-FL_TEST(ckpt, bundle_names_follow_tensorflow)
+FL_TEST(ckpt_bundle, bundle_names_follow_tensorflow)
 {
     char *s = ckpt_data_name("/x/model.ckpt-24", 3, 12);
     FL_ASSERT_STREQ(s, "/x/model.ckpt-24.data-00003-of-00012");
@@ -674,7 +674,7 @@ FL_TEST(ckpt, bundle_names_follow_tensorflow)
     FL_ASSERT_EQ(ckpt_dtype_size(CKPT_DT_STRING), 0);
 }
 
-FL_TEST(ckpt, bundle_reader_missing_index_is_notfound)
+FL_TEST(ckpt_bundle, bundle_reader_missing_index_is_notfound)
 {
     struct ckpt_reader *r;
     struct ckpt_err e;

@@ -69,7 +69,7 @@ static void expect_clear_error(int rc, const struct ckpt_err *e, const char *pat
     }
 }
 
-FL_TEST(ckpt, corrupt_index_truncated_at_every_block_boundary)
+FL_TEST(ckpt_corrupt, corrupt_index_truncated_at_every_block_boundary)
 {
     const char *prefix = tpath("m");
     write_multi(prefix);
@@ -103,7 +103,7 @@ FL_TEST(ckpt, corrupt_index_truncated_at_every_block_boundary)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_index_truncated_at_every_byte)
+FL_TEST(ckpt_corrupt, corrupt_index_truncated_at_every_byte)
 {
     const char *prefix = tpath("v");
     FL_REQUIRE_EQ(write_hpt(prefix, 0), 0);
@@ -120,7 +120,7 @@ FL_TEST(ckpt, corrupt_index_truncated_at_every_byte)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_index_every_bit_flip_is_detected)
+FL_TEST(ckpt_corrupt, corrupt_index_every_bit_flip_is_detected)
 {
     /* every bit of a small index: blocks, trailers, handles, padding, magic */
     const char *prefix = tpath("v");
@@ -143,7 +143,7 @@ FL_TEST(ckpt, corrupt_index_every_bit_flip_is_detected)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_index_bit_flip_in_every_region_of_a_large_index)
+FL_TEST(ckpt_corrupt, corrupt_index_bit_flip_in_every_region_of_a_large_index)
 {
     const char *prefix = tpath("m");
     write_multi(prefix);
@@ -196,7 +196,7 @@ FL_TEST(ckpt, corrupt_index_bit_flip_in_every_region_of_a_large_index)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_data_every_bit_flip_names_the_tensor)
+FL_TEST(ckpt_corrupt, corrupt_data_every_bit_flip_names_the_tensor)
 {
     const char *prefix = tpath("v");
     FL_REQUIRE_EQ(write_hpt(prefix, 0), 0);
@@ -234,7 +234,7 @@ FL_TEST(ckpt, corrupt_data_every_bit_flip_names_the_tensor)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_data_truncated_or_missing_names_the_file)
+FL_TEST(ckpt_corrupt, corrupt_data_truncated_or_missing_names_the_file)
 {
     const char *prefix = tpath("v");
     FL_REQUIRE_EQ(write_hpt(prefix, 0), 0);
@@ -269,7 +269,7 @@ FL_TEST(ckpt, corrupt_data_truncated_or_missing_names_the_file)
     free(orig);
 }
 
-FL_TEST(ckpt, corrupt_foreign_files_are_rejected)
+FL_TEST(ckpt_corrupt, corrupt_foreign_files_are_rejected)
 {
     const char *prefix = tpath("f");
     const char *idx = tpath("f.index");
@@ -324,7 +324,7 @@ static void write_entry_index(const char *idx, const struct ckpt_header *h, cons
     ckpt_tbl_free(t);
 }
 
-FL_TEST(ckpt, corrupt_entries_inconsistent_with_header_are_rejected)
+FL_TEST(ckpt_corrupt, corrupt_entries_inconsistent_with_header_are_rejected)
 {
     const char *prefix = tpath("h");
     const char *idx = tpath("h.index");
@@ -360,7 +360,7 @@ FL_TEST(ckpt, corrupt_entries_inconsistent_with_header_are_rejected)
     }
 }
 
-FL_TEST(ckpt, corrupt_string_tensor_is_detected)
+FL_TEST(ckpt_corrupt, corrupt_string_tensor_is_detected)
 {
     const char *prefix = tpath("s");
     struct ckpt_writer *w;

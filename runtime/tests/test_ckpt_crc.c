@@ -7,7 +7,7 @@
 #include "harness/tests/fl_test.h"
 #include "runtime/ckpt/crc.h"
 
-FL_TEST(ckpt, crc32c_matches_standard_vector)
+FL_TEST(ckpt_crc, crc32c_matches_standard_vector)
 {
     FL_ASSERT_EQ(ckpt_crc32c("123456789", 9), 0xE3069283u);
     FL_ASSERT_EQ(ckpt_crc32c("", 0), 0u);
@@ -18,7 +18,7 @@ FL_TEST(ckpt, crc32c_matches_standard_vector)
     FL_ASSERT_EQ(ckpt_crc32c(f, 32), 0x62a8ab43u);
 }
 
-FL_TEST(ckpt, crc32c_extend_equals_whole)
+FL_TEST(ckpt_crc, crc32c_extend_equals_whole)
 {
     size_t n = 100000;
     unsigned char *p = malloc(n);
@@ -32,7 +32,7 @@ FL_TEST(ckpt, crc32c_extend_equals_whole)
     free(p);
 }
 
-FL_TEST(ckpt, crc32c_combine_equals_whole)
+FL_TEST(ckpt_crc, crc32c_combine_equals_whole)
 {
     size_t n = 3 * 65536 + 12345;
     unsigned char *p = malloc(n);
@@ -53,7 +53,7 @@ FL_TEST(ckpt, crc32c_combine_equals_whole)
     free(p);
 }
 
-FL_TEST(ckpt, crc_mask_roundtrips_and_matches_tensorflow)
+FL_TEST(ckpt_crc, crc_mask_roundtrips_and_matches_tensorflow)
 {
     /* TensorFlow: Mask(crc) = ((crc >> 15) | (crc << 17)) + 0xa282ead8 */
     uint32_t vals[] = {0, 1, 0xE3069283u, 0xffffffffu, 0x80000000u};

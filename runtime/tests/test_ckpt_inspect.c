@@ -15,7 +15,7 @@ static const char *psrt(void)
     return b;
 }
 
-FL_TEST(ckpt, inspect_tensorflow_half_plus_three_prints_values)
+FL_TEST(ckpt_inspect, inspect_tensorflow_half_plus_three_prints_values)
 {
     const char *s = fl_test_shared();
     if (!s)
@@ -37,7 +37,7 @@ FL_TEST(ckpt, inspect_tensorflow_half_plus_three_prints_values)
     free(out);
 }
 
-FL_TEST(ckpt, inspect_tensorflow_checkpoint_state_dir)
+FL_TEST(ckpt_inspect, inspect_tensorflow_checkpoint_state_dir)
 {
     const char *s = fl_test_shared();
     if (!s)
@@ -78,7 +78,7 @@ static void write_sample(const char *dir)
     ckpt_state_free(&st);
 }
 
-FL_TEST(ckpt, inspect_dir_with_state_file_prints_every_dtype)
+FL_TEST(ckpt_inspect, inspect_dir_with_state_file_prints_every_dtype)
 {
     write_sample(fl_test_dir());
     char *out = NULL;
@@ -101,7 +101,7 @@ FL_TEST(ckpt, inspect_dir_with_state_file_prints_every_dtype)
     free(out);
 }
 
-FL_TEST(ckpt, inspect_verify_fails_on_corruption)
+FL_TEST(ckpt_inspect, inspect_verify_fails_on_corruption)
 {
     write_sample(fl_test_dir());
     const char *data = tpath("model.ckpt-24.data-00000-of-00001");
@@ -134,7 +134,7 @@ FL_TEST(ckpt, inspect_verify_fails_on_corruption)
     free(out);
 }
 
-FL_TEST(ckpt, inspect_json_parses_with_python)
+FL_TEST(ckpt_inspect, inspect_json_parses_with_python)
 {
     write_sample(fl_test_dir());
     if (fl_test_sh(NULL, "python3 -c 'import json' 2>/dev/null") != 0)
@@ -155,7 +155,7 @@ FL_TEST(ckpt, inspect_json_parses_with_python)
     free(out);
 }
 
-FL_TEST(ckpt, inspect_usage)
+FL_TEST(ckpt_inspect, inspect_usage)
 {
     char *out = NULL;
     FL_ASSERT_EQ(fl_test_sh(&out, "%s inspect --help", psrt()), 0);

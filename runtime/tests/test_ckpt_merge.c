@@ -56,7 +56,7 @@ static void check_merged(const char *prefix, int nparts, int ntensors)
     ckpt_reader_close(r);
 }
 
-FL_TEST(ckpt, merge_renumbers_shards_and_removes_temp_dir)
+FL_TEST(ckpt_merge, merge_renumbers_shards_and_removes_temp_dir)
 {
     const char *prefix = tpath("train/model.ckpt-0");
     FL_REQUIRE_EQ(mkdir(tpath("train"), 0777), 0);
@@ -78,7 +78,7 @@ FL_TEST(ckpt, merge_renumbers_shards_and_removes_temp_dir)
     free(temp);
 }
 
-FL_TEST(ckpt, merge_keeps_temp_dir_without_delete_flag)
+FL_TEST(ckpt_merge, merge_keeps_temp_dir_without_delete_flag)
 {
     const char *prefix = tpath("model.ckpt-5");
     char *temp = ckpt_temp_prefix(prefix, HEX);
@@ -92,7 +92,7 @@ FL_TEST(ckpt, merge_keeps_temp_dir_without_delete_flag)
     free(temp);
 }
 
-FL_TEST_T(ckpt, merge_many_shards_read_back, 120)
+FL_TEST_T(ckpt_merge, merge_many_shards_read_back, 120)
 {
     enum { N = 40 };
     const char *prefix = tpath("many/model.ckpt-100");
@@ -108,7 +108,7 @@ FL_TEST_T(ckpt, merge_many_shards_read_back, 120)
     free(temp);
 }
 
-FL_TEST(ckpt, merge_missing_part_index_is_tensorflow_notfound)
+FL_TEST(ckpt_merge, merge_missing_part_index_is_tensorflow_notfound)
 {
     const char *prefix = tpath("train_logs/model.ckpt-0");
     FL_REQUIRE_EQ(mkdir(tpath("train_logs"), 0777), 0);
@@ -135,7 +135,7 @@ FL_TEST(ckpt, merge_missing_part_index_is_tensorflow_notfound)
     free(temp);
 }
 
-FL_TEST(ckpt, merge_duplicate_tensor_fails)
+FL_TEST(ckpt_merge, merge_duplicate_tensor_fails)
 {
     const char *prefix = tpath("m");
     char *temp = ckpt_temp_prefix(prefix, HEX);
@@ -151,7 +151,7 @@ FL_TEST(ckpt, merge_duplicate_tensor_fails)
     free(temp);
 }
 
-FL_TEST(ckpt, merge_empty_part_counts_its_shard_like_tensorflow)
+FL_TEST(ckpt_merge, merge_empty_part_counts_its_shard_like_tensorflow)
 {
     const char *prefix = tpath("e");
     char *temp = ckpt_temp_prefix(prefix, HEX);
@@ -205,7 +205,7 @@ static const char *write_slice_part(const char *dir, int i)
     return prefix;
 }
 
-FL_TEST(ckpt, merge_appends_slices_of_partitioned_tensors)
+FL_TEST(ckpt_merge, merge_appends_slices_of_partitioned_tensors)
 {
     FL_REQUIRE_EQ(mkdir(tpath("tmp_parts"), 0777), 0);
     const char *parts[2] = {write_slice_part("tmp_parts", 0), write_slice_part("tmp_parts", 1)};

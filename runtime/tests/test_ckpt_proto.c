@@ -9,7 +9,7 @@
 #include "harness/tests/fl_test.h"
 #include "runtime/ckpt/internal.h"
 
-FL_TEST(ckpt, proto_header_encodes_like_tensorflow)
+FL_TEST(ckpt_proto, proto_header_encodes_like_tensorflow)
 {
     struct ckpt_buf b = {0};
     struct ckpt_header h = {.num_shards = 1, .producer = 1};
@@ -20,7 +20,7 @@ FL_TEST(ckpt, proto_header_encodes_like_tensorflow)
     ckpt_buf_free(&b);
 }
 
-FL_TEST(ckpt, proto_entry_encodes_like_tensorflow)
+FL_TEST(ckpt_proto, proto_entry_encodes_like_tensorflow)
 {
     /* entry "b" of half_plus_three: float scalar at offset 4, size 4 */
     struct ckpt_buf b = {0};
@@ -34,7 +34,7 @@ FL_TEST(ckpt, proto_entry_encodes_like_tensorflow)
     ckpt_buf_free(&b);
 }
 
-FL_TEST(ckpt, proto_entry_roundtrips_every_field)
+FL_TEST(ckpt_proto, proto_entry_roundtrips_every_field)
 {
     struct ckpt_buf b = {0};
     struct ckpt_arena a = {0};
@@ -68,7 +68,7 @@ FL_TEST(ckpt, proto_entry_roundtrips_every_field)
     ckpt_arena_free(&a);
 }
 
-FL_TEST(ckpt, proto_header_roundtrips_bad_consumers)
+FL_TEST(ckpt_proto, proto_header_roundtrips_bad_consumers)
 {
     struct ckpt_buf b = {0};
     struct ckpt_arena a = {0};
@@ -95,7 +95,7 @@ FL_TEST(ckpt, proto_header_roundtrips_bad_consumers)
     ckpt_arena_free(&a);
 }
 
-FL_TEST(ckpt, proto_decode_skips_unknown_fields)
+FL_TEST(ckpt_proto, proto_decode_skips_unknown_fields)
 {
     struct ckpt_arena a = {0};
     /* dtype 1, unknown field 15 varint, unknown 16 len-delimited, unknown fixed64, size 4 */
@@ -109,7 +109,7 @@ FL_TEST(ckpt, proto_decode_skips_unknown_fields)
     ckpt_arena_free(&a);
 }
 
-FL_TEST(ckpt, proto_decode_rejects_truncated_and_mistyped)
+FL_TEST(ckpt_proto, proto_decode_rejects_truncated_and_mistyped)
 {
     struct ckpt_arena a = {0};
     struct ckpt_entry d;

@@ -20,7 +20,7 @@ static const char *shared_state(void)
     return p;
 }
 
-FL_TEST(ckpt, state_read_tensorflow_file)
+FL_TEST(ckpt_state, state_read_tensorflow_file)
 {
     const char *file = shared_state();
     struct ckpt_state st;
@@ -40,7 +40,7 @@ FL_TEST(ckpt, state_read_tensorflow_file)
     ckpt_state_free(&st);
 }
 
-FL_TEST(ckpt, state_format_matches_tensorflow_file)
+FL_TEST(ckpt_state, state_format_matches_tensorflow_file)
 {
     const char *file = shared_state();
     size_t len;
@@ -58,7 +58,7 @@ FL_TEST(ckpt, state_format_matches_tensorflow_file)
     ckpt_state_free(&st);
 }
 
-FL_TEST(ckpt, state_write_is_atomic_and_roundtrips)
+FL_TEST(ckpt_state, state_write_is_atomic_and_roundtrips)
 {
     struct ckpt_state st = {0}, back;
     struct ckpt_err e;
@@ -101,7 +101,7 @@ FL_TEST(ckpt, state_write_is_atomic_and_roundtrips)
     ckpt_state_free(&st);
 }
 
-FL_TEST(ckpt, state_parse_accepts_text_format_variants)
+FL_TEST(ckpt_state, state_parse_accepts_text_format_variants)
 {
     const char *text =
         "# written by hand\n"
@@ -132,7 +132,7 @@ FL_TEST(ckpt, state_parse_accepts_text_format_variants)
     ckpt_state_free(&st);
 }
 
-FL_TEST(ckpt, state_parse_errors_name_line_and_column)
+FL_TEST(ckpt_state, state_parse_errors_name_line_and_column)
 {
     struct {
         const char *text;
@@ -158,7 +158,7 @@ FL_TEST(ckpt, state_parse_errors_name_line_and_column)
     }
 }
 
-FL_TEST(ckpt, state_read_missing_is_notfound)
+FL_TEST(ckpt_state, state_read_missing_is_notfound)
 {
     struct ckpt_state st;
     struct ckpt_err e;
@@ -170,7 +170,7 @@ FL_TEST(ckpt, state_read_missing_is_notfound)
     FL_ASSERT_CONTAINS(e.msg, "no/such/checkpoint");
 }
 
-FL_TEST(ckpt, state_resolve_joins_relative_paths)
+FL_TEST(ckpt_state, state_resolve_joins_relative_paths)
 {
     char *s = ckpt_state_resolve("/train", "model.ckpt-3");
     FL_ASSERT_STREQ(s, "/train/model.ckpt-3");
@@ -183,7 +183,7 @@ FL_TEST(ckpt, state_resolve_joins_relative_paths)
     free(s);
 }
 
-FL_TEST(ckpt, state_timestamps_print_like_python)
+FL_TEST(ckpt_state, state_timestamps_print_like_python)
 {
     struct ckpt_state st = {0};
     double v[] = {1.0, 0.1, 1e16, 1.5e-7, 123456789.123456};

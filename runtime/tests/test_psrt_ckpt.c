@@ -159,7 +159,7 @@ static void every_checkpoint_restores_bit_exactly(const char *model)
     ckpt_state_free(&st);
 }
 
-FL_TEST_T(psrt_ckpt, robust_every_checkpoint_restores_bit_exactly, 60)
+FL_TEST_CLUSTER_T(psrt_ckpt, robust_every_checkpoint_restores_bit_exactly, 60)
 {
     every_checkpoint_restores_bit_exactly("sparse_lr");
 }
@@ -168,12 +168,13 @@ FL_TEST_T(psrt_ckpt, robust_every_checkpoint_restores_bit_exactly, 60)
  * for the ps to keep a save's buffers and copy the next snapshot into them
  * (ps.c, spares): a buffer reused while a reply or the local write still
  * read it would show here as a checkpoint unlike its variables */
-FL_TEST_T(psrt_ckpt, robust_checkpoints_restore_bit_exactly_when_save_buffers_are_reused, 60)
+FL_TEST_CLUSTER_T(psrt_ckpt, robust_checkpoints_restore_bit_exactly_when_save_buffers_are_reused,
+                  60)
 {
     every_checkpoint_restores_bit_exactly("softmax");
 }
 
-FL_TEST_T(psrt_ckpt, robust_restore_with_too_few_copies_names_the_shard, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, robust_restore_with_too_few_copies_names_the_shard, 40)
 {
     struct pc c;
     pc_init(&c, 2, 2,
@@ -204,7 +205,7 @@ FL_TEST_T(psrt_ckpt, robust_restore_with_too_few_copies_names_the_shard, 40)
 /* The chief's state file is damaged and the ps lost its disk: which checkpoint
  * is the latest is unknown, so the chief fails naming the file instead of
  * training from scratch over the checkpoints still in train_dir. */
-FL_TEST_T(psrt_ckpt, robust_unreadable_state_without_ps_copies_fails_naming_it, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, robust_unreadable_state_without_ps_copies_fails_naming_it, 40)
 {
     struct pc c;
     pc_init(&c, 1, 1,
@@ -275,7 +276,7 @@ static void s003(const char *threads, int *chief_status, char **log)
     *log = pc_read(rel);
 }
 
-FL_TEST_T(psrt_ckpt, s003_per_request_aborts_under_task_limit_pool_keeps_training, 60)
+FL_TEST_ROOT_T(psrt_ckpt, s003_per_request_aborts_under_task_limit_pool_keeps_training, 60)
 {
     fl_test_need_root();    /* the chief runs as another uid, with RLIMIT_NPROC 1 */
     int st;
@@ -293,7 +294,7 @@ FL_TEST_T(psrt_ckpt, s003_per_request_aborts_under_task_limit_pool_keeps_trainin
 
 /* ---- one clear line and a non-zero exit ------------------------------------------ */
 
-FL_TEST(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
+FL_TEST_CLUSTER(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
 {
     char *out = NULL;
     int r = fl_test_sh(&out, "%s --job_name=worker --ps_hosts=127.0.0.1:1 "
@@ -360,7 +361,7 @@ static void *garbage_server(void *arg)
 
 /* A worker waiting for the model at such a peer names it and what it said,
  * once, instead of blaming the chief after a reconnect line per retry. */
-FL_TEST_T(psrt_ckpt, garbage_peer_is_named_by_a_waiting_worker, 30)
+FL_TEST_CLUSTER_T(psrt_ckpt, garbage_peer_is_named_by_a_waiting_worker, 30)
 {
     int lfd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -390,7 +391,7 @@ FL_TEST_T(psrt_ckpt, garbage_peer_is_named_by_a_waiting_worker, 30)
     close(lfd);
 }
 
-FL_TEST_T(psrt_ckpt, corrupt_checkpoint_fails_restore_with_one_line, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, corrupt_checkpoint_fails_restore_with_one_line, 40)
 {
     struct pc c;
     pc_init(&c, 1, 1,
@@ -438,7 +439,7 @@ FL_TEST_T(psrt_ckpt, corrupt_checkpoint_fails_restore_with_one_line, 40)
 
 /* A train_dir or export_dir that is a file is named as such, not a
  * temporary path under it nor a state file read from it. */
-FL_TEST_T(psrt_ckpt, train_dir_or_export_dir_that_is_a_file_is_named, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, train_dir_or_export_dir_that_is_a_file_is_named, 40)
 {
     const char *flags = "--model=linear --checkpoint_protocol=robust --max_steps=20 "
                         "--connect_timeout_secs=10 --ps_exit_on_chief_done=false";
@@ -468,7 +469,7 @@ FL_TEST_T(psrt_ckpt, train_dir_or_export_dir_that_is_a_file_is_named, 40)
     pc_kill_all(&c);
 }
 
-FL_TEST_T(psrt_ckpt, full_disk_fails_save_with_one_line_and_keeps_last_checkpoint, 40)
+FL_TEST_ROOT_T(psrt_ckpt, full_disk_fails_save_with_one_line_and_keeps_last_checkpoint, 40)
 {
     /* a real full disk: a small tmpfs as the chief's disk, in a private mount
      * namespace of this test (gone with it) */
@@ -570,7 +571,7 @@ static void *accept_thread(void *arg)
     return NULL;
 }
 
-FL_TEST_T(psrt_ckpt, robust_run_reports_events_in_protocol_order, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, robust_run_reports_events_in_protocol_order, 40)
 {
     struct collector col = {.mu = PTHREAD_MUTEX_INITIALIZER};
     char path[PATH_MAX];
@@ -613,7 +614,7 @@ FL_TEST_T(psrt_ckpt, robust_run_reports_events_in_protocol_order, 40)
 
 /* ---- named fault points ------------------------------------------------------ */
 
-FL_TEST_T(psrt_ckpt, fault_points_fail_the_save_where_named, 40)
+FL_TEST_CLUSTER_T(psrt_ckpt, fault_points_fail_the_save_where_named, 40)
 {
     struct pc c;
     pc_init(&c, 2, 1,

@@ -1,7 +1,7 @@
 /*
  * test_psrt_fixture.h: a ps task served inside the test's own process, and
  * a client connection to it, shared by psrt's in-process tests
- * (test_psrt_units.c, test_psrt_stream.c).
+ * (test_psrt_ps.c, test_psrt_rpc.c, test_psrt_stream.c, test_psrt_save_fail.c).
  */
 #ifndef TEST_PSRT_FIXTURE_H
 #define TEST_PSRT_FIXTURE_H

@@ -21,7 +21,7 @@
 
 /* ---- flags -------------------------------------------------------------------------- */
 
-FL_TEST(psrt_flags, failed_save_flags_parse_default_and_show_in_help)
+FL_TEST(psrt_save_fail, failed_save_flags_parse_default_and_show_in_help)
 {
     struct psrt_flags f;
     char err[256];
@@ -96,7 +96,7 @@ static char *state_list(const char *dir)
  * left is the model path), its files and temporary files are gone, the
  * files of others (model.ckpt-30 shares 3's digits) and foreign files stay.
  * An unlisted one: only its files go.  The only one listed: no state. */
-FL_TEST(psrt_state, drop_unlists_and_deletes_only_that_checkpoint)
+FL_TEST(psrt_save_fail, drop_unlists_and_deletes_only_that_checkpoint)
 {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/drop", fl_test_dir());
@@ -175,7 +175,7 @@ static int32_t rabort(struct ps_fixture *x, long long step, const char *keep)
 /* A ps drops the copy of an abandoned save whether it committed it or not
  * (a save failing in another ps's commit), never the chief's last reported
  * checkpoint (keep), and keeps serving saves after. */
-FL_TEST(psrt_ps, abort_drops_the_copy_committed_or_not_never_keep)
+FL_TEST(psrt_save_fail, abort_drops_the_copy_committed_or_not_never_keep)
 {
     struct ps_fixture x;
     fixture(&x, "linear", PSRT_POOL, 100);
@@ -295,7 +295,7 @@ static int run3(const char *flags, const char *fiu0, const char *fiu1, const cha
  * is abandoned; ps 0's copy and the chief's complete copy of step 40 are
  * dropped; the next saves succeed, the run ends well, and the final
  * checkpoint is whole on all three hosts. */
-FL_TEST_T(psrt_ckpt, robust_failed_save_is_dropped_and_training_goes_on, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_failed_save_is_dropped_and_training_goes_on, 40)
 {
     int r = run3(FLAGS, NULL, "psrt/save/shard_sync=5@3", NULL);
     char *log = pc_read("w0.log");
@@ -321,7 +321,7 @@ FL_TEST_T(psrt_ckpt, robust_failed_save_is_dropped_and_training_goes_on, 40)
  * saying how many failed in a row and the last error; ps 0 dropped the
  * commits of steps 20 and 40 again, and step 0, the last reported, is
  * whole everywhere. */
-FL_TEST_T(psrt_ckpt, robust_failed_saves_in_a_row_end_the_chief, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_failed_saves_in_a_row_end_the_chief, 40)
 {
     int r = run3(FLAGS "--max_failed_saves=2", NULL, "psrt/save/commit=5@2-1000", NULL);
     char *log = pc_read("w0.log");
@@ -348,7 +348,7 @@ FL_TEST_T(psrt_ckpt, robust_failed_saves_in_a_row_end_the_chief, 40)
  * --max_failed_saves=2 but a minute to go, the saves at 40, 60 and 80 are
  * abandoned too (4 in a row), and only the final save, not retried
  * (--finish_retry_secs=0), ends the chief. */
-FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_outlasts_the_count, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_failed_saves_secs_outlasts_the_count, 40)
 {
     int r = run3(FLAGS "--max_failed_saves=2 --failed_saves_secs=60 --finish_retry_secs=0", NULL,
                  "psrt/save/commit=5@2-1000", NULL);
@@ -366,7 +366,7 @@ FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_outlasts_the_count, 40)
  * it: 20 steps of at least 20 ms lie between the saves at 20 and 40, more
  * than --failed_saves_secs=0.2, so the chief exits at step 40 and says over
  * how long they failed. */
-FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_then_count_ends_the_chief, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_failed_saves_secs_then_count_ends_the_chief, 40)
 {
     int r = run3(FLAGS "--max_failed_saves=2 --failed_saves_secs=0.2 --step_delay=0.02", NULL,
                  "psrt/save/commit=5@2-1000", NULL);
@@ -385,7 +385,7 @@ FL_TEST_T(psrt_ckpt, robust_failed_saves_secs_then_count_ends_the_chief, 40)
 
 /* --max_failed_saves=0: the first failed save ends the chief with the
  * error as it is (as legacy, and as psrt did before it abandoned saves). */
-FL_TEST_T(psrt_ckpt, robust_max_failed_saves_0_fails_at_once, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_max_failed_saves_0_fails_at_once, 40)
 {
     int r = run3(FLAGS "--max_failed_saves=0", NULL, "psrt/save/shard_write=5@2", NULL);
     char *log = pc_read("w0.log");
@@ -400,7 +400,7 @@ FL_TEST_T(psrt_ckpt, robust_max_failed_saves_0_fails_at_once, 40)
 /* Two failed saves that are not in a row (ps 1's second, step 20; ps 0's
  * fourth, step 60) with --max_failed_saves=2: the save between resets the
  * count, the run ends well. */
-FL_TEST_T(psrt_ckpt, robust_save_that_succeeds_resets_the_count, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_save_that_succeeds_resets_the_count, 40)
 {
     int r = run3(FLAGS "--max_failed_saves=2", "psrt/save/shard_write=28@4",
                  "psrt/save/shard_write=5@2", NULL);
@@ -415,7 +415,7 @@ FL_TEST_T(psrt_ckpt, robust_save_that_succeeds_resets_the_count, 40)
 
 /* The final save (ps 1's sixth, step 100) and the export (the chief's
  * first) each fail once: both are tried again and the run ends well. */
-FL_TEST_T(psrt_ckpt, robust_final_save_and_export_are_retried, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_final_save_and_export_are_retried, 40)
 {
     int r = run3(FLAGS "--export_dir=./exp", NULL, "psrt/save/shard_write=5@6",
                  "psrt/export/write=5@1");
@@ -432,7 +432,7 @@ FL_TEST_T(psrt_ckpt, robust_final_save_and_export_are_retried, 40)
 
 /* A final save that keeps failing: after --finish_retry_secs the chief
  * exits 1 saying how many attempts failed and the last error. */
-FL_TEST_T(psrt_ckpt, robust_final_save_fault_that_stays_fails, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, robust_final_save_fault_that_stays_fails, 40)
 {
     int r = run3(FLAGS "--finish_retry_secs=1", NULL, "psrt/save/shard_write=5@6-1000", NULL);
     char *log = pc_read("w0.log");
@@ -450,7 +450,7 @@ FL_TEST_T(psrt_ckpt, robust_final_save_fault_that_stays_fails, 40)
  * is abandoned, leaving nothing of it on any disk (no temporary file keeps
  * space); once the file is removed, the next save succeeds and the run
  * ends with a whole final checkpoint. */
-FL_TEST_T(psrt_ckpt, robust_full_ps_disk_abandons_then_recovers, 60)
+FL_TEST_ROOT_T(psrt_save_fail, robust_full_ps_disk_abandons_then_recovers, 60)
 {
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         FL_SKIP("needs a private mount namespace (root): %s", strerror(errno));
@@ -494,7 +494,7 @@ FL_TEST_T(psrt_ckpt, robust_full_ps_disk_abandons_then_recovers, 60)
 /* Legacy is TensorFlow's: a failed save ends the chief (its saver hook's
  * error), whatever --max_failed_saves says, and the final save is not
  * tried again. */
-FL_TEST_T(psrt_ckpt, legacy_failed_save_still_ends_the_chief, 40)
+FL_TEST_CLUSTER_T(psrt_save_fail, legacy_failed_save_still_ends_the_chief, 40)
 {
     const char *legacy = "--model=linear --checkpoint_protocol=legacy --sharded_save=false "
                          "--save_checkpoint_steps=20 --max_steps=100 --connect_timeout_secs=10 ";

@@ -43,17 +43,17 @@ static void s000(int nps, int nw, const char *shard_re)
     free(log);
 }
 
-FL_TEST_T(psrt_seed, s000_legacy_2ps_shard_save_fails_on_ps_disk, 30)
+FL_TEST_CLUSTER_T(psrt_seeds, s000_legacy_2ps_shard_save_fails_on_ps_disk, 30)
 {
     s000(2, 5, "part-0000[01]-of-00002");
 }
 
-FL_TEST_T(psrt_seed, s000_legacy_6ps_shard_save_fails_on_ps_disk, 30)
+FL_TEST_CLUSTER_T(psrt_seeds, s000_legacy_6ps_shard_save_fails_on_ps_disk, 30)
 {
     s000(6, 5, "part-0000[0-5]-of-00006");
 }
 
-FL_TEST_T(psrt_seed, s000_robust_same_layout_passes, 30)
+FL_TEST_CLUSTER_T(psrt_seeds, s000_robust_same_layout_passes, 30)
 {
     struct pc c;
     pc_init(&c, 6, 5,
@@ -73,7 +73,7 @@ FL_TEST_T(psrt_seed, s000_robust_same_layout_passes, 30)
 
 /* ---- S001: the merge on the last ps needs every part on its disk -------- */
 
-FL_TEST_T(psrt_seed, s001_legacy_merge_fails_on_last_ps, 30)
+FL_TEST_CLUSTER_T(psrt_seeds, s001_legacy_merge_fails_on_last_ps, 30)
 {
     struct pc c;
     pc_init(&c, 2, 3,
@@ -94,7 +94,7 @@ FL_TEST_T(psrt_seed, s001_legacy_merge_fails_on_last_ps, 30)
     free(log);
 }
 
-FL_TEST_T(psrt_seed, s001_legacy_passes_with_one_ps_and_without_saving, 30)
+FL_TEST_CLUSTER_T(psrt_seeds, s001_legacy_passes_with_one_ps_and_without_saving, 30)
 {
     struct pc c;
     pc_init(&c, 1, 3,
@@ -127,7 +127,7 @@ FL_TEST_T(psrt_seed, s001_legacy_passes_with_one_ps_and_without_saving, 30)
 
 /* ---- S002: export from the chief, variables written on the ps ------------ */
 
-FL_TEST_T(psrt_seed, s002_legacy_export_fails_on_ps_disk_and_leftover_hides_it, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s002_legacy_export_fails_on_ps_disk_and_leftover_hides_it, 40)
 {
     const char *flags = "--model=softmax --checkpoint_protocol=legacy --save_checkpoint_secs=0 "
                         "--max_steps=100 --export_dir=model --connect_timeout_secs=10";
@@ -173,7 +173,7 @@ FL_TEST_T(psrt_seed, s002_legacy_export_fails_on_ps_disk_and_leftover_hides_it, 
 
 int psrt_softmax_true_class(const float *x);
 
-FL_TEST_T(psrt_seed, s002_robust_export_works_and_predict_answers, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s002_robust_export_works_and_predict_answers, 40)
 {
     struct pc c;
     pc_init(&c, 1, 2,
@@ -240,7 +240,7 @@ static long long wait_saved_after(const char *rel, long long after, double timeo
     return -1;
 }
 
-FL_TEST_T(psrt_seed, s004_legacy_relaunched_ps_fails_to_restore, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s004_legacy_relaunched_ps_fails_to_restore, 40)
 {
     struct pc c;
     pc_init(&c, 2, 2,
@@ -301,17 +301,17 @@ static void robust_relaunch(const char *new_dir, const char *expect)
     free(log);
 }
 
-FL_TEST_T(psrt_seed, s004_robust_relaunched_ps_fresh_disk_restores_from_chief, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s004_robust_relaunched_ps_fresh_disk_restores_from_chief, 40)
 {
     robust_relaunch("ps1_new", "loaded model.ckpt-");
 }
 
-FL_TEST_T(psrt_seed, s004_robust_relaunched_ps_same_disk_restores_own_copy, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s004_robust_relaunched_ps_same_disk_restores_own_copy, 40)
 {
     robust_relaunch("ps1", "restored from ./train_logs/ps1/model.ckpt-");
 }
 
-FL_TEST_T(psrt_seed, s004_robust_relaunched_worker_and_chief_finish, 40)
+FL_TEST_CLUSTER_T(psrt_seeds, s004_robust_relaunched_worker_and_chief_finish, 40)
 {
     struct pc c;
     pc_init(&c, 2, 3,

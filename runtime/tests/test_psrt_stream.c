@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-FL_TEST(psrt_frame, segment_header_roundtrip_and_every_corruption_is_caught)
+FL_TEST(psrt_stream, segment_header_roundtrip_and_every_corruption_is_caught)
 {
     uint8_t h[PSRT_SEG_HDR];
     psrt_seg_encode(h, 123456, 0xfeedf00d, 7);
@@ -38,7 +38,7 @@ FL_TEST(psrt_frame, segment_header_roundtrip_and_every_corruption_is_caught)
 /* Two connections, one request each, streamed in segments of many sizes
  * (some far larger than a socket buffer): each ps echoes exactly the
  * concatenation of its segments. */
-FL_TEST(psrt_rpc, streamed_request_arrives_as_one_payload)
+FL_TEST(psrt_stream, streamed_request_arrives_as_one_payload)
 {
     struct ps_fixture x, y;
     fixture(&x, "linear", PSRT_POOL, 10);
@@ -117,7 +117,7 @@ static bool dropped_after(int port, uint32_t seq, uint32_t crc, const char *data
     return closed;
 }
 
-FL_TEST(psrt_rpc, bad_segment_drops_its_connection_and_server_survives)
+FL_TEST(psrt_stream, bad_segment_drops_its_connection_and_server_survives)
 {
     struct ps_fixture x;
     fixture(&x, "linear", PSRT_POOL, 10);
@@ -233,19 +233,19 @@ static void streamed_push_matches_in_order_sgd(size_t n, size_t distinct)
     free(keys), free(dk), free(g), free(want), free(got);
 }
 
-FL_TEST(psrt_push, streamed_small_push_applies_in_order)
+FL_TEST(psrt_stream, streamed_small_push_applies_in_order)
 {
     streamed_push_matches_in_order_sgd(5000, 700);
 }
 
 /* 600,000 pairs: about 300,000 per ps, past the bucketed path's threshold,
  * in 10 pieces of blocks */
-FL_TEST(psrt_push, streamed_big_push_applies_in_order_bucketed)
+FL_TEST(psrt_stream, streamed_big_push_applies_in_order_bucketed)
 {
     streamed_push_matches_in_order_sgd(600000, 40000);
 }
 
-FL_TEST(psrt_push, malformed_blocks_are_refused_and_ps_keeps_serving)
+FL_TEST(psrt_stream, malformed_blocks_are_refused_and_ps_keeps_serving)
 {
     struct ps_fixture x;
     fixture_task(&x, "sparse_lr", PSRT_POOL, 100, 0, 1, "--optimizer=sgd --learning_rate=0.5");

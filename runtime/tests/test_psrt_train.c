@@ -50,7 +50,7 @@ static void train(const char *model, const char *extra, double target)
     free(log);
 }
 
-FL_TEST_T(psrt_train, linear_2ps_3workers_reaches_target, 40)
+FL_TEST_CLUSTER_T(psrt_train, linear_2ps_3workers_reaches_target, 40)
 {
     train("linear", "--max_steps=300", 1e-3);
     /* the export answers like the true model y = 0.1 x + 0.3 */
@@ -65,12 +65,12 @@ FL_TEST_T(psrt_train, linear_2ps_3workers_reaches_target, 40)
     free(out);
 }
 
-FL_TEST_T(psrt_train, softmax_2ps_3workers_reaches_target, 40)
+FL_TEST_CLUSTER_T(psrt_train, softmax_2ps_3workers_reaches_target, 40)
 {
     train("softmax", "--max_steps=300", 0.5);
 }
 
-FL_TEST_T(psrt_train, sparse_lr_2ps_3workers_reaches_target, 40)
+FL_TEST_CLUSTER_T(psrt_train, sparse_lr_2ps_3workers_reaches_target, 40)
 {
     train("sparse_lr", "--max_steps=2000", 0.55);
 }
@@ -84,7 +84,7 @@ static int count_files(const char *rel_dir, const char *suffix)
     return n;
 }
 
-FL_TEST_T(psrt_train, max_to_keep_and_save_secs_are_honoured, 40)
+FL_TEST_CLUSTER_T(psrt_train, max_to_keep_and_save_secs_are_honoured, 40)
 {
     struct pc c;
     pc_init(&c, 2, 2,
@@ -125,7 +125,7 @@ FL_TEST_T(psrt_train, max_to_keep_and_save_secs_are_honoured, 40)
  * exits 0 once it has gone.  The ps used to leave after 0.3 s without a
  * request, and such a worker then retried a gone ps for
  * --reconnect_timeout_secs. */
-FL_TEST_T(psrt_train, ps_answers_done_to_a_silent_connected_worker_before_exiting, 30)
+FL_TEST_CLUSTER_T(psrt_train, ps_answers_done_to_a_silent_connected_worker_before_exiting, 30)
 {
     struct pc c;
     pc_init(&c, 1, 2, "--model=linear --connect_timeout_secs=10");
@@ -159,7 +159,7 @@ FL_TEST_T(psrt_train, ps_answers_done_to_a_silent_connected_worker_before_exitin
 /* A worker whose model flags differ from the ps tasks' fails at once, in
  * one line naming the ps, both layouts and the flags to align; it used to
  * train into "malformed Pull reply" errors. */
-FL_TEST_T(psrt_train, worker_with_other_model_flags_than_the_ps_fails_naming_both, 30)
+FL_TEST_CLUSTER_T(psrt_train, worker_with_other_model_flags_than_the_ps_fails_naming_both, 30)
 {
     struct pc c;
     pc_init(&c, 1, 1, "--connect_timeout_secs=10 --train_dir=./train_logs --max_steps=5");

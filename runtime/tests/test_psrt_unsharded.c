@@ -20,7 +20,7 @@ static long long saved_step(void)
     return v;
 }
 
-FL_TEST_T(psrt_seed, s004_unsharded_saves_on_chief_relaunched_ps_fails, 40)
+FL_TEST_CLUSTER_T(psrt_unsharded, s004_unsharded_saves_on_chief_relaunched_ps_fails, 40)
 {
     struct pc c;
     pc_init(&c, 2, 2,
@@ -60,7 +60,7 @@ FL_TEST_T(psrt_seed, s004_unsharded_saves_on_chief_relaunched_ps_fails, 40)
     pc_kill_all(&c);
 }
 
-FL_TEST(psrt_flags, sharded_save_parses_and_defaults_on)
+FL_TEST(psrt_unsharded, sharded_save_parses_and_defaults_on)
 {
     char *out = NULL;
     int r = fl_test_sh(&out, "%s --job_name=worker --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""link_probe.py: traffic for the link-fault scenarios (test_link_faults.c).
+"""link_probe.py: traffic for the link-fault scenarios (test_faults_link.c).
 
   link_probe.py udp-rx PORT BIN          count datagrams by their first byte;
                                          answer each 'P' with 'p'; at the

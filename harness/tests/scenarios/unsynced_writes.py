@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """unsynced_writes.py: writes files with and without fsync, then (in the next
 generation of the task, after its host crashed and came back) says what is
-left.  Used by unsynced-writes.yaml (harness/tests/test_durable.c).
+left.  Used by unsynced-writes.yaml (harness/tests/test_faults_durable.c).
 
 Generation 0 (FAULTLINE_GENERATION), in the working directory (the host's
 disk), in this order (the root directory's last fsync comes before a, b

@@ -1,0 +1,119 @@
+/*
+ * test_cli_runs.c: `faultline runs`: its help documents its filters, a
+ * verdict is taken as the table shows it and a scenario name is hinted, and
+ * --since/--changed REV take a revision as git names it (a full hash, a
+ * prefix, HEAD), on a database written through the recorder.
+ */
+#include "harness/record/recorder.h"
+#include "harness/tests/fl_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+FL_TEST(cli_runs, runs_takes_verdict_as_shown_and_hints_scenario)
+{
+    char db[4200], err[1024];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    struct fl_rec_run *run;
+    struct fl_rec_run_info ri = {.run_id = "20260101-000000-aaaaaa", .scenario = "example-tour",
+                                 .scenario_file = "t.yaml", .variant = "default",
+                                 .started_at_ms = 1000};
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &ri, &run), 0);
+    fl_rec_run_end(run, "pass", NULL, 10);
+    fl_rec_close(rec);
+    char *out;
+    /* PASS, as the VERDICT column shows it */
+    int rc = fl_test_sh(&out, "%s runs --db %s --verdict PASS 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "20260101-000000-aaaaaa  example-tour");
+    free(out);
+    /* a misspelt --scenario: the closest recorded one */
+    rc = fl_test_sh(&out, "%s runs --db %s --scenario example-tuor 2>&1", fl_test_bin("faultline"),
+                    db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "no run of scenario 'example-tuor' is recorded in ");
+    FL_ASSERT_CONTAINS(out, "(did you mean 'example-tour'?)");
+    FL_ASSERT_CONTAINS(out, "no recorded run matches");
+    free(out);
+    /* a recorded one: no hint */
+    rc = fl_test_sh(&out, "%s runs --db %s --scenario example-tour --history 2>&1",
+                    fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_MSG(!strstr(out, "no run of scenario"), "a hint for a recorded scenario:\n%s", out);
+    free(out);
+}
+
+FL_TEST(cli_runs, runs_help_documents_its_filters)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s runs --help", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "--scenario NAME");
+    FL_ASSERT_CONTAINS(out, "--variant V");
+    FL_ASSERT_CONTAINS(out, "protocol=legacy,threads=pool");
+    FL_ASSERT_CONTAINS(out, "--verdict V");
+    FL_ASSERT_CONTAINS(out, "pass, fail, error or running");
+    FL_ASSERT_CONTAINS(out, "--db PATH");
+    FL_ASSERT_CONTAINS(out, "out/faultline.db");
+    free(out);
+}
+
+static void record_rev(struct fl_rec *rec, const char *id, const char *rev, int64_t at,
+                       const char *verdict)
+{
+    struct fl_rec_run *run;
+    struct fl_rec_run_info info = {.run_id = id, .scenario = "s", .variant = "default",
+                                   .git_rev = rev, .seed = 1, .started_at_ms = at};
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
+    FL_REQUIRE_EQ(fl_rec_run_end(run, verdict, NULL, 10), 0);
+}
+
+/* A full hash (as `git log` prints it) and a name git resolves (HEAD) find
+ * the runs recorded under the 12-digit revision; they used to be compared as
+ * text prefixes of it and match nothing ("no run recorded at revision"). */
+FL_TEST(cli_runs, runs_since_and_changed_take_revisions_as_git_names_them)
+{
+    char db[4096], err[256], *out, *head = NULL;
+    snprintf(db, sizeof db, "%s/r.db", fl_test_dir());
+    bool git = fl_test_sh(&head, "git -C %s rev-parse --short=12 HEAD 2>/dev/null",
+                          fl_test_root()) == 0 && strlen(head) >= 12;
+    if (git)
+        head[strcspn(head, "\n")] = '\0';
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    int64_t now = (int64_t)time(NULL) * 1000;
+    record_rev(rec, "r-old", "aaaa1111bbbb", now - 2000, "fail");
+    record_rev(rec, "r-new", git ? head : "cccc2222dddd", now - 1000, "pass");
+    fl_rec_close(rec);
+
+    const char *full = "aaaa1111bbbb0123456789abcdef0123456789ab";
+    int rc = fl_test_sh(&out, "%s runs --db %s --since %s 2>&1", fl_test_bin("faultline"), db, full);
+    FL_ASSERT_MSG(rc == 0, "runs --since FULL-HASH: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "r-old");
+    FL_ASSERT_CONTAINS(out, "r-new");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs --db %s --changed %s 2>&1", fl_test_bin("faultline"), db, full);
+    FL_ASSERT_MSG(rc == 0, "runs --changed FULL-HASH: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "r-new");
+    free(out);
+    /* a prefix still works, an unknown revision is still said */
+    rc = fl_test_sh(&out, "%s runs --db %s --since aaaa11 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "r-old");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs --db %s --since 0000ffff 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "no run recorded at revision 0000ffff");
+    free(out);
+    if (git) {
+        rc = fl_test_sh(&out, "%s runs --db %s --since HEAD 2>&1", fl_test_bin("faultline"), db);
+        FL_ASSERT_MSG(rc == 0, "runs --since HEAD (%s): exit %d: %s", head, rc, out);
+        FL_ASSERT_CONTAINS(out, "r-new");
+        FL_ASSERT(strstr(out, "r-old") == NULL);
+        free(out);
+    }
+    free(head);
+}
