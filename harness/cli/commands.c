@@ -6,7 +6,6 @@
  * `faultline CMD --help` from it.
  */
 #include "harness/cli/cli.h"
-#include "harness/soak/soak.h"
 
 #include <stddef.h>
 

@@ -5,6 +5,7 @@
  * workdir checked before anything runs, the scenario files named on the
  * command line, the --variant options and the results database of --db.
  */
+#include "harness/load/load.h"
 #include "harness/cli/common.h"
 #include "harness/record/recorder.h"
 #include "harness/scenario/scenario.h"

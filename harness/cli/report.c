@@ -6,6 +6,7 @@
  * newer one refused with a clear message) and hands the work to
  * fl_report_html (reports/html.c).
  */
+#include "harness/base/monoclock.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/common.h"
 #include "harness/record/recorder.h"
@@ -83,16 +84,15 @@ int fl_cli_report(int argc, char **argv)
     struct fl_report_html_opts ho = {.run_ids = (const char *const *)argv + optind,
                                      .n_run_ids = (size_t)(nids > 0 ? nids : 0),
                                      .last = last, .since_rev = since};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = fl_mono_s();
     int rc = fl_report_html(fl_rec_db(rec), out, &ho, err, sizeof err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took_ms = (fl_mono_s() - t0) * 1e3;
     fl_rec_close(rec);
     if (rc < 0) {
         fprintf(stderr, "faultline report: %s\n", err);
         return rc == -ENOENT ? 2 : 1;
     }
     printf("wrote %s: %d run%s (%.0f ms)\n", out, rc, rc == 1 ? "" : "s",
-           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+           took_ms);
     return 0;
 }

@@ -4,6 +4,7 @@
  * opens an interactive shell on HOST; everything is torn down when the shell
  * exits, whose status is the command's.
  */
+#include "harness/load/load.h"
 #include "harness/cli/cli.h"
 #include "harness/cli/common.h"
 #include "harness/base/suggest.h"

@@ -14,6 +14,7 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
+#include "harness/load/load.h"
 #include "harness/base/monoclock.h"
 #include "harness/cli/common.h"
 #include "harness/engine/engine.h"

@@ -1,7 +1,8 @@
 /*
- * engine_int.h: the engine's own state, shared by engine.c (set-up, the
- * loop, tear-down), schedule.c (when faults fire and heal) and check.c
- * (judging the outcome).  Not for use outside harness/engine/.
+ * engine_int.h: the engine's own state, shared by its files: engine.c (a
+ * run from start to verdict), setup.c, loop.c, shell.c, teardown.c,
+ * schedule.c (when faults fire and heal) and check.c (judging the outcome).
+ * Not for use outside harness/engine/.
  *
  * A run's state (struct fl_run, harness/run/run.h) is what the fault kinds
  * may see and change; the rest, here, is the loop's: its signal and timer
@@ -57,10 +58,30 @@ struct engine {
     int shell_status;           /* its wait status once reaped, else -1 */
 };
 
-/* engine.c: moves the run to state s, which must come after the current
+/* loop.c: moves the run to state s, which must come after the current
  * one (see above); anything else is a bug in the engine and aborts. */
 void eng_set_state(struct engine *e, enum run_state s);
 static inline bool eng_stopping(const struct engine *e) { return e->state >= RUN_STOPPING; }
+/* loop.c: the loop, until no process is left; a process's output read (all
+ * there is now) and closed; an event that came after the loop, recorded. */
+void eng_loop(struct engine *e);
+void eng_read_output(struct engine *e, struct proc *p);
+void eng_close_output(struct engine *e, struct proc *p);
+void eng_on_late_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw);
+
+/* setup.c: directories, disks, host cgroups and specs (0 or -errno, the
+ * run's error set); every host up in one batch. */
+int eng_setup_dirs(struct engine *e);
+int eng_hosts_up(struct engine *e);
+
+/* shell.c: `faultline shell`'s lines, and its shell on the chosen host. */
+void eng_shell_print(struct engine *e);
+int eng_shell_start(struct engine *e);
+
+/* teardown.c: everything the run holds removed (hosts, kinds, switch,
+ * cgroups; events drained); then the engine's memory freed. */
+void eng_teardown(struct engine *e);
+void eng_free(struct engine *e);
 
 /* schedule.c: the faults of the variant, when they fire and heal. */
 void fl_faults_init(struct engine *e);

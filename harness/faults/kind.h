@@ -46,7 +46,7 @@ struct fl_fault_kind {
     int (*init)(struct fl_run *r, char *err, size_t errlen);
     /* At the end of every run, before the fabric goes: undoes init. */
     void (*free)(struct fl_run *r);
-    /* Adds to a task's env being built (room for 4 more at *k). */
+    /* Adds to a task's env being built (room for 4 more at *k, for each kind). */
     int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err,
                     size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);
@@ -71,6 +71,8 @@ struct fl_fault_kind {
 extern const struct fl_fault_kind *const fl_fault_kinds[FL_SCN_ACT_COUNT];
 /* The kind of a fault; never NULL for a loaded scenario. */
 const struct fl_fault_kind *fl_fault_kind_of(const struct fl_scn_action *a);
+/* "kill", "pause", ...: a kind's name; "?" for a value outside the table. */
+const char *fl_scn_action_kind_name(enum fl_scn_action_kind k);
 /* The kind named name, or NULL. */
 const struct fl_fault_kind *fl_fault_kind_find(const char *name);
 

@@ -157,7 +157,7 @@ struct fl_run {
     void *kind_state[FL_SCN_ACT_COUNT];
 
     /* Hooks (see above).  task_env adds to a task's env being built (room
-     * for 8 more entries at *k); host_starting runs before a host (re)starts,
+     * for 4 more entries at *k for each kind); host_starting runs before a host (re)starts,
      * host_started once it is up again.  0 or -errno with err filled. */
     int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err,
                     size_t errlen);

@@ -1,6 +1,6 @@
 /*
- * scenario.h: the scenario file data model and loader (format v1, documented
- * for users in scenarios/README.md).
+ * scenario.h: the scenario file data model (format v1, documented for users
+ * in scenarios/README.md); the loader that fills it is harness/load/load.h.
  *
  * fl_scenario_load() reads a YAML file with libyaml, builds a node tree that
  * keeps 1-based line:column marks, and validates it completely into a
@@ -27,12 +27,14 @@
 #ifndef FL_SCENARIO_H
 #define FL_SCENARIO_H
 
+#include "harness/sys/shared_leftovers.h"
+
 #include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define FL_SCN_DEFAULT_WORKDIR    "/srv/faultline"
+#define FL_SCN_DEFAULT_WORKDIR    FL_DEFAULT_WORKDIR  /* sys/shared_leftovers.h */
 #define FL_SCN_DEFAULT_TIMEOUT_MS 120000
 #define FL_SCN_DEFAULT_PORT       2222
 #define FL_SCN_DEFAULT_GRACE_MS   2000
@@ -484,12 +486,7 @@ struct fl_scenario {
 
 /* ---- loading ----------------------------------------------------------- */
 
-/* Loads and validates a scenario file.  On error *out is NULL and err holds
- * "file:line:column: message" (or "file: message" when there is no place). */
-int fl_scenario_load(const char *path, struct fl_scenario **out, char *err, size_t errlen);
-/* Same from memory; 'path' names the buffer in messages and sets s->dir. */
-int fl_scenario_load_mem(const char *path, const char *buf, size_t len,
-                         struct fl_scenario **out, char *err, size_t errlen);
+/* Frees a scenario the loader made (harness/load/load.h) and all it owns. */
 void fl_scenario_free(struct fl_scenario *s);
 
 /*
@@ -516,9 +513,6 @@ const char *fl_scn_task_name(const struct fl_scenario *s, int task, char *buf, s
 bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check *c, int task);
 
 const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k);  /* "at", "after", "on_log" */
-/* "kill", "pause", ...: the name in the table of kinds (harness/faults/kinds.c, which
- * defines it); "?" for a value outside it. */
-const char *fl_scn_action_kind_name(enum fl_scn_action_kind k);
 /* "ENOSPC" for ENOSPC (the errno names a disk fault accepts); NULL if unknown. */
 const char *fl_scn_errno_name(int err);
 /* "SIGKILL" for 9; NULL if unknown. */

@@ -12,6 +12,7 @@
  * profile keeps each entry's value as flow YAML, and its text without the
  * soak: and seed: lines for the files it writes.
  */
+#include "harness/load/load.h"
 #include "harness/soak/soak.h"
 #include "harness/faults/kind.h"
 #include "harness/sys/rundir.h"

@@ -40,7 +40,6 @@
  */
 #include "harness/sys/shared_leftovers.h"
 #include "harness/sys/cgroup.h"
-#include "harness/scenario/scenario.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,7 +149,7 @@ int fl_workdir_remove(const char *workdir)
      * speaks only for the runs of that lock, and the default workdir is
      * every run's on the machine: its rmdir would detach the disks of a
      * live run of another checkout.  Only the machine's lock may remove it. */
-    if (strcmp(lock_path(), FL_RUNS_LOCK) != 0 && !strcmp(path, FL_SCN_DEFAULT_WORKDIR))
+    if (strcmp(lock_path(), FL_RUNS_LOCK) != 0 && !strcmp(path, FL_DEFAULT_WORKDIR))
         return 0;
     /* the marked directory: the workdir or one of its parents */
     char top[PATH_MAX];

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 
 #define FL_RUNS_LOCK "/run/faultline.lock"
+/* The workdir of a scenario that names none (scenario.h's default). */
+#define FL_DEFAULT_WORKDIR "/srv/faultline"
 #define FL_WORKDIR_MARK ".made-by-faultline"
 
 /* Takes the runs lock: shared (waits; every run holds it while it lives)

@@ -6,6 +6,8 @@
 #ifndef SCENARIO_FIXTURE_H
 #define SCENARIO_FIXTURE_H
 
+#include "harness/load/load.h"
+#include "harness/faults/kind.h"
 #include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 
@@ -18,6 +20,30 @@ static __attribute__((unused)) const char *data_dir(const char *sub)
     static char p[4096];
     snprintf(p, sizeof p, "%s/harness/tests/data/scenarios/%s", fl_test_root(), sub);
     return p;
+}
+
+/* An expected message of a data file ("# expect: ..."), with {kinds} and
+ * {kinds,} written out as the table of kinds says ("kill, ... or truncate",
+ * "kill, ..., truncate"): a new kind changes no expected message. */
+static __attribute__((unused)) const char *expand_kinds(const char *want)
+{
+    static char out[2048];
+    char or_list[512], comma_list[512];
+    fl_fault_kind_list(or_list, sizeof or_list, " or ");
+    fl_fault_kind_list(comma_list, sizeof comma_list, ", ");
+    size_t n = 0;
+    while (*want && n + 1 < sizeof out) {
+        const char *sub = !strncmp(want, "{kinds}", 7) ? or_list
+                          : !strncmp(want, "{kinds,}", 8) ? comma_list : NULL;
+        if (!sub) {
+            out[n++] = *want++;
+            continue;
+        }
+        n += (size_t)snprintf(out + n, sizeof out - n, "%s", sub);
+        want += sub == or_list ? 7 : 8;
+    }
+    out[n < sizeof out ? n : sizeof out - 1] = 0;
+    return out;
 }
 
 /* Loads data/scenarios/valid/<name> from inside that directory. */

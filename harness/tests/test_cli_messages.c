@@ -9,6 +9,7 @@
  */
 #include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
+#include "harness/tests/scenario_fixture.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -190,7 +191,7 @@ FL_TEST(cli_messages, validate_checks_soak_block)
                             de->d_name);
         FL_ASSERT_MSG(rc == 2, "%s: exit %d", de->d_name, rc);
         char want[1100];
-        snprintf(want, sizeof want, "%s\n", text + 10);
+        snprintf(want, sizeof want, "%s\n", expand_kinds(text + 10));
         FL_ASSERT_STREQ(out, want);
         free(out);
         free(text);

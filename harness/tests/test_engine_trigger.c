@@ -3,6 +3,7 @@
  * scenario loaded from memory: at: times, after: events by kind, host,
  * job, task and attributes, and on_log: lines by regex and host.
  */
+#include "harness/load/load.h"
 #include "harness/tests/fl_test.h"
 #include "harness/engine/trigger.h"
 

@@ -5,6 +5,7 @@
  * limits of the inline storage; and the errors that need no data file (the
  * others are in data/scenarios/invalid/checkpoint_*.yaml).
  */
+#include "harness/load/load.h"
 #include "harness/tests/fl_test.h"
 
 #include "harness/scenario/scenario.h"

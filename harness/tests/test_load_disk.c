@@ -1,8 +1,10 @@
 /*
- * test_load_disk.c: how a disk: fault's mapping loads (harness/load/disk.c):
+ * test_load_disk.c: how a disk: fault's mapping loads (harness/faults/disk.c, disk_parse):
  * call or point, errno, probability, delay and short writes, and the errors
  * for what does not fit.
  */
+#include "harness/faults/kind.h"
+#include "harness/load/load.h"
 #include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 

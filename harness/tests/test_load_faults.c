@@ -2,8 +2,10 @@
  * test_load_faults.c: how the loader reads fault kinds that need no file of
  * their own here: crash_host's unsynced: (harness/load/faults.c: lose or
  * keep, and where it may be given), and corrupt: and truncate:, files at
- * rest on a host's disk (harness/load/at_rest.c).
+ * rest on a host's disk (harness/faults/at_rest.c, at_rest_parse).
  */
+#include "harness/faults/kind.h"
+#include "harness/load/load.h"
 #include "harness/scenario/scenario.h"
 #include "harness/tests/fl_test.h"
 

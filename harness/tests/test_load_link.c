@@ -1,9 +1,11 @@
 /*
  * test_load_link.c: what the loader makes of a link: fault's value
- * (harness/load/link.c): its scope, loss in hundredths of a percent (random
+ * (harness/faults/link.c, link_parse): its scope, loss in hundredths of a percent (random
  * or bursty), rate in bit/s, down, flap, and the userspace emulator's keys
  * (delay, jitter, duplicate, reorder, corrupt).
  */
+#include "harness/faults/kind.h"
+#include "harness/load/load.h"
 #include "harness/tests/fl_test.h"
 #include "harness/scenario/scenario.h"
 

@@ -874,12 +874,6 @@ static void handle_one(void *arg)
         conn_close(sc);
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* accept4 failed with EMFILE or ENFILE: the listening socket stays
  * readable, and a level-triggered epoll would return at once, for ever (a
@@ -904,7 +898,7 @@ static bool refuse_one(struct psrt_server *s, int err)
         if (fd < 0 && s->spare >= 0)
             return false;       /* nothing waits */
     }
-    double now = mono_s();
+    double now = psrt_now();
     if (fd < 0) {
         /* no descriptor even with the spare given up (the limit is below
          * the spare's number): connections wait in the backlog */
@@ -934,11 +928,11 @@ static void *dispatcher(void *arg)
     for (;;) { /* the process exits with the server running */
         int wait_ms = -1;
         if (s->lfd_off) {
-            double left = s->lfd_on_at - mono_s();
+            double left = s->lfd_on_at - psrt_now();
             wait_ms = left > 0 ? (int)(left * 1000) + 1 : 0;
         }
         int n = epoll_wait(s->epfd, evs, 64, wait_ms);
-        if (s->lfd_off && mono_s() >= s->lfd_on_at) {
+        if (s->lfd_off && psrt_now() >= s->lfd_on_at) {
             /* time to try again (other connections' traffic may never let
              * the wait time out) */
             if (s->spare < 0)
