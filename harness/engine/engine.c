@@ -66,17 +66,23 @@ _Static_assert(FL_SCN_MAX_HOSTS == FL_FABRIC_MAX_HOSTS,
 #include <time.h>
 #include <unistd.h>
 
+/* The signals the run loop reads from its signalfd (blocked from the start). */
+static void loop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
 int fl_engine_global_init(char *err, size_t errlen)
 {
     int rc = fl_host_global_init(err, errlen);
     if (rc < 0)
         return rc;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    loop_signals(&set);
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     return 0;
@@ -116,6 +122,19 @@ void eng_set_state(struct engine *e, enum run_state s)
 
 
 
+
+/* The run's cgroup directory of one controller (run, len: the parent of
+ * the first host cgroup made in it, host_cgroup), once: *any says so. */
+static void run_cgroup(char *run, size_t len, bool *any, const char *host_cgroup)
+{
+    if (*any)
+        return;
+    snprintf(run, len, "%s", host_cgroup);
+    char *slash = strrchr(run, '/');
+    if (slash)
+        *slash = 0;
+    *any = true;
+}
 
 static int setup_dirs(struct engine *e)
 {
@@ -203,13 +222,7 @@ static int setup_dirs(struct engine *e)
                 break;
             }
             hr->has_cgroup = true;
-            if (!e->r.any_cgroup) {
-                snprintf(e->r.cgroup_run, sizeof e->r.cgroup_run, "%s", hr->cgroup);
-                char *slash = strrchr(e->r.cgroup_run, '/');
-                if (slash)
-                    *slash = 0;
-                e->r.any_cgroup = true;
-            }
+            run_cgroup(e->r.cgroup_run, sizeof e->r.cgroup_run, &e->r.any_cgroup, hr->cgroup);
         }
         if (hr->need_mem_cgroup) {
             rc = fl_cgroup_create_memory(e->r.run_id, s->hosts[i].name, hr->mem_cgroup,
@@ -221,13 +234,7 @@ static int setup_dirs(struct engine *e)
                 break;
             }
             hr->has_mem_cgroup = true;
-            if (!e->r.any_mem) {
-                snprintf(e->r.mem_run, sizeof e->r.mem_run, "%s", hr->mem_cgroup);
-                char *slash = strrchr(e->r.mem_run, '/');
-                if (slash)
-                    *slash = 0;
-                e->r.any_mem = true;
-            }
+            run_cgroup(e->r.mem_run, sizeof e->r.mem_run, &e->r.any_mem, hr->mem_cgroup);
         }
         char etc[PATH_MAX];
         snprintf(etc, sizeof etc, "%s/etc-hosts", e->r.dir);
@@ -928,11 +935,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     }
     e->r.epfd = epoll_create1(EPOLL_CLOEXEC);
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
+    loop_signals(&set);
     e->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     e->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
     e->w_sig = (struct watch){W_SIGNAL, NULL};
