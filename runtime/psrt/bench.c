@@ -128,6 +128,22 @@ static const char *required(int argc, char **argv, const char *bench, const char
     return v;
 }
 
+/* A worker of the ps tasks at hosts (running model with sgd; extra: more
+ * flags, parse_flags), connected and, with open_vars, its variables initialised
+ * and open: 0, 2 (bad flags) or 1 (said on stderr).  f must outlive w. */
+static int bench_worker(struct psrt_worker *w, struct psrt_flags *f, struct psrt_err *err,
+                        const char *hosts, const char *model, const char *extra, bool open_vars)
+{
+    if (parse_flags(f, hosts, model, "sgd", extra))
+        return 2;
+    if (psrt_worker_setup(w, f, err) || psrt_worker_connect(w, err) ||
+        (open_vars && (psrt_worker_init_all(w, err) || psrt_worker_open_all(w, err)))) {
+        fprintf(stderr, "psrt bench: %s\n", err->msg);
+        return 1;
+    }
+    return 0;
+}
+
 static int bench_sparse(int argc, char **argv)
 {
     const char *hosts = required(argc, argv, "sparse", "--ps_hosts", "H:P,...");
@@ -142,14 +158,11 @@ static int bench_sparse(int argc, char **argv)
         return 2;
     }
     struct psrt_flags f;
-    if (parse_flags(&f, hosts, "sparse_lr", "sgd", NULL))
-        return 2;
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    int setup = bench_worker(w, &f, &err, hosts, "sparse_lr", NULL, false);
+    if (setup)
+        return setup;
     int nps = w->nps;
     uint64_t *keys = malloc(n * 8);
     float *g = malloc(n * 4), *vals = malloc(n * 4);
@@ -309,15 +322,11 @@ static int bench_dense(int argc, char **argv)
     if (!hosts)
         return 2;
     struct psrt_flags f;
-    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
-        return 2;
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    int setup = bench_worker(w, &f, &err, hosts, "bench_dense", extra, true);
+    if (setup)
+        return setup;
     int nps = w->nps;
     size_t floats[256] = {0};
     float *grad[256] = {0};
@@ -386,15 +395,11 @@ static int bench_robust(int argc, char **argv)
     snprintf(extra, sizeof extra, "--dense_floats=%s --train_dir=%s --checkpoint_protocol=robust",
              arg(argc, argv, "--dense_floats", "67108864"), dir);
     struct psrt_flags f;
-    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
-        return 2;
     struct psrt_worker W, *w = &W;
     struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    int setup = bench_worker(w, &f, &err, hosts, "bench_dense", extra, true);
+    if (setup)
+        return setup;
     uint64_t bytes = 0;
     for (int v = 0; v < w->m.nvars; v++)
         bytes += (uint64_t)w->m.vars[v].n * 4;
