@@ -1124,35 +1124,34 @@ static bool hosts_valid(const int *h, size_t n)
     return true;
 }
 
+/* Runs sb (chain p<id> and its rules) with the base chain's jump to it, in
+ * nft's messages "<what> p<id>"; frees sb's text. */
 static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
                     const char *what, char *err, size_t errlen)
 {
-    if (sb->oom) {
-        fl_netem_seterr(err, errlen, "fabric: out of memory");
-        return -ENOMEM;
-    }
-    if (f->nrules == f->rulecap) {
+    if (!sb->oom && f->nrules == f->rulecap) {
         size_t ncap = f->rulecap ? f->rulecap * 2 : 16;
         int *nr = realloc(f->rules, ncap * sizeof *nr);
-        if (!nr) {
-            fl_netem_seterr(err, errlen, "fabric: out of memory");
-            return -ENOMEM;
+        if (nr) {
+            f->rules = nr;
+            f->rulecap = ncap;
+        } else {
+            sb->oom = true;
         }
-        f->rules = nr;
-        f->rulecap = ncap;
     }
     sb_printf(sb, "add rule bridge %s " BASE_CHAIN " jump p%d\n", FL_FABRIC_NFT_TABLE, id);
+    char w[64];
+    snprintf(w, sizeof w, "%s p%d", what, id);
+    int rc = -ENOMEM;
     if (sb->oom) {
         fl_netem_seterr(err, errlen, "fabric: out of memory");
-        return -ENOMEM;
+    } else if ((rc = nft_run(f, sb->s, w, err, errlen)) == 0) {
+        f->rules[f->nrules++] = id;
+        f->next_rule++;
+        *rule_id = id;
     }
-    int rc = nft_run(f, sb->s, what, err, errlen);
-    if (rc < 0)
-        return rc;
-    f->rules[f->nrules++] = id;
-    f->next_rule++;
-    *rule_id = id;
-    return 0;
+    free(sb->s);
+    return rc;
 }
 
 /* Each partition/block is its own regular chain p<id>, jumped to from the
@@ -1210,11 +1209,7 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             sb_printf(&sb, " drop\n");
         }
     }
-    char what[32];
-    snprintf(what, sizeof what, "partition p%d", id);
-    int rc = add_rule(f, &sb, id, rule_id, what, err, errlen);
-    free(sb.s);
-    return rc;
+    return add_rule(f, &sb, id, rule_id, "partition", err, errlen);
 }
 
 int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const int *to, size_t nto,
@@ -1239,11 +1234,7 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const in
     sb_printf(&sb, " oifname ");
     sb_ports(&sb, to, nto);
     sb_printf(&sb, " ether type != arp drop\n");
-    char what[32];
-    snprintf(what, sizeof what, "block p%d", id);
-    int rc = add_rule(f, &sb, id, rule_id, what, err, errlen);
-    free(sb.s);
-    return rc;
+    return add_rule(f, &sb, id, rule_id, "block", err, errlen);
 }
 
 int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what, int *rule_id,
@@ -1264,11 +1255,7 @@ int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what
         if (*l)
             l++;
     }
-    char w[64];
-    snprintf(w, sizeof w, "%s p%d", what, id);
-    int rc = add_rule(f, &sb, id, rule_id, w, err, errlen);
-    free(sb.s);
-    return rc;
+    return add_rule(f, &sb, id, rule_id, what, err, errlen);
 }
 
 int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)

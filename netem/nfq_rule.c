@@ -91,6 +91,49 @@ static int batch_talk(struct mnl_socket *nl, struct mnl_nlmsg_batch *b, uint32_t
     return rc;
 }
 
+/* One nfnetlink batch to the switch netns: its socket, its messages (in the
+ * caller's buffer) and their sequence numbers. */
+struct nfq_batch {
+    struct mnl_socket *nl;
+    struct mnl_nlmsg_batch *b;
+    uint32_t seq, seq0;
+};
+
+/* Opens the socket in the netns of sw_pid and begins the batch in buf. */
+static int batch_open(struct nfq_batch *nb, pid_t sw_pid, char *buf, size_t bufsz, char *err,
+                      size_t errlen)
+{
+    nb->nl = nl_in(sw_pid);
+    if (!nb->nl) {
+        int rc = -errno;
+        fl_netem_seterr(err, errlen,
+                        "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
+                        (int)sw_pid, strerror(-rc));
+        return rc;
+    }
+    nb->seq = nb->seq0 = (uint32_t)time(NULL);
+    nb->b = mnl_nlmsg_batch_start(buf, bufsz);
+    nftnl_batch_begin(mnl_nlmsg_batch_current(nb->b), nb->seq++);
+    mnl_nlmsg_batch_next(nb->b);
+    return 0;
+}
+
+/* Ends the batch, sends it and reads its nmsg ACKs (batch_talk). */
+static int batch_send(struct nfq_batch *nb, int nmsg, int tolerate, uint64_t *handle)
+{
+    nftnl_batch_end(mnl_nlmsg_batch_current(nb->b), nb->seq++);
+    mnl_nlmsg_batch_next(nb->b);
+    return batch_talk(nb->nl, nb->b, nb->seq0, nmsg, tolerate, handle);
+}
+
+static void batch_close(struct nfq_batch *nb)
+{
+    if (nb->b)
+        mnl_nlmsg_batch_stop(nb->b);
+    if (nb->nl)
+        mnl_socket_close(nb->nl);
+}
+
 /* expressions for "ip saddr/daddr == addr" (offset 12 / 16), unless addr is 0 */
 static int put_addr(struct nftnl_rule *r, uint32_t off, uint32_t addr)
 {
@@ -153,8 +196,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     struct nftnl_rule *jr = nftnl_rule_alloc();
     struct nftnl_expr *ej = nftnl_expr_alloc("immediate");
     char *buf = malloc(bufsz);
-    struct mnl_socket *nl = NULL;
-    struct mnl_nlmsg_batch *b = NULL;
+    struct nfq_batch nb = {0};
     int rc = 0;
     *handle = 0;
     if (!t || !c || !base || !jr || !ej || !buf || n == 0) {
@@ -181,29 +223,22 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     nftnl_rule_add_expr(jr, ej);
     ej = NULL;
 
-    nl = nl_in(sw_pid);
-    if (!nl) {
-        rc = -errno;
-        fl_netem_seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
-               (int)sw_pid, strerror(-rc));
+    if ((rc = batch_open(&nb, sw_pid, buf, bufsz, err, errlen)) < 0)
         goto cleanup;
-    }
     int big = (int)(n * 128 + 65536);
-    setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-    uint32_t seq = (uint32_t)time(NULL), seq0 = seq;
-    b = mnl_nlmsg_batch_start(buf, bufsz);
-    nftnl_batch_begin(mnl_nlmsg_batch_current(b), seq++);
-    mnl_nlmsg_batch_next(b);
+    setsockopt(mnl_socket_get_fd(nb.nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
+    struct mnl_nlmsg_batch *b = nb.b;
     struct nlmsghdr *nlh = nftnl_table_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWTABLE,
-                                                      NFPROTO_IPV4, NLM_F_CREATE | NLM_F_ACK, seq++);
+                                                      NFPROTO_IPV4, NLM_F_CREATE | NLM_F_ACK,
+                                                      nb.seq++);
     nftnl_table_nlmsg_build_payload(nlh, t);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_chain_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWCHAIN, NFPROTO_IPV4,
-                                      NLM_F_CREATE | NLM_F_ACK, seq++);
+                                      NLM_F_CREATE | NLM_F_ACK, nb.seq++);
     nftnl_chain_nlmsg_build_payload(nlh, base);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_chain_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWCHAIN, NFPROTO_IPV4,
-                                      NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, seq++);
+                                      NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, nb.seq++);
     nftnl_chain_nlmsg_build_payload(nlh, c);
     mnl_nlmsg_batch_next(b);
     for (size_t i = 0; i < n; i++) {
@@ -214,18 +249,17 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
             goto cleanup;
         }
         nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, NFPROTO_IPV4,
-                                         NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, seq++);
+                                         NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK, nb.seq++);
         nftnl_rule_nlmsg_build_payload(nlh, r);
         nftnl_rule_free(r);
         mnl_nlmsg_batch_next(b);
     }
     nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, NFPROTO_IPV4,
-                                     NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK | NLM_F_ECHO, seq++);
+                                     NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK | NLM_F_ECHO,
+                                     nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, jr);
     mnl_nlmsg_batch_next(b);
-    nftnl_batch_end(mnl_nlmsg_batch_current(b), seq++);
-    mnl_nlmsg_batch_next(b);
-    rc = batch_talk(nl, b, seq0, (int)(4 + n), 0, handle);
+    rc = batch_send(&nb, (int)(4 + n), 0, handle);
     if (rc == 0 && !*handle)
         rc = -EPROTO;
     if (rc < 0)
@@ -233,10 +267,7 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
                "nfq_rule: add chain ip " FL_NFQ_TABLE " %s (%zu rules, xt NFQUEUE %u bypass) in switch netns (pid %d): %s",
                chain_name, n, (unsigned)queue, (int)sw_pid, strerror(-rc));
 cleanup:
-    if (b)
-        mnl_nlmsg_batch_stop(b);
-    if (nl)
-        mnl_socket_close(nl);
+    batch_close(&nb);
     free(buf);
     if (ej)
         nftnl_expr_free(ej);
@@ -258,8 +289,7 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     struct nftnl_chain *c = nftnl_chain_alloc();
     struct nftnl_rule *r = nftnl_rule_alloc(), *jr = nftnl_rule_alloc();
     char *buf = malloc(MNL_SOCKET_BUFFER_SIZE);
-    struct mnl_socket *nl = NULL;
-    struct mnl_nlmsg_batch *b = NULL;
+    struct nfq_batch nb = {0};
     int rc = 0;
     if (!c || !r || !jr || !buf) {
         rc = -ENOMEM;
@@ -275,43 +305,30 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     nftnl_rule_set_str(jr, NFTNL_RULE_TABLE, FL_NFQ_TABLE);
     nftnl_rule_set_str(jr, NFTNL_RULE_CHAIN, BASE_CHAIN);
     nftnl_rule_set_u64(jr, NFTNL_RULE_HANDLE, handle);
-    nl = nl_in(sw_pid);
-    if (!nl) {
-        rc = -errno;
-        fl_netem_seterr(err, errlen, "nfq_rule: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
-               (int)sw_pid, strerror(-rc));
+    if ((rc = batch_open(&nb, sw_pid, buf, MNL_SOCKET_BUFFER_SIZE, err, errlen)) < 0)
         goto cleanup;
-    }
-    uint32_t seq = (uint32_t)time(NULL), seq0 = seq;
-    b = mnl_nlmsg_batch_start(buf, MNL_SOCKET_BUFFER_SIZE);
-    nftnl_batch_begin(mnl_nlmsg_batch_current(b), seq++);
-    mnl_nlmsg_batch_next(b);
+    struct mnl_nlmsg_batch *b = nb.b;
     /* the jump first; a DELRULE naming only the chain flushes it; then the
      * chain goes.  Only regular chains and rules go: unregistering a hook
      * would make the kernel drop every frame queued in this netns. */
     struct nlmsghdr *nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELRULE,
-                                                     NFPROTO_IPV4, NLM_F_ACK, seq++);
+                                                     NFPROTO_IPV4, NLM_F_ACK, nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, jr);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELRULE,
-                                                     NFPROTO_IPV4, NLM_F_ACK, seq++);
+                                                     NFPROTO_IPV4, NLM_F_ACK, nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, r);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_chain_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELCHAIN, NFPROTO_IPV4,
-                                      NLM_F_ACK, seq++);
+                                      NLM_F_ACK, nb.seq++);
     nftnl_chain_nlmsg_build_payload(nlh, c);
     mnl_nlmsg_batch_next(b);
-    nftnl_batch_end(mnl_nlmsg_batch_current(b), seq++);
-    mnl_nlmsg_batch_next(b);
-    rc = batch_talk(nl, b, seq0, 3, ENOENT, NULL);
+    rc = batch_send(&nb, 3, ENOENT, NULL);
     if (rc < 0)
         fl_netem_seterr(err, errlen, "nfq_rule: delete chain bridge " FL_NFQ_TABLE " %s in switch netns (pid %d): %s",
                chain_name, (int)sw_pid, strerror(-rc));
 cleanup:
-    if (b)
-        mnl_nlmsg_batch_stop(b);
-    if (nl)
-        mnl_socket_close(nl);
+    batch_close(&nb);
     free(buf);
     if (jr)
         nftnl_rule_free(jr);

@@ -46,34 +46,40 @@ struct pair {
     struct fl_rows h;
 };
 
-static int load_pair(sqlite3 *db, struct pair *p, char *err, size_t errlen)
+/* sql prepared with ?1 bound to the pair's scenario and ?2 to its variant;
+ * NULL on an SQLite error. */
+static sqlite3_stmt *pair_query(sqlite3 *db, const struct pair *p, const char *sql)
 {
     sqlite3_stmt *st = NULL;
-    int ret = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT count(*), sum(verdict='pass'), sum(verdict='fail'),"
-                           " sum(verdict='error') FROM runs WHERE scenario=?1 AND variant IS ?2",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto sqlerr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
     sqlite3_bind_text(st, 1, p->scenario, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, p->variant, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_ROW)
+    return st;
+}
+
+static int load_pair(sqlite3 *db, struct pair *p, char *err, size_t errlen)
+{
+    int ret = 0;
+    sqlite3_stmt *st = pair_query(db, p,
+                                  "SELECT count(*), sum(verdict='pass'), sum(verdict='fail'),"
+                                  " sum(verdict='error') FROM runs"
+                                  " WHERE scenario=?1 AND variant IS ?2");
+    if (!st || sqlite3_step(st) != SQLITE_ROW)
         goto sqlerr;
     p->runs = sqlite3_column_int64(st, 0);
     p->pass = sqlite3_column_int64(st, 1);
     p->fail = sqlite3_column_int64(st, 2);
     p->error = sqlite3_column_int64(st, 3);
     sqlite3_finalize(st);
-    st = NULL;
     /* newest first; a streak longer than the squares is followed below */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT id, run_id, verdict, started_at, git_rev, reason FROM runs"
-                           " WHERE scenario=?1 AND variant IS ?2"
-                           " ORDER BY started_at DESC, id DESC",
-                           -1, &st, NULL) != SQLITE_OK)
+    st = pair_query(db, p,
+                    "SELECT id, run_id, verdict, started_at, git_rev, reason FROM runs"
+                    " WHERE scenario=?1 AND variant IS ?2 ORDER BY started_at DESC, id DESC");
+    if (!st)
         goto sqlerr;
-    sqlite3_bind_text(st, 1, p->scenario, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, p->variant, -1, SQLITE_STATIC);
     ret = fl_rows_step(&p->h, st);
     if (ret == -EIO)
         goto sqlerr;

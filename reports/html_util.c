@@ -17,29 +17,11 @@
 
 void fl_html_put(FILE *f, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        size_t n = fl_report_xml_char_len(p);
-        if (!n || *p == '\r') {
-            fputc('?', f);
-            p++;
-            continue;
-        }
-        if (n > 1) {
-            fwrite(p, 1, n, f);
-            p += n;
-            continue;
-        }
-        switch (*p) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*p, f);
-        }
-        p++;
-    }
+    static const char *const ent[128] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
+        ['\r'] = "?",
+    };
+    fl_report_xml_escape(f, s, ent);
 }
 
 void fl_html_putf(FILE *f, const char *fmt, ...)

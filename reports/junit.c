@@ -56,7 +56,7 @@ size_t fl_report_xml_char_len(const unsigned char *p)
     return n;
 }
 
-static void xml_put(FILE *f, const char *s, bool attr)
+void fl_report_xml_escape(FILE *f, const char *s, const char *const ent[128])
 {
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
@@ -64,26 +64,29 @@ static void xml_put(FILE *f, const char *s, bool attr)
         if (!n) {
             fputc('?', f);
             p++;
-            continue;
-        }
-        if (n > 1) {
+        } else if (n > 1) {
             fwrite(p, 1, n, f);
             p += n;
-            continue;
+        } else {
+            if (ent[*p])
+                fputs(ent[*p], f);
+            else
+                fputc(*p, f);
+            p++;
         }
-        switch (*p) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs(attr ? "&quot;" : "\"", f); break;
-        case '\'': fputs(attr ? "&apos;" : "'", f); break;
-        case '\t': fputs(attr ? "&#9;" : "\t", f); break;
-        case '\n': fputs(attr ? "&#10;" : "\n", f); break;
-        case '\r': fputs("&#13;", f); break;
-        default: fputc(*p, f);
-        }
-        p++;
     }
+}
+
+static void xml_put(FILE *f, const char *s, bool attr)
+{
+    static const char *const text[128] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['\r'] = "&#13;",
+    };
+    static const char *const attribute[128] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['\r'] = "&#13;",
+        ['"'] = "&quot;", ['\''] = "&apos;", ['\t'] = "&#9;", ['\n'] = "&#10;",
+    };
+    fl_report_xml_escape(f, s, attr ? attribute : text);
 }
 
 static bool same(const char *a, const char *b)

@@ -54,6 +54,9 @@ size_t fl_report_text_width(const char *s);
 /* Length of the valid UTF-8 character at p that XML 1.0 (and so HTML) can
  * hold, or 0 (invalid UTF-8, forbidden C0 controls, surrogates, U+FFFE/FFFF). */
 size_t fl_report_xml_char_len(const unsigned char *p);
+/* Writes s (NULL: nothing) with every character fl_report_xml_char_len
+ * refuses as '?' and each ASCII character c that ent[c] names as ent[c]. */
+void fl_report_xml_escape(FILE *f, const char *s, const char *const ent[128]);
 
 /* Creates the missing parent directories of path (0, or negative errno). */
 int fl_report_mkdir_parents(const char *path);

@@ -294,18 +294,30 @@ static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][1
     return rc < 0 ? rc : done;
 }
 
-/* Writes the task's state and sends it to its live processes. */
-static int sync_task(struct fl_run *r, int task, char *err, size_t errlen)
+/* The task's directory (dir, PATH_MAX bytes) and its state as it is now
+ * (lines), written to its state file: the number of lines, or a negative
+ * errno. */
+static int store_task_state(struct fl_run *r, int task, char *dir, char lines[][192], char *err,
+                            size_t errlen)
 {
-    char dir[PATH_MAX], lines[MAX_POINTS][192];
-    task_dir(r, task, dir, sizeof dir);
+    task_dir(r, task, dir, PATH_MAX);
     size_t n = task_state(r, task, lines, MAX_POINTS);
     int rc = write_state(dir, lines, n);
     if (rc < 0) {
         snprintf(err, errlen, "write %s/state: %s", dir, strerror(-rc));
         return rc;
     }
-    rc = broadcast(r, task, dir, lines, n, err, errlen);
+    return (int)n;
+}
+
+/* Writes the task's state and sends it to its live processes. */
+static int sync_task(struct fl_run *r, int task, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], lines[MAX_POINTS][192];
+    int n = store_task_state(r, task, dir, lines, err, errlen);
+    if (n < 0)
+        return n;
+    int rc = broadcast(r, task, dir, lines, (size_t)n, err, errlen);
     return rc < 0 ? rc : 0;
 }
 
@@ -367,14 +379,10 @@ static int disk_env(struct fl_run *r, int task, char **env, size_t *k, char *err
     if (!d || !d->targeted[task])
         return 0;
     char dir[PATH_MAX], lines[MAX_POINTS][192];
-    task_dir(r, task, dir, sizeof dir);
     /* the state as it is now, for the process's first instruction on */
-    size_t n = task_state(r, task, lines, MAX_POINTS);
-    int rc = write_state(dir, lines, n);
-    if (rc < 0) {
-        snprintf(err, errlen, "write %s/state: %s", dir, strerror(-rc));
+    int rc = store_task_state(r, task, dir, lines, err, errlen);
+    if (rc < 0)
         return rc;
-    }
     char libs[2 * PATH_MAX];
     snprintf(libs, sizeof libs, "%s%s", d->preload, d->posix[task] ? " " POSIX_PRELOAD : "");
     fl_env_preload(env, k, libs);

@@ -153,17 +153,7 @@ int fl_durable_baseline(struct fl_run *r, int host, char *err, size_t errlen)
                  strerror(-rc));
         return rc;
     }
-    struct fl_dstore st;
-    int root = -1;
-    if ((rc = fl_dstore_open(&st, path, sb.st_dev)) == 0 &&
-        (root = open(disk, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = fl_dstore_sync_tree(&st, root);
-    if (root >= 0)
-        close(root);
-    fl_dstore_close(&st);
-    if (rc < 0)
+    if ((rc = fl_dstore_sync_path(path, sb.st_dev, disk)) < 0)
         snprintf(err, errlen, "host %s: record its disk %s as synced in %s: %s", name, disk, path,
                  strerror(-rc));
     return rc;
@@ -368,14 +358,9 @@ static int live_walk(int dfd, const char *rel, struct tree *t, int depth)
 {
     if (depth > MAX_DEPTH)
         return -ELOOP;
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        int er = errno;
-        if (fd >= 0)
-            close(fd);
-        return -er;
-    }
+    DIR *d = fl_dstore_opendir(dfd, ".", 0);
+    if (!d)
+        return -errno;
     int rc = 0;
     struct dirent *de;
     while (rc == 0 && (de = readdir(d))) {
@@ -482,34 +467,6 @@ static bool parent_in(struct tree *t, const char *path)
     return p != NULL;
 }
 
-static int rm_tree_at(int dfd, const char *name, int depth)
-{
-    if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-        return 0;
-    if ((errno != EISDIR && errno != EPERM) || depth > MAX_DEPTH)
-        return -errno;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        int er = errno;
-        if (fd >= 0)
-            close(fd);
-        return -er;
-    }
-    int rc = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-            int r = rm_tree_at(dirfd(d), de->d_name, depth + 1);
-            if (r < 0 && rc == 0)
-                rc = r;
-        }
-    closedir(d);
-    if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && rc == 0)
-        rc = -errno;
-    return rc;
-}
-
 struct link_of {
     uint64_t ino;
     const char *path;           /* created there first */
@@ -525,10 +482,7 @@ static int cmp_ino(const void *a, const void *b)
 static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *what, size_t wlen)
 {
     int rc = 0;
-    DIR *d = NULL;
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0 && !(d = fdopendir(fd)))
-        close(fd);
+    DIR *d = fl_dstore_opendir(dfd, ".", 0);
     if (!d) {
         snprintf(what, wlen, "open the disk: %s", strerror(errno));
         return -errno;
@@ -536,7 +490,7 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
     struct dirent *de;
     while (rc == 0 && (de = readdir(d)))
         if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-            (rc = rm_tree_at(dfd, de->d_name, 0)) < 0)
+            (rc = fl_dstore_rm_tree(dfd, de->d_name)) < 0)
             snprintf(what, wlen, "remove %s: %s", de->d_name, strerror(-rc));
     closedir(d);
     struct link_of *links = calloc(dur->n + 1, sizeof *links);

@@ -213,9 +213,7 @@ static const char *const link_keys[] = {
 static int get_percent(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned *bp)
 {
     int rc;
-    char q[32];
-    snprintf(q, sizeof q, "'%s'", what);
-    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, q)) < 0)
+    if ((rc = fl_scn_want_scalar(c, n, what)) < 0)
         return rc;
     const char *v = n->value;
     size_t i = 0;

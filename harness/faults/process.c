@@ -38,15 +38,7 @@ static int kill_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
         return rc;
     if ((rc = fl_scn_want(c, sig, FL_YN_SCALAR, "'signal'")) < 0)
         return rc;
-    int sn = fl_scn_signal_parse(sig->value);
-    if (sn < 0) {
-        const char *names[64];
-        size_t nn = fl_scn_signal_names(names, 64);
-        fl_scn_verr(c, sig->loc, "unknown signal '%s'", sig->value);
-        return fl_scn_vsuggest(c, sig->value, names, nn);
-    }
-    a->signal = sn;
-    return 0;
+    return fl_scn_get_signal(c, sig, &a->signal);
 }
 
 static int kill_one(struct fl_run *r, struct fault_rt *fr, int task, char *err, size_t errlen)

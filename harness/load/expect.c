@@ -61,15 +61,9 @@ static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v, str
         if (strcasecmp(sg->value, "any") == 0) {
             ck->signal = FL_SCN_SIG_ANY;
         } else {
-            int sn = fl_scn_signal_parse(sg->value);
-            if (sn < 0) {
-                const char *names[64];
-                size_t nn = fl_scn_signal_names(names, 64);
-                fl_scn_verr(c, sg->loc, "unknown signal '%s'", sg->value);
-                return fl_scn_vsuggest(c, sg->value, names, nn);
-            }
+            if ((rc = fl_scn_get_signal(c, sg, &ck->signal_number)) < 0)
+                return rc;
             ck->signal = FL_SCN_SIG_NUMBER;
-            ck->signal_number = sn;
         }
     }
     const ynode *r;
@@ -202,9 +196,7 @@ static int load_event_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_sc
 static int ckpt_path(struct fl_scn_vctx *c, const ynode *n, const char *what, char *out)
 {
     int rc;
-    char w[64];
-    snprintf(w, sizeof w, "'%s'", what);
-    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, w)) < 0)
+    if ((rc = fl_scn_want_scalar(c, n, what)) < 0)
         return rc;
     if (!*n->value)
         return fl_scn_verr(c, n->loc, "checkpoint '%s' must not be empty", what);

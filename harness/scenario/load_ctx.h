@@ -40,6 +40,8 @@ const char *fl_scn_describe(const ynode *n, char *buf, size_t len);
 
 /* Types and keys. */
 int fl_scn_want(struct fl_scn_vctx *c, const ynode *n, enum fl_scn_ynode_type t, const char *what);
+/* fl_scn_want of a single value, the message naming it 'key'. */
+int fl_scn_want_scalar(struct fl_scn_vctx *c, const ynode *n, const char *key);
 int fl_scn_check_keys(struct fl_scn_vctx *c, const ynode *map, const char *const *keys, size_t n,
                       const char *where);
 int fl_scn_dup_str(struct fl_scn_vctx *c, const char *v, char **out);
@@ -50,6 +52,8 @@ int fl_scn_get_duration(struct fl_scn_vctx *c, const ynode *n, const char *what,
 int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, long min, long max,
                     long *out);
 int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, bool *out);
+/* The signal a scalar names (SIGKILL, KILL, 9); else an error with suggestions. */
+int fl_scn_get_signal(struct fl_scn_vctx *c, const ynode *n, int *sig);
 int fl_scn_check_rel_path(struct fl_scn_vctx *c, const ynode *n, const char *what);
 
 /* Places. */

@@ -2,7 +2,7 @@
  * values.c: the scenario validator's vocabulary, shared by
  * load/load.c (hosts, cluster, run) and load/faults.c (faults, expect):
  * error messages with file:line:column and suggestions, the scalar types
- * (strings, durations, whole numbers, booleans, relative paths), places
+ * (strings, durations, whole numbers, booleans, signals, relative paths), places
  * inside scalars, host/job/task/target references, host sets and regexes.
  * Stateless; everything works on one struct fl_scn_vctx.
  */
@@ -65,6 +65,26 @@ int fl_scn_want(struct fl_scn_vctx *c, const ynode *n, enum fl_scn_ynode_type t,
     return fl_scn_verr(c, n->loc, "%s must be %s, not %s", what,
                 t == FL_YN_MAP ? "a mapping" : t == FL_YN_SEQ ? "a list" : "a single value",
                 fl_scn_describe(n, b, sizeof b));
+}
+
+int fl_scn_want_scalar(struct fl_scn_vctx *c, const ynode *n, const char *key)
+{
+    char q[64];
+    snprintf(q, sizeof q, "'%s'", key);
+    return fl_scn_want(c, n, FL_YN_SCALAR, q);
+}
+
+int fl_scn_get_signal(struct fl_scn_vctx *c, const ynode *n, int *sig)
+{
+    int sn = fl_scn_signal_parse(n->value);
+    if (sn < 0) {
+        const char *names[64];
+        size_t nn = fl_scn_signal_names(names, 64);
+        fl_scn_verr(c, n->loc, "unknown signal '%s'", n->value);
+        return fl_scn_vsuggest(c, n->value, names, nn);
+    }
+    *sig = sn;
+    return 0;
 }
 
 /* Rejects keys of map that are not in keys[0..n) (and not accepted by extra). */

@@ -55,20 +55,27 @@ void fl_dstore_close(struct fl_dstore *st)
     st->dirfd = -1;
 }
 
+DIR *fl_dstore_opendir(int dfd, const char *name, int flags)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | flags);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return d;
+}
+
 static int rm_tree_at(int dfd, const char *name, int depth)
 {
     if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
         return 0;
     if ((errno != EISDIR && errno != EPERM) || depth > MAX_DEPTH)
         return -errno;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = fl_dstore_opendir(dfd, name, O_NOFOLLOW);
+    if (!d)
         return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return -errno;
-    }
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -82,6 +89,11 @@ static int rm_tree_at(int dfd, const char *name, int depth)
     if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && rc == 0 && errno != ENOENT)
         rc = -errno;
     return rc;
+}
+
+int fl_dstore_rm_tree(int dfd, const char *name)
+{
+    return rm_tree_at(dfd, name, 0);
 }
 
 int fl_dstore_reset(const char *path)
@@ -285,15 +297,9 @@ static void dirlist_free(struct dirlist *l)
 /* The entries of directory dfd (read through a descriptor of our own). */
 static int list_dir(const struct fl_dstore *st, int dfd, struct dirlist *l)
 {
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
+    DIR *d = fl_dstore_opendir(dfd, ".", 0);
+    if (!d)
         return -errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
     int rc = 0;
     struct dirent *de;
     while (rc == 0 && (errno = 0, de = readdir(d))) {
@@ -476,6 +482,20 @@ int fl_dstore_sync_tree(struct fl_dstore *st, int rootfd)
     if (sb.st_dev != st->dev || !S_ISDIR(sb.st_mode))
         return 0;
     return sync_tree_at(st, rootfd, sb.st_ino, 0);
+}
+
+int fl_dstore_sync_path(const char *path, dev_t dev, const char *root)
+{
+    struct fl_dstore st;
+    int fd = -1, rc = fl_dstore_open(&st, path, dev);
+    if (rc == 0 && (fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        rc = -errno;
+    if (rc == 0)
+        rc = fl_dstore_sync_tree(&st, fd);
+    if (fd >= 0)
+        close(fd);
+    fl_dstore_close(&st);
+    return rc;
 }
 
 int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n)

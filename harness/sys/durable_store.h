@@ -28,6 +28,7 @@
 #ifndef FL_DURABLE_STORE_H
 #define FL_DURABLE_STORE_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +56,10 @@ int fl_dstore_sync_fd(struct fl_dstore *st, int fd);
  * durable: every directory's entries and every file's content; mount points
  * of other filesystems below it are entries, not descended into. */
 int fl_dstore_sync_tree(struct fl_dstore *st, int rootfd);
+
+/* Opens the store at path (for the disk dev) and records everything under
+ * the directory root (a path) as durable, as fl_dstore_sync_tree. */
+int fl_dstore_sync_path(const char *path, dev_t dev, const char *root);
 
 /* After a write of n bytes at offset off through an O_SYNC/O_DSYNC
  * descriptor fd: those bytes, and the file's size now, are durable.  The
@@ -97,5 +102,15 @@ bool fl_dstore_broken(const struct fl_dstore *st, char *buf, size_t len);
  * copy_file_range, else sendfile, else read/write.  Bytes copied, or
  * -errno. */
 int64_t fl_dstore_copy(int in, int out);
+
+/* ---- directories (the store's, and the harness's rebuild) -------------- */
+
+/* A stream of the directory name (relative to dfd; "." for dfd itself),
+ * opened O_RDONLY | O_DIRECTORY | O_CLOEXEC | flags; NULL with errno set. */
+DIR *fl_dstore_opendir(int dfd, const char *name, int flags);
+
+/* Removes name (relative to dfd), a directory with everything below it:
+ * 0 (also when it is not there), or -errno. */
+int fl_dstore_rm_tree(int dfd, const char *name);
 
 #endif

@@ -31,6 +31,7 @@
  */
 #include "harness/sys/host.h"
 #include "netem/fabric.h"
+#include "netem/seterr.h"
 #include "harness/base/rawsys.h"
 
 #include <errno.h>
@@ -39,7 +40,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,18 +83,6 @@ static const char *step_name(int step)
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
 
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 unsigned long long fl_proc_starttime(pid_t pid)
 {
     char path[64], buf[1024];
@@ -126,23 +114,24 @@ int fl_host_global_init(char *err, size_t errlen)
         return 0;
     if (unshare(CLONE_NEWNS) < 0) {
         int e = errno;
-        errf(err, errlen, "unshare(CLONE_NEWNS): %s (faultline needs root)", strerror(e));
+        fl_netem_seterr(err, errlen, "unshare(CLONE_NEWNS): %s (faultline needs root)",
+                        strerror(e));
         return -e;
     }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
         int e = errno;
-        errf(err, errlen, "mount --make-rprivate /: %s", strerror(e));
+        fl_netem_seterr(err, errlen, "mount --make-rprivate /: %s", strerror(e));
         return -e;
     }
     self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
     if (self_pidns < 0) {
         int e = errno;
-        errf(err, errlen, "open /proc/self/ns/pid: %s", strerror(e));
+        fl_netem_seterr(err, errlen, "open /proc/self/ns/pid: %s", strerror(e));
         return -e;
     }
     if (pipe2(ready_pipe, O_CLOEXEC) < 0 || pipe2(anchor_pipe, O_CLOEXEC) < 0) {
         int e = errno;
-        errf(err, errlen, "pipe: %s", strerror(e));
+        fl_netem_seterr(err, errlen, "pipe: %s", strerror(e));
         return -e;
     }
     return 0;
@@ -366,17 +355,17 @@ fail:
 int fl_host_start(struct fl_host *h, char *err, size_t errlen)
 {
     if (self_pidns < 0) {
-        errf(err, errlen, "host %s: fl_host_global_init was not called", h->spec.name);
+        fl_netem_seterr(err, errlen, "host %s: fl_host_global_init was not called", h->spec.name);
         return -EINVAL;
     }
     if (h->state != FL_HOST_DOWN) {
-        errf(err, errlen, "host %s: already started", h->spec.name);
+        fl_netem_seterr(err, errlen, "host %s: already started", h->spec.name);
         return -EBUSY;
     }
     struct init_stack *st = stack_get();
     if (!st) {
-        errf(err, errlen, "host %s: mmap of a %d KiB stack for init: %s", h->spec.name,
-             INIT_STACK_SIZE / 1024, strerror(errno));
+        fl_netem_seterr(err, errlen, "host %s: mmap of a %d KiB stack for init: %s", h->spec.name,
+                        INIT_STACK_SIZE / 1024, strerror(errno));
         return -ENOMEM;
     }
     struct init_args *a = st->mem;
@@ -388,7 +377,7 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen)
         if (cgs[i] && (size_t)snprintf(a->cgroup_procs[i], sizeof a->cgroup_procs[i], "%s/cgroup.procs",
                                        cgs[i]) >= sizeof a->cgroup_procs[i]) {
             st->pid = 0;
-            errf(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, cgs[i]);
+            fl_netem_seterr(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, cgs[i]);
             return -ENAMETOOLONG;
         }
     }
@@ -401,8 +390,8 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen)
     if (pid < 0) {
         int e = errno;
         st->pid = 0;
-        errf(err, errlen, "host %s: clone(new net, mount, pid, uts, ipc namespaces): %s",
-             h->spec.name, strerror(e));
+        fl_netem_seterr(err, errlen, "host %s: clone(new net, mount, pid, uts, ipc namespaces): %s",
+                        h->spec.name, strerror(e));
         return -e;
     }
     st->pid = pid;
@@ -433,14 +422,16 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                     first = hosts[i]->spec.name;
                     break;
                 }
-            errf(err, errlen, "%zu host(s) did not report ready within 10 s (host %s among them)",
-                 waiting, first);
+            fl_netem_seterr(err, errlen,
+                            "%zu host(s) did not report ready within 10 s (host %s among them)",
+                            waiting, first);
             return -ETIMEDOUT;
         }
         struct ready_msg m;
         ssize_t got = read(ready_pipe[0], &m, sizeof m);
         if (got != sizeof m) {
-            errf(err, errlen, "reading host readiness: %s", got < 0 ? strerror(errno) : "short read");
+            fl_netem_seterr(err, errlen, "reading host readiness: %s",
+                            got < 0 ? strerror(errno) : "short read");
             return -EIO;
         }
         for (size_t i = 0; i < n; i++) {
@@ -463,8 +454,8 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                                      ? h->spec.mounts[m.arg].dst
                                  : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
                                      ? h->spec.expose[m.arg] : "";
-                errf(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what,
-                     *path ? " " : "", path, strerror(m.err));
+                fl_netem_seterr(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what,
+                                *path ? " " : "", path, strerror(m.err));
                 rc = -(m.err ? m.err : EIO);
             }
         }
@@ -502,21 +493,21 @@ bool fl_host_reaped(struct fl_host *h, pid_t pid)
 pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, size_t errlen)
 {
     if (h->state != FL_HOST_UP) {
-        errf(err, errlen, "host %s is down", h->spec.name);
+        fl_netem_seterr(err, errlen, "host %s is down", h->spec.name);
         return -EHOSTDOWN;
     }
     int status_pipe[2];
     if (pipe2(status_pipe, O_CLOEXEC) < 0) {
         int e = errno;
-        errf(err, errlen, "host %s: pipe: %s", h->spec.name, strerror(e));
+        fl_netem_seterr(err, errlen, "host %s: pipe: %s", h->spec.name, strerror(e));
         return -e;
     }
     if (setns(h->pidfd, CLONE_NEWPID) < 0) {
         int e = errno;
         close(status_pipe[0]);
         close(status_pipe[1]);
-        errf(err, errlen, "host %s: setns(pid namespace of init %d): %s", h->spec.name,
-             (int)h->pid, strerror(e));
+        fl_netem_seterr(err, errlen, "host %s: setns(pid namespace of init %d): %s", h->spec.name,
+                        (int)h->pid, strerror(e));
         return -e;
     }
     fflush(NULL);
@@ -591,8 +582,8 @@ child_fail:
     close(status_pipe[1]);
     if (pid < 0) {
         close(status_pipe[0]);
-        errf(err, errlen, "host %s: fork into PID namespace of init %d: %s", h->spec.name,
-             (int)h->pid, strerror(fork_errno));
+        fl_netem_seterr(err, errlen, "host %s: fork into PID namespace of init %d: %s",
+                        h->spec.name, (int)h->pid, strerror(fork_errno));
         return -fork_errno;
     }
     struct { int err; int step; } st;
@@ -606,8 +597,8 @@ child_fail:
         int w;
         while (waitpid(pid, &w, 0) < 0 && errno == EINTR)
             ;
-        errf(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what[st.step],
-             st.step == 5 ? " " : "", st.step == 5 ? sp->argv[0] : "", strerror(st.err));
+        fl_netem_seterr(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what[st.step],
+                        st.step == 5 ? " " : "", st.step == 5 ? sp->argv[0] : "", strerror(st.err));
         return -st.err;
     }
     return pid;
@@ -619,26 +610,27 @@ int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *
     int pidfd = (int)syscall(SYS_pidfd_open, init_pid, 0);
     if (pidfd < 0) {
         int e = errno;
-        errf(err, errlen, "host init %d: pidfd_open: %s (is the run still up?)", (int)init_pid,
-             strerror(e));
+        fl_netem_seterr(err, errlen, "host init %d: pidfd_open: %s (is the run still up?)",
+                        (int)init_pid, strerror(e));
         return -e;
     }
     if (starttime && fl_proc_starttime(init_pid) != starttime) {
         close(pidfd);
-        errf(err, errlen, "host init %d is gone (its pid now belongs to another process)",
-             (int)init_pid);
+        fl_netem_seterr(err, errlen,
+                        "host init %d is gone (its pid now belongs to another process)",
+                        (int)init_pid);
         return -ESRCH;
     }
     if (setns(pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID) < 0) {
         int e = errno;
         close(pidfd);
-        errf(err, errlen, "host init %d: setns: %s", (int)init_pid, strerror(e));
+        fl_netem_seterr(err, errlen, "host init %d: setns: %s", (int)init_pid, strerror(e));
         return -e;
     }
     close(pidfd);
     if (workdir && chdir(workdir) < 0) {
         int e = errno;
-        errf(err, errlen, "chdir %s: %s", workdir, strerror(e));
+        fl_netem_seterr(err, errlen, "chdir %s: %s", workdir, strerror(e));
         return -e;
     }
     return 0;
@@ -731,7 +723,7 @@ int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, ch
         int wrc = fl_host_wait_ready(hosts, n, err, errlen);
         if (wrc < 0 && wrc != -ETIMEDOUT && wrc != -EIO)
             return wrc;
-        errf(err, errlen, "%s", c.err);
+        fl_netem_seterr(err, errlen, "%s", c.err);
         return c.rc;
     }
     return fl_host_wait_ready(hosts, n, err, errlen);

@@ -110,15 +110,7 @@ static void record_all(const char *what)
         return;
     int saved = errno;
     in_layer = 1;
-    struct fl_dstore st;
-    int root = -1, rc = fl_dstore_open(&st, store_path, disk_dev);
-    if (rc == 0 && (root = open(root_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = fl_dstore_sync_tree(&st, root);
-    if (root >= 0)
-        close(root);
-    fl_dstore_close(&st);
+    int rc = fl_dstore_sync_path(store_path, disk_dev, root_path);
     if (rc < 0)
         failed(what, -1, rc);
     in_layer = 0;

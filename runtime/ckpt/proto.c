@@ -483,6 +483,19 @@ done:
     return rc;
 }
 
+/* One bad_consumers value read from q (the VersionDef s itself, or its
+ * packed run) and kept in badc; errors name s. */
+static int bad_consumer(struct pb *s, struct pb *q, uint32_t sf, struct i64v *badc)
+{
+    uint64_t v;
+    int rc;
+    if ((rc = get_varint(q, sf, &v)))
+        return rc;
+    if (badc->n >= 4096)
+        return bad(s, "too many bad_consumers");
+    return i64v_push(badc, (int32_t)v);
+}
+
 int ckpt_pb_decode_header(const uint8_t *p, size_t n, struct ckpt_arena *a,
                           struct ckpt_header *h, char *why, size_t whylen)
 {
@@ -517,28 +530,15 @@ int ckpt_pb_decode_header(const uint8_t *p, size_t n, struct ckpt_arena *a,
                     else
                         h->min_consumer = (int32_t)v;
                 } else if (sf == 3 && swt == WT_VARINT) {
-                    if ((rc = get_varint(&s, sf, &v)))
-                        goto done;
-                    if (badc.n >= 4096) {
-                        rc = bad(&s, "too many bad_consumers");
-                        goto done;
-                    }
-                    if ((rc = i64v_push(&badc, (int32_t)v)))
+                    if ((rc = bad_consumer(&s, &s, sf, &badc)))
                         goto done;
                 } else if (sf == 3 && swt == WT_LEN) {
                     struct pb pk;
                     if ((rc = get_len(&s, sf, &pk, "VersionDef.bad_consumers")))
                         goto done;
-                    while (pk.p < pk.end) {
-                        if ((rc = get_varint(&pk, sf, &v)))
+                    while (pk.p < pk.end)
+                        if ((rc = bad_consumer(&s, &pk, sf, &badc)))
                             goto done;
-                        if (badc.n >= 4096) {
-                            rc = bad(&s, "too many bad_consumers");
-                            goto done;
-                        }
-                        if ((rc = i64v_push(&badc, (int32_t)v)))
-                            goto done;
-                    }
                 } else if (sf == 3) {
                     rc = bad(&s, "field 3 has wire type %u, expected 0 or 2", swt);
                     goto done;

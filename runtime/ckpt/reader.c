@@ -520,6 +520,30 @@ static int check_read_strings(struct ckpt_reader *r, const struct ckpt_entry *e,
     return 0;
 }
 
+/* Reads e's stored bytes in pieces of at most chunk bytes into buf (whole:
+ * each piece at its offset, for all of them; else each over the last) and
+ * checks their crc32c against the one stored. */
+static int read_crc(struct ckpt_reader *r, const struct ckpt_entry *e, uint8_t *buf, size_t chunk,
+                    bool whole, struct ckpt_err *err)
+{
+    uint32_t crc = 0;
+    int rc;
+    for (uint64_t off = 0; off < (uint64_t)e->size;) {
+        size_t k = (uint64_t)e->size - off < chunk ? (size_t)((uint64_t)e->size - off) : chunk;
+        uint8_t *p = whole ? buf + off : buf;
+        if ((rc = read_at(r, e, off, p, k, err)))
+            return rc;
+        crc = ckpt_crc32c_extend(crc, p, k);
+        off += k;
+    }
+    if (crc != ckpt_crc_unmask(e->crc32c))
+        return entry_err(r, err, -EBADMSG, shard_path(r, e->shard_id), e,
+                         "checksum mismatch (stored 0x%08x, computed 0x%08x over %lld bytes at "
+                         "offset %lld)", ckpt_crc_unmask(e->crc32c), crc, (long long)e->size,
+                         (long long)e->offset);
+    return 0;
+}
+
 int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *e, void *buf, size_t buflen,
                      struct ckpt_err *err)
 {
@@ -534,21 +558,7 @@ int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *e, void *bu
             return rc;
         return check_read_strings(r, e, buf, NULL, NULL, err);
     }
-    uint32_t crc = 0;
-    uint8_t *p = buf;
-    for (uint64_t off = 0; off < (uint64_t)e->size;) {
-        size_t k = (uint64_t)e->size - off < READ_CHUNK ? (size_t)((uint64_t)e->size - off) : READ_CHUNK;
-        if ((rc = read_at(r, e, off, p + off, k, err)))
-            return rc;
-        crc = ckpt_crc32c_extend(crc, p + off, k);
-        off += k;
-    }
-    if (crc != ckpt_crc_unmask(e->crc32c))
-        return entry_err(r, err, -EBADMSG, shard_path(r, e->shard_id), e,
-                         "checksum mismatch (stored 0x%08x, computed 0x%08x over %lld bytes at "
-                         "offset %lld)", ckpt_crc_unmask(e->crc32c), crc, (long long)e->size,
-                         (long long)e->offset);
-    return 0;
+    return read_crc(r, e, buf, READ_CHUNK, true, err);
 }
 
 int ckpt_reader_read_range(struct ckpt_reader *r, const struct ckpt_entry *e, uint64_t off,
@@ -635,23 +645,9 @@ int ckpt_reader_verify_entry(struct ckpt_reader *r, const struct ckpt_entry *e, 
     uint8_t *buf = malloc(bl ? bl : 1);
     if (!buf)
         return entry_err(r, err, -ENOMEM, NULL, e, "out of memory");
-    uint32_t crc = 0;
-    for (uint64_t off = 0; off < (uint64_t)e->size;) {
-        size_t k = (uint64_t)e->size - off < bl ? (size_t)((uint64_t)e->size - off) : bl;
-        if ((rc = read_at(r, e, off, buf, k, err))) {
-            free(buf);
-            return rc;
-        }
-        crc = ckpt_crc32c_extend(crc, buf, k);
-        off += k;
-    }
+    rc = read_crc(r, e, buf, bl, false, err);
     free(buf);
-    if (crc != ckpt_crc_unmask(e->crc32c))
-        return entry_err(r, err, -EBADMSG, shard_path(r, e->shard_id), e,
-                         "checksum mismatch (stored 0x%08x, computed 0x%08x over %lld bytes at "
-                         "offset %lld)", ckpt_crc_unmask(e->crc32c), crc, (long long)e->size,
-                         (long long)e->offset);
-    return 0;
+    return rc;
 }
 
 int ckpt_reader_verify(struct ckpt_reader *r, struct ckpt_err *err)

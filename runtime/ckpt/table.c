@@ -483,6 +483,21 @@ static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
     return al < bl ? -1 : al > bl;
 }
 
+/* Reads the block at h and walks its entries. */
+static int walk_at(struct walk *w, const struct handle *h, const char *what, entry_fn fn,
+                   void *arg)
+{
+    const uint8_t *contents = NULL;
+    size_t n = 0;
+    uint8_t *owned;
+    int rc = read_block(w, h, what, &contents, &n, &owned);
+    if (rc)
+        return rc;
+    rc = walk_block(w, what, contents, n, fn, arg);
+    free(owned);
+    return rc;
+}
+
 struct dctx {
     const uint8_t *sep;
     size_t seplen;
@@ -542,14 +557,8 @@ static int index_entry(struct walk *w, void *arg, const uint8_t *key, size_t kle
     if (ic->lastsep.oom)
         return -ENOMEM;
 
-    const uint8_t *contents;
-    size_t n;
-    uint8_t *owned;
-    if ((rc = read_block(w, &h, what, &contents, &n, &owned)))
-        return rc;
     struct dctx d = {key, klen, what};
-    rc = walk_block(w, what, contents, n, data_entry, &d);
-    free(owned);
+    rc = walk_at(w, &h, what, data_entry, &d);
     ic->nblocks++;
     return rc;
 }
@@ -567,9 +576,6 @@ int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
     struct walk w = {file, len, why, whylen, cb, ctx, {0}, false};
     struct ictx ic = {0, {0}};
     struct handle mh, ih;
-    const uint8_t *contents;
-    size_t n;
-    uint8_t *owned = NULL;
     int rc;
 
     if (len < CKPT_TBL_FOOTER_LEN)
@@ -589,19 +595,8 @@ int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
             return wbad(&w, "footer: padding byte %zu is 0x%02x, not zero: corrupt footer",
                         (size_t)(p - foot), *p);
 
-    if ((rc = read_block(&w, &mh, "metaindex block", &contents, &n, &owned)))
-        goto done;
-    rc = walk_block(&w, "metaindex block", contents, n, meta_entry, NULL);
-    free(owned);
-    owned = NULL;
-    if (rc)
-        goto done;
-
-    if ((rc = read_block(&w, &ih, "index block", &contents, &n, &owned)))
-        goto done;
-    rc = walk_block(&w, "index block", contents, n, index_entry, &ic);
-done:
-    free(owned);
+    if (!(rc = walk_at(&w, &mh, "metaindex block", meta_entry, NULL)))
+        rc = walk_at(&w, &ih, "index block", index_entry, &ic);
     ckpt_buf_free(&w.prev);
     ckpt_buf_free(&ic.lastsep);
     return rc;
@@ -639,20 +634,13 @@ int ckpt_tbl_blocks(const uint8_t *file, size_t len, struct ckpt_tbl_block *out,
     struct walk w = {file, len, why, whylen, NULL, NULL, {0}, false};
     struct lctx l = {out, max, 0, file};
     struct handle mh, ih;
-    const uint8_t *contents;
-    size_t n;
-    uint8_t *owned = NULL;
     int rc;
     if (len < CKPT_TBL_FOOTER_LEN)
         return wbad(&w, "too short");
     const uint8_t *foot = file + len - CKPT_TBL_FOOTER_LEN, *p = foot;
     if (decode_handle(&p, foot + 40, &mh) < 0 || decode_handle(&p, foot + 40, &ih) < 0)
         return wbad(&w, "footer: malformed block handles");
-    if ((rc = read_block(&w, &ih, "index block", &contents, &n, &owned)))
-        return rc;
-    rc = walk_block(&w, "index block", contents, n, list_entry, &l);
-    free(owned);
-    if (rc)
+    if ((rc = walk_at(&w, &ih, "index block", list_entry, &l)))
         return rc;
     struct ckpt_tbl_block extra[2] = {
         {mh.off, mh.size, mh.off + mh.size < len ? file[mh.off + mh.size] : 0, 1},

@@ -128,12 +128,43 @@ static const char *required(int argc, char **argv, const char *bench, const char
     return v;
 }
 
+/* A benchmark's worker, the flags it points to, its last error, and the
+ * exit status when setting it up failed. */
+struct bench {
+    struct psrt_flags f;
+    struct psrt_worker w;
+    struct psrt_err err;
+    int status;
+};
+
+/* b's worker of the ps tasks at hosts (running model with sgd; extra: more
+ * flags, parse_flags), connected and, with open_vars, its variables
+ * initialised and open; NULL when that failed: b->status 2 (bad flags) or
+ * 1 (said on stderr). */
+static struct psrt_worker *bench_worker(struct bench *b, const char *hosts, const char *model,
+                                        const char *extra, bool open_vars)
+{
+    struct psrt_worker *w = &b->w;
+    b->err = (struct psrt_err){0};
+    b->status = 2;
+    if (parse_flags(&b->f, hosts, model, "sgd", extra))
+        return NULL;
+    b->status = 1;
+    if (psrt_worker_setup(w, &b->f, &b->err) || psrt_worker_connect(w, &b->err) ||
+        (open_vars && (psrt_worker_init_all(w, &b->err) || psrt_worker_open_all(w, &b->err)))) {
+        fprintf(stderr, "psrt bench: %s\n", b->err.msg);
+        return NULL;
+    }
+    return w;
+}
+
 static int bench_sparse(int argc, char **argv)
 {
     const char *hosts = required(argc, argv, "sparse", "--ps_hosts", "H:P,...");
     size_t n = (size_t)atoll(arg(argc, argv, "--pairs", "10000000"));
     int reps = atoi(arg(argc, argv, "--reps", "3"));
     int streamed = atoi(arg(argc, argv, "--stream", "1"));
+    struct bench bw;
     if (!hosts)
         return 2;
     if (reps < 1) {
@@ -141,15 +172,9 @@ static int bench_sparse(int argc, char **argv)
                 arg(argc, argv, "--reps", ""));
         return 2;
     }
-    struct psrt_flags f;
-    if (parse_flags(&f, hosts, "sparse_lr", "sgd", NULL))
-        return 2;
-    struct psrt_worker W, *w = &W;
-    struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    struct psrt_worker *w = bench_worker(&bw, hosts, "sparse_lr", NULL, false);
+    if (!w)
+        return bw.status;
     int nps = w->nps;
     uint64_t *keys = malloc(n * 8);
     float *g = malloc(n * 4), *vals = malloc(n * 4);
@@ -176,8 +201,8 @@ static int bench_sparse(int argc, char **argv)
     static const uint64_t zero[8];
     int bad_values = 0;
     for (int rep = 0; rep < reps && rep < 64; rep++) {
-        if (psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
-            fprintf(stderr, "psrt bench: %s\n", err.msg);
+        if (psrt_worker_init_all(w, &bw.err) || psrt_worker_open_all(w, &bw.err)) {
+            fprintf(stderr, "psrt bench: %s\n", bw.err.msg);
             return 1;
         }
         double t0 = psrt_now(), tpart = t0;
@@ -287,8 +312,8 @@ static int bench_sparse(int argc, char **argv)
         }
         /* check: SGD with lr 1.0 from zero gives -g */
         for (size_t i = 0; i < n; i += 9973)
-            bad_values += vals[i] != -f.learning_rate * g[i] &&
-                          vals[i] != (float)(-(double)(float)f.learning_rate * g[i]);
+            bad_values += vals[i] != -bw.f.learning_rate * g[i] &&
+                          vals[i] != (float)(-(double)(float)bw.f.learning_rate * g[i]);
     }
     qsort(push_t, (size_t)reps, sizeof(double), cmp_double);
     qsort(pull_t, (size_t)reps, sizeof(double), cmp_double);
@@ -305,19 +330,13 @@ static int bench_dense(int argc, char **argv)
     const char *hosts = required(argc, argv, "dense", "--ps_hosts", "H:P,...");
     double secs = atof(arg(argc, argv, "--secs", "3"));
     char extra[128];
+    struct bench bw;
     snprintf(extra, sizeof extra, "--dense_floats=%s", arg(argc, argv, "--dense_floats", "4194304"));
     if (!hosts)
         return 2;
-    struct psrt_flags f;
-    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
-        return 2;
-    struct psrt_worker W, *w = &W;
-    struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    struct psrt_worker *w = bench_worker(&bw, hosts, "bench_dense", extra, true);
+    if (!w)
+        return bw.status;
     int nps = w->nps;
     size_t floats[256] = {0};
     float *grad[256] = {0};
@@ -383,18 +402,12 @@ static int bench_robust(int argc, char **argv)
     if (!hosts || !dir)
         return 2;
     char extra[2048];
+    struct bench bw;
     snprintf(extra, sizeof extra, "--dense_floats=%s --train_dir=%s --checkpoint_protocol=robust",
              arg(argc, argv, "--dense_floats", "67108864"), dir);
-    struct psrt_flags f;
-    if (parse_flags(&f, hosts, "bench_dense", "sgd", extra))
-        return 2;
-    struct psrt_worker W, *w = &W;
-    struct psrt_err err = {0};
-    if (psrt_worker_setup(w, &f, &err) || psrt_worker_connect(w, &err) ||
-        psrt_worker_init_all(w, &err) || psrt_worker_open_all(w, &err)) {
-        fprintf(stderr, "psrt bench: %s\n", err.msg);
-        return 1;
-    }
+    struct psrt_worker *w = bench_worker(&bw, hosts, "bench_dense", extra, true);
+    if (!w)
+        return bw.status;
     uint64_t bytes = 0;
     for (int v = 0; v < w->m.nvars; v++)
         bytes += (uint64_t)w->m.vars[v].n * 4;
@@ -402,19 +415,19 @@ static int bench_robust(int argc, char **argv)
     bool do_save = strcmp(phase, "restore") != 0, do_restore = strcmp(phase, "save") != 0;
     double save_s = 0, second_s = 0, restore_s = 0;
     if (do_save) {
-        if (psrt_worker_init_all(w, &err)) {
-            fprintf(stderr, "psrt bench: %s\n", err.msg);
+        if (psrt_worker_init_all(w, &bw.err)) {
+            fprintf(stderr, "psrt bench: %s\n", bw.err.msg);
             return 1;
         }
         double t0 = psrt_now();
-        if (psrt_save_robust(w, 1, &err)) {
-            fprintf(stderr, "psrt bench: save: %s\n", err.msg);
+        if (psrt_save_robust(w, 1, &bw.err)) {
+            fprintf(stderr, "psrt bench: save: %s\n", bw.err.msg);
             return 1;
         }
         double t1 = psrt_now();
         /* a second save: the steady state of a long run (buffers reused) */
-        if (psrt_save_robust(w, 2, &err)) {
-            fprintf(stderr, "psrt bench: save: %s\n", err.msg);
+        if (psrt_save_robust(w, 2, &bw.err)) {
+            fprintf(stderr, "psrt bench: save: %s\n", bw.err.msg);
             return 1;
         }
         save_s = t1 - t0;
@@ -423,10 +436,10 @@ static int bench_robust(int argc, char **argv)
     if (do_restore) {
         long long step = -1;
         double t2 = psrt_now();
-        int r = psrt_restore_latest(w, &step, &err);
+        int r = psrt_restore_latest(w, &step, &bw.err);
         restore_s = psrt_now() - t2;
         if (r != 1) {
-            fprintf(stderr, "psrt bench: restore: %s\n", r ? err.msg : "no checkpoint found");
+            fprintf(stderr, "psrt bench: restore: %s\n", r ? bw.err.msg : "no checkpoint found");
             return 1;
         }
     }

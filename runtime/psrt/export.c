@@ -201,15 +201,9 @@ static int export_robust(struct psrt_worker *w, const char *dir, struct psrt_err
                 memcpy(&step, x->data, 8);
         }
     }
-    int fe = psrt_fault("psrt/export/write");
-    if (fe) {
-        char *d = ckpt_data_name(prefix, 0, 1);
-        psrt_err_path(err, -fe, d ? d : prefix);
-        free(d);
-        r = -fe;
-    } else {
+    r = psrt_fault_bundle("psrt/export/write", prefix, err);
+    if (!r)
         r = psrt_tl_write_bundle(&all, prefix, 0, CKPT_SYNC, err);
-    }
     all.owns = false;
     psrt_tl_free(&all);
     for (int i = 0; i < n; i++)

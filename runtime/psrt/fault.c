@@ -175,6 +175,17 @@ int psrt_fault(const char *name)
     return 0;
 }
 
+int psrt_fault_bundle(const char *name, const char *prefix, struct psrt_err *err)
+{
+    int fe = psrt_fault(name);
+    if (!fe)
+        return 0;
+    char *d = ckpt_data_name(prefix, 0, 1);
+    psrt_err_path(err, -fe, d ? d : prefix);
+    free(d);
+    return -fe;
+}
+
 #ifdef FIU_ENABLE
 /* PSRT_FIU's "name=errno@FROM-TO": the point fails only on its FROM-th to
  * TO-th check in this process (counted from 1), a transient fault at a

@@ -167,21 +167,25 @@ const void *psrt_buf_get(struct psrt_buf *b, size_t n)
     return p;
 }
 
+/* The next n bytes into v; v unchanged when they are not there. */
+static void get_into(struct psrt_buf *b, void *v, size_t n)
+{
+    const void *p = psrt_buf_get(b, n);
+    if (p)
+        memcpy(v, p, n);
+}
+
 uint32_t psrt_buf_get_u32(struct psrt_buf *b)
 {
-    const void *p = psrt_buf_get(b, 4);
     uint32_t v = 0;
-    if (p)
-        memcpy(&v, p, 4);
+    get_into(b, &v, 4);
     return v;
 }
 
 uint64_t psrt_buf_get_u64(struct psrt_buf *b)
 {
-    const void *p = psrt_buf_get(b, 8);
     uint64_t v = 0;
-    if (p)
-        memcpy(&v, p, 8);
+    get_into(b, &v, 8);
     return v;
 }
 

@@ -62,38 +62,30 @@ static void usage(FILE *f)
 
 /* ---- output helpers ---- */
 
-static void json_str(FILE *f, const char *s, size_t n)
+/* s[0..n) in double quotes, escaped for JSON (\n, \t, any other byte
+ * outside printable ASCII as \u00XX) or for people (\xXX). */
+static void quoted(FILE *f, const char *s, size_t n, bool json)
 {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\')
             fprintf(f, "\\%c", c);
-        else if (c == '\n')
+        else if (json && c == '\n')
             fputs("\\n", f);
-        else if (c == '\t')
+        else if (json && c == '\t')
             fputs("\\t", f);
         else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\u%04x", c); /* bytes, not UTF-8 code points */
+            fprintf(f, json ? "\\u%04x" : "\\x%02x", c); /* bytes, not UTF-8 code points */
         else
             fputc(c, f);
     }
     fputc('"', f);
 }
 
-static void text_str(FILE *f, const char *s, size_t n)
+static void json_str(FILE *f, const char *s, size_t n)
 {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            fprintf(f, "\\x%02x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    quoted(f, s, n, true);
 }
 
 static void print_name(FILE *f, const struct ckpt_entry *e, bool json)
@@ -109,7 +101,7 @@ static void print_name(FILE *f, const struct ckpt_entry *e, bool json)
     if (plain)
         fputs(e->name, f);
     else
-        text_str(f, e->name, e->name_len);
+        quoted(f, e->name, e->name_len, false);
 }
 
 static void shape_str(const struct ckpt_entry *e, char *buf, size_t len)
@@ -197,49 +189,40 @@ static int print_values(FILE *f, struct ckpt_reader *r, const struct ckpt_entry 
     int64_t show = o->max_values >= 0 && o->max_values < n ? o->max_values : n;
     int rc = 0;
     bool scalar = e->rank == 0;
+    struct ckpt_strings *s = NULL;
+    uint8_t *buf = NULL;
+    size_t es = 0;
     if (e->dtype == CKPT_DT_STRING) {
-        struct ckpt_strings *s;
         if ((rc = ckpt_reader_read_strings(r, e, &s, err)))
             return rc;
-        if (!scalar || o->json)
-            fputs("[", f);
-        for (int64_t i = 0; i < show; i++) {
-            if (i)
-                fputs(", ", f);
-            if (o->json)
-                json_str(f, s->strs[i], s->lens[i]);
-            else
-                text_str(f, s->strs[i], s->lens[i]);
-        }
-        if (show < n && !o->json)
-            fprintf(f, ", ... (%" PRId64 " more)", n - show);
-        if (!scalar || o->json)
-            fputs("]", f);
-        ckpt_strings_free(s);
-        return 0;
+    } else {
+        es = ckpt_dtype_size(e->dtype);
+        size_t bytes = (size_t)show * es;
+        if (!(buf = malloc(bytes ? bytes : 1)))
+            return -ENOMEM;
+        if (show == n)
+            rc = ckpt_reader_read(r, e, buf, bytes, err);
+        else
+            rc = ckpt_reader_read_range(r, e, 0, buf, bytes, err);
     }
-    size_t es = ckpt_dtype_size(e->dtype);
-    size_t bytes = (size_t)show * es;
-    uint8_t *buf = malloc(bytes ? bytes : 1);
-    if (!buf)
-        return -ENOMEM;
-    if (show == n)
-        rc = ckpt_reader_read(r, e, buf, bytes, err);
-    else
-        rc = ckpt_reader_read_range(r, e, 0, buf, bytes, err);
     if (!rc) {
         if (!scalar || o->json)
             fputs("[", f);
         for (int64_t i = 0; i < show; i++) {
             if (i)
                 fputs(", ", f);
-            print_elem(f, e->dtype, buf + (size_t)i * es, o->json);
+            if (s)
+                quoted(f, s->strs[i], s->lens[i], o->json);
+            else
+                print_elem(f, e->dtype, buf + (size_t)i * es, o->json);
         }
         if (show < n && !o->json)
             fprintf(f, ", ... (%" PRId64 " more)", n - show);
         if (!scalar || o->json)
             fputs("]", f);
     }
+    if (s)
+        ckpt_strings_free(s);
     free(buf);
     return rc;
 }
@@ -247,6 +230,20 @@ static int print_values(FILE *f, struct ckpt_reader *r, const struct ckpt_entry 
 /* ---- one bundle ---- */
 
 static bool first_bundle = true;
+
+/* A bundle or state file that could not be read: with --json, its error
+ * between before and after on stdout; the message on stderr; 1. */
+static int unreadable(const struct opts *o, const char *before, const char *msg,
+                      const char *after)
+{
+    if (o->json) {
+        fputs(before, stdout);
+        json_str(stdout, msg, strlen(msg));
+        fputs(after, stdout);
+    }
+    fprintf(stderr, "psrt inspect: %s\n", msg);
+    return 1;
+}
 
 static int inspect_bundle(const char *prefix, const struct opts *o)
 {
@@ -260,15 +257,8 @@ static int inspect_bundle(const char *prefix, const struct opts *o)
         json_str(f, prefix, strlen(prefix));
     }
     first_bundle = false;
-    if (ckpt_reader_open(&r, prefix, &err)) {
-        if (o->json) {
-            fputs(", \"ok\": false, \"error\": ", f);
-            json_str(f, err.msg, strlen(err.msg));
-            fputs(", \"tensors\": []}", f);
-        }
-        fprintf(stderr, "psrt inspect: %s\n", err.msg);
-        return 1;
-    }
+    if (ckpt_reader_open(&r, prefix, &err))
+        return unreadable(o, ", \"ok\": false, \"error\": ", err.msg, ", \"tensors\": []}");
     const struct ckpt_header *h = ckpt_reader_header(r);
     size_t n = ckpt_reader_count(r);
     if (o->json) {
@@ -440,15 +430,8 @@ static int inspect_state(const char *file, const char *dir, const struct opts *o
     struct ckpt_state st;
     struct ckpt_err err;
     int rc = 0;
-    if (ckpt_state_read(file, &st, &err)) {
-        if (o->json) {
-            fputs("\"state\": null, \"error\": ", stdout);
-            json_str(stdout, err.msg, strlen(err.msg));
-            fputs(", \"bundles\": [", stdout);
-        }
-        fprintf(stderr, "psrt inspect: %s\n", err.msg);
-        return 1;
-    }
+    if (ckpt_state_read(file, &st, &err))
+        return unreadable(o, "\"state\": null, \"error\": ", err.msg, ", \"bundles\": [");
     print_state(file, &st, o);
     if (o->json)
         fputs("\"bundles\": [", stdout);

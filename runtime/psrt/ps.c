@@ -456,13 +456,9 @@ static int robust_write(struct ps *ps, const struct psrt_tl *l, const char *name
 {
     char prefix[1400];
     robust_prefix(ps, name, prefix, sizeof prefix);
-    int fe = psrt_fault("psrt/save/shard_write");
-    if (fe) {
-        char *d = ckpt_data_name(prefix, 0, 1);
-        psrt_err_path(err, -fe, d ? d : prefix);
-        free(d);
-        return -fe;
-    }
+    int fe = psrt_fault_bundle("psrt/save/shard_write", prefix, err);
+    if (fe)
+        return fe;
     fe = psrt_fault("psrt/save/shard_sync");
     if (fe) {
         psrt_err_set(err, -fe, "fsync %s: %s", prefix, strerror(fe));
@@ -692,15 +688,9 @@ static void h_save_shard(struct ps *ps, struct psrt_buf *req, struct psrt_reply 
         }
         free(dcopy);
     }
-    int fe = psrt_fault("psrt/save/shard_write");
-    if (fe) {
-        char *d = ckpt_data_name(prefix, 0, 1);
-        psrt_err_path(&err, -fe, d ? d : prefix);
-        free(d);
-        r = -fe;
-    } else {
+    r = psrt_fault_bundle("psrt/save/shard_write", prefix, &err);
+    if (!r)
         r = psrt_tl_write_bundle(&l, prefix, 0, 0, &err);
-    }
     free_keeping_spares(&ps->spare, &l);
     if (r) {
         psrt_log("SaveV2 of %s failed: %s", prefix, err.msg);

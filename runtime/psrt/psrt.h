@@ -635,6 +635,10 @@ void psrt_fault_init(void);
 /* Non-zero when the point is enabled (then returns the errno to fail with,
  * default EIO). */
 int psrt_fault(const char *name);
+/* Before writing a bundle at prefix: when point name is enabled, its errno
+ * (negative), with err naming the bundle's data file as a failed write
+ * would; else 0. */
+int psrt_fault_bundle(const char *name, const char *prefix, struct psrt_err *err);
 extern const char *const psrt_fault_points[];
 
 /* ---- tasks ------------------------------------------------------------------------ */

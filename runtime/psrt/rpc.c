@@ -81,6 +81,18 @@ static int wait_fd(int fd, short ev, double deadline)
     }
 }
 
+/* After a send or receive on fd failed (errno set): 0 to try again (EINTR,
+ * or EAGAIN and fd became ready for ev before deadline), or a negative
+ * errno. */
+static int io_retry(int fd, short ev, double deadline)
+{
+    if (errno == EINTR)
+        return 0;
+    if (errno == EAGAIN)
+        return wait_fd(fd, ev, deadline);
+    return -errno;
+}
+
 /* Writes every byte of iov.  idle is an idle timeout: it fails with
  * -ETIMEDOUT only when idle seconds pass without a byte going out, so a
  * large transfer that keeps moving is never cut off, however long it takes
@@ -91,15 +103,10 @@ static int send_iov(int fd, struct iovec *iov, int niov, double idle)
     while (niov > 0) {
         ssize_t w = writev(fd, iov, niov > IOV_MAX ? IOV_MAX : niov);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                int r = wait_fd(fd, POLLOUT, deadline);
-                if (r)
-                    return r;
-                continue;
-            }
-            return -errno;
+            int r = io_retry(fd, POLLOUT, deadline);
+            if (r)
+                return r;
+            continue;
         }
         if (w > 0)
             deadline = psrt_now() + idle;
@@ -139,15 +146,9 @@ static int recv_full_crc(int fd, void *buf, size_t n, double idle, bool *eof_at_
                 *eof_at_start = got == 0;
             return -ECONNRESET;
         }
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN) {
-            int e = wait_fd(fd, POLLIN, deadline);
-            if (e)
-                return e;
-            continue;
-        }
-        return -errno;
+        int e = io_retry(fd, POLLIN, deadline);
+        if (e)
+            return e;
     }
     return 0;
 }
@@ -582,26 +583,35 @@ static void mconn_fail(struct psrt_mcall *m, struct mconn *k, int r, const char 
     psrt_conn_close(k->c);
 }
 
+/* One recv on k of at most n bytes into p: how many came (> 0), or 0 when
+ * none are there yet or k failed (mconn_fail). */
+static size_t mconn_recv_some(struct psrt_mcall *m, struct mconn *k, void *p, size_t n)
+{
+    for (;;) {
+        ssize_t g = recv(k->c->fd, p, n, 0);
+        if (g > 0)
+            return (size_t)g;
+        if (g < 0 && errno == EINTR)
+            continue;
+        if (g == 0 || errno != EAGAIN)
+            mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+        return 0;
+    }
+}
+
 /* Reads what is available on k (a reply's payload crc extended over each
  * chunk as it arrives); true when any byte came in. */
 static bool mconn_recv(struct psrt_mcall *m, struct mconn *k)
 {
-    int fd = k->c->fd;
     bool moved = false;
     while (k->recv_i < k->send_i) {
         struct psrt_mcall *c = &m[k->calls[k->recv_i]];
         if (!k->in_body) {
-            ssize_t g = recv(fd, k->hdr_in + k->got, sizeof k->hdr_in - k->got, 0);
-            if (g <= 0) {
-                if (g < 0 && errno == EINTR)
-                    continue;
-                if (g < 0 && errno == EAGAIN)
-                    return moved;
-                mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+            size_t g = mconn_recv_some(m, k, k->hdr_in + k->got, sizeof k->hdr_in - k->got);
+            if (!g)
                 return moved;
-            }
             moved = true;
-            k->got += (size_t)g;
+            k->got += g;
             if (k->got < sizeof k->hdr_in)
                 continue;
             int e = psrt_frame_decode(k->hdr_in, &k->h, PSRT_FRAME_MAX);
@@ -619,18 +629,12 @@ static bool mconn_recv(struct psrt_mcall *m, struct mconn *k)
             k->crc = 0;
         }
         if (k->got < k->h.len) {
-            ssize_t g = recv(fd, c->resp->p + k->got, k->h.len - k->got, 0);
-            if (g <= 0) {
-                if (g < 0 && errno == EINTR)
-                    continue;
-                if (g < 0 && errno == EAGAIN)
-                    return moved;
-                mconn_fail(m, k, g == 0 ? -ECONNRESET : -errno, "receiving reply to");
+            size_t g = mconn_recv_some(m, k, c->resp->p + k->got, k->h.len - k->got);
+            if (!g)
                 return moved;
-            }
             moved = true;
-            k->crc = psrt_crc32c(k->crc, c->resp->p + k->got, (size_t)g);
-            k->got += (size_t)g;
+            k->crc = psrt_crc32c(k->crc, c->resp->p + k->got, g);
+            k->got += g;
             if (k->got < k->h.len)
                 continue;
         }

@@ -156,21 +156,14 @@ static int unsharded_save(struct psrt_worker *w, const char *prefix, struct psrt
             psrt_tl_add(&all, x->name, x->dtype, x->rank, x->dims, x->data, x->len);
         }
     }
-    if (!r) {
-        int fe = psrt_fault("psrt/save/chief_write");
-        if (fe) {
-            char *d = ckpt_data_name(prefix, 0, 1);
-            psrt_err_path(err, -fe, d ? d : prefix);
-            free(d);
-            r = -fe;
-        } else {
-            r = psrt_tl_write_bundle(&all, prefix, CKPT_W_MKDIR, 0, err);
-            if (r) {
-                size_t l = strlen(err->msg);
-                snprintf(err->msg + l, sizeof err->msg - l,
-                         "\n\t [[Node: save/SaveV2 = SaveV2[_device=\"/job:worker/replica:0/task:%d/cpu:0\"]()]]",
-                         w->f->task);
-            }
+    if (!r && !(r = psrt_fault_bundle("psrt/save/chief_write", prefix, err))) {
+        r = psrt_tl_write_bundle(&all, prefix, CKPT_W_MKDIR, 0, err);
+        if (r) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof err->msg - l,
+                     "\n\t [[Node: save/SaveV2 = SaveV2[_device="
+                     "\"/job:worker/replica:0/task:%d/cpu:0\"]()]]",
+                     w->f->task);
         }
     }
     all.owns = false;

@@ -230,14 +230,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         }
     }
     /* 2. the chief's complete copy */
-    fe = psrt_fault("psrt/save/chief_write");
-    if (fe) {
-        char *d = ckpt_data_name(prefix, 0, 1);
-        psrt_err_path(err, -fe, d ? d : prefix);
-        free(d);
-        r = -fe;
+    if ((r = psrt_fault_bundle("psrt/save/chief_write", prefix, err)))
         goto cleanup;
-    }
     /* O_DIRECT with asynchronous writes where the disk takes them: the
      * bytes skip the page cache and the disk writes one buffer while the
      * next arrives from the network */

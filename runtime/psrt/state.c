@@ -149,26 +149,16 @@ static long long ckpt_file_step(const char *f, size_t *plen)
     return atoll(d);
 }
 
-int psrt_state_sweep(const char *dir, long long below)
+/* Deletes every file of dir that pick(name, arg) picks (one that cannot
+ * be is logged and left): how many went. */
+static int delete_picked(const char *dir, bool (*pick)(const char *name, const void *arg),
+                         const void *arg)
 {
-    struct ckpt_state st;
-    struct ckpt_err ce = {0};
-    memset(&st, 0, sizeof st);
-    if (ckpt_state_read(dir, &st, &ce))
-        return 0; /* without a state, nothing is known to be unlisted */
     DIR *d = opendir(dir);
     int n = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        size_t plen;
-        long long step = ckpt_file_step(e->d_name, &plen);
-        if (step < 0 || step >= below)
-            continue;
-        bool listed = false;
-        for (size_t i = 0; i < st.n_all && !listed; i++)
-            listed = strlen(st.all_model_checkpoint_paths[i]) == plen &&
-                     !strncmp(st.all_model_checkpoint_paths[i], e->d_name, plen);
-        if (listed)
+        if (!pick(e->d_name, arg))
             continue;
         if (unlinkat(dirfd(d), e->d_name, 0) == 0)
             n++;
@@ -177,6 +167,38 @@ int psrt_state_sweep(const char *dir, long long below)
     }
     if (d)
         closedir(d);
+    return n;
+}
+
+struct sweep {
+    const struct ckpt_state *st;
+    long long below;
+};
+
+/* A file of a checkpoint before step below that the state does not list. */
+static bool unlisted_before(const char *f, const void *arg)
+{
+    const struct sweep *sw = arg;
+    size_t plen;
+    long long step = ckpt_file_step(f, &plen);
+    if (step < 0 || step >= sw->below)
+        return false;
+    for (size_t i = 0; i < sw->st->n_all; i++)
+        if (strlen(sw->st->all_model_checkpoint_paths[i]) == plen &&
+            !strncmp(sw->st->all_model_checkpoint_paths[i], f, plen))
+            return false;
+    return true;
+}
+
+int psrt_state_sweep(const char *dir, long long below)
+{
+    struct ckpt_state st;
+    struct ckpt_err ce = {0};
+    memset(&st, 0, sizeof st);
+    if (ckpt_state_read(dir, &st, &ce))
+        return 0; /* without a state, nothing is known to be unlisted */
+    struct sweep sw = {&st, below};
+    int n = delete_picked(dir, unlisted_before, &sw);
     ckpt_state_free(&st);
     return n;
 }
@@ -191,10 +213,11 @@ static int fsync_dir(const char *dir)
     return r;
 }
 
-/* Whether file f belongs to checkpoint name: "<name>." then anything (its
+/* Whether file f belongs to checkpoint arg (its name): "<name>." then anything (its
  * index, data shards, and their temporary names). */
-static bool file_of(const char *f, const char *name)
+static bool file_of(const char *f, const void *arg)
 {
+    const char *name = arg;
     size_t l = strlen(name);
     return !strncmp(f, name, l) && f[l] == '.';
 }
@@ -205,7 +228,7 @@ int psrt_state_drop(const char *dir, const char *name, unsigned fflags, struct p
     struct ckpt_err ce = {0};
     memset(&st, 0, sizeof st);
     memset(&nst, 0, sizeof nst);
-    int r = ckpt_state_read(dir, &st, &ce), n = 0;
+    int r = ckpt_state_read(dir, &st, &ce);
     bool listed = false;
     for (size_t i = 0; !r && i < st.n_all; i++)
         listed |= !strcmp(st.all_model_checkpoint_paths[i], name);
@@ -239,19 +262,7 @@ int psrt_state_drop(const char *dir, const char *name, unsigned fflags, struct p
         if (r)
             goto cleanup;
     }
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!file_of(e->d_name, name))
-            continue;
-        if (unlinkat(dirfd(d), e->d_name, 0) == 0)
-            n++;
-        else
-            psrt_log("Ignoring: %s/%s; %s", dir, e->d_name, strerror(errno));
-    }
-    if (d)
-        closedir(d);
-    r = n;
+    r = delete_picked(dir, file_of, name);
 cleanup:
     ckpt_state_free(&st);
     ckpt_state_free(&nst);

@@ -164,20 +164,22 @@ static inline float *value_of(struct psrt_table *t, struct psrt_entry *e)
     return t->width == 1 ? &e->v : t->val + (size_t)e->row * (size_t)t->width;
 }
 
+/* Linear probing from slot s: the entry of key (not PSRT_TABLE_EMPTY), or
+ * the empty entry where it would go. */
+static inline struct psrt_entry *probe(const struct psrt_table *t, uint64_t s, uint64_t key)
+{
+    while (t->e[s].key != key && t->e[s].key != PSRT_TABLE_EMPTY)
+        s = (s + 1) & t->mask;
+    return &t->e[s];
+}
+
 /* The entry of key, or NULL. */
 static struct psrt_entry *find(const struct psrt_table *t, uint64_t key)
 {
     if (key == PSRT_TABLE_EMPTY)
         return t->has_empty_key ? (struct psrt_entry *)&t->empty : NULL;
-    uint64_t s = slot_of(t, key);
-    for (;;) {
-        struct psrt_entry *e = &t->e[s];
-        if (e->key == key)
-            return e;
-        if (e->key == PSRT_TABLE_EMPTY)
-            return NULL;
-        s = (s + 1) & t->mask;
-    }
+    struct psrt_entry *e = probe(t, slot_of(t, key), key);
+    return e->key == key ? e : NULL;
 }
 
 int64_t psrt_table_find(const struct psrt_table *t, uint64_t key)
@@ -222,15 +224,8 @@ static struct psrt_entry *upsert(struct psrt_table *t, uint64_t key)
     }
     if ((t->nrows + 1) * 4 > (t->mask + 1) * 3 && rehash(t))
         return NULL;
-    uint64_t s = slot_of(t, key);
-    for (;;) {
-        struct psrt_entry *e = &t->e[s];
-        if (e->key == key)
-            return e;
-        if (e->key == PSRT_TABLE_EMPTY)
-            return new_row(t, e, key);
-        s = (s + 1) & t->mask;
-    }
+    struct psrt_entry *e = probe(t, slot_of(t, key), key);
+    return e->key == key ? e : new_row(t, e, key);
 }
 
 float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
@@ -499,7 +494,7 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
             (struct slook){keys[i], (uint32_t)(h >> (64 - bits)), (uint32_t)i};
     }
     struct psrt_entry *E = t->e;
-    const uint64_t mask = t->mask, region = (uint64_t)1 << (bits - BUCKET_BITS);
+    const uint64_t region = (uint64_t)1 << (bits - BUCKET_BITS);
     for (size_t b = 0, i = 0; b < nb; b++) {
         /* now start[b] is where bucket b ends; warm as push_bucketed does */
         bool w = worth_warming(start[b] - i, region);
@@ -513,16 +508,9 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
             if (key == PSRT_TABLE_EMPTY) {
                 e = find(t, key);
             } else if (__builtin_expect(not_near(E, sl, key, &e), 0)) {
-                for (;;) {
-                    e = &E[sl];
-                    if (e->key == key)
-                        break;
-                    if (e->key == PSRT_TABLE_EMPTY) {
-                        e = NULL;
-                        break;
-                    }
-                    sl = (sl + 1) & mask;
-                }
+                e = probe(t, sl, key);
+                if (e->key != key)
+                    e = NULL;
             }
             out[u[i].idx] = e ? e->v : 0.0f;
         }
@@ -554,16 +542,9 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
         if (key == PSRT_TABLE_EMPTY) {
             e = find(t, key);
         } else {
-            for (;;) {
-                e = &t->e[s];
-                if (e->key == key)
-                    break;
-                if (e->key == PSRT_TABLE_EMPTY) {
-                    e = NULL;
-                    break;
-                }
-                s = (s + 1) & t->mask;
-            }
+            e = probe(t, s, key);
+            if (e->key != key)
+                e = NULL;
         }
         if (!e)
             memset(out + i * w, 0, w * sizeof(float));
@@ -610,18 +591,9 @@ static int push_plain(struct psrt_table *t, const struct psrt_optim *o, const ui
                         ring[j % PF] = slot_of(t, keys[j]);
                 }
             } else {
-                for (;;) {
-                    e = &t->e[s];
-                    if (e->key == key)
-                        break;
-                    if (e->key == PSRT_TABLE_EMPTY) {
-                        e = new_row(t, e, key);
-                        if (!e)
-                            return -ENOMEM;
-                        break;
-                    }
-                    s = (s + 1) & t->mask;
-                }
+                e = probe(t, s, key);
+                if (e->key != key && !(e = new_row(t, e, key)))
+                    return -ENOMEM;
             }
             e->v -= lr * grads[i];
         }

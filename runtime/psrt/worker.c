@@ -272,6 +272,33 @@ static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int 
     return 0;
 }
 
+/* The next batch (size examples, drawn from seed) in w->batch, its keys
+ * split by ps. */
+static int draw_batch(struct psrt_worker *w, int size, uint64_t seed)
+{
+    int r = w->m.ops->batch(&w->m, &w->batch, size, seed);
+    if (r)
+        return r;
+    int64_t nkeys;
+    return split_keys(w, &w->batch, &nkeys) ? -ENOMEM : 0;
+}
+
+/* The calls of one training step: 0, or as do_step for the first that
+ * failed (err set): STEP_DONE, NEED_RECOVERY or its status. */
+static long long step_calls(struct psrt_worker *w, struct psrt_call *calls, int n,
+                            struct psrt_err *err)
+{
+    int bad = psrt_worker_calls(w, calls, n);
+    if (bad < 0)
+        return 0;
+    *err = calls[bad].err;
+    if (calls[bad].status == -ESHUTDOWN)
+        return STEP_DONE;
+    if (calls[bad].rc || calls[bad].status == -EAGAIN)
+        return NEED_RECOVERY;
+    return calls[bad].status;
+}
+
 /* Returns the global step this step was, STEP_DONE, or NEED_RECOVERY (err
  * set, a transport error or a ps not ready), or another negative errno. */
 static long long do_step(struct psrt_worker *w, long long local_step, double *loss,
@@ -279,26 +306,17 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
 {
     const struct psrt_flags *f = w->f;
     struct psrt_batch *b = &w->batch;
-    int r = w->m.ops->batch(&w->m, b, f->batch_size,
-                            psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
+    int r = draw_batch(w, f->batch_size,
+                       psrt_rng_seed_for(f->seed, (uint64_t)f->task, (uint64_t)local_step));
     if (r)
         return r;
-    int64_t nkeys;
-    if (split_keys(w, b, &nkeys))
-        return -ENOMEM;
     /* Pull */
     struct psrt_call calls[256];
     uint64_t nk[256];
     int n = build_pulls(w, calls, nk, PSRT_PULL_RESERVE);
-    int bad = psrt_worker_calls(w, calls, n);
-    if (bad >= 0) {
-        *err = calls[bad].err;
-        if (calls[bad].status == -ESHUTDOWN)
-            return STEP_DONE;
-        if (calls[bad].rc || calls[bad].status == -EAGAIN)
-            return NEED_RECOVERY;
-        return calls[bad].status;
-    }
+    long long failed = step_calls(w, calls, n, err);
+    if (failed)
+        return failed;
     long long gstep = 0;
     if ((r = read_pulls(w, calls, n, &gstep, err)) < 0)
         return r;
@@ -337,16 +355,8 @@ static long long do_step(struct psrt_worker *w, long long local_step, double *lo
         calls[n].niov = k;
         n++;
     }
-    bad = psrt_worker_calls(w, calls, n);
-    if (bad >= 0) {
-        *err = calls[bad].err;
-        if (calls[bad].status == -ESHUTDOWN)
-            return STEP_DONE;
-        if (calls[bad].rc || calls[bad].status == -EAGAIN)
-            return NEED_RECOVERY;
-        return calls[bad].status;
-    }
-    return gstep;
+    failed = step_calls(w, calls, n, err);
+    return failed ? failed : gstep;
 }
 
 /* ---- setup ------------------------------------------------------------------ */
@@ -653,12 +663,9 @@ static int eval_loss(struct psrt_worker *w, double *loss, struct psrt_err *err)
 {
     const struct psrt_flags *f = w->f;
     struct psrt_batch *b = &w->batch;
-    int r = w->m.ops->batch(&w->m, b, 1000, psrt_rng_seed_for(f->seed ^ 0xe7a1, 999999, 0));
+    int r = draw_batch(w, 1000, psrt_rng_seed_for(f->seed ^ 0xe7a1, 999999, 0));
     if (r)
         return r;
-    int64_t nkeys;
-    if (split_keys(w, b, &nkeys))
-        return -ENOMEM;
     struct psrt_call calls[256];
     uint64_t nk[256];
     int n = build_pulls(w, calls, nk, 0);
