@@ -5,7 +5,7 @@
 #   make check-unit run the unit tests only (any user, no root, seconds)
 #   make check-stress  every test with the CPUs kept busy
 #   make check-layers  the call graph: no cycle between files, no layer calling up
-#   make format     apply .clang-format to every C file
+#   make format     apply .clang-format to every C file (make check-format: verify)
 #   make run        the main job: install deps, build, run the reproducer suite
 #   make bench      print BENCH lines (ratios against a baseline in the same run)
 #   make fuzz       build and run the fuzz targets (FUZZ_SECONDS=600)
@@ -56,7 +56,7 @@ BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O
         $(O)/bin/fl-disk-probe \
         $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
-.PHONY: all deps check check-unit check-stress check-layers print-layers format run bench fuzz \
+.PHONY: all deps check check-unit check-stress check-layers check-format print-layers format run bench fuzz \
         install clean
 all: $(BINS)
 
@@ -134,6 +134,7 @@ FL_TESTS_ARGS = $(if $(LAYER),--layer $(LAYER)) $(TESTS)
 check: deps
 	@$(MAKE) --no-print-directory all
 	@bash ci/check-layers
+	@bash ci/check-format
 	$(O)/bin/fl-tests $(FL_TESTS_ARGS)
 
 # Every test with every CPU kept busy (ci/check-stress; STRESS_LOAD=N loops).
@@ -173,6 +174,9 @@ print-layers:
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+check-format:
+	@bash ci/check-format
 
 clean:
 	rm -rf $(O)

@@ -40,8 +40,8 @@
 
 #define RX_BUF (256 * 1024)
 #define TX_BUF (1024 * 1024)
-#define TX_ROOM (70 * 1024)     /* flush before a message this large might not fit */
-#define ROUND_MAX 512           /* frames read per round before releasing due ones */
+#define TX_ROOM (70 * 1024) /* flush before a message this large might not fit */
+#define ROUND_MAX 512       /* frames read per round before releasing due ones */
 #define QUEUE_MAXLEN 65536
 
 struct held {
@@ -51,7 +51,7 @@ struct held {
     bool mangled, dup;
     uint32_t outdev;
     uint16_t len;
-    unsigned char *frame;       /* 14-byte L2 header + packet, or NULL */
+    unsigned char *frame; /* 14-byte L2 header + packet, or NULL */
 };
 
 struct equeue {
@@ -63,7 +63,7 @@ struct equeue {
     bool ge_bad;
     double ge_q, ge_r;
     uint64_t last_release;
-    uint32_t batch_id;          /* highest id to accept in one VERDICT_BATCH, 0 = none */
+    uint32_t batch_id; /* highest id to accept in one VERDICT_BATCH, 0 = none */
     struct fl_emu_stats st;
 };
 
@@ -86,7 +86,6 @@ struct fl_emu {
     char *rx, *tx;
     size_t txlen;
 };
-
 
 static uint64_t now_ns(void)
 {
@@ -250,7 +249,7 @@ static void release(struct fl_emu *e, struct held *h, bool was_held)
     else
         verdict(e, h->queue, h->id, NF_ACCEPT, NULL, 0);
     if (h->dup) {
-        tx_flush(e);            /* the original first */
+        tx_flush(e); /* the original first */
         send_dup(e, h);
     }
     free(h->frame);
@@ -272,7 +271,7 @@ static void release_due(struct fl_emu *e, uint64_t now)
 
 static void frame_in(struct fl_emu *e, const struct nlmsghdr *nlh, uint64_t now)
 {
-    struct nlattr *attr[NFQA_MAX + 1] = { 0 };
+    struct nlattr *attr[NFQA_MAX + 1] = {0};
     if (nfq_nlmsg_parse(nlh, attr) < 0 || !attr[NFQA_PACKET_HDR])
         return;
     const struct nfgenmsg *nfg = mnl_nlmsg_get_payload(nlh);
@@ -302,7 +301,7 @@ static void frame_in(struct fl_emu *e, const struct nlmsghdr *nlh, uint64_t now)
         }
     }
 
-    struct held h = { .id = id, .queue = num, .seq = ++e->seq };
+    struct held h = {.id = id, .queue = num, .seq = ++e->seq};
     h.mangled = chance(&q->rng, p->corrupt_bp);
     h.dup = chance(&q->rng, p->duplicate_bp);
     const unsigned char *pkt = attr[NFQA_PAYLOAD] ? mnl_attr_get_payload(attr[NFQA_PAYLOAD]) : NULL;
@@ -313,7 +312,8 @@ static void frame_in(struct fl_emu *e, const struct nlmsghdr *nlh, uint64_t now)
         } else {
             h.len = (uint16_t)(len + ETH_HLEN);
             /* the bridge port it leaves by (the ip hooks see br0 as the device) */
-            const struct nlattr *od = attr[NFQA_IFINDEX_PHYSOUTDEV] ? attr[NFQA_IFINDEX_PHYSOUTDEV] : attr[NFQA_IFINDEX_OUTDEV];
+            const struct nlattr *od = attr[NFQA_IFINDEX_PHYSOUTDEV] ? attr[NFQA_IFINDEX_PHYSOUTDEV]
+                                                                    : attr[NFQA_IFINDEX_OUTDEV];
             h.outdev = od ? ntohl(mnl_attr_get_u32(od)) : 0;
             /* the L2 header: the receiving host's MAC (the fabric's, by
              * port), the sender's from NFQA_HWADDR, the frame's ethertype */
@@ -361,7 +361,7 @@ static void frame_in(struct fl_emu *e, const struct nlmsghdr *nlh, uint64_t now)
     }
     if ((d == 0 || reordered) && (h.t_ns <= now || reordered)) {
         if (!h.mangled && !h.dup && !q->st.held) {
-            q->batch_id = id;   /* accepted with the round's batch */
+            q->batch_id = id; /* accepted with the round's batch */
             return;
         }
         batch_flush(e, q);
@@ -386,7 +386,7 @@ static void rx_round(struct fl_emu *e, int max)
         if (got < 0) {
             if (errno == EINTR)
                 continue;
-            break;              /* EAGAIN, or ENOBUFS (lost messages: fail-open covers it) */
+            break; /* EAGAIN, or ENOBUFS (lost messages: fail-open covers it) */
         }
         int left = (int)got;
         for (struct nlmsghdr *h = (struct nlmsghdr *)e->rx; mnl_nlmsg_ok(h, left);
@@ -428,8 +428,8 @@ static void *emu_main(void *arg)
             tp = &ts;
         }
         struct pollfd pf[2] = {
-            { .fd = mnl_socket_get_fd(e->nl), .events = POLLIN },
-            { .fd = e->evfd, .events = POLLIN },
+            {.fd = mnl_socket_get_fd(e->nl), .events = POLLIN},
+            {.fd = e->evfd, .events = POLLIN},
         };
         pthread_mutex_unlock(&e->mu);
         int n = ppoll(pf, 2, tp, NULL);
@@ -457,16 +457,19 @@ int fl_emu_params_check(const struct fl_emu_params *p, char *err, size_t errlen)
     if (p->jitter_us > p->delay_us || p->reorder_bp > 10000 || p->duplicate_bp > 10000 ||
         p->corrupt_bp > 10000 || p->ge_loss_bp >= 10000 || (p->ge_loss_bp && p->ge_burst < 1) ||
         (p->reorder_bp && !p->delay_us)) {
-        fl_netem_seterr(err, errlen, "emu: invalid parameters (delay %uus jitter %uus reorder %u duplicate %u corrupt %u loss %u burst %g)",
-               p->delay_us, p->jitter_us, p->reorder_bp, p->duplicate_bp, p->corrupt_bp, p->ge_loss_bp,
-               p->ge_burst);
+        fl_netem_seterr(err, errlen,
+                        "emu: invalid parameters (delay %uus jitter %uus reorder %u duplicate %u "
+                        "corrupt %u loss %u burst %g)",
+                        p->delay_us, p->jitter_us, p->reorder_bp, p->duplicate_bp, p->corrupt_bp,
+                        p->ge_loss_bp, p->ge_burst);
         return -EINVAL;
     }
     if (p->ge_loss_bp) {
         double pl = p->ge_loss_bp / 10000.0, r = 1.0 / p->ge_burst;
         if (pl * r / (1 - pl) > 1) {
-            fl_netem_seterr(err, errlen, "emu: a loss of %g%% cannot have runs as short as %g frames on average",
-                   pl * 100, p->ge_burst);
+            fl_netem_seterr(err, errlen,
+                            "emu: a loss of %g%% cannot have runs as short as %g frames on average",
+                            pl * 100, p->ge_burst);
             return -EINVAL;
         }
     }
@@ -494,14 +497,15 @@ int fl_emu_new(struct fl_emu **out, pid_t sw_pid, char *err, size_t errlen)
     int rc = 0;
     if (!(e->nl = fl_netem_mnl_in(sw_pid, NETLINK_NETFILTER))) {
         rc = -errno;
-        fl_netem_seterr(err, errlen, "emu: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
-               (int)sw_pid, strerror(-rc));
+        fl_netem_seterr(err, errlen,
+                        "emu: NETLINK_NETFILTER socket in the switch netns (pid %d): %s",
+                        (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
     if ((e->pkt_fd = fl_netem_socket_in(sw_pid, AF_PACKET, SOCK_RAW, 0)) < 0) {
         rc = -errno;
-        fl_netem_seterr(err, errlen, "emu: AF_PACKET socket in the switch netns (pid %d): %s", (int)sw_pid,
-               strerror(-rc));
+        fl_netem_seterr(err, errlen, "emu: AF_PACKET socket in the switch netns (pid %d): %s",
+                        (int)sw_pid, strerror(-rc));
         goto cleanup;
     }
     int fd = mnl_socket_get_fd(e->nl), big = 32 << 20, one = 1;
@@ -597,7 +601,8 @@ int fl_emu_add(struct fl_emu *e, uint16_t queue, const struct fl_emu_params *p, 
             q = &e->q[i];
     if (!q) {
         rc = -ENOSPC;
-        fl_netem_seterr(err, errlen, "emu: more than %d emulated link faults at once", FL_EMU_QUEUES);
+        fl_netem_seterr(err, errlen, "emu: more than %d emulated link faults at once",
+                        FL_EMU_QUEUES);
         goto out;
     }
     memset(q, 0, sizeof *q);
@@ -610,12 +615,13 @@ int fl_emu_add(struct fl_emu *e, uint16_t queue, const struct fl_emu_params *p, 
         q->ge_r = 1.0 / p->ge_burst;
         q->ge_q = pl * q->ge_r / (1 - pl);
     }
-    q->bound = true;            /* frames may arrive as soon as the kernel binds */
+    q->bound = true; /* frames may arrive as soon as the kernel binds */
     rc = config(e, queue, NFQNL_CFG_CMD_BIND, p, q->meta_only);
     if (rc < 0) {
         q->bound = false;
-        fl_netem_seterr(err, errlen, "emu: NFQNL_CFG_CMD_BIND queue %u in switch netns (pid %d): %s",
-               (unsigned)queue, (int)e->sw_pid, strerror(-rc));
+        fl_netem_seterr(err, errlen,
+                        "emu: NFQNL_CFG_CMD_BIND queue %u in switch netns (pid %d): %s",
+                        (unsigned)queue, (int)e->sw_pid, strerror(-rc));
     }
 out:
     pthread_mutex_unlock(&e->mu);
@@ -662,8 +668,9 @@ int fl_emu_remove(struct fl_emu *e, uint16_t queue, char *err, size_t errlen)
     if (!q)
         fl_netem_seterr(err, errlen, "emu: queue %u is not bound", (unsigned)queue);
     else if ((rc = unbind(e, q)) < 0)
-        fl_netem_seterr(err, errlen, "emu: NFQNL_CFG_CMD_UNBIND queue %u in switch netns (pid %d): %s",
-               (unsigned)queue, (int)e->sw_pid, strerror(-rc));
+        fl_netem_seterr(err, errlen,
+                        "emu: NFQNL_CFG_CMD_UNBIND queue %u in switch netns (pid %d): %s",
+                        (unsigned)queue, (int)e->sw_pid, strerror(-rc));
     pthread_mutex_unlock(&e->mu);
     return rc;
 }

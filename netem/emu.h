@@ -55,20 +55,20 @@ struct fl_emu;
 
 struct fl_emu_params {
     uint32_t delay_us;
-    uint32_t jitter_us;         /* <= delay_us */
-    unsigned reorder_bp;        /* hundredths of a percent, 0..10000 */
+    uint32_t jitter_us;  /* <= delay_us */
+    unsigned reorder_bp; /* hundredths of a percent, 0..10000 */
     unsigned duplicate_bp;
     unsigned corrupt_bp;
-    unsigned ge_loss_bp;        /* bursty loss, long-run fraction; 0 = none, < 10000 */
-    double ge_burst;            /* mean run of lost frames, >= 1 */
+    unsigned ge_loss_bp; /* bursty loss, long-run fraction; 0 = none, < 10000 */
+    double ge_burst;     /* mean run of lost frames, >= 1 */
     uint64_t seed;
 };
 
 struct fl_emu_stats {
-    uint64_t frames;            /* seen */
+    uint64_t frames; /* seen */
     uint64_t lost, duplicated, corrupted, reordered;
-    uint64_t loss_runs;         /* runs of consecutive lost frames */
-    uint64_t held;              /* held now */
+    uint64_t loss_runs; /* runs of consecutive lost frames */
+    uint64_t held;      /* held now */
 };
 
 /* Largest queue number, and how many queues at once. */

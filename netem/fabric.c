@@ -52,21 +52,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BR_IFINDEX 999       /* br0 in the switch netns */
+#define BR_IFINDEX 999 /* br0 in the switch netns */
 #define LO_IFINDEX 1
 #define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
-#define CHUNK 128            /* hosts per switch batch (bounds open fds too) */
-#define MSG_MAX 512          /* upper bound of one message we build */
-#define SYNC_BATCH 32        /* RTM_GETLINK replies queued at once (~4 KiB truesize each) */
+#define CHUNK 128              /* hosts per switch batch (bounds open fds too) */
+#define MSG_MAX 512            /* upper bound of one message we build */
+#define SYNC_BATCH 32          /* RTM_GETLINK replies queued at once (~4 KiB truesize each) */
 
 enum op_kind {
-    OP_BR_NEW, OP_BR_SET, OP_BR_UP, OP_PORT_DEL, OP_VETH_NEW, OP_PORT_AF,
-    OP_ETH0_AF, OP_ETH0_UP, OP_LO_UP, OP_ADDR, OP_PORT_SYNC, OP_DETACH,
+    OP_BR_NEW,
+    OP_BR_SET,
+    OP_BR_UP,
+    OP_PORT_DEL,
+    OP_VETH_NEW,
+    OP_PORT_AF,
+    OP_ETH0_AF,
+    OP_ETH0_UP,
+    OP_LO_UP,
+    OP_ADDR,
+    OP_PORT_SYNC,
+    OP_DETACH,
 };
 
 struct op {
     enum op_kind kind;
-    int q;            /* index into the commit's entries, -1 if none */
+    int q; /* index into the commit's entries, -1 if none */
 };
 
 struct nlbatch {
@@ -89,23 +99,22 @@ struct qentry {
 struct fl_fabric {
     pid_t holder;
     int holder_pidfd;
-    int sw_sock;              /* NETLINK_ROUTE in the switch netns */
+    int sw_sock; /* NETLINK_ROUTE in the switch netns */
     uint32_t seq;
-    dev_t home_dev, sw_dev;   /* netns identities (st_dev, st_ino) */
+    dev_t home_dev, sw_dev; /* netns identities (st_dev, st_ino) */
     ino_t home_ino, sw_ino;
     char run_id[64];
-    unsigned char *attached;  /* by idx, grown on demand */
+    unsigned char *attached; /* by idx, grown on demand */
     size_t attached_cap;
     struct qentry *queue;
     size_t nq, qcap;
     struct nft_ctx *nft;
     int next_rule;
-    int *rules;               /* live rule ids */
+    int *rules; /* live rule ids */
     size_t nrules, rulecap;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
 
 static int sys_pidfd_open(pid_t pid)
 {
@@ -168,8 +177,8 @@ static void nb_free(struct nlbatch *b)
     free(b->ops);
 }
 
-static struct nlmsghdr *nb_put(struct nlbatch *b, uint16_t type, uint16_t flags,
-                               enum op_kind kind, int q)
+static struct nlmsghdr *nb_put(struct nlbatch *b, uint16_t type, uint16_t flags, enum op_kind kind,
+                               int q)
 {
     if (b->cap - b->len < MSG_MAX) {
         size_t ncap = b->cap ? b->cap * 2 : 16384;
@@ -203,8 +212,8 @@ static void nb_close(struct nlbatch *b, struct nlmsghdr *nlh)
     b->len += NLMSG_ALIGN(nlh->nlmsg_len);
 }
 
-static struct nlmsghdr *nb_put_link(struct nlbatch *b, uint16_t type, uint16_t flags,
-                                    int ifindex, unsigned up, enum op_kind kind, int q)
+static struct nlmsghdr *nb_put_link(struct nlbatch *b, uint16_t type, uint16_t flags, int ifindex,
+                                    unsigned up, enum op_kind kind, int q)
 {
     struct nlmsghdr *nlh = nb_put(b, type, flags, kind, q);
     if (!nlh)
@@ -231,14 +240,11 @@ static bool op_tolerates(enum op_kind kind, int e)
 {
     switch (kind) {
     case OP_PORT_DEL:
-    case OP_DETACH:
-        return e == -ENODEV;
+    case OP_DETACH: return e == -ENODEV;
     case OP_PORT_AF:
     case OP_ETH0_AF:
-    case OP_BR_SET:
-        return e == -EAFNOSUPPORT; /* kernel without IPv6 */
-    default:
-        return false;
+    case OP_BR_SET: return e == -EAFNOSUPPORT; /* kernel without IPv6 */
+    default: return false;
     }
 }
 
@@ -261,7 +267,7 @@ static int nb_run(int fd, struct nlbatch *b, nb_err_fn on_err, void *ctx)
     ((struct nlmsghdr *)(b->buf + lastoff))->nlmsg_flags |= NLM_F_ACK;
     uint32_t last = b->seq0 + (uint32_t)b->nops - 1;
 
-    struct sockaddr_nl kern = { .nl_family = AF_NETLINK };
+    struct sockaddr_nl kern = {.nl_family = AF_NETLINK};
     ssize_t n;
     do
         n = sendto(fd, b->buf, b->len, 0, (struct sockaddr *)&kern, sizeof kern);
@@ -294,10 +300,10 @@ static int nb_run(int fd, struct nlbatch *b, nb_err_fn on_err, void *ctx)
                     /* With NETLINK_CAP_ACK the echoed message is only its header. */
                     size_t hl = sizeof(struct nlmsghdr) + sizeof *e;
                     if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-                        hl = sizeof(struct nlmsghdr) + sizeof(int) +
-                             NLMSG_ALIGN(e->msg.nlmsg_len);
+                        hl = sizeof(struct nlmsghdr) + sizeof(int) + NLMSG_ALIGN(e->msg.nlmsg_len);
                     const struct nlattr *a;
-                    mnl_attr_for_each(a, nlh, hl - sizeof(struct nlmsghdr)) {
+                    mnl_attr_for_each(a, nlh, hl - sizeof(struct nlmsghdr))
+                    {
                         if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
                             ext = mnl_attr_get_str(a);
                     }
@@ -357,10 +363,13 @@ static void create_err(void *vctx, const struct op *op, int e, const char *ext)
     if (c->first)
         return;
     c->first = e;
-    fl_netem_seterr(c->err, c->errlen, "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
-           FL_FABRIC_BRIDGE_IFNAME,
-           op->kind == OP_BR_NEW ? "create" : op->kind == OP_BR_UP ? "up" : "addrgenmode/alias",
-           strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
+    fl_netem_seterr(c->err, c->errlen,
+                    "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
+                    FL_FABRIC_BRIDGE_IFNAME,
+                    op->kind == OP_BR_NEW  ? "create"
+                    : op->kind == OP_BR_UP ? "up"
+                                           : "addrgenmode/alias",
+                    strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
 }
 
 int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size_t errlen)
@@ -397,7 +406,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     if (pid < 0) {
         rc = -errno;
         fl_netem_seterr(err, errlen, "fabric: clone(CLONE_NEWNET) for the switch holder: %s",
-               strerror(-rc));
+                        strerror(-rc));
         goto cleanup;
     }
     if (pid == 0)
@@ -407,7 +416,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     if (f->holder_pidfd < 0) {
         rc = -errno;
         fl_netem_seterr(err, errlen, "fabric: pidfd_open(%d) of the switch holder: %s", f->holder,
-               strerror(-rc));
+                        strerror(-rc));
         goto cleanup;
     }
     char path[64];
@@ -421,14 +430,15 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     rc = ns_enter(f->holder_pidfd, &saved);
     if (rc < 0) {
         fl_netem_seterr(err, errlen, "fabric: setns into the switch netns (pid %d): %s", f->holder,
-               strerror(-rc));
+                        strerror(-rc));
         goto cleanup;
     }
     f->sw_sock = rtnl_socket();
     ns_leave(saved);
     if (f->sw_sock < 0) {
         rc = f->sw_sock;
-        fl_netem_seterr(err, errlen, "fabric: NETLINK_ROUTE socket in the switch netns: %s", strerror(-rc));
+        fl_netem_seterr(err, errlen, "fabric: NETLINK_ROUTE socket in the switch netns: %s",
+                        strerror(-rc));
         goto cleanup;
     }
     int rcvbuf = 1 << 20;
@@ -437,8 +447,8 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     /* br0: no STP, forward delay 0, no snooping, no br_netfilter; created
      * down so that addrgenmode none is in place before it can get an IPv6
      * link-local address, then up. */
-    struct nlmsghdr *nlh = nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, BR_IFINDEX,
-                                       0, OP_BR_NEW, -1);
+    struct nlmsghdr *nlh =
+        nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, BR_IFINDEX, 0, OP_BR_NEW, -1);
     if (!nlh)
         goto nomem;
     mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
@@ -466,7 +476,7 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
         goto nomem;
     nb_close(&b, nlh);
 
-    struct create_ctx cc = { err, errlen, 0 };
+    struct create_ctx cc = {err, errlen, 0};
     rc = nb_run(f->sw_sock, &b, create_err, &cc);
     if (rc < 0) {
         fl_netem_seterr(err, errlen, "fabric: netlink to the switch netns: %s", strerror(-rc));
@@ -598,13 +608,13 @@ int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *er
 {
     if (!idx_ok(host_idx) || host_pid <= 0) {
         fl_netem_seterr(err, errlen, "fabric: attach host %d (pid %d): invalid host index or pid",
-               host_idx, (int)host_pid);
+                        host_idx, (int)host_pid);
         return -EINVAL;
     }
     for (size_t i = 0; i < f->nq; i++) {
         if (f->queue[i].idx == host_idx) {
             fl_netem_seterr(err, errlen, "fabric: attach host %d (pid %d): already queued (pid %d)",
-                   host_idx, (int)host_pid, (int)f->queue[i].pid);
+                            host_idx, (int)host_pid, (int)f->queue[i].pid);
             return -EEXIST;
         }
     }
@@ -618,7 +628,7 @@ int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *er
         f->queue = nq;
         f->qcap = ncap;
     }
-    f->queue[f->nq++] = (struct qentry){ .idx = host_idx, .pid = host_pid, .nsfd = -1, .sock = -1 };
+    f->queue[f->nq++] = (struct qentry){.idx = host_idx, .pid = host_pid, .nsfd = -1, .sock = -1};
     return 0;
 }
 
@@ -644,7 +654,8 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
     char what[128], a[16];
     switch (op->kind) {
     case OP_PORT_DEL:
-        snprintf(what, sizeof what, "RTM_DELLINK old port h%d of host %d in switch netns", idx, idx);
+        snprintf(what, sizeof what, "RTM_DELLINK old port h%d of host %d in switch netns", idx,
+                 idx);
         break;
     case OP_VETH_NEW:
         snprintf(what, sizeof what, "RTM_NEWLINK veth h%d/%s in netns of pid %d", idx,
@@ -666,25 +677,25 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
         snprintf(what, sizeof what, "RTM_NEWLINK lo up of host %d in netns of pid %d", idx, pid);
         break;
     case OP_PORT_SYNC:
-        snprintf(what, sizeof what, "RTM_GETLINK h%d (link sync) in switch netns (host %d)", idx, idx);
+        snprintf(what, sizeof what, "RTM_GETLINK h%d (link sync) in switch netns (host %d)", idx,
+                 idx);
         break;
     case OP_ADDR:
         snprintf(what, sizeof what, "RTM_NEWADDR %s/%d on %s of host %d in netns of pid %d",
-                 fl_fabric_addr_str(idx, a, sizeof a), FL_FABRIC_PREFIXLEN,
-                 FL_FABRIC_HOST_IFNAME, idx, pid);
+                 fl_fabric_addr_str(idx, a, sizeof a), FL_FABRIC_PREFIXLEN, FL_FABRIC_HOST_IFNAME,
+                 idx, pid);
         break;
-    default:
-        snprintf(what, sizeof what, "netlink op %d of host %d", (int)op->kind, idx);
+    default: snprintf(what, sizeof what, "netlink op %d of host %d", (int)op->kind, idx);
     }
     fl_netem_seterr(c->err, c->errlen, "fabric: %s: %s%s%s%s", what, strerror(-e), ext ? " (" : "",
-           ext ? ext : "", ext ? ")" : "");
+                    ext ? ext : "", ext ? ")" : "");
 }
 
 static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void entry_fail(struct commit_ctx *c, struct qentry *q, int e, const char *fmt, ...)
 {
-    if (q && !q->err)       /* q NULL: the commit failed, no host in particular */
+    if (q && !q->err) /* q NULL: the commit failed, no host in particular */
         q->err = e;
     if (c->first)
         return;
@@ -706,22 +717,21 @@ static void host_open_ns(struct commit_ctx *c, struct qentry *q)
     q->nsfd = open(path, O_RDONLY | O_CLOEXEC);
     if (q->nsfd < 0) {
         int e = -errno;
-        entry_fail(c, q, e == -ENOENT ? -ESRCH : e, "fabric: open %s for host %d: %s", path,
-                   q->idx, strerror(errno));
+        entry_fail(c, q, e == -ENOENT ? -ESRCH : e, "fabric: open %s for host %d: %s", path, q->idx,
+                   strerror(errno));
         return;
     }
     struct stat st;
     if (fstat(q->nsfd, &st) < 0) {
-        entry_fail(c, q, -errno, "fabric: fstat %s for host %d: %s", path, q->idx,
-                   strerror(errno));
+        entry_fail(c, q, -errno, "fabric: fstat %s for host %d: %s", path, q->idx, strerror(errno));
         return;
     }
     if ((st.st_dev == f->home_dev && st.st_ino == f->home_ino) ||
         (st.st_dev == f->sw_dev && st.st_ino == f->sw_ino)) {
         entry_fail(c, q, -EINVAL,
                    "fabric: host %d (pid %d) is in the %s network namespace, not its own; "
-                   "refusing to plug it in", q->idx, (int)q->pid,
-                   st.st_ino == f->home_ino ? "harness's" : "switch's");
+                   "refusing to plug it in",
+                   q->idx, (int)q->pid, st.st_ino == f->home_ino ? "harness's" : "switch's");
     }
 }
 
@@ -751,8 +761,9 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         }
         q->sock = rtnl_socket();
         if (q->sock < 0) {
-            entry_fail(c, q, q->sock, "fabric: NETLINK_ROUTE socket in netns of host %d (pid %d): %s",
-                       q->idx, (int)q->pid, strerror(-q->sock));
+            entry_fail(c, q, q->sock,
+                       "fabric: NETLINK_ROUTE socket in netns of host %d (pid %d): %s", q->idx,
+                       (int)q->pid, strerror(-q->sock));
             q->sock = -1;
         }
     }
@@ -841,8 +852,8 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         if (!q->created)
             continue;
         nb_init(&b, 1);
-        struct nlmsghdr *nlh = nb_put_link(&b, RTM_NEWLINK, 0, FL_FABRIC_ETH0_IFINDEX, 0,
-                                           OP_ETH0_AF, (int)i);
+        struct nlmsghdr *nlh =
+            nb_put_link(&b, RTM_NEWLINK, 0, FL_FABRIC_ETH0_IFINDEX, 0, OP_ETH0_AF, (int)i);
         if (!nlh)
             goto nomem;
         put_addrgenmode_none(nlh);
@@ -890,9 +901,8 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
             struct qentry *q = &ents[at];
             if (!q->created || q->err)
                 continue;
-            struct nlmsghdr *nlh = nb_put_link(&b, RTM_GETLINK, 0,
-                                               FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0,
-                                               OP_PORT_SYNC, (int)at);
+            struct nlmsghdr *nlh = nb_put_link(
+                &b, RTM_GETLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0, OP_PORT_SYNC, (int)at);
             if (!nlh)
                 goto nomem;
             mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
@@ -902,7 +912,8 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         rc = nb_run(f->sw_sock, &b, commit_err, c);
         nb_free(&b);
         if (rc < 0) {
-            entry_fail(c, NULL, rc, "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
+            entry_fail(c, NULL, rc,
+                       "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
                        f->holder, strerror(-rc));
             rc = 0;
         }
@@ -917,9 +928,8 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
             continue;
         if (!q->err)
             continue;
-        struct nlmsghdr *nlh = nb_put_link(&b, RTM_DELLINK, 0,
-                                           FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0,
-                                           OP_DETACH, (int)i);
+        struct nlmsghdr *nlh = nb_put_link(&b, RTM_DELLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + q->idx,
+                                           0, OP_DETACH, (int)i);
         if (!nlh)
             goto nomem;
         nb_close(&b, nlh);
@@ -950,7 +960,7 @@ cleanup:
 
 int fl_fabric_commit(struct fl_fabric *f, char *err, size_t errlen)
 {
-    struct commit_ctx c = { f, f->queue, err, errlen, 0 };
+    struct commit_ctx c = {f, f->queue, err, errlen, 0};
     for (size_t at = 0; at < f->nq; at += CHUNK) {
         size_t n = f->nq - at < CHUNK ? f->nq - at : CHUNK;
         c.ents = f->queue + at;
@@ -974,8 +984,9 @@ static void detach_err(void *vctx, const struct op *op, int e, const char *ext)
     if (d->first)
         return;
     d->first = e;
-    fl_netem_seterr(d->err, d->errlen, "fabric: RTM_DELLINK h%d of host %d in switch netns: %s%s%s%s",
-           d->idx, d->idx, strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
+    fl_netem_seterr(d->err, d->errlen,
+                    "fabric: RTM_DELLINK h%d of host %d in switch netns: %s%s%s%s", d->idx, d->idx,
+                    strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
 }
 
 int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen)
@@ -993,8 +1004,8 @@ int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen
     }
     struct nlbatch b;
     nb_init(&b, f->seq);
-    struct nlmsghdr *nlh = nb_put_link(&b, RTM_DELLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + host_idx,
-                                       0, OP_DETACH, -1);
+    struct nlmsghdr *nlh =
+        nb_put_link(&b, RTM_DELLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + host_idx, 0, OP_DETACH, -1);
     if (!nlh) {
         nb_free(&b);
         fl_netem_seterr(err, errlen, "fabric: out of memory");
@@ -1002,12 +1013,12 @@ int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen
     }
     nb_close(&b, nlh);
     f->seq += 2;
-    struct detach_ctx d = { host_idx, err, errlen, 0 };
+    struct detach_ctx d = {host_idx, err, errlen, 0};
     int rc = nb_run(f->sw_sock, &b, detach_err, &d);
     nb_free(&b);
     if (rc < 0) {
         fl_netem_seterr(err, errlen, "fabric: netlink to the switch netns (pid %d): %s", f->holder,
-               strerror(-rc));
+                        strerror(-rc));
         return rc;
     }
     if (d.first)
@@ -1069,14 +1080,14 @@ static void sb_ports(struct sbuf *b, const int *hosts, size_t n)
 
 /* Runs an nft script in the switch netns (creating the context and the
  * table the first time).  On failure writes "fabric: nft <what> ...". */
-static int nft_run(struct fl_fabric *f, const char *script, const char *what,
-                   char *err, size_t errlen)
+static int nft_run(struct fl_fabric *f, const char *script, const char *what, char *err,
+                   size_t errlen)
 {
     int saved = -1;
     int rc = ns_enter(f->holder_pidfd, &saved);
     if (rc < 0) {
         fl_netem_seterr(err, errlen, "fabric: setns into the switch netns (pid %d) for nft %s: %s",
-               f->holder, what, strerror(-rc));
+                        f->holder, what, strerror(-rc));
         return rc;
     }
     if (!f->nft) {
@@ -1091,13 +1102,15 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
         /* The one base chain of the run: never deleted, since unregistering
          * a netfilter hook makes the kernel drop every packet queued in the
          * namespace (the link emulator's held packets). */
-        if (nft_run_cmd_from_buffer(f->nft, "add table bridge " FL_FABRIC_NFT_TABLE "\n"
-                                    "add chain bridge " FL_FABRIC_NFT_TABLE " " BASE_CHAIN
-                                    " { type filter hook forward priority 0; policy accept; }\n") != 0) {
+        if (nft_run_cmd_from_buffer(
+                f->nft, "add table bridge " FL_FABRIC_NFT_TABLE "\n"
+                        "add chain bridge " FL_FABRIC_NFT_TABLE " " BASE_CHAIN
+                        " { type filter hook forward priority 0; policy accept; }\n") != 0) {
             ns_leave(saved);
             const char *e = nft_ctx_get_error_buffer(f->nft);
-            fl_netem_seterr(err, errlen, "fabric: nft add table bridge %s in switch netns (pid %d): %s",
-                   FL_FABRIC_NFT_TABLE, f->holder, e && *e ? e : "failed");
+            fl_netem_seterr(err, errlen,
+                            "fabric: nft add table bridge %s in switch netns (pid %d): %s",
+                            FL_FABRIC_NFT_TABLE, f->holder, e && *e ? e : "failed");
             nft_ctx_free(f->nft);
             f->nft = NULL;
             return -EIO;
@@ -1110,7 +1123,8 @@ static int nft_run(struct fl_fabric *f, const char *script, const char *what,
         char line[256];
         snprintf(line, sizeof line, "%s", e && *e ? e : "failed");
         line[strcspn(line, "\n")] = 0;
-        fl_netem_seterr(err, errlen, "fabric: nft %s in switch netns (pid %d): %s", what, f->holder, line);
+        fl_netem_seterr(err, errlen, "fabric: nft %s in switch netns (pid %d): %s", what, f->holder,
+                        line);
         return -EIO;
     }
     return 0;
@@ -1126,8 +1140,8 @@ static bool hosts_valid(const int *h, size_t n)
 
 /* Runs sb (chain p<id> and its rules) with the base chain's jump to it, in
  * nft's messages "<what> p<id>"; frees sb's text. */
-static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id,
-                    const char *what, char *err, size_t errlen)
+static int add_rule(struct fl_fabric *f, struct sbuf *sb, int id, int *rule_id, const char *what,
+                    char *err, size_t errlen)
 {
     if (!sb->oom && f->nrules == f->rulecap) {
         size_t ncap = f->rulecap ? f->rulecap * 2 : 16;
@@ -1172,14 +1186,16 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             return -EINVAL;
         }
         if (!hosts_valid(groups[g], group_sizes[g])) {
-            fl_netem_seterr(err, errlen, "fabric: partition: group %zu holds an invalid host index", g);
+            fl_netem_seterr(err, errlen, "fabric: partition: group %zu holds an invalid host index",
+                            g);
             return -EINVAL;
         }
         nonempty += group_sizes[g] > 0;
     }
     if (nonempty < 2) {
-        fl_netem_seterr(err, errlen, "fabric: partition needs at least two non-empty groups (got %zu)",
-               nonempty);
+        fl_netem_seterr(err, errlen,
+                        "fabric: partition needs at least two non-empty groups (got %zu)",
+                        nonempty);
         return -EINVAL;
     }
     /* A host in two groups has no meaning. */
@@ -1188,14 +1204,15 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             for (size_t h = g; h < ngroups; h++)
                 for (size_t j = (h == g ? i + 1 : 0); j < group_sizes[h]; j++)
                     if (groups[g][i] == groups[h][j]) {
-                        fl_netem_seterr(err, errlen,
-                               "fabric: partition: host %d is named twice (groups %zu and %zu)",
-                               groups[g][i], g, h);
+                        fl_netem_seterr(
+                            err, errlen,
+                            "fabric: partition: host %d is named twice (groups %zu and %zu)",
+                            groups[g][i], g, h);
                         return -EINVAL;
                     }
 
     int id = f->next_rule;
-    struct sbuf sb = { 0 };
+    struct sbuf sb = {0};
     sb_chain(&sb, id);
     for (size_t g = 0; g < ngroups; g++) {
         for (size_t h = 0; h < ngroups; h++) {
@@ -1224,7 +1241,7 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const in
         return -EINVAL;
     }
     int id = f->next_rule;
-    struct sbuf sb = { 0 };
+    struct sbuf sb = {0};
     sb_chain(&sb, id);
     /* ARP passes both ways, or the open direction could not resolve
      * addresses (its ARP replies travel the blocked way); IPv4 and every
@@ -1245,7 +1262,7 @@ int fl_fabric_add_chain(struct fl_fabric *f, const char *rules, const char *what
         return -EINVAL;
     }
     int id = f->next_rule;
-    struct sbuf sb = { 0 };
+    struct sbuf sb = {0};
     sb_chain(&sb, id);
     for (const char *l = rules; *l;) {
         size_t n = strcspn(l, "\n");
@@ -1264,21 +1281,22 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
     for (i = 0; i < f->nrules && f->rules[i] != rule_id; i++)
         ;
     if (i == f->nrules) {
-        fl_netem_seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)", rule_id);
+        fl_netem_seterr(err, errlen, "fabric: heal p%d: no such partition (healed already?)",
+                        rule_id);
         return -ENOENT;
     }
     /* One transaction: the base chain's jumps made again without this one
      * (in the order the rules were added, so the last rate mark still
      * wins), then its chain goes.  The base chain itself stays. */
-    struct sbuf sb = { 0 };
+    struct sbuf sb = {0};
     char what[32];
     sb_printf(&sb, "flush chain bridge %s " BASE_CHAIN "\n", FL_FABRIC_NFT_TABLE);
     for (size_t k = 0; k < f->nrules; k++)
         if (k != i)
             sb_printf(&sb, "add rule bridge %s " BASE_CHAIN " jump p%d\n", FL_FABRIC_NFT_TABLE,
                       f->rules[k]);
-    sb_printf(&sb, "flush chain bridge %s p%d\ndelete chain bridge %s p%d\n",
-              FL_FABRIC_NFT_TABLE, rule_id, FL_FABRIC_NFT_TABLE, rule_id);
+    sb_printf(&sb, "flush chain bridge %s p%d\ndelete chain bridge %s p%d\n", FL_FABRIC_NFT_TABLE,
+              rule_id, FL_FABRIC_NFT_TABLE, rule_id);
     snprintf(what, sizeof what, "heal p%d", rule_id);
     int rc = sb.oom ? -ENOMEM : nft_run(f, sb.s, what, err, errlen);
     if (sb.oom)

@@ -81,8 +81,8 @@
 #define FL_FABRIC_HOST_IFNAME "eth0"
 #define FL_FABRIC_BRIDGE_IFNAME "br0"
 /* Fixed interface indices (so no lookups are needed). */
-#define FL_FABRIC_ETH0_IFINDEX 2          /* eth0, inside each host netns */
-#define FL_FABRIC_PORT_IFINDEX_BASE 1000  /* h<idx>, inside the switch netns */
+#define FL_FABRIC_ETH0_IFINDEX 2         /* eth0, inside each host netns */
+#define FL_FABRIC_PORT_IFINDEX_BASE 1000 /* h<idx>, inside the switch netns */
 /* nftables table (bridge family) holding partition rules, in the switch ns. */
 #define FL_FABRIC_NFT_TABLE "faultline"
 
@@ -118,8 +118,7 @@ char *fl_fabric_port_name(int host_idx, char *buf, size_t len);
  * netns must hold no interface with ifindex FL_FABRIC_ETH0_IFINDEX or named
  * eth0 (a fresh netns holds only lo).  -EINVAL on a bad idx/pid, -EEXIST if
  * idx is already queued, -ENOMEM. */
-int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid,
-                     char *err, size_t errlen);
+int fl_fabric_attach(struct fl_fabric *f, int host_idx, pid_t host_pid, char *err, size_t errlen);
 
 /* Performs everything queued: one batched netlink round trip in the switch
  * namespace for all veth pairs, then one batched round trip per host inside
@@ -139,9 +138,8 @@ int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen
  * host indices.  Needs at least two non-empty groups; a host in two groups
  * is -EINVAL.  Host indices need not be attached (yet).  *rule_id receives
  * an id (> 0) for fl_fabric_heal. */
-int fl_fabric_partition(struct fl_fabric *f, const int *const *groups,
-                        const size_t *group_sizes, size_t ngroups, int *rule_id,
-                        char *err, size_t errlen);
+int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const size_t *group_sizes,
+                        size_t ngroups, int *rule_id, char *err, size_t errlen);
 
 /* One-way block: every frame but ARP from any `from` host to any `to` host
  * is dropped; the reverse direction passes.  ARP passes both ways, or the
@@ -149,9 +147,8 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups,
  * the blocked way).  So UDP from `to` reaches `from`, UDP from `from` to `to`
  * is lost, and TCP stalls both ways (its ACKs are blocked).  Both lists must
  * be non-empty. */
-int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom,
-                    const int *to, size_t nto, int *rule_id,
-                    char *err, size_t errlen);
+int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const int *to, size_t nto,
+                    int *rule_id, char *err, size_t errlen);
 
 /* A chain p<id> like a partition's, holding `rules`: nft rule
  * statements, one rule per line, each added as

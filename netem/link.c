@@ -39,29 +39,29 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HTB_HANDLE 0x10000u     /* 1: */
+#define HTB_HANDLE 0x10000u /* 1: */
 #define CID_MAX 0xfffe
 
 struct lfault {
     int id;
     enum fl_link_scope scope;
-    int chain;                  /* fabric chain id, 0 = none */
-    int cid;                    /* htb class minor, 0 = no rate */
+    int chain; /* fabric chain id, 0 = none */
+    int cid;   /* htb class minor, 0 = no rate */
     uint64_t rate_bit;
-    int *rx;                    /* ports holding class cid */
+    int *rx; /* ports holding class cid */
     size_t nrx;
-    int *ports;                 /* down: the hosts whose ports it takes down */
+    int *ports; /* down: the hosts whose ports it takes down */
     size_t nports;
-    bool is_down;               /* counted in down[] now */
-    bool emu_rule, emu_queue;   /* the nfq rule / the emulator queue (number = id) exist */
-    uint64_t emu_handle;        /* of the nfq jump rule */
+    bool is_down;             /* counted in down[] now */
+    bool emu_rule, emu_queue; /* the nfq rule / the emulator queue (number = id) exist */
+    uint64_t emu_handle;      /* of the nfq jump rule */
 };
 
 struct fl_links {
     struct fl_fabric *f;
     pid_t sw_pid;
     struct mnl_socket *nl;
-    struct fl_emu *emu;         /* made at the first emulated fault */
+    struct fl_emu *emu; /* made at the first emulated fault */
     uint32_t seq;
     int next_id, next_cid;
     struct lfault *faults;
@@ -69,7 +69,6 @@ struct fl_links {
     unsigned short down[FL_FABRIC_MAX_HOSTS];
     unsigned char htb[FL_FABRIC_MAX_HOSTS];
 };
-
 
 /* ---- netlink ------------------------------------------------------------ */
 
@@ -91,7 +90,7 @@ int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t e
     if (!l->nl || mnl_socket_bind(l->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
         rc = -errno;
         fl_netem_seterr(err, errlen, "link: NETLINK_ROUTE socket in the switch netns (pid %d): %s",
-               (int)l->sw_pid, strerror(-rc));
+                        (int)l->sw_pid, strerror(-rc));
         goto cleanup;
     }
     int one = 1;
@@ -149,7 +148,8 @@ static int nl_talk(struct fl_links *l, struct nlmsghdr *nlh, char *ext, size_t e
                 if (!(h->nlmsg_flags & NLM_F_CAPPED))
                     hl = sizeof(struct nlmsghdr) + sizeof(int) + NLMSG_ALIGN(e->msg.nlmsg_len);
                 const struct nlattr *a;
-                mnl_attr_for_each(a, h, hl - sizeof(struct nlmsghdr)) {
+                mnl_attr_for_each(a, h, hl - sizeof(struct nlmsghdr))
+                {
                     if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
                         snprintf(ext, extlen, " (%s)", mnl_attr_get_str(a));
                 }
@@ -180,19 +180,20 @@ static int htb_root(struct fl_links *l, int port, char *err, size_t errlen)
     if (l->htb[port])
         return 0;
     char buf[512], ext[256];
-    struct nlmsghdr *nlh = tc_msg(buf, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, port, HTB_HANDLE,
-                                  TC_H_ROOT);
+    struct nlmsghdr *nlh =
+        tc_msg(buf, RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, port, HTB_HANDLE, TC_H_ROOT);
     mnl_attr_put_strz(nlh, TCA_KIND, "htb");
     struct nlattr *o = mnl_attr_nest_start(nlh, TCA_OPTIONS);
-    struct tc_htb_glob g = { .version = TC_HTB_PROTOVER, .rate2quantum = 10, .defcls = 0 };
+    struct tc_htb_glob g = {.version = TC_HTB_PROTOVER, .rate2quantum = 10, .defcls = 0};
     mnl_attr_put(nlh, TCA_HTB_INIT, sizeof g, &g);
     mnl_attr_nest_end(nlh, o);
     int rc = nl_talk(l, nlh, ext, sizeof ext);
     if (rc == -ENODEV)
         return 0;
     if (rc < 0 && rc != -EEXIST) {
-        fl_netem_seterr(err, errlen, "link: RTM_NEWQDISC htb 1: on h%d in switch netns (pid %d): %s%s", port,
-               (int)l->sw_pid, strerror(-rc), ext);
+        fl_netem_seterr(err, errlen,
+                        "link: RTM_NEWQDISC htb 1: on h%d in switch netns (pid %d): %s%s", port,
+                        (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
     l->htb[port] = 1;
@@ -217,7 +218,7 @@ static int htb_class(struct fl_links *l, int port, int cid, uint64_t rate_bit, c
     uint64_t ticks = burst * 1000000000ULL / bps / 64;
     uint64_t quantum = bps / 10;
     quantum = quantum < 1600 ? 1600 : quantum > 200000 ? 200000 : quantum;
-    struct tc_htb_opt opt = { 0 };
+    struct tc_htb_opt opt = {0};
     opt.rate.rate = (uint32_t)bps;
     opt.rate.linklayer = TC_LINKLAYER_ETHERNET;
     opt.ceil = opt.rate;
@@ -229,8 +230,10 @@ static int htb_class(struct fl_links *l, int port, int cid, uint64_t rate_bit, c
     if (rc == -ENODEV || rc == -EEXIST)
         return 0;
     if (rc < 0)
-        fl_netem_seterr(err, errlen, "link: RTM_NEWTCLASS htb 1:%x rate %llubit on h%d in switch netns (pid %d): %s%s",
-               cid, (unsigned long long)rate_bit, port, (int)l->sw_pid, strerror(-rc), ext);
+        fl_netem_seterr(
+            err, errlen,
+            "link: RTM_NEWTCLASS htb 1:%x rate %llubit on h%d in switch netns (pid %d): %s%s", cid,
+            (unsigned long long)rate_bit, port, (int)l->sw_pid, strerror(-rc), ext);
     return rc;
 }
 
@@ -239,14 +242,15 @@ static int htb_class_del(struct fl_links *l, int port, int cid, char *err, size_
     if (!l->htb[port])
         return 0;
     char buf[256], ext[256];
-    struct nlmsghdr *nlh = tc_msg(buf, RTM_DELTCLASS, 0, port, HTB_HANDLE | (uint32_t)cid,
-                                  HTB_HANDLE);
+    struct nlmsghdr *nlh =
+        tc_msg(buf, RTM_DELTCLASS, 0, port, HTB_HANDLE | (uint32_t)cid, HTB_HANDLE);
     int rc = nl_talk(l, nlh, ext, sizeof ext);
     if (rc == -ENODEV || rc == -ENOENT)
         return 0;
     if (rc < 0)
-        fl_netem_seterr(err, errlen, "link: RTM_DELTCLASS htb 1:%x on h%d in switch netns (pid %d): %s%s",
-               cid, port, (int)l->sw_pid, strerror(-rc), ext);
+        fl_netem_seterr(err, errlen,
+                        "link: RTM_DELTCLASS htb 1:%x on h%d in switch netns (pid %d): %s%s", cid,
+                        port, (int)l->sw_pid, strerror(-rc), ext);
     return rc;
 }
 
@@ -266,8 +270,8 @@ static int port_set_up(struct fl_links *l, int port, bool up, char *err, size_t 
     if (rc == -ENODEV)
         return 0;
     if (rc < 0) {
-        fl_netem_seterr(err, errlen, "link: RTM_NEWLINK h%d %s in switch netns (pid %d): %s%s", port,
-               up ? "up" : "down", (int)l->sw_pid, strerror(-rc), ext);
+        fl_netem_seterr(err, errlen, "link: RTM_NEWLINK h%d %s in switch netns (pid %d): %s%s",
+                        port, up ? "up" : "down", (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
     if (up) {
@@ -306,7 +310,7 @@ static void put_ports(char *buf, size_t len, const int *h, size_t n)
  * of two rules each, every line shorter than 2 * plen + 128). */
 static char *rules_text(const struct fl_link_spec *s, int cid)
 {
-    size_t plen = 16 + (s->na + s->nb) * 16;   /* ", \"h1022\"" is 9 */
+    size_t plen = 16 + (s->na + s->nb) * 16; /* ", \"h1022\"" is 9 */
     size_t mlen = 2 * plen + 32, cap = 4 * (mlen + 96) + 1;
     char *a = malloc(plen), *b = malloc(plen), *match = malloc(2 * mlen), *out = malloc(cap);
     if (!a || !b || !match || !out) {
@@ -336,8 +340,8 @@ static char *rules_text(const struct fl_link_spec *s, int cid)
             o += (size_t)snprintf(out + o, cap - o, "%s ether type != arp drop\n", mt);
         else if (s->loss_bp)
             o += (size_t)snprintf(out + o, cap - o,
-                                  "%s ether type != arp numgen random mod 10000 < %u drop\n",
-                                  mt, s->loss_bp);
+                                  "%s ether type != arp numgen random mod 10000 < %u drop\n", mt,
+                                  s->loss_bp);
         if (cid)
             o += (size_t)snprintf(out + o, cap - o, "%s meta priority set 1:%x\n", mt, cid);
     }
@@ -367,13 +371,15 @@ static int undo(struct fl_links *l, struct lfault *lf, char *err, size_t errlen)
     }
     /* no more marks: the queue rule, then the queue (releasing what it holds) */
     if (lf->emu_rule) {
-        r = fl_nfq_rule_del(l->sw_pid, (uint16_t)lf->id, lf->emu_handle, rc < 0 ? tmp : err, rc < 0 ? sizeof tmp : errlen);
+        r = fl_nfq_rule_del(l->sw_pid, (uint16_t)lf->id, lf->emu_handle, rc < 0 ? tmp : err,
+                            rc < 0 ? sizeof tmp : errlen);
         if (r < 0 && rc == 0)
             rc = r;
         lf->emu_rule = false;
     }
     if (lf->emu_queue) {
-        r = fl_emu_remove(l->emu, (uint16_t)lf->id, rc < 0 ? tmp : err, rc < 0 ? sizeof tmp : errlen);
+        r = fl_emu_remove(l->emu, (uint16_t)lf->id, rc < 0 ? tmp : err,
+                          rc < 0 ? sizeof tmp : errlen);
         if (r < 0 && rc == 0)
             rc = r;
         lf->emu_queue = false;
@@ -453,18 +459,21 @@ static int emu_start(struct fl_links *l, char *err, size_t errlen)
     mnl_attr_nest_end(nlh, li);
     int rc = nl_talk(l, nlh, ext, sizeof ext);
     if (rc < 0) {
-        fl_netem_seterr(err, errlen, "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
-               FL_FABRIC_BRIDGE_IFNAME, (int)l->sw_pid, strerror(-rc), ext);
+        fl_netem_seterr(err, errlen,
+                        "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
+                        FL_FABRIC_BRIDGE_IFNAME, (int)l->sw_pid, strerror(-rc), ext);
         return rc;
     }
     return fl_emu_new(&l->emu, l->sw_pid, err, errlen);
 }
 
 /* The queue rules of fault id: one per (source, destination) it covers. */
-static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, uint64_t *handle, char *err,
-                     size_t errlen)
+static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, uint64_t *handle,
+                     char *err, size_t errlen)
 {
-    size_t n = s->scope == FL_LINK_BETWEEN ? s->na * s->na : s->scope == FL_LINK_ONEWAY ? s->na * s->nb : 2 * s->na;
+    size_t n = s->scope == FL_LINK_BETWEEN  ? s->na * s->na
+               : s->scope == FL_LINK_ONEWAY ? s->na * s->nb
+                                            : 2 * s->na;
     struct fl_nfq_match *m = calloc(n ? n : 1, sizeof *m);
     if (!m) {
         fl_netem_seterr(err, errlen, "link: out of memory");
@@ -474,15 +483,15 @@ static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, u
     for (size_t i = 0; i < s->na; i++) {
         uint32_t a = fl_fabric_addr(s->a[i]);
         if (s->scope == FL_LINK_HOST) {
-            m[k++] = (struct fl_nfq_match){ .saddr = a };
-            m[k++] = (struct fl_nfq_match){ .daddr = a };
+            m[k++] = (struct fl_nfq_match){.saddr = a};
+            m[k++] = (struct fl_nfq_match){.daddr = a};
         } else if (s->scope == FL_LINK_ONEWAY) {
             for (size_t j = 0; j < s->nb; j++)
-                m[k++] = (struct fl_nfq_match){ .saddr = a, .daddr = fl_fabric_addr(s->b[j]) };
+                m[k++] = (struct fl_nfq_match){.saddr = a, .daddr = fl_fabric_addr(s->b[j])};
         } else {
             for (size_t j = 0; j < s->na; j++)
                 if (j != i)
-                    m[k++] = (struct fl_nfq_match){ .saddr = a, .daddr = fl_fabric_addr(s->a[j]) };
+                    m[k++] = (struct fl_nfq_match){.saddr = a, .daddr = fl_fabric_addr(s->a[j])};
         }
     }
     int rc = fl_nfq_rule_add(l->sw_pid, (uint16_t)id, m, k, handle, err, errlen);
@@ -493,7 +502,8 @@ static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, u
 int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, char *err,
                    size_t errlen)
 {
-    if (!s->na || !hosts_ok(s->a, s->na) || (s->scope == FL_LINK_ONEWAY && (!s->nb || !hosts_ok(s->b, s->nb)))) {
+    if (!s->na || !hosts_ok(s->a, s->na) ||
+        (s->scope == FL_LINK_ONEWAY && (!s->nb || !hosts_ok(s->b, s->nb)))) {
         fl_netem_seterr(err, errlen, "link: no hosts, or an invalid host index");
         return -EINVAL;
     }
@@ -503,7 +513,7 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
         (s->down && (s->scope != FL_LINK_HOST || s->loss_bp || s->rate_bit || s->emu)) ||
         (!s->down && !s->loss_bp && !s->rate_bit && !s->emu)) {
         fl_netem_seterr(err, errlen, "link: invalid fault (scope %d, loss %u, rate %llu, down %d)",
-               (int)s->scope, s->loss_bp, (unsigned long long)s->rate_bit, (int)s->down);
+                        (int)s->scope, s->loss_bp, (unsigned long long)s->rate_bit, (int)s->down);
         return -EINVAL;
     }
     int rc0;
@@ -579,8 +589,8 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
             fl_netem_seterr(err, errlen, "link: out of memory");
             goto fail;
         }
-        rc = fl_fabric_add_chain(l->f, rules, s->loss_bp ? "link loss" : "link rate", &lf->chain, err,
-                                 errlen);
+        rc = fl_fabric_add_chain(l->f, rules, s->loss_bp ? "link loss" : "link rate", &lf->chain,
+                                 err, errlen);
         free(rules);
     }
     if (rc < 0) {
@@ -630,7 +640,7 @@ int fl_links_port_remade(struct fl_links *l, int idx, char *err, size_t errlen)
 {
     if (!l || idx < 0 || idx >= FL_FABRIC_MAX_HOSTS)
         return 0;
-    l->htb[idx] = 0;            /* the old port took its qdisc with it */
+    l->htb[idx] = 0; /* the old port took its qdisc with it */
     int rc = 0;
     for (size_t i = 0; i < l->nfaults && rc == 0; i++) {
         struct lfault *lf = &l->faults[i];

@@ -69,16 +69,15 @@ enum fl_link_scope {
 
 struct fl_link_spec {
     enum fl_link_scope scope;
-    const int *a;               /* host indices */
+    const int *a; /* host indices */
     size_t na;
-    const int *b;               /* ONEWAY: receivers */
+    const int *b; /* ONEWAY: receivers */
     size_t nb;
-    unsigned loss_bp;           /* 0..10000: hundredths of a percent dropped; 0 = none */
-    uint64_t rate_bit;          /* bit/s, 0 = none; not with FL_LINK_HOST */
-    bool down;                  /* FL_LINK_HOST only, alone */
-    const struct fl_emu_params *emu;  /* delay, jitter, ... (emu.h); NULL = none */
+    unsigned loss_bp;                /* 0..10000: hundredths of a percent dropped; 0 = none */
+    uint64_t rate_bit;               /* bit/s, 0 = none; not with FL_LINK_HOST */
+    bool down;                       /* FL_LINK_HOST only, alone */
+    const struct fl_emu_params *emu; /* delay, jitter, ... (emu.h); NULL = none */
 };
-
 
 /* The link faults of fabric f (which must outlive them). */
 int fl_links_new(struct fl_links **out, struct fl_fabric *f, char *err, size_t errlen);
@@ -87,8 +86,8 @@ void fl_links_free(struct fl_links *l);
 
 /* Applies a fault; *id (> 0) is for fl_links_heal.  A fault half applied
  * when an error occurs is undone before returning. */
-int fl_links_apply(struct fl_links *l, const struct fl_link_spec *spec, int *id,
-                   char *err, size_t errlen);
+int fl_links_apply(struct fl_links *l, const struct fl_link_spec *spec, int *id, char *err,
+                   size_t errlen);
 /* Undoes fault id: its chain, its classes, its ports' down counts. -ENOENT
  * for an unknown or healed id. */
 int fl_links_heal(struct fl_links *l, int id, char *err, size_t errlen);

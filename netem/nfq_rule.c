@@ -35,13 +35,12 @@
 #define CHAIN_PRIO 10
 #define BASE_CHAIN "fwd"
 
-
 /* A NETLINK_NETFILTER socket in the netns of pid, or NULL (errno set). */
 static struct mnl_socket *nl_in(pid_t pid)
 {
     struct mnl_socket *nl = fl_netem_mnl_in(pid, NETLINK_NETFILTER);
     int e = errno;
-    struct timeval tv = { .tv_sec = 5 };    /* an ACK never comes: not wedged */
+    struct timeval tv = {.tv_sec = 5}; /* an ACK never comes: not wedged */
     if (nl && (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
                mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)) {
         e = errno;
@@ -73,8 +72,9 @@ static int batch_talk(struct mnl_socket *nl, struct mnl_nlmsg_batch *b, uint32_t
         for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, left);
              h = mnl_nlmsg_next(h, &left)) {
             if (handle && h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE)) {
-                struct nftnl_rule *r = nftnl_rule_alloc();   /* the echo of the jump */
-                if (r && nftnl_rule_nlmsg_parse(h, r) == 0 && nftnl_rule_is_set(r, NFTNL_RULE_HANDLE))
+                struct nftnl_rule *r = nftnl_rule_alloc(); /* the echo of the jump */
+                if (r && nftnl_rule_nlmsg_parse(h, r) == 0 &&
+                    nftnl_rule_is_set(r, NFTNL_RULE_HANDLE))
                     *handle = nftnl_rule_get_u64(r, NFTNL_RULE_HANDLE);
                 if (r)
                     nftnl_rule_free(r);
@@ -159,7 +159,8 @@ static int put_addr(struct nftnl_rule *r, uint32_t off, uint32_t addr)
     return 0;
 }
 
-static struct nftnl_rule *queue_rule(const char *chain, uint16_t queue, const struct fl_nfq_match *m)
+static struct nftnl_rule *queue_rule(const char *chain, uint16_t queue,
+                                     const struct fl_nfq_match *m)
 {
     struct nftnl_rule *r = nftnl_rule_alloc();
     struct nftnl_expr *et = nftnl_expr_alloc("target");
@@ -180,7 +181,7 @@ static struct nftnl_rule *queue_rule(const char *chain, uint16_t queue, const st
     info->flags = NFQ_FLAG_BYPASS;
     nftnl_expr_set_str(et, NFTNL_EXPR_TG_NAME, "NFQUEUE");
     nftnl_expr_set_u32(et, NFTNL_EXPR_TG_REV, 3);
-    nftnl_expr_set(et, NFTNL_EXPR_TG_INFO, info, sizeof *info);   /* takes info */
+    nftnl_expr_set(et, NFTNL_EXPR_TG_INFO, info, sizeof *info); /* takes info */
     nftnl_rule_add_expr(r, et);
     return r;
 }
@@ -201,7 +202,8 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     *handle = 0;
     if (!t || !c || !base || !jr || !ej || !buf || n == 0) {
         rc = n ? -ENOMEM : -EINVAL;
-        fl_netem_seterr(err, errlen, n ? "nfq_rule: out of memory" : "nfq_rule: no addresses to match");
+        fl_netem_seterr(err, errlen,
+                        n ? "nfq_rule: out of memory" : "nfq_rule: no addresses to match");
         goto cleanup;
     }
     nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_IPV4);
@@ -228,9 +230,9 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
     int big = (int)(n * 128 + 65536);
     setsockopt(mnl_socket_get_fd(nb.nl), SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
     struct mnl_nlmsg_batch *b = nb.b;
-    struct nlmsghdr *nlh = nftnl_table_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWTABLE,
-                                                      NFPROTO_IPV4, NLM_F_CREATE | NLM_F_ACK,
-                                                      nb.seq++);
+    struct nlmsghdr *nlh =
+        nftnl_table_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWTABLE, NFPROTO_IPV4,
+                                    NLM_F_CREATE | NLM_F_ACK, nb.seq++);
     nftnl_table_nlmsg_build_payload(nlh, t);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_chain_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWCHAIN, NFPROTO_IPV4,
@@ -254,9 +256,9 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
         nftnl_rule_free(r);
         mnl_nlmsg_batch_next(b);
     }
-    nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, NFPROTO_IPV4,
-                                     NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK | NLM_F_ECHO,
-                                     nb.seq++);
+    nlh =
+        nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_NEWRULE, NFPROTO_IPV4,
+                                   NLM_F_CREATE | NLM_F_APPEND | NLM_F_ACK | NLM_F_ECHO, nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, jr);
     mnl_nlmsg_batch_next(b);
     rc = batch_send(&nb, (int)(4 + n), 0, handle);
@@ -264,8 +266,9 @@ int fl_nfq_rule_add(pid_t sw_pid, uint16_t queue, const struct fl_nfq_match *m, 
         rc = -EPROTO;
     if (rc < 0)
         fl_netem_seterr(err, errlen,
-               "nfq_rule: add chain ip " FL_NFQ_TABLE " %s (%zu rules, xt NFQUEUE %u bypass) in switch netns (pid %d): %s",
-               chain_name, n, (unsigned)queue, (int)sw_pid, strerror(-rc));
+                        "nfq_rule: add chain ip " FL_NFQ_TABLE
+                        " %s (%zu rules, xt NFQUEUE %u bypass) in switch netns (pid %d): %s",
+                        chain_name, n, (unsigned)queue, (int)sw_pid, strerror(-rc));
 cleanup:
     batch_close(&nb);
     free(buf);
@@ -312,11 +315,11 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
      * chain goes.  Only regular chains and rules go: unregistering a hook
      * would make the kernel drop every frame queued in this netns. */
     struct nlmsghdr *nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELRULE,
-                                                     NFPROTO_IPV4, NLM_F_ACK, nb.seq++);
+                                                      NFPROTO_IPV4, NLM_F_ACK, nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, jr);
     mnl_nlmsg_batch_next(b);
-    nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELRULE,
-                                                     NFPROTO_IPV4, NLM_F_ACK, nb.seq++);
+    nlh = nftnl_rule_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELRULE, NFPROTO_IPV4,
+                                     NLM_F_ACK, nb.seq++);
     nftnl_rule_nlmsg_build_payload(nlh, r);
     mnl_nlmsg_batch_next(b);
     nlh = nftnl_chain_nlmsg_build_hdr(mnl_nlmsg_batch_current(b), NFT_MSG_DELCHAIN, NFPROTO_IPV4,
@@ -325,8 +328,10 @@ int fl_nfq_rule_del(pid_t sw_pid, uint16_t queue, uint64_t handle, char *err, si
     mnl_nlmsg_batch_next(b);
     rc = batch_send(&nb, 3, ENOENT, NULL);
     if (rc < 0)
-        fl_netem_seterr(err, errlen, "nfq_rule: delete chain bridge " FL_NFQ_TABLE " %s in switch netns (pid %d): %s",
-               chain_name, (int)sw_pid, strerror(-rc));
+        fl_netem_seterr(err, errlen,
+                        "nfq_rule: delete chain bridge " FL_NFQ_TABLE
+                        " %s in switch netns (pid %d): %s",
+                        chain_name, (int)sw_pid, strerror(-rc));
 cleanup:
     batch_close(&nb);
     free(buf);

@@ -24,9 +24,9 @@ enum { H_ID, H_RUN_ID, H_VERDICT, H_STARTED, H_REV, H_REASON };
 
 static const char *square_fill(const char *v)
 {
-    return !v                   ? "#777"
-           : !strcmp(v, "pass") ? "#2e7d32"
-           : !strcmp(v, "fail") ? "#c62828"
+    return !v                    ? "#777"
+           : !strcmp(v, "pass")  ? "#2e7d32"
+           : !strcmp(v, "fail")  ? "#c62828"
            : !strcmp(v, "error") ? "#ef6c00"
                                  : "#777";
 }
@@ -91,7 +91,10 @@ sqlerr:
     return -EIO;
 }
 
-static bool is_pass(const char *v) { return v && !strcmp(v, "pass"); }
+static bool is_pass(const char *v)
+{
+    return v && !strcmp(v, "pass");
+}
 
 static int by_state(const void *a, const void *b)
 {
@@ -126,17 +129,19 @@ static void put_streak(FILE *f, const struct pair *p)
 static void put_squares(FILE *f, const struct pair *p, const struct fl_rows *runs, size_t id_col)
 {
     size_t n = p->h.n < FL_HTML_HISTORY_LAST ? p->h.n : FL_HTML_HISTORY_LAST;
-    fprintf(f, "<svg class=\"hist\" width=\"%zu\" height=\"12\" viewBox=\"0 0 %zu 12\" "
-               "xmlns=\"http://www.w3.org/2000/svg\">", n * 12, n * 12);
+    fprintf(f,
+            "<svg class=\"hist\" width=\"%zu\" height=\"12\" viewBox=\"0 0 %zu 12\" "
+            "xmlns=\"http://www.w3.org/2000/svg\">",
+            n * 12, n * 12);
     for (size_t j = 0; j < n; j++) {
-        size_t i = n - 1 - j;   /* oldest on the left */
+        size_t i = n - 1 - j; /* oldest on the left */
         const char *v = fl_rows_s(&p->h, i, H_VERDICT);
         int64_t id = fl_rows_i(&p->h, i, H_ID);
         bool link = shown(runs, id_col, id);
         if (link)
             fprintf(f, "<a href=\"#run-%lld\">", (long long)id);
-        fprintf(f, "<rect x=\"%zu\" y=\"1\" width=\"10\" height=\"10\" fill=\"%s\"><title>",
-                j * 12, square_fill(v));
+        fprintf(f, "<rect x=\"%zu\" y=\"1\" width=\"10\" height=\"10\" fill=\"%s\"><title>", j * 12,
+                square_fill(v));
         char when[64];
         fl_html_fmt_time(fl_rows_i(&p->h, i, H_STARTED), when, sizeof when);
         fl_html_putf(f, "%s %s, rev %s, %s", fl_rows_s(&p->h, i, H_RUN_ID), v ? v : "?",
@@ -184,11 +189,12 @@ int fl_html_history(sqlite3 *db, FILE *f, const struct fl_rows *runs, size_t sce
     if (!np)
         goto cleanup;
     qsort(pairs, np, sizeof *pairs, by_state);
-    fprintf(f, "<h2>Verdict history</h2>\n<p class=\"meta\">Every run recorded of the scenarios "
-               "above, not only this report's: the last %d, oldest on the left (hover for the "
-               "run; a square of a run in this report links to it).</p>\n"
-               "<table class=\"history\"><tr><th>scenario</th><th>variant</th><th>runs</th>"
-               "<th>pass</th><th>fail</th><th>error</th><th>last %d</th><th>streak</th></tr>\n",
+    fprintf(f,
+            "<h2>Verdict history</h2>\n<p class=\"meta\">Every run recorded of the scenarios "
+            "above, not only this report's: the last %d, oldest on the left (hover for the "
+            "run; a square of a run in this report links to it).</p>\n"
+            "<table class=\"history\"><tr><th>scenario</th><th>variant</th><th>runs</th>"
+            "<th>pass</th><th>fail</th><th>error</th><th>last %d</th><th>streak</th></tr>\n",
             FL_HTML_HISTORY_LAST, FL_HTML_HISTORY_LAST);
     for (size_t k = 0; k < np; k++) {
         struct pair *p = &pairs[k];
@@ -197,8 +203,9 @@ int fl_html_history(sqlite3 *db, FILE *f, const struct fl_rows *runs, size_t sce
         fl_html_put(f, p->scenario);
         fputs("</td><td>", f);
         fl_html_put(f, p->variant && *p->variant ? p->variant : "-");
-        fprintf(f, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
-                   "<td class=\"num\">%lld</td><td class=\"num\">%lld</td><td>",
+        fprintf(f,
+                "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td>"
+                "<td class=\"num\">%lld</td><td class=\"num\">%lld</td><td>",
                 (long long)p->runs, (long long)p->pass, (long long)p->fail, (long long)p->error);
         put_squares(f, p, runs, id_col);
         fputs("</td><td>", f);

@@ -27,10 +27,22 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { R_ID, R_RUN_ID, R_SCENARIO, R_VARIANT, R_VERDICT, R_DURATION, R_STARTED, R_REASON, R_SEED,
-       R_REV, R_HOST, R_FILE };
+enum {
+    R_ID,
+    R_RUN_ID,
+    R_SCENARIO,
+    R_VARIANT,
+    R_VERDICT,
+    R_DURATION,
+    R_STARTED,
+    R_REASON,
+    R_SEED,
+    R_REV,
+    R_HOST,
+    R_FILE
+};
 
-#define RUN_COLS                                                                          \
+#define RUN_COLS                                                                            \
     "SELECT id, run_id, scenario, variant, verdict, duration_ms, started_at, reason, seed," \
     " git_rev, hostname, scenario_file FROM runs"
 
@@ -83,8 +95,8 @@ static int verdict_rank(const char *v)
 
 static const char *verdict_class(const char *v)
 {
-    if (v && (!strcmp(v, "pass") || !strcmp(v, "fail") || !strcmp(v, "error") ||
-              !strcmp(v, "running")))
+    if (v &&
+        (!strcmp(v, "pass") || !strcmp(v, "fail") || !strcmp(v, "error") || !strcmp(v, "running")))
         return v;
     return "other";
 }
@@ -130,8 +142,10 @@ static int select_runs(sqlite3 *db, const struct fl_report_html_opts *o, struct 
         goto cleanup;
     }
     if (sqlite3_column_int64(st, 0) == 0) {
-        snprintf(err, errlen, "database %s holds no runs yet: nothing to report ('faultline run "
-                 "SCENARIO --db %s' records runs there)", db_name(db), db_name(db));
+        snprintf(err, errlen,
+                 "database %s holds no runs yet: nothing to report ('faultline run "
+                 "SCENARIO --db %s' records runs there)",
+                 db_name(db), db_name(db));
         ret = -ENODATA;
         goto cleanup;
     }
@@ -158,8 +172,10 @@ static int select_runs(sqlite3 *db, const struct fl_report_html_opts *o, struct 
                 goto cleanup;
             }
             if (runs->n == before && !o->skip_missing) {
-                snprintf(err, errlen, "no run '%s' in database %s ('faultline runs --db %s' "
-                         "lists the recorded runs)", o->run_ids[i], db_name(db), db_name(db));
+                snprintf(err, errlen,
+                         "no run '%s' in database %s ('faultline runs --db %s' "
+                         "lists the recorded runs)",
+                         o->run_ids[i], db_name(db), db_name(db));
                 ret = -ENOENT;
                 goto cleanup;
             }
@@ -176,7 +192,8 @@ static int select_runs(sqlite3 *db, const struct fl_report_html_opts *o, struct 
             }
             sqlite3_bind_text(st, 1, o->since_rev, -1, SQLITE_STATIC);
             if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) {
-                snprintf(err, errlen, "no run recorded at revision %s in database %s "
+                snprintf(err, errlen,
+                         "no run recorded at revision %s in database %s "
                          "('faultline runs --db %s' shows the recorded revisions' runs)",
                          o->since_rev, db_name(db), db_name(db));
                 ret = -ENOENT;
@@ -186,8 +203,9 @@ static int select_runs(sqlite3 *db, const struct fl_report_html_opts *o, struct 
             sqlite3_finalize(st);
             st = NULL;
         }
-        if (sqlite3_prepare_v2(db, RUN_COLS " WHERE started_at >= ?1"
-                               " ORDER BY started_at DESC, id DESC LIMIT ?2",
+        if (sqlite3_prepare_v2(db,
+                               RUN_COLS " WHERE started_at >= ?1"
+                                        " ORDER BY started_at DESC, id DESC LIMIT ?2",
                                -1, &st, NULL) != SQLITE_OK) {
             ret = sql_err(db, "reading runs", err, errlen);
             goto cleanup;
@@ -266,7 +284,8 @@ static void write_summary(FILE *f, const struct fl_rows *r, const size_t *order)
     fputs(". Failing runs first; times on the timelines are from each run's start.</p>\n", f);
     fputs("<table class=\"summary\"><tr><th>verdict</th><th>scenario</th><th>variant</th>"
           "<th>time</th><th>reason</th><th>seed</th><th>git rev</th><th>started</th>"
-          "<th>run</th></tr>\n", f);
+          "<th>run</th></tr>\n",
+          f);
     for (size_t k = 0; k < r->n; k++) {
         size_t i = order[k];
         bool bad = verdict_rank(fl_rows_s(r, i, R_VERDICT)) < 4;
@@ -315,7 +334,8 @@ static int write_doc(sqlite3 *db, FILE *f, const struct fl_rows *r, const size_t
                      const char *title, char *err, size_t errlen)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
+          f);
     fl_html_put(f, title);
     fprintf(f, "</title>\n<style>%s</style>\n</head><body>\n<h1>", css);
     fl_html_put(f, title);
@@ -362,10 +382,9 @@ static int write_doc(sqlite3 *db, FILE *f, const struct fl_rows *r, const size_t
             fl_html_put(f, fl_rows_s(r, i, R_FILE));
         }
         fputs("</p>\n", f);
-        int ret = fl_html_timeline(db, f, fl_rows_i(r, i, R_ID),
-                                   fl_rows_null(r, i, R_DURATION) ? -1
-                                                                  : fl_rows_i(r, i, R_DURATION),
-                                   err, errlen);
+        int ret = fl_html_timeline(
+            db, f, fl_rows_i(r, i, R_ID),
+            fl_rows_null(r, i, R_DURATION) ? -1 : fl_rows_i(r, i, R_DURATION), err, errlen);
         if (ret)
             return ret;
         fputs("</details>\n", f);
@@ -374,8 +393,8 @@ static int write_doc(sqlite3 *db, FILE *f, const struct fl_rows *r, const size_t
     return 0;
 }
 
-int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_opts *opts,
-                   char *err, size_t errlen)
+int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_opts *opts, char *err,
+                   size_t errlen)
 {
     struct fl_report_html_opts o = opts ? *opts : (struct fl_report_html_opts){0};
     struct fl_rows runs = {0};
@@ -405,8 +424,9 @@ int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_op
     struct stat st;
     if (!*path || path[strlen(path) - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
         ret = -EISDIR;
-        snprintf(err, errlen, "%s is a directory; give the report a file path (e.g. %s%sreport.html)",
-                 path, path, *path && path[strlen(path) - 1] == '/' ? "" : "/");
+        snprintf(err, errlen,
+                 "%s is a directory; give the report a file path (e.g. %s%sreport.html)", path,
+                 path, *path && path[strlen(path) - 1] == '/' ? "" : "/");
         goto cleanup;
     }
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp) {
@@ -428,8 +448,8 @@ int fl_report_html(sqlite3 *db, const char *path, const struct fl_report_html_op
         tmp[0] = '\0';
         goto cleanup;
     }
-    if ((ret = write_doc(db, f, &runs, order,
-                         o.title ? o.title : "faultline report", err, errlen)) < 0)
+    if ((ret = write_doc(db, f, &runs, order, o.title ? o.title : "faultline report", err,
+                         errlen)) < 0)
         goto cleanup;
     errno = 0;
     if (fflush(f) != 0 || ferror(f)) {

@@ -29,13 +29,13 @@ const char *fl_html_fmt_ms(int64_t ms, char *buf, size_t len);
 /* All rows of one query, every column kept as text (NULL stays NULL). */
 struct fl_rows {
     size_t n, ncol;
-    char **cell;        /* cell[row * ncol + col] */
+    char **cell; /* cell[row * ncol + col] */
 };
 
 /* Runs sql with ?1 bound to run (the runs.id); 0, -ENOMEM, or -EIO with
  * the SQLite message written to err. */
-int fl_rows_load(struct sqlite3 *db, struct fl_rows *r, const char *sql, int64_t run,
-                 char *err, size_t errlen);
+int fl_rows_load(struct sqlite3 *db, struct fl_rows *r, const char *sql, int64_t run, char *err,
+                 size_t errlen);
 /* Appends every row st yields (columns as in r, when r has rows already):
  * 0, -ENOMEM, -EINVAL (other columns), -EIO (SQLite error; see errmsg). */
 int fl_rows_step(struct fl_rows *r, struct sqlite3_stmt *st);
@@ -53,8 +53,8 @@ int64_t fl_rows_i(const struct fl_rows *r, size_t i, size_t j); /* 0 for NULL */
 /* The run's section body: the SVG timeline, then the checks, processes and
  * events tables.  duration_ms < 0 when the run has none recorded.  0, or
  * a negative errno with err set. */
-int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_ms,
-                     char *err, size_t errlen);
+int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_ms, char *err,
+                     size_t errlen);
 
 /* The verdict history section (history_html.c): for each scenario/variant
  * of the report's runs (columns of runs: scenario, variant, runs.id), its

@@ -18,8 +18,8 @@
 void fl_html_put(FILE *f, const char *s)
 {
     static const char *const ent[128] = {
-        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;", ['\''] = "&#39;",
-        ['\r'] = "?",
+        ['&'] = "&amp;",  ['<'] = "&lt;",   ['>'] = "&gt;",
+        ['"'] = "&quot;", ['\''] = "&#39;", ['\r'] = "?",
     };
     fl_report_xml_escape(f, s, ent);
 }
@@ -43,8 +43,7 @@ const char *fl_html_fmt_ms(int64_t ms, char *buf, size_t len)
     else if (ms < 60000)
         snprintf(buf, len, "%.3gs", (double)ms / 1000.0);
     else
-        snprintf(buf, len, "%lldm%04.1fs", (long long)(ms / 60000),
-                 (double)(ms % 60000) / 1000.0);
+        snprintf(buf, len, "%lldm%04.1fs", (long long)(ms / 60000), (double)(ms % 60000) / 1000.0);
     return buf;
 }
 
@@ -72,7 +71,7 @@ int fl_rows_step(struct fl_rows *r, sqlite3_stmt *st)
         c += r->n * ncol;
         for (size_t j = 0; j < ncol; j++)
             c[j] = NULL;
-        r->n++;                          /* counted now: fl_rows_free frees what is set */
+        r->n++; /* counted now: fl_rows_free frees what is set */
         for (size_t j = 0; j < ncol; j++) {
             const char *t = (const char *)sqlite3_column_text(st, (int)j);
             if (t && !(c[j] = strdup(t)))

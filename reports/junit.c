@@ -50,7 +50,7 @@ size_t fl_report_xml_char_len(const unsigned char *p)
         cp = (cp << 6) | (p[i] & 0x3f);
     }
     if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;                       /* overlong or out of range */
+        return 0; /* overlong or out of range */
     if ((cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
         return 0;
     return n;
@@ -80,10 +80,13 @@ void fl_report_xml_escape(FILE *f, const char *s, const char *const ent[128])
 static void xml_put(FILE *f, const char *s, bool attr)
 {
     static const char *const text[128] = {
-        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['\r'] = "&#13;",
+        ['&'] = "&amp;",
+        ['<'] = "&lt;",
+        ['>'] = "&gt;",
+        ['\r'] = "&#13;",
     };
     static const char *const attribute[128] = {
-        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['\r'] = "&#13;",
+        ['&'] = "&amp;",  ['<'] = "&lt;",    ['>'] = "&gt;",  ['\r'] = "&#13;",
         ['"'] = "&quot;", ['\''] = "&apos;", ['\t'] = "&#9;", ['\n'] = "&#10;",
     };
     fl_report_xml_escape(f, s, attr ? attribute : text);
@@ -196,8 +199,10 @@ int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n
     for (size_t i = 0; i < n; i++)
         count(&rows[i], &fail, &error, &ms);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-    fprintf(f, "<testsuites name=\"faultline\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
-               "time=\"%.3f\">\n", n, fail, error, (double)ms / 1000.0);
+    fprintf(f,
+            "<testsuites name=\"faultline\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
+            "time=\"%.3f\">\n",
+            n, fail, error, (double)ms / 1000.0);
     for (size_t i = 0; i < n; i++) {
         if (done[i])
             continue;
@@ -210,8 +215,10 @@ int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n
             }
         fputs("  <testsuite name=\"", f);
         xml_put(f, rows[i].scenario, true);
-        fprintf(f, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
-                   "time=\"%.3f\">\n", st, sf, se, (double)sms / 1000.0);
+        fprintf(f,
+                "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\" "
+                "time=\"%.3f\">\n",
+                st, sf, se, (double)sms / 1000.0);
         for (size_t j = i; j < n; j++)
             if (same(rows[j].scenario, rows[i].scenario)) {
                 done[j] = true;

@@ -28,15 +28,15 @@ struct sqlite3;
 /* ---- end-of-run rows --------------------------------------------------------- */
 
 struct fl_report_row {
-    const char *scenario;    /* scenario name */
-    const char *variant;     /* "protocol=legacy" ("" or NULL when none) */
-    const char *expected;    /* short text: "chief fails_with NotFoundError", "all exit 0" */
-    const char *observed;    /* short text: what happened */
-    const char *verdict;     /* "pass" | "fail" | "error" */
+    const char *scenario; /* scenario name */
+    const char *variant;  /* "protocol=legacy" ("" or NULL when none) */
+    const char *expected; /* short text: "chief fails_with NotFoundError", "all exit 0" */
+    const char *observed; /* short text: what happened */
+    const char *verdict;  /* "pass" | "fail" | "error" */
     int64_t duration_ms;
-    const char *reason;      /* why (the first failed check, the harness error), may be NULL */
-    const char *run_id;      /* may be NULL */
-    const char *run_dir;     /* run directory with the logs, may be NULL (JUnit system-out) */
+    const char *reason;  /* why (the first failed check, the harness error), may be NULL */
+    const char *run_id;  /* may be NULL */
+    const char *run_dir; /* run directory with the logs, may be NULL (JUnit system-out) */
 };
 
 enum fl_report_color { FL_REPORT_COLOR_AUTO, FL_REPORT_COLOR_NEVER, FL_REPORT_COLOR_ALWAYS };
@@ -88,12 +88,12 @@ int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n
 /* ---- from the database ------------------------------------------------------- */
 
 struct fl_report_runs_opts {
-    const char *scenario;   /* only this scenario (exact name), NULL = all */
-    const char *variant;    /* only this variant (exact), NULL = all */
-    const char *verdict;    /* only this verdict, NULL = all */
-    const char *since_rev;  /* only runs started at or after the first run recorded
-                               with this git revision (prefix match); NULL = all */
-    int limit;              /* most recent N; 0 -> 20, < 0 -> no limit */
+    const char *scenario;  /* only this scenario (exact name), NULL = all */
+    const char *variant;   /* only this variant (exact), NULL = all */
+    const char *verdict;   /* only this verdict, NULL = all */
+    const char *since_rev; /* only runs started at or after the first run recorded
+                              with this git revision (prefix match); NULL = all */
+    int limit;             /* most recent N; 0 -> 20, < 0 -> no limit */
 };
 
 /*
@@ -108,9 +108,9 @@ struct fl_report_runs_opts {
 int fl_report_runs(struct sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opts);
 
 struct fl_report_history_opts {
-    const char *scenario;   /* NULL = all */
-    const char *variant;    /* NULL = all */
-    int last;               /* verdict string over the last N runs; 0 -> 20 */
+    const char *scenario; /* NULL = all */
+    const char *variant;  /* NULL = all */
+    int last;             /* verdict string over the last N runs; 0 -> 20 */
 };
 
 /*
@@ -137,12 +137,12 @@ int fl_report_changed(struct sqlite3 *db, FILE *out, const char *rev);
 struct fl_report_html_opts {
     const char *const *run_ids; /* these runs (runs.run_id, exact); n_run_ids of them */
     size_t n_run_ids;
-    bool skip_missing;          /* with run_ids: ids not in the database are left out
-                                   (a run that failed before it was recorded), not -ENOENT */
-    int last;                   /* without run_ids: the most recent N runs; 0 -> 20, < 0 all */
-    const char *since_rev;      /* without run_ids: runs since the first run at this
-                                   recorded revision (prefix match), newest first */
-    const char *title;          /* <title> and heading; NULL -> "faultline report" */
+    bool skip_missing;     /* with run_ids: ids not in the database are left out
+                              (a run that failed before it was recorded), not -ENOENT */
+    int last;              /* without run_ids: the most recent N runs; 0 -> 20, < 0 all */
+    const char *since_rev; /* without run_ids: runs since the first run at this
+                              recorded revision (prefix match), newest first */
+    const char *title;     /* <title> and heading; NULL -> "faultline report" */
 };
 
 /*

@@ -45,8 +45,7 @@ static const char *col_text(sqlite3_stmt *st, int i)
 
 static bool valid_verdict(const char *v)
 {
-    return !strcmp(v, "pass") || !strcmp(v, "fail") || !strcmp(v, "error") ||
-           !strcmp(v, "running");
+    return !strcmp(v, "pass") || !strcmp(v, "fail") || !strcmp(v, "error") || !strcmp(v, "running");
 }
 
 /* started_at (unix ms) of the first run at revision rev: 0 and *at set, or
@@ -140,8 +139,10 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
         ret = sql_fail(db, "listing runs");
         goto cleanup;
     }
-    ret = print_rows(t, o.scenario || o.variant || o.verdict || o.since_rev
-                            ? "no recorded run matches\n" : "no runs recorded in this database\n",
+    ret = print_rows(t,
+                     o.scenario || o.variant || o.verdict || o.since_rev
+                         ? "no recorded run matches\n"
+                         : "no runs recorded in this database\n",
                      out);
 cleanup:
     sqlite3_finalize(st);
@@ -167,7 +168,7 @@ static char verdict_letter(const char *v)
 struct hist {
     char *scenario, *variant, *last;
     long runs, pass, fail, error;
-    char *ring;              /* last N letters, oldest first once unrolled */
+    char *ring; /* last N letters, oldest first once unrolled */
     size_t nring;
 };
 
@@ -191,9 +192,9 @@ static int hist_emit(struct fl_report_table *t, struct hist *h, int last)
         snprintf(pct, sizeof pct, "%.0f%%", 100.0 * (double)h->fail / (double)finished);
     else
         snprintf(pct, sizeof pct, "-");
-    const char *cells[9] = {h->scenario, h->variant && *h->variant ? h->variant : "-", runs,
-                            pass, fail, error, pct,
-                            fl_report_verdict_upper(h->last, v, sizeof v), letters};
+    const char *cells[9] = {
+        h->scenario, h->variant && *h->variant ? h->variant : "-",  runs,   pass, fail, error,
+        pct,         fl_report_verdict_upper(h->last, v, sizeof v), letters};
     int ret = fl_report_table_add(t, cells);
     free(letters);
     return ret;
@@ -275,8 +276,10 @@ int fl_report_history(sqlite3 *db, FILE *out, const struct fl_report_history_opt
     }
     if (h.scenario && (ret = hist_emit(t, &h, o.last)) < 0)
         goto cleanup;
-    ret = print_rows(t, o.scenario || o.variant ? "no recorded run matches\n"
-                                                : "no runs recorded in this database\n", out);
+    ret = print_rows(t,
+                     o.scenario || o.variant ? "no recorded run matches\n"
+                                             : "no runs recorded in this database\n",
+                     out);
 cleanup:
     sqlite3_finalize(st);
     hist_reset(&h);
@@ -335,10 +338,12 @@ int fl_report_changed(sqlite3 *db, FILE *out, const char *rev)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         char v1[16], v2[16];
         const char *variant = col_text(st, 1);
-        const char *cells[6] = {col_text(st, 0), variant && *variant ? variant : "-",
+        const char *cells[6] = {col_text(st, 0),
+                                variant && *variant ? variant : "-",
                                 fl_report_verdict_upper(col_text(st, 2), v1, sizeof v1),
                                 fl_report_verdict_upper(col_text(st, 3), v2, sizeof v2),
-                                col_text(st, 4), col_text(st, 5)};
+                                col_text(st, 4),
+                                col_text(st, 5)};
         if ((ret = fl_report_table_add(t, cells)) < 0)
             goto cleanup;
     }

@@ -84,7 +84,11 @@ static int seed_summary(struct fl_report_table **tp, const struct fl_report_row 
         char seed[16], layout[256], proto[64], d[32], v[16];
         fl_report_seed_labels(r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto);
         const char *cells[8] = {
-            seed, layout, proto, r->expected, r->observed,
+            seed,
+            layout,
+            proto,
+            r->expected,
+            r->observed,
             fl_report_verdict_upper(r->verdict ? r->verdict : "error", v, sizeof v),
             fl_report_fmt_duration(r->duration_ms, d, sizeof d),
             r->reason && *r->reason ? r->reason : "-",
@@ -138,7 +142,10 @@ int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n)
         if (seeds)
             continue;
         const char *cells[7] = {
-            r->scenario, r->variant && *r->variant ? r->variant : "-", r->expected, r->observed,
+            r->scenario,
+            r->variant && *r->variant ? r->variant : "-",
+            r->expected,
+            r->observed,
             fl_report_verdict_upper(verdict, v, sizeof v),
             fl_report_fmt_duration(r->duration_ms, d, sizeof d),
             r->reason && *r->reason ? r->reason : "-",
@@ -151,7 +158,6 @@ int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n)
     if (err)
         return err;
     fprintf(out, "%zu run%s: %zu passed, %zu failed, %zu error%s in %s\n", n, n == 1 ? "" : "s",
-            pass, fail, error, error == 1 ? "" : "s",
-            fl_report_fmt_duration(total, td, sizeof td));
+            pass, fail, error, error == 1 ? "" : "s", fl_report_fmt_duration(total, td, sizeof td));
     return ferror(out) ? -EIO : 0;
 }

@@ -23,7 +23,7 @@
 struct fl_report_table {
     struct fl_report_col *cols;
     int ncols;
-    char **cells;       /* nrows * ncols */
+    char **cells; /* nrows * ncols */
     size_t nrows, cap;
 };
 
@@ -84,11 +84,9 @@ const char *fl_report_fmt_duration(int64_t ms, char *buf, size_t len)
     else if (ms < 60000)
         snprintf(buf, len, "%.1fs", (double)ms / 1000.0);
     else if (ms < 3600000)
-        snprintf(buf, len, "%lldm%02llds", (long long)(ms / 60000),
-                 (long long)(ms / 1000 % 60));
+        snprintf(buf, len, "%lldm%02llds", (long long)(ms / 60000), (long long)(ms / 1000 % 60));
     else
-        snprintf(buf, len, "%lldh%02lldm", (long long)(ms / 3600000),
-                 (long long)(ms / 60000 % 60));
+        snprintf(buf, len, "%lldh%02lldm", (long long)(ms / 3600000), (long long)(ms / 60000 % 60));
     return buf;
 }
 
@@ -115,14 +113,14 @@ const char *fl_report_one_line(const char *s, size_t max, char *buf, size_t len)
     if (max && max < 4)
         max = 4;
     bool cut = max && fl_report_text_width(s) > max;
-    size_t limit = cut ? max - 3 : SIZE_MAX;   /* characters to copy */
+    size_t limit = cut ? max - 3 : SIZE_MAX; /* characters to copy */
     size_t o = 0, chars = 0;
     const unsigned char *p = (const unsigned char *)s;
     while (*p && chars < limit) {
         size_t clen = 1;
         while (p[clen] && is_cont(p[clen]))
             clen++;
-        if (o + clen + 4 > len) {              /* keep room for "..." and NUL */
+        if (o + clen + 4 > len) { /* keep room for "..." and NUL */
             cut = true;
             break;
         }
@@ -270,7 +268,7 @@ int fl_report_table_print(const struct fl_report_table *t, FILE *out)
             const char *s = r ? t->cells[(r - 1) * (size_t)t->ncols + c] : t->cols[c].title;
             size_t sw = fl_report_text_width(s);
             bool last = c == t->ncols - 1;
-            if (sw > w[c]) {         /* narrowed to fit the terminal */
+            if (sw > w[c]) { /* narrowed to fit the terminal */
                 s = fl_report_one_line(s, w[c], cut, cutlen + 64);
                 sw = fl_report_text_width(s);
             }

@@ -14,10 +14,10 @@ struct fl_report_table;
 
 struct fl_report_col {
     const char *title;
-    int max_width;      /* cells longer than this (in characters) end in "..."; 0 = no limit */
-    bool right;         /* right-aligned (numbers, durations) */
-    bool verdict;       /* cells are verdict words: coloured when colour is on */
-    int min_width;      /* narrowest it gets to fit a terminal (only with max_width); 0 -> 12 */
+    int max_width; /* cells longer than this (in characters) end in "..."; 0 = no limit */
+    bool right;    /* right-aligned (numbers, durations) */
+    bool verdict;  /* cells are verdict words: coloured when colour is on */
+    int min_width; /* narrowest it gets to fit a terminal (only with max_width); 0 -> 12 */
 };
 
 /* A table with ncols columns (the array is copied). NULL when out of memory. */

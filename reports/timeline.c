@@ -37,8 +37,21 @@
 #define MAX_EVENT_ROWS 2000
 
 /* Column numbers of the queries below. */
-enum { P_NO, P_HOST, P_JOB, P_TASK, P_PID, P_CMD, P_START, P_END, P_EXIT, P_SIG, P_CORE, P_LOG,
-       P_GEN };
+enum {
+    P_NO,
+    P_HOST,
+    P_JOB,
+    P_TASK,
+    P_PID,
+    P_CMD,
+    P_START,
+    P_END,
+    P_EXIT,
+    P_SIG,
+    P_CORE,
+    P_LOG,
+    P_GEN
+};
 enum { E_T, E_HOST, E_JOB, E_TASK, E_KIND, E_ATTRS, E_SYNC };
 enum { F_NO, F_IDX, F_KIND, F_TARGET, F_DETAIL, F_APPLIED, F_HEALED, F_ERROR };
 enum { C_NAME, C_TARGET, C_PASSED, C_EXPECTED, C_OBSERVED, C_LINE };
@@ -53,8 +66,8 @@ struct tl {
     struct lane *lanes;
     size_t nlanes;
     size_t *proc_lane, *event_lane;
-    double span;                 /* ms shown across PLOT_W */
-    double lanes_y;              /* top of the first lane */
+    double span;    /* ms shown across PLOT_W */
+    double lanes_y; /* top of the first lane */
 };
 
 static bool eq(const char *a, const char *b)
@@ -71,11 +84,10 @@ static double x_of(const struct tl *t, int64_t ms)
 
 static const char *sig_name(int sig, char *buf, size_t len)
 {
-    static const char *names[] = {[1] = "SIGHUP", [2] = "SIGINT", [3] = "SIGQUIT",
-                                  [4] = "SIGILL", [6] = "SIGABRT", [7] = "SIGBUS",
-                                  [8] = "SIGFPE", [9] = "SIGKILL", [10] = "SIGUSR1",
-                                  [11] = "SIGSEGV", [12] = "SIGUSR2", [13] = "SIGPIPE",
-                                  [14] = "SIGALRM", [15] = "SIGTERM", [19] = "SIGSTOP"};
+    static const char *names[] = {
+        [1] = "SIGHUP",   [2] = "SIGINT",   [3] = "SIGQUIT",  [4] = "SIGILL",   [6] = "SIGABRT",
+        [7] = "SIGBUS",   [8] = "SIGFPE",   [9] = "SIGKILL",  [10] = "SIGUSR1", [11] = "SIGSEGV",
+        [12] = "SIGUSR2", [13] = "SIGPIPE", [14] = "SIGALRM", [15] = "SIGTERM", [19] = "SIGSTOP"};
     if (sig > 0 && sig < (int)(sizeof names / sizeof *names) && names[sig])
         snprintf(buf, len, "%s", names[sig]);
     else
@@ -257,11 +269,11 @@ static void draw_faults(struct tl *t, double y0)
         bool unhealed, lasts = fault_interval(t, i, &end, &unhealed);
         bool failed = !fl_rows_null(fr, i, F_ERROR);
         char label[300];
-        snprintf(label, sizeof label, "%s %s", fl_rows_s(fr, i, F_KIND) ? fl_rows_s(fr, i, F_KIND)
-                                                                        : "?",
+        snprintf(label, sizeof label, "%s %s",
+                 fl_rows_s(fr, i, F_KIND) ? fl_rows_s(fr, i, F_KIND) : "?",
                  fl_rows_s(fr, i, F_TARGET) ? fl_rows_s(fr, i, F_TARGET) : "");
-        fprintf(f, "<g class=\"fault%s\"><text class=\"flabel\" x=\"4\" y=\"%.1f\">", failed ? " ffail" : "",
-                y + 12);
+        fprintf(f, "<g class=\"fault%s\"><text class=\"flabel\" x=\"4\" y=\"%.1f\">",
+                failed ? " ffail" : "", y + 12);
         put_cut(f, label, 26);
         fputs("</text>", f);
         if (lasts)
@@ -303,8 +315,10 @@ static void draw_lanes(struct tl *t)
                           : fl_rows_i(p, i, P_EXIT)    ? "pbad"
                                                        : "pok";
         double w = x_of(t, e) - x_of(t, s);
-        fprintf(f, "<rect class=\"proc %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"12\">"
-                   "<title>", cls, x_of(t, s), y + 6, w < 1.5 ? 1.5 : w);
+        fprintf(f,
+                "<rect class=\"proc %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"12\">"
+                "<title>",
+                cls, x_of(t, s), y + 6, w < 1.5 ? 1.5 : w);
         fl_html_put(f, fl_rows_s(p, i, P_HOST));
         if (!fl_rows_null(p, i, P_JOB))
             fl_html_putf(f, " %s:%s", fl_rows_s(p, i, P_JOB),
@@ -345,11 +359,15 @@ static void draw_lanes(struct tl *t)
             int64_t a = fl_rows_i(&t->faults, i, F_APPLIED), end;
             bool unhealed;
             if (fault_interval(t, i, &end, &unhealed))
-                fprintf(f, "<rect class=\"fband\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                           "height=\"%.1f\">", x_of(t, a), y, x_of(t, end) - x_of(t, a), LANE_H);
+                fprintf(f,
+                        "<rect class=\"fband\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                        "height=\"%.1f\">",
+                        x_of(t, a), y, x_of(t, end) - x_of(t, a), LANE_H);
             else
-                fprintf(f, "<rect class=\"fline\" x=\"%.1f\" y=\"%.1f\" width=\"2\" "
-                           "height=\"%.1f\">", x_of(t, a) - 1, y, LANE_H);
+                fprintf(f,
+                        "<rect class=\"fline\" x=\"%.1f\" y=\"%.1f\" width=\"2\" "
+                        "height=\"%.1f\">",
+                        x_of(t, a) - 1, y, LANE_H);
             fault_title(f, &t->faults, i);
             fputs("</rect>\n", f);
         }
@@ -415,11 +433,12 @@ static void write_tables(struct tl *t)
     fprintf(f, "<h4>Checks: %zu of %zu passed</h4>\n", c->n - failed, c->n);
     if (c->n) {
         fputs("<table class=\"checks\"><tr><th>outcome</th><th>check</th><th>target</th>"
-              "<th>expected</th><th>observed</th><th>line</th></tr>\n", f);
+              "<th>expected</th><th>observed</th><th>line</th></tr>\n",
+              f);
         for (size_t i = 0; i < c->n; i++) {
             bool ok = fl_rows_i(c, i, C_PASSED) != 0;
-            fprintf(f, "<tr class=\"%s\"><td><span class=\"v %s\">%s</span></td>",
-                    ok ? "" : "bad", ok ? "pass" : "fail", ok ? "PASS" : "FAIL");
+            fprintf(f, "<tr class=\"%s\"><td><span class=\"v %s\">%s</span></td>", ok ? "" : "bad",
+                    ok ? "pass" : "fail", ok ? "PASS" : "FAIL");
             td(f, fl_rows_s(c, i, C_NAME));
             td(f, fl_rows_s(c, i, C_TARGET));
             td(f, fl_rows_s(c, i, C_EXPECTED));
@@ -430,8 +449,10 @@ static void write_tables(struct tl *t)
         fputs("</table>\n", f);
     }
     if (fr->n) {
-        fprintf(f, "<h4>Faults (%zu)</h4>\n<table><tr><th>#</th><th>kind</th><th>target</th>"
-                   "<th>detail</th><th>applied</th><th>healed</th><th>error</th></tr>\n", fr->n);
+        fprintf(f,
+                "<h4>Faults (%zu)</h4>\n<table><tr><th>#</th><th>kind</th><th>target</th>"
+                "<th>detail</th><th>applied</th><th>healed</th><th>error</th></tr>\n",
+                fr->n);
         for (size_t i = 0; i < fr->n; i++) {
             fprintf(f, "<tr%s>", fl_rows_null(fr, i, F_ERROR) ? "" : " class=\"bad\"");
             td(f, fl_rows_s(fr, i, F_NO));
@@ -445,9 +466,11 @@ static void write_tables(struct tl *t)
         }
         fputs("</table>\n", f);
     }
-    fprintf(f, "<details><summary>Processes (%zu)</summary>\n<table><tr><th>host</th>"
-               "<th>task</th><th>gen</th><th>pid</th><th>start</th><th>end</th><th>outcome</th>"
-               "<th>command</th><th>log</th></tr>\n", p->n);
+    fprintf(f,
+            "<details><summary>Processes (%zu)</summary>\n<table><tr><th>host</th>"
+            "<th>task</th><th>gen</th><th>pid</th><th>start</th><th>end</th><th>outcome</th>"
+            "<th>command</th><th>log</th></tr>\n",
+            p->n);
     for (size_t i = 0; i < p->n; i++) {
         fputs("<tr>", f);
         td(f, fl_rows_s(p, i, P_HOST));
@@ -473,10 +496,13 @@ static void write_tables(struct tl *t)
     fputs("</table></details>\n", f);
     fprintf(f, "<details><summary>Events (%zu)</summary>\n", ev->n);
     if (ev->n > MAX_EVENT_ROWS)
-        fprintf(f, "<p class=\"note\">The first %d of %zu events; the database holds them "
-                   "all (docs/schema.md, table events).</p>\n", MAX_EVENT_ROWS, ev->n);
+        fprintf(f,
+                "<p class=\"note\">The first %d of %zu events; the database holds them "
+                "all (docs/schema.md, table events).</p>\n",
+                MAX_EVENT_ROWS, ev->n);
     fputs("<table><tr><th>t</th><th>from</th><th>kind</th><th>attributes</th><th>sync</th>"
-          "</tr>\n", f);
+          "</tr>\n",
+          f);
     for (size_t i = 0; i < ev->n && i < MAX_EVENT_ROWS; i++) {
         fputs("<tr>", f);
         td_ms(f, ev, i, E_T);
@@ -545,31 +571,33 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
         goto cleanup;
     }
     for (size_t i = 0; i < t.procs.n; i++)
-        if ((t.proc_lane[i] = lane_of(&t, fl_rows_s(&t.procs, i, P_HOST),
-                                      fl_rows_s(&t.procs, i, P_JOB),
-                                      fl_rows_s(&t.procs, i, P_TASK), false)) == SIZE_MAX) {
+        if ((t.proc_lane[i] =
+                 lane_of(&t, fl_rows_s(&t.procs, i, P_HOST), fl_rows_s(&t.procs, i, P_JOB),
+                         fl_rows_s(&t.procs, i, P_TASK), false)) == SIZE_MAX) {
             ret = -ENOMEM;
             goto cleanup;
         }
     for (size_t i = 0; i < t.events.n; i++)
-        if ((t.event_lane[i] = lane_of(&t, fl_rows_s(&t.events, i, E_HOST),
-                                       fl_rows_s(&t.events, i, E_JOB),
-                                       fl_rows_s(&t.events, i, E_TASK), true)) == SIZE_MAX) {
+        if ((t.event_lane[i] =
+                 lane_of(&t, fl_rows_s(&t.events, i, E_HOST), fl_rows_s(&t.events, i, E_JOB),
+                         fl_rows_s(&t.events, i, E_TASK), true)) == SIZE_MAX) {
             ret = -ENOMEM;
             goto cleanup;
         }
 
     t.lanes_y = AXIS_H + (double)t.faults.n * FAULT_H + (t.faults.n ? 6 : 0);
     double height = t.lanes_y + (double)t.nlanes * LANE_H + 4;
-    fprintf(f, "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
-               "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"timeline\">\n",
+    fprintf(f,
+            "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
+            "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"timeline\">\n",
             LABEL_W + PLOT_W + RIGHT_W, height, LABEL_W + PLOT_W + RIGHT_W, height);
     draw_axis(&t, height);
     draw_faults(&t, AXIS_H);
     draw_lanes(&t);
     if (duration_ms >= 0)
-        fprintf(f, "<line class=\"end\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\">"
-                   "<title>run ended at %lldms</title></line>\n",
+        fprintf(f,
+                "<line class=\"end\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\">"
+                "<title>run ended at %lldms</title></line>\n",
                 x_of(&t, duration_ms), AXIS_H - 4, x_of(&t, duration_ms), height,
                 (long long)duration_ms);
     fputs("</svg>\n", f);
@@ -578,7 +606,8 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
                 MAX_EVENT_MARKS, t.events.n);
     if (!t.nlanes && !t.faults.n)
         fputs("<p class=\"note\">Nothing was recorded for this run: no process, event or "
-              "fault.</p>\n", f);
+              "fault.</p>\n",
+              f);
     write_tables(&t);
     ret = 0;
 cleanup:

@@ -77,8 +77,7 @@ const char *fl_suggest(const char *word, const char *const *cands, size_t n)
     return NULL;
 }
 
-char *fl_suggest_append(char *buf, size_t len, const char *word,
-                        const char *const *cands, size_t n)
+char *fl_suggest_append(char *buf, size_t len, const char *word, const char *const *cands, size_t n)
 {
     const char *s = fl_suggest(word, cands, n);
     if (s) {

@@ -19,7 +19,7 @@ const char *fl_suggest(const char *word, const char *const *cands, size_t n);
 
 /* Appends " (did you mean 'x'?)" to buf (NUL-terminated, size len) when
  * fl_suggest finds a candidate; returns buf. */
-char *fl_suggest_append(char *buf, size_t len, const char *word,
-                        const char *const *cands, size_t n);
+char *fl_suggest_append(char *buf, size_t len, const char *word, const char *const *cands,
+                        size_t n);
 
 #endif

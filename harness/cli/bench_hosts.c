@@ -38,7 +38,7 @@ static int one_round(int n, const char *base, double *secs)
     char err[1024];
     struct fl_host *h = calloc((size_t)n, sizeof *h);
     struct fl_host **hp = calloc((size_t)n, sizeof *hp);
-    char (*paths)[3][PATH_MAX] = calloc((size_t)n, sizeof *paths);
+    char(*paths)[3][PATH_MAX] = calloc((size_t)n, sizeof *paths);
     char etc[PATH_MAX];
     struct fl_fabric *fab = NULL;
     int rc = 0;
@@ -67,8 +67,11 @@ static int one_round(int n, const char *base, double *secs)
         snprintf(paths[i][2], PATH_MAX, "h%d", i);
         fl_mkdir_p(paths[i][0], 0755);
         fl_mkdir_p(paths[i][1], 01777);
-        h[i].spec = (struct fl_host_spec){.name = paths[i][2], .idx = i, .disk_dir = paths[i][0],
-                                          .tmp_dir = paths[i][1], .workdir = FL_SCN_DEFAULT_WORKDIR,
+        h[i].spec = (struct fl_host_spec){.name = paths[i][2],
+                                          .idx = i,
+                                          .disk_dir = paths[i][0],
+                                          .tmp_dir = paths[i][1],
+                                          .workdir = FL_SCN_DEFAULT_WORKDIR,
                                           .hosts_file = etc};
         h[i].pidfd = -1;
         hp[i] = &h[i];
@@ -130,9 +133,11 @@ int fl_cli_bench_hosts(int argc, char **argv)
             best = s;
         double t = fl_mono_s();
         if (rc == 0 && (rc = fl_netns_settle_wait(settle, 60, err, sizeof err)) == 0)
-            fprintf(stderr, "hosts=%d round %d: up+down %.4f s; the kernel had freed the "
+            fprintf(stderr,
+                    "hosts=%d round %d: up+down %.4f s; the kernel had freed the "
                     "namespaces %.4f s later (an upper bound: the wait includes two canary "
-                    "namespaces)\n", n, r + 1, s, fl_mono_s() - t);
+                    "namespaces)\n",
+                    n, r + 1, s, fl_mono_s() - t);
     }
     if (rc < 0 && *err)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);

@@ -13,10 +13,10 @@
 struct fl_cli_command {
     const char *name;
     int (*fn)(int argc, char **argv);
-    const char *usage;          /* `faultline help NAME`, `NAME --help`; NULL: none */
-    const char *args;           /* after the name in the list of `faultline --help` */
-    const char *about;          /* its line in that list; NULL: not listed */
-    bool own_help;              /* reads --help itself: main does not look for it */
+    const char *usage; /* `faultline help NAME`, `NAME --help`; NULL: none */
+    const char *args;  /* after the name in the list of `faultline --help` */
+    const char *about; /* its line in that list; NULL: not listed */
+    bool own_help;     /* reads --help itself: main does not look for it */
 };
 /* Every command, in the order `faultline --help` lists them; a NULL name ends it. */
 extern const struct fl_cli_command fl_cli_commands[];

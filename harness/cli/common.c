@@ -38,7 +38,7 @@ void fl_cli_top_dir(char *buf, size_t len)
 {
     char bin[PATH_MAX];
     fl_cli_bin_dir(bin, sizeof bin);
-    snprintf(buf, len, "%s/../..", bin);    /* build/bin -> the checkout */
+    snprintf(buf, len, "%s/../..", bin); /* build/bin -> the checkout */
 }
 
 /* A decimal number 0..2^64-1, as a scenario's seed: no sign (strtoull would
@@ -49,8 +49,8 @@ int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t 
     errno = 0;
     unsigned long long x = strtoull(s, &end, 10);
     if (errno || !(*s >= '0' && *s <= '9') || *end) {
-        fprintf(stderr, "%s: %s wants a whole number 0..18446744073709551615, not '%s'\n",
-                prog, opt, s);
+        fprintf(stderr, "%s: %s wants a whole number 0..18446744073709551615, not '%s'\n", prog,
+                opt, s);
         return -1;
     }
     *v = x;
@@ -101,19 +101,23 @@ int fl_cli_prepare_out(const char *out)
             rc = -errno;
     }
     if (rc < 0) {
-        fprintf(stderr, "faultline: cannot keep run directories in %s: %s (--out DIR picks "
-                "another place)\n", runs, strerror(-rc));
+        fprintf(stderr,
+                "faultline: cannot keep run directories in %s: %s (--out DIR picks "
+                "another place)\n",
+                runs, strerror(-rc));
         return -1;
     }
     /* Each run's event socket is <real path of OUT>/runs/<run id>/ev.sock,
      * and a unix socket path has at most sizeof sun_path - 1 bytes. */
     const char *real = realpath(runs, abs) ? abs : runs;
     size_t need = strlen(real) + strlen("/YYYYMMDD-HHMMSS-xxxxxx/ev.sock");
-    size_t most = sizeof ((struct sockaddr_un *)0)->sun_path - 1;
+    size_t most = sizeof((struct sockaddr_un *)0)->sun_path - 1;
     if (need > most) {
-        fprintf(stderr, "faultline: %s is too long a path for run directories: their event "
+        fprintf(stderr,
+                "faultline: %s is too long a path for run directories: their event "
                 "sockets would have %zu bytes, a unix socket at most %zu (--out DIR picks a "
-                "shorter one)\n", real, need, most);
+                "shorter one)\n",
+                real, need, most);
         if (!had_runs)
             rmdir(runs);
         if (!had_out)
@@ -214,9 +218,10 @@ int fl_cli_check_workdir(const struct fl_scenario *s, const char *out)
     size_t wl = strlen(s->workdir);
     for (size_t i = 0; i < 3; i++)
         if (!strncmp(paths[i], s->workdir, wl) && (paths[i][wl] == '/' || !paths[i][wl])) {
-            fprintf(stderr, "faultline: %s: workdir %s would hide %s, %s, inside every host "
-                    "(their disks are mounted there); choose a workdir outside it%s\n", s->path,
-                    s->workdir, paths[i], what[i], i == 2 ? " or another --out" : "");
+            fprintf(stderr,
+                    "faultline: %s: workdir %s would hide %s, %s, inside every host "
+                    "(their disks are mounted there); choose a workdir outside it%s\n",
+                    s->path, s->workdir, paths[i], what[i], i == 2 ? " or another --out" : "");
             return -1;
         }
     return 0;
@@ -250,8 +255,10 @@ int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **r
     path = path ? path : "out/faultline.db";
     if (stat(path, &st) < 0) {
         int e = errno;
-        fprintf(stderr, "%s: no results database at %s: %s ('faultline run' records there; "
-                "--db PATH reads another)\n", prog, path, strerror(e));
+        fprintf(stderr,
+                "%s: no results database at %s: %s ('faultline run' records there; "
+                "--db PATH reads another)\n",
+                prog, path, strerror(e));
         return -1;
     }
     return fl_cli_open_db(prog, path, rec);

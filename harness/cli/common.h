@@ -45,9 +45,9 @@ int fl_cli_check_workdir(const struct fl_scenario *s, const char *out);
 
 /* The options run and shell share. */
 struct fl_cli_opts {
-    const char *out;            /* --out */
-    bool keep;                  /* --keep */
-    const char *variants[64];   /* --variant */
+    const char *out;          /* --out */
+    bool keep;                /* --keep */
+    const char *variants[64]; /* --variant */
     int nvariants;
 };
 /* One more --variant filter; -1 (said) past the 64 kept. */

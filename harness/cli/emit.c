@@ -39,8 +39,10 @@ static int send_event(const char *path, const char *kind, const char *attrs, boo
     }
     snprintf(line, sizeof line, "EVENT %s%s%s", kind, *attrs ? " " : "", attrs);
     if (fl_ev_parse(line, &ev, err, sizeof err) < 0) {
-        fprintf(stderr, "faultline emit: %s (write KEY=VALUE, and KEY=\"a b\" for a value with "
-                "spaces)\n", err);
+        fprintf(stderr,
+                "faultline emit: %s (write KEY=VALUE, and KEY=\"a b\" for a value with "
+                "spaces)\n",
+                err);
         return 2;
     }
     if (!path || !*path)
@@ -85,8 +87,10 @@ int fl_cli_emit(int argc, char **argv)
     for (int k = i + 1; k < argc; k++) {
         int w = snprintf(attrs + n, sizeof attrs - n, "%s%s", n ? " " : "", argv[k]);
         if (w < 0 || (size_t)w >= sizeof attrs - n) {
-            fprintf(stderr, "faultline emit: the attributes of event '%s' are longer than %zu "
-                    "bytes\n", argv[i], sizeof attrs - 1);
+            fprintf(stderr,
+                    "faultline emit: the attributes of event '%s' are longer than %zu "
+                    "bytes\n",
+                    argv[i], sizeof attrs - 1);
             return 2;
         }
         n += (size_t)w;

@@ -59,8 +59,10 @@ int fl_cli_exec(int argc, char **argv)
     int rc = fl_state_read(dir, &st);
     if (rc < 0) {
         fprintf(stderr, "faultline exec: no run %s (reading %s/state: %s)%s\n", run, dir,
-                strerror(-rc), rc == -ENOENT ? "; --out DIR names where the run directories "
-                "are ('faultline shell' prints the whole line to type)" : "");
+                strerror(-rc),
+                rc == -ENOENT ? "; --out DIR names where the run directories "
+                                "are ('faultline shell' prints the whole line to type)"
+                              : "");
         return 2;
     }
     if (strcmp(st.status, "running") || !fl_pid_alive(st.harness_pid, st.harness_start)) {

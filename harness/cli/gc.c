@@ -249,8 +249,8 @@ int fl_cli_gc(int argc, char **argv)
                 /* killed before its state file was written: only if old */
                 struct stat sb;
                 if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 60) {
-                    printf("%s incomplete run directory %s\n",
-                           dry ? "would remove" : "removing", dir);
+                    printf("%s incomplete run directory %s\n", dry ? "would remove" : "removing",
+                           dir);
                     if (!dry)
                         fl_rm_rf(dir);
                     count++;
@@ -278,7 +278,7 @@ int fl_cli_gc(int argc, char **argv)
     if (fl_cgroup_freezer_root(froot, sizeof froot) > 0 && !(pids && !strcmp(root, froot)))
         collect_cgroups(froot, runs, dry, &count);
     char mroot[PATH_MAX];
-    if (fl_cgroup_memory_root(mroot, sizeof mroot) == 1)     /* v1: a hierarchy of its own */
+    if (fl_cgroup_memory_root(mroot, sizeof mroot) == 1) /* v1: a hierarchy of its own */
         collect_cgroups(mroot, runs, dry, &count);
     collect_shared(dry);
     if (count == 0)

@@ -8,10 +8,9 @@
 
 #include <stdio.h>
 
-const char fl_cli_list_usage[] =
-    "usage: faultline list SCENARIO|DIR...\n"
-    "\n"
-    "Prints each scenario's name, file, hosts and variants.\n";
+const char fl_cli_list_usage[] = "usage: faultline list SCENARIO|DIR...\n"
+                                 "\n"
+                                 "Prints each scenario's name, file, hosts and variants.\n";
 
 int fl_cli_list(int argc, char **argv)
 {

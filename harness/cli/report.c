@@ -48,10 +48,11 @@ int fl_cli_report(int argc, char **argv)
 {
     const char *db = "out/faultline.db", *out = "out/report.html", *since = NULL;
     int last = 0;
-    static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},   {"out", required_argument, 0, 'o'},
-        {"last", required_argument, 0, 'l'}, {"since", required_argument, 0, 'S'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"last", required_argument, 0, 'l'},
+                                         {"since", required_argument, 0, 'S'},
+                                         {0, 0, 0, 0}};
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -83,7 +84,8 @@ int fl_cli_report(int argc, char **argv)
     }
     struct fl_report_html_opts ho = {.run_ids = (const char *const *)argv + optind,
                                      .n_run_ids = (size_t)(nids > 0 ? nids : 0),
-                                     .last = last, .since_rev = since};
+                                     .last = last,
+                                     .since_rev = since};
     double t0 = fl_mono_s();
     int rc = fl_report_html(fl_rec_db(rec), out, &ho, err, sizeof err);
     double took_ms = (fl_mono_s() - t0) * 1e3;
@@ -92,7 +94,6 @@ int fl_cli_report(int argc, char **argv)
         fprintf(stderr, "faultline report: %s\n", err);
         return rc == -ENOENT ? 2 : 1;
     }
-    printf("wrote %s: %d run%s (%.0f ms)\n", out, rc, rc == 1 ? "" : "s",
-           took_ms);
+    printf("wrote %s: %d run%s (%.0f ms)\n", out, rc, rc == 1 ? "" : "s", took_ms);
     return 0;
 }

@@ -77,13 +77,17 @@ int fl_cli_run(int argc, char **argv)
     uint64_t repeat = 1, seed = 0;
     const char *db = NULL, *junit = NULL, *html = NULL;
     bool no_db = false, seed_set = false, quiet = false;
-    static const struct option opts[] = {
-        {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
-        {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
-        {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
-        {"keep", no_argument, 0, 'k'},          {"junit", required_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},         {"html", required_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"variant", required_argument, 0, 'v'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"repeat", required_argument, 0, 'r'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"no-db", no_argument, 0, 'D'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"keep", no_argument, 0, 'k'},
+                                         {"junit", required_argument, 0, 'j'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"html", required_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int ch;
     optind = 1;
     /* Short options only where --help shows them (-q): the rest are long. */
@@ -109,9 +113,7 @@ int fl_cli_run(int argc, char **argv)
         case 'j': junit = optarg; break;
         case 'h': html = optarg; break;
         case 'q': quiet = true; break;
-        default:
-            fputs(fl_cli_run_usage, stderr);
-            return 2;
+        default: fputs(fl_cli_run_usage, stderr); return 2;
         }
     }
     if (optind >= argc) {
@@ -159,10 +161,15 @@ int fl_cli_run(int argc, char **argv)
     fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
-    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .seed = seed,
-                                .seed_set = seed_set, .keep = c.keep, .rec = rec,
+    struct fl_engine_opts eo = {.out_dir = c.out,
+                                .bin_dir = bin,
+                                .seed = seed,
+                                .seed_set = seed_set,
+                                .keep = c.keep,
+                                .rec = rec,
                                 .git_rev = rev[0] ? rev : NULL,
-                                .progress = !quiet && isatty(2), .shell_host = -1};
+                                .progress = !quiet && isatty(2),
+                                .shell_host = -1};
     struct fl_report_row *rows = NULL;
     struct fl_engine_result **results = NULL;
     char **vnames = NULL;
@@ -192,10 +199,14 @@ int fl_cli_run(int argc, char **argv)
                 if (strcmp(res->verdict, "pass"))
                     failed++;
                 rows[nrows] = (struct fl_report_row){
-                    .scenario = s->name, .variant = vnames[nrows],
-                    .expected = res->expected, .observed = res->observed,
-                    .verdict = res->verdict, .duration_ms = res->duration_ms,
-                    .reason = res->reason[0] ? res->reason : NULL, .run_id = res->run_id,
+                    .scenario = s->name,
+                    .variant = vnames[nrows],
+                    .expected = res->expected,
+                    .observed = res->observed,
+                    .verdict = res->verdict,
+                    .duration_ms = res->duration_ms,
+                    .reason = res->reason[0] ? res->reason : NULL,
+                    .run_id = res->run_id,
                     .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
                 fl_report_verdict_line(stdout, &rows[nrows]);
                 /* the verdict line cuts a long reason; nothing else on the
@@ -236,8 +247,7 @@ int fl_cli_run(int argc, char **argv)
         const char **ids = calloc(nrows + 1, sizeof *ids);
         for (size_t i = 0; ids && i < nrows; i++)
             ids[i] = rows[i].run_id;
-        struct fl_report_html_opts ho = {.run_ids = ids, .n_run_ids = nrows,
-                                         .skip_missing = true};
+        struct fl_report_html_opts ho = {.run_ids = ids, .n_run_ids = nrows, .skip_missing = true};
         if (!ids || fl_report_html(fl_rec_db(rec), html, &ho, err, sizeof err) < 0) {
             fprintf(stderr, "faultline: HTML report: %s\n", ids ? err : "out of memory");
             failed++;

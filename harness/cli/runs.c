@@ -82,12 +82,15 @@ int fl_cli_runs(int argc, char **argv)
     struct fl_report_runs_opts ro = {0};
     bool history = false;
     const char *changed = NULL;
-    static const struct option opts[] = {
-        {"db", required_argument, 0, 'd'},      {"scenario", required_argument, 0, 's'},
-        {"variant", required_argument, 0, 'v'}, {"verdict", required_argument, 0, 'V'},
-        {"limit", required_argument, 0, 'l'},   {"since", required_argument, 0, 'S'},
-        {"history", no_argument, 0, 'H'},       {"changed", required_argument, 0, 'C'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"scenario", required_argument, 0, 's'},
+                                         {"variant", required_argument, 0, 'v'},
+                                         {"verdict", required_argument, 0, 'V'},
+                                         {"limit", required_argument, 0, 'l'},
+                                         {"since", required_argument, 0, 'S'},
+                                         {"history", no_argument, 0, 'H'},
+                                         {"changed", required_argument, 0, 'C'},
+                                         {0, 0, 0, 0}};
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -95,7 +98,7 @@ int fl_cli_runs(int argc, char **argv)
         case 'd': db = optarg; break;
         case 's': ro.scenario = optarg; break;
         case 'v': ro.variant = optarg; break;
-        case 'V':       /* as 'faultline runs' shows it (PASS) or as stored (pass) */
+        case 'V': /* as 'faultline runs' shows it (PASS) or as stored (pass) */
             for (char *q = optarg; *q; q++)
                 *q = (char)tolower((unsigned char)*q);
             ro.verdict = optarg;

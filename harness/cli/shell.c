@@ -111,8 +111,11 @@ int fl_cli_shell(int argc, char **argv)
     }
     char bin[PATH_MAX];
     fl_cli_bin_dir(bin, sizeof bin);
-    struct fl_engine_opts eo = {.out_dir = c.out, .bin_dir = bin, .keep = c.keep,
-                                .shell_host = host, .shell_start_roles = start};
+    struct fl_engine_opts eo = {.out_dir = c.out,
+                                .bin_dir = bin,
+                                .keep = c.keep,
+                                .shell_host = host,
+                                .shell_start_roles = start};
     struct fl_engine_result res;
     fl_engine_run(s, var, &eo, &res);
     if (!strcmp(res.verdict, "error"))

@@ -68,15 +68,14 @@ struct soak {
     const char *out;
     bool quiet;
     bool interrupted;
-    int64_t deadline;           /* fl_mono_ms() from which no run starts (--duration); 0: none */
-    const char *vname;          /* the variant soaked, for the replay command */
+    int64_t deadline;  /* fl_mono_ms() from which no run starts (--duration); 0: none */
+    const char *vname; /* the variant soaked, for the replay command */
     /* minimizing one failure */
     const struct fl_soak_schedule *sc;
     const char *min_path;
     char klass[256];
     int tries, budget;
 };
-
 
 static const char *hms(int64_t ms, char *buf, size_t len)
 {
@@ -161,8 +160,8 @@ static char *header(const struct soak *k, uint64_t soak_seed, uint64_t iter,
     if (!f)
         return NULL;
     fprintf(f, "# %s\n", what);
-    fprintf(f, "# soaking %s with seed %" PRIu64 ", iteration %" PRIu64 " (run %s)\n",
-            k->p->path, soak_seed, iter, res->run_id);
+    fprintf(f, "# soaking %s with seed %" PRIu64 ", iteration %" PRIu64 " (run %s)\n", k->p->path,
+            soak_seed, iter, res->run_id);
     comment(f, "verdict: ", res->verdict);
     comment(f, "reason: ", res->reason);
     fprintf(f, "# replay: faultline run %s", file);
@@ -220,7 +219,8 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     int rc = fl_soak_minimize(sc->n, keep, k->budget, reproduces, k);
     if (rc == -ETIME && k->tries == 0) {
         printf("not minimized: the soak's --duration is up (the failure file holds its %zu "
-               "fault%s)\n", sc->n, sc->n == 1 ? "" : "s");
+               "fault%s)\n",
+               sc->n, sc->n == 1 ? "" : "s");
         free(keep);
         return false;
     }
@@ -228,9 +228,13 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     for (size_t i = 0; i < sc->n; i++)
         n += keep[i];
     char what[256];
-    snprintf(what, sizeof what, "minimized by faultline soak: %zu of %zu faults kept after %d "
-             "runs%s", n, sc->n, k->tries, rc == -EINTR ? " (interrupted)"
-             : rc == -ETIME ? " (stopped: the soak's --duration was up)" : "");
+    snprintf(what, sizeof what,
+             "minimized by faultline soak: %zu of %zu faults kept after %d "
+             "runs%s",
+             n, sc->n, k->tries,
+             rc == -EINTR   ? " (interrupted)"
+             : rc == -ETIME ? " (stopped: the soak's --duration was up)"
+                            : "");
     if ((h = header(k, soak_seed, iter, res, min_path, what)) &&
         fl_soak_render(k->p, sc, keep, h, &text) == 0 && write_text(min_path, text) == 0)
         printf("minimized:    %s (%zu of %zu fault%s, %d run%s)\n", min_path, n, sc->n,
@@ -240,7 +244,6 @@ static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
     free(keep);
     return n == 0 && rc >= 0;
 }
-
 
 int fl_cli_soak(int argc, char **argv)
 {
@@ -266,8 +269,10 @@ int fl_cli_soak(int argc, char **argv)
         switch (ch) {
         case 'T':
             if (fl_scn_duration_parse(optarg, &duration_ms) < 0 || duration_ms <= 0) {
-                fprintf(stderr, "faultline soak: --duration wants a duration like 30s, 10m or 2h, "
-                        "not '%s'\n", optarg);
+                fprintf(stderr,
+                        "faultline soak: --duration wants a duration like 30s, 10m or 2h, "
+                        "not '%s'\n",
+                        optarg);
                 return 2;
             }
             dur_set = true;
@@ -331,8 +336,10 @@ int fl_cli_soak(int argc, char **argv)
                 k.variant = v;
         }
     if (nmatch != 1) {
-        fprintf(stderr, "faultline soak: %s: %zu variants match; a soak runs one (choose it "
-                "with --variant K=V)\n", s->path, nmatch);
+        fprintf(stderr,
+                "faultline soak: %s: %zu variants match; a soak runs one (choose it "
+                "with --variant K=V)\n",
+                s->path, nmatch);
         goto cleanup;
     }
     fl_scn_variant_name(s, k.variant, vname, sizeof vname);
@@ -346,8 +353,10 @@ int fl_cli_soak(int argc, char **argv)
     if (fl_cli_prepare_out(k.out) < 0)
         goto cleanup;
     if ((rc = fl_mkdir_p(runs, 0755)) < 0 || (rc = fl_mkdir_p(fails, 0755)) < 0) {
-        fprintf(stderr, "faultline soak: cannot make %s and %s: %s (--out DIR picks another "
-                "place)\n", runs, fails, strerror(-rc));
+        fprintf(stderr,
+                "faultline soak: cannot make %s and %s: %s (--out DIR picks another "
+                "place)\n",
+                runs, fails, strerror(-rc));
         goto cleanup;
     }
     if (fl_engine_global_init(err, sizeof err) < 0) {
@@ -364,8 +373,11 @@ int fl_cli_soak(int argc, char **argv)
     fl_cli_top_dir(top, sizeof top);
     if (fl_rec_git_revision(top, rev, sizeof rev) < 0)
         rev[0] = 0;
-    k.eo = (struct fl_engine_opts){.out_dir = k.out, .bin_dir = bin, .rec = rec,
-                                   .git_rev = rev[0] ? rev : NULL, .shell_host = -1};
+    k.eo = (struct fl_engine_opts){.out_dir = k.out,
+                                   .bin_dir = bin,
+                                   .rec = rec,
+                                   .git_rev = rev[0] ? rev : NULL,
+                                   .shell_host = -1};
     char t1[32], t2[32];
     if (iters_set)
         printf("soak %s (%s): seed %" PRIu64 ", %" PRIu64 " iteration%s\n", k.p->path, vname, seed,
@@ -399,11 +411,12 @@ int fl_cli_soak(int argc, char **argv)
         if (!k.interrupted) {
             ok ? passed++ : failed++;
             if (!k.quiet)
-                fprintf(stderr, "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", %zu fault%s, "
-                        "%.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n", iter + 1,
-                        res.verdict, sc.seed, sc.n, sc.n == 1 ? "" : "s",
-                        (double)res.duration_ms / 1000, hms(fl_mono_ms() - t0, t1, sizeof t1), failed,
-                        failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
+                fprintf(stderr,
+                        "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", %zu fault%s, "
+                        "%.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n",
+                        iter + 1, res.verdict, sc.seed, sc.n, sc.n == 1 ? "" : "s",
+                        (double)res.duration_ms / 1000, hms(fl_mono_ms() - t0, t1, sizeof t1),
+                        failed, failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
             if (!ok) {
                 kept++;
                 if (keep_failure(&k, seed, iter, &sc, &res)) {
@@ -428,11 +441,13 @@ int fl_cli_soak(int argc, char **argv)
         if (baseline_fails)
             break;
     }
-    printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64 " passed, %"
-           PRIu64 " failed%s\n", k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
+    printf("\nsoak %s: %" PRIu64 " iteration%s in %s (seed %" PRIu64 "): %" PRIu64
+           " passed, %" PRIu64 " failed%s\n",
+           k.p->base->name, passed + failed, passed + failed == 1 ? "" : "s",
            hms(fl_mono_ms() - t0, t2, sizeof t2), seed, passed, failed,
-           k.interrupted ? "; interrupted"
-           : baseline_fails ? "; stopped: it fails without faults" : "");
+           k.interrupted    ? "; interrupted"
+           : baseline_fails ? "; stopped: it fails without faults"
+                            : "");
     if (kept)
         printf("failures kept in %s\n", fails);
     ret = k.interrupted ? 130 : failed ? 1 : 0;

@@ -31,7 +31,7 @@
 struct judge {
     struct engine *e;
     bool failed;
-    char *exp, *obs;            /* summary buffers */
+    char *exp, *obs; /* summary buffers */
     size_t explen, obslen;
     FILE *expf, *obsf;
     int nexp, nobs;
@@ -129,8 +129,12 @@ static void record(struct judge *j, const char *name, const char *target, bool p
 {
     struct engine *e = j->e;
     if (e->r.rec) {
-        struct fl_rec_check c = {.name = name, .target = target, .passed = passed,
-                                 .expected = expected, .observed = observed, .line = line};
+        struct fl_rec_check c = {.name = name,
+                                 .target = target,
+                                 .passed = passed,
+                                 .expected = expected,
+                                 .observed = observed,
+                                 .line = line};
         fl_rec_check(e->r.rec, &c);
     }
     if (!passed && !j->failed) {
@@ -139,11 +143,11 @@ static void record(struct judge *j, const char *name, const char *target, bool p
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s:%d)", target, name, expected, observed,
                      e->r.s->path, line);
-        else if (!e->res->reason[0])    /* the default check: no line to name */
+        else if (!e->res->reason[0]) /* the default check: no line to name */
             snprintf(e->res->reason, sizeof e->res->reason,
                      "%s: %s: expected %s, observed %s (%s has no expect: block for this "
-                     "variant: every task must exit 0)", target, name, expected, observed,
-                     e->r.s->path);
+                     "variant: every task must exit 0)",
+                     target, name, expected, observed, e->r.s->path);
     }
 }
 
@@ -170,8 +174,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
         record(j, "exit", tname, ok, exp, out, c->exit_loc.line);
     }
     if (c->signal != FL_SCN_SIG_UNSET) {
-        bool ok = ended && p->sig &&
-                  (c->signal == FL_SCN_SIG_ANY || p->sig == c->signal_number);
+        bool ok = ended && p->sig && (c->signal == FL_SCN_SIG_ANY || p->sig == c->signal_number);
         if (c->signal == FL_SCN_SIG_ANY)
             snprintf(exp, sizeof exp, "killed by a signal");
         else
@@ -180,7 +183,8 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     }
     if (c->core >= 0) {
         bool ok = ended && (p->sig && p->core) == (c->core == 1);
-        record(j, "core", tname, ok, c->core ? "a core dump" : "no core dump", out, c->core_loc.line);
+        record(j, "core", tname, ok, c->core ? "a core dump" : "no core dump", out,
+               c->core_loc.line);
     }
     if (c->fails_with.src) {
         char line[700] = "";
@@ -211,8 +215,8 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     }
 }
 
-static const char *target_name(const struct fl_scenario *s, const struct fl_scn_check *c,
-                               char *buf, size_t len)
+static const char *target_name(const struct fl_scenario *s, const struct fl_scn_check *c, char *buf,
+                               size_t len)
 {
     switch (c->target) {
     case FL_SCN_EXP_ALL: return "all";
@@ -259,7 +263,7 @@ static void host_path(struct engine *e, int host, const char *path, char *out, s
         snprintf(out, len, "%s%s", e->r.hosts[host].tmp, path + 4);
         return;
     } else {
-        snprintf(out, len, "%s", path);     /* outside the host's own files */
+        snprintf(out, len, "%s", path); /* outside the host's own files */
         return;
     }
     while (rel[0] == '.' && rel[1] == '/')
@@ -332,14 +336,17 @@ void fl_check_run(struct engine *e)
                 if (j->nexp < 4)
                     fprintf(j->expf, "%s%s %s", j->nexp++ ? "; " : "", target, exp);
             }
-            struct fl_check_ckpt_ctx cc = {e, j, record, host_path, j->expf, j->obsf,
-                                           &j->nexp, &j->nobs};
+            struct fl_check_ckpt_ctx cc = {e,       j,       record,   host_path,
+                                           j->expf, j->obsf, &j->nexp, &j->nobs};
             for (size_t k = 0; k < x->n_ckpts; k++)
                 fl_check_ckpt(&cc, &x->ckpts[k]);
         }
         if (!any_block) {
-            struct fl_scn_check all = {.target = FL_SCN_EXP_ALL, .index = -1,
-                                       .exit = FL_SCN_EXIT_CODE, .exit_code = 0, .core = -1};
+            struct fl_scn_check all = {.target = FL_SCN_EXP_ALL,
+                                       .index = -1,
+                                       .exit = FL_SCN_EXIT_CODE,
+                                       .exit_code = 0,
+                                       .core = -1};
             fprintf(j->expf, "all exit 0");
             j->nexp++;
             for (size_t t = 0; t < s->n_tasks; t++)

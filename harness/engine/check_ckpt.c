@@ -70,8 +70,8 @@ static const char *base_of(const char *path)
  * and step.  0, or -1 with why. */
 struct located {
     char prefix[PATH_MAX];
-    char name[PATH_MAX];        /* basename, e.g. model.ckpt-300 */
-    long long step;             /* -1 unknown */
+    char name[PATH_MAX]; /* basename, e.g. model.ckpt-300 */
+    long long step;      /* -1 unknown */
 };
 
 static int locate(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck,
@@ -139,8 +139,8 @@ static bool same_shape(const struct ckpt_entry *a, const struct ckpt_entry *b)
  * as a restore does (crc checked, strings decoded), so only global_step is
  * read again.  Returns true when restorable; *obs says what was seen. */
 static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck,
-                          struct ckpt_reader *r, const struct located *l, bool verified,
-                          char *obs, size_t len)
+                          struct ckpt_reader *r, const struct located *l, bool verified, char *obs,
+                          size_t len)
 {
     struct ckpt_err ce = {0};
     size_t n = ckpt_reader_count(r), sliced = 0;
@@ -214,8 +214,8 @@ static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_sc
                 break;
             }
             if (!same_shape(me, ce2)) {
-                snprintf(obs, len, "tensor '%s' has another dtype or shape in copy %s",
-                         ce2->name, where);
+                snprintf(obs, len, "tensor '%s' has another dtype or shape in copy %s", ce2->name,
+                         where);
                 ok = false;
                 break;
             }
@@ -283,8 +283,8 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
     }
     bool found = locate(cx, ck, &L, why, sizeof why) == 0;
     if (ck->dir[0])
-        cx->record(cx->j, "checkpoint.state", target, found, "a state file naming the latest checkpoint",
-                   found ? L.name : why, line);
+        cx->record(cx->j, "checkpoint.state", target, found,
+                   "a state file naming the latest checkpoint", found ? L.name : why, line);
     struct ckpt_reader *r = NULL;
     struct ckpt_err ce = {0};
     if (found && ckpt_reader_open(&r, L.prefix, &ce) < 0) {
@@ -308,8 +308,8 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         } else {
             snprintf(obs, sizeof obs, "%s", why);
         }
-        cx->record(cx->j, "checkpoint.verify", target, ok, "every crc and data file checks out", obs,
-                   line);
+        cx->record(cx->j, "checkpoint.verify", target, ok, "every crc and data file checks out",
+                   obs, line);
         all_ok &= ok;
         verified = ok;
     }
@@ -347,8 +347,9 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
                 want = last_saved;
             ok = L.step == want && (max_saved < 0 || max_saved <= L.step);
             if (nsaves)
-                snprintf(obs, sizeof obs, "%s; last save.done step=%lld (newest %lld, %zu reported)",
-                         L.name, last_saved, max_saved, nsaves);
+                snprintf(obs, sizeof obs,
+                         "%s; last save.done step=%lld (newest %lld, %zu reported)", L.name,
+                         last_saved, max_saved, nsaves);
             else
                 snprintf(obs, sizeof obs, "%s", L.name);
         }
@@ -381,8 +382,9 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
             snprintf(obs, sizeof obs, "the chief reported no restore.done");
         } else if (bad_at >= 0) {
             ok = false;
-            snprintf(obs, sizeof obs, "restored step %lld after the chief had reported step %lld saved",
-                     bad_at, bad_before);
+            snprintf(obs, sizeof obs,
+                     "restored step %lld after the chief had reported step %lld saved", bad_at,
+                     bad_before);
         } else {
             snprintf(obs, sizeof obs, "%zu restore%s, from step %lld, the last reported before",
                      nrest, nrest == 1 ? "" : "s", first);
@@ -399,7 +401,8 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
         if (ck->verify)
             fprintf(cx->obsf, " verified");
         if (ck->restorable && ck->n_copies)
-            fprintf(cx->obsf, "%s bit-exact with %zu cop%s", ck->verify ? "," : "", ck->n_copies, ck->n_copies == 1 ? "y" : "ies");
+            fprintf(cx->obsf, "%s bit-exact with %zu cop%s", ck->verify ? "," : "", ck->n_copies,
+                    ck->n_copies == 1 ? "y" : "ies");
         else if (ck->restorable)
             fprintf(cx->obsf, "%s restorable", ck->verify ? "," : "");
         if (ck->latest_step)

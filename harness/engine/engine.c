@@ -145,7 +145,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->r.expose[0] = e->r.dir;
     e->r.expose[1] = o->bin_dir;
     e->r.expose[2] = s->dir;
-    if (o->shell_host < 0)      /* a shell applies no faults: nothing to sync on */
+    if (o->shell_host < 0) /* a shell applies no faults: nothing to sync on */
         fl_faults_sync_kinds(s, v, e->r.sync_kinds, sizeof e->r.sync_kinds);
 
     e->r.hosts = calloc(s->n_hosts, sizeof *e->r.hosts);
@@ -161,10 +161,14 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         fl_run_write_state(&e->r);
 
     if (o->rec) {
-        struct fl_rec_run_info ri = {.run_id = e->r.run_id, .scenario = s->name,
-                                     .scenario_file = s->path, .variant = e->r.variant,
-                                     .scenario_hash = s->hash, .seed = e->r.seed,
-                                     .git_rev = o->git_rev, .started_at_ms = e->r.t0_unix};
+        struct fl_rec_run_info ri = {.run_id = e->r.run_id,
+                                     .scenario = s->name,
+                                     .scenario_file = s->path,
+                                     .variant = e->r.variant,
+                                     .scenario_hash = s->hash,
+                                     .seed = e->r.seed,
+                                     .git_rev = o->git_rev,
+                                     .started_at_ms = e->r.t0_unix};
         if (fl_rec_run_begin(o->rec, &ri, &e->r.rec) < 0) {
             fprintf(stderr, "faultline: recording run %s in %s: %s (continuing without)\n",
                     e->r.run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));
@@ -212,10 +216,10 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                 fl_run_start_task(&e->r, (int)t);
         eng_shell_start(e);
     } else {
-        fl_faults_tick_setup(e);    /* at: 0s network and limit faults, before any task */
+        fl_faults_tick_setup(e); /* at: 0s network and limit faults, before any task */
         for (size_t t = 0; t < s->n_tasks && !e->r.error[0]; t++)
             fl_run_start_task(&e->r, (int)t);
-        fl_faults_tick(e);          /* at: 0s faults on processes */
+        fl_faults_tick(e); /* at: 0s faults on processes */
     }
     eng_set_state(e, RUN_RUNNING);
     eng_loop(e);
@@ -246,7 +250,7 @@ judge:
     }
     if (!e->r.error[0] && !e->interrupts)
         fl_faults_unfired(e, res->unfired, sizeof res->unfired);
-    fl_check_run(e);            /* sets verdict (if not error), expected, observed */
+    fl_check_run(e); /* sets verdict (if not error), expected, observed */
     if (e->r.rec)
         fl_rec_run_end(e->r.rec, res->verdict, res->reason[0] ? res->reason : NULL,
                        res->duration_ms);
@@ -264,7 +268,8 @@ judge:
     if (o->keep) {
         int rc = fl_copy_tree(e->r.fsdir, e->r.dir);
         if (rc < 0)
-            fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->r.run_id, strerror(-rc));
+            fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->r.run_id,
+                    strerror(-rc));
     }
     fl_rm_rf(e->r.fsdir);
     if (remove_dir)

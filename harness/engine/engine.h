@@ -12,25 +12,25 @@ struct fl_scenario;
 struct fl_rec;
 
 struct fl_engine_opts {
-    const char *out_dir;        /* run directories go to <out_dir>/runs; default "out" */
-    const char *bin_dir;        /* {bin}: where faultline and psrt live */
-    uint64_t seed;              /* used when seed_set, else the scenario's, else random */
+    const char *out_dir; /* run directories go to <out_dir>/runs; default "out" */
+    const char *bin_dir; /* {bin}: where faultline and psrt live */
+    uint64_t seed;       /* used when seed_set, else the scenario's, else random */
     bool seed_set;
-    bool keep;                  /* keep the run directory (disks, logs) */
-    struct fl_rec *rec;         /* the results database, or NULL */
+    bool keep;          /* keep the run directory (disks, logs) */
+    struct fl_rec *rec; /* the results database, or NULL */
     const char *git_rev;
-    bool progress;              /* redraw a progress line on stderr (a tty) */
+    bool progress; /* redraw a progress line on stderr (a tty) */
     /* `faultline shell`: bring the hosts up, print the commands the roles
      * would run, start them only if shell_start_roles, and run an interactive
      * shell on host shell_host; the run ends when the shell exits. */
-    int shell_host;             /* -1: a normal run */
+    int shell_host; /* -1: a normal run */
     bool shell_start_roles;
 };
 
 struct fl_engine_result {
     char run_id[64];
     char run_dir[4096];
-    char verdict[8];            /* pass | fail | error */
+    char verdict[8]; /* pass | fail | error */
     char reason[1024];
     char expected[512];
     char observed[1024];
@@ -39,9 +39,9 @@ struct fl_engine_result {
      * came), one line each, saying where the fault is and why; "" when
      * every one fired, and after an error or an interrupt. */
     char unfired[2048];
-    bool interrupted;           /* SIGINT/SIGTERM: stop every further run */
-    int shell_status;           /* shell mode: the shell's exit status (128+signal
-                                   when killed); -1 when it did not end by itself */
+    bool interrupted; /* SIGINT/SIGTERM: stop every further run */
+    int shell_status; /* shell mode: the shell's exit status (128+signal
+                         when killed); -1 when it did not end by itself */
 };
 
 /* Runs variant v of s.  Always cleans up what it created (unless opts->keep,

@@ -34,34 +34,37 @@ enum stop_reason { STOP_NONE, STOP_DONE, STOP_TIMEOUT, STOP_INTERRUPT, STOP_ERRO
 struct ev_seen {
     char kind[64];
     int host, job;
-    long long step;             /* its step= attribute, -1 when none */
+    long long step; /* its step= attribute, -1 when none */
 };
 
 struct engine {
-    struct fl_run r;            /* what the fault kinds see (harness/run/run.h) */
+    struct fl_run r; /* what the fault kinds see (harness/run/run.h) */
     const struct fl_engine_opts *o;
     struct fl_engine_result *res;
-    enum run_state state;       /* only through eng_set_state */
-    enum stop_reason why;       /* set when leaving RUNNING */
+    enum run_state state; /* only through eng_set_state */
+    enum stop_reason why; /* set when leaving RUNNING */
 
     int sigfd, timerfd;
-    int runs_lock;              /* shared lock on FL_RUNS_LOCK (shared_leftovers.c), or -errno */
+    int runs_lock; /* shared lock on FL_RUNS_LOCK (shared_leftovers.c), or -errno */
     struct watch w_sig, w_timer, w_listen;
     struct fl_evsrv *ev;
     struct ev_seen *events;
     size_t nevents, capevents;
 
-    int64_t kill_at;            /* STOPPING: SIGKILL then (KILLING: the next SIGKILL) */
-    char timeout_waiting[256];  /* at the timeout: the stop_when tasks not yet ended */
-    int interrupts;             /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
+    int64_t kill_at;           /* STOPPING: SIGKILL then (KILLING: the next SIGKILL) */
+    char timeout_waiting[256]; /* at the timeout: the stop_when tasks not yet ended */
+    int interrupts;            /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
     int shell_pid;
-    int shell_status;           /* its wait status once reaped, else -1 */
+    int shell_status; /* its wait status once reaped, else -1 */
 };
 
 /* loop.c: moves the run to state s, which must come after the current
  * one (see above); anything else is a bug in the engine and aborts. */
 void eng_set_state(struct engine *e, enum run_state s);
-static inline bool eng_stopping(const struct engine *e) { return e->state >= RUN_STOPPING; }
+static inline bool eng_stopping(const struct engine *e)
+{
+    return e->state >= RUN_STOPPING;
+}
 /* loop.c: the loop, until no process is left; a process's output read (all
  * there is now) and closed; an event that came after the loop, recorded. */
 void eng_loop(struct engine *e);
@@ -85,9 +88,9 @@ void eng_free(struct engine *e);
 
 /* schedule.c: the faults of the variant, when they fire and heal. */
 void fl_faults_init(struct engine *e);
-void fl_faults_tick(struct engine *e);          /* time triggers, heals, kinds' ticks */
-void fl_faults_tick_setup(struct engine *e);    /* due at_setup kinds, before tasks start */
-int64_t fl_faults_next_deadline(const struct engine *e);   /* ms since start, -1 none */
+void fl_faults_tick(struct engine *e);       /* time triggers, heals, kinds' ticks */
+void fl_faults_tick_setup(struct engine *e); /* due at_setup kinds, before tasks start */
+int64_t fl_faults_next_deadline(const struct engine *e); /* ms since start, -1 none */
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
 void fl_faults_heal_all(struct engine *e);

@@ -54,7 +54,7 @@ void eng_close_output(struct engine *e, struct proc *p)
     epoll_ctl(e->r.epfd, EPOLL_CTL_DEL, p->out_fd, NULL);
     close(p->out_fd);
     p->out_fd = -1;
-    if (p->linelen) {           /* a last line without newline */
+    if (p->linelen) { /* a last line without newline */
         p->line[p->linelen] = 0;
         if (have_log_triggers(e))
             on_line(e, p, p->line);
@@ -128,8 +128,7 @@ static void on_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *e
 }
 
 /* An event read after every host is down: recorded, too late to trigger. */
-void eng_on_late_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev,
-                          char *raw)
+void eng_on_late_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw)
 {
     record_event(ctx, c, ev, raw);
 }
@@ -141,7 +140,7 @@ static void reap(struct engine *e)
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
         fl_host_note_reaped(pid);
         if (pid == e->shell_pid) {
-            e->shell_pid = -pid;    /* done */
+            e->shell_pid = -pid; /* done */
             e->shell_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
             continue;
         }
@@ -151,7 +150,7 @@ static void reap(struct engine *e)
                 found = true;
                 if (!eng_stopping(e) && !e->r.hosts[i].down_by_fault)
                     fl_run_error(&e->r, "host %s: init %d died unexpectedly", e->r.s->hosts[i].name,
-                              (int)pid);
+                                 (int)pid);
                 fl_run_write_state(&e->r);
             }
         if (found)
@@ -221,8 +220,8 @@ static void note_waiting(struct engine *e)
     for (size_t t = 0; t < e->r.s->n_tasks; t++)
         if (stop_task(e->r.s, t) && !task_final(e, (int)t))
             fl_text_add(e->timeout_waiting, sizeof e->timeout_waiting, "%s%s",
-                           e->timeout_waiting[0] ? ", " : "",
-                           fl_scn_task_name(e->r.s, (int)t, name, sizeof name));
+                        e->timeout_waiting[0] ? ", " : "",
+                        fl_scn_task_name(e->r.s, (int)t, name, sizeof name));
 }
 
 static bool any_running(const struct engine *e)
@@ -275,8 +274,8 @@ static void progress(struct engine *e, bool final)
         fprintf(stderr, "\r\033[K");
     else
         fprintf(stderr, "\r\033[K  %s %s  %.1fs  running %d/%d  events %zu  faults %d/%zu%s",
-                e->r.s->name, e->r.variant, fl_run_now(&e->r) / 1000.0, up, total, e->nevents, applied,
-                e->r.nfaults, eng_stopping(e) ? "  stopping" : "");
+                e->r.s->name, e->r.variant, fl_run_now(&e->r) / 1000.0, up, total, e->nevents,
+                applied, e->r.nfaults, eng_stopping(e) ? "  stopping" : "");
     fflush(stderr);
 }
 
@@ -298,7 +297,7 @@ static void arm_timer(struct engine *e)
         if (d >= 0 && now + d < next)
             next = now + d;
     }
-    struct itimerspec its = {0};   /* zero: disarmed */
+    struct itimerspec its = {0}; /* zero: disarmed */
     if (next != INT64_MAX) {
         int64_t delta = next - now;
         if (delta < 1)
@@ -319,7 +318,7 @@ static void accept_clients(struct engine *e)
             continue;
         }
         *cw = (struct watch){W_CLIENT, c};
-        c->user = cw;   /* freed by the server when it drops c */
+        c->user = cw; /* freed by the server when it drops c */
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = cw};
         epoll_ctl(e->r.epfd, EPOLL_CTL_ADD, c->fd, &ev);
     }
@@ -375,32 +374,28 @@ void eng_loop(struct engine *e)
                     if (si.ssi_signo == SIGCHLD)
                         continue;
                     if (!e->interrupts)
-                        fprintf(stderr, "\nfaultline: %s: stopping the run and cleaning up "
+                        fprintf(stderr,
+                                "\nfaultline: %s: stopping the run and cleaning up "
                                 "(interrupt again to kill its processes at once)\n",
                                 strsignal((int)si.ssi_signo));
                     else if (e->interrupts == 1)
                         fprintf(stderr, "faultline: %s again: killing the run's processes now\n",
                                 strsignal((int)si.ssi_signo));
                     if (++e->interrupts == 2 && eng_stopping(e))
-                        e->kill_at = fl_run_now(&e->r);    /* no more grace */
+                        e->kill_at = fl_run_now(&e->r); /* no more grace */
                 }
                 reap(e);
                 break;
             }
             case W_TIMER: {
                 uint64_t x;
-                if (read(e->timerfd, &x, sizeof x) < 0) { /* spurious */ }
+                if (read(e->timerfd, &x, sizeof x) < 0) { /* spurious */
+                }
                 break;
             }
-            case W_LISTEN:
-                accept_clients(e);
-                break;
-            case W_CLIENT:
-                read_client(e, w->ptr);
-                break;
-            case W_OUTPUT:
-                eng_read_output(e, w->ptr);
-                break;
+            case W_LISTEN: accept_clients(e); break;
+            case W_CLIENT: read_client(e, w->ptr); break;
+            case W_OUTPUT: eng_read_output(e, w->ptr); break;
             }
         }
         if (!eng_stopping(e))

@@ -66,7 +66,7 @@ void fl_faults_init(struct engine *e)
     e->r.faults = calloc(s->n_faults ? s->n_faults : 1, sizeof *e->r.faults);
     e->r.nfaults = 0;
     if (e->o->shell_host >= 0)
-        return;                 /* a shell applies no faults: none armed, none fire */
+        return; /* a shell applies no faults: none armed, none fire */
     for (size_t i = 0; i < s->n_faults; i++) {
         if (!fl_scn_fault_applies(s, &s->faults[i], e->r.v))
             continue;
@@ -81,8 +81,7 @@ void fl_faults_init(struct engine *e)
 
 /* What the fault hits, for people: the kind's own text, else its target as
  * written (a task, a host). */
-static void target_text(const struct engine *e, const struct fl_scn_fault *f, char *buf,
-                        size_t len)
+static void target_text(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len)
 {
     const struct fl_scenario *s = e->r.s;
     const struct fl_scn_action *a = &f->action;
@@ -132,13 +131,16 @@ static void fire(struct engine *e, struct fault_rt *fr)
     fr->tick_at = -1;
     int rc = k->apply ? k->apply(&e->r, fr, detail, sizeof detail, err, sizeof err) : 0;
     if (fr->tick_at >= 0)
-        fr->st = F_ACTIVE;      /* it turns until healed, or until the end without for: */
+        fr->st = F_ACTIVE; /* it turns until healed, or until the end without for: */
     if (rc < 0)
         fl_run_error(&e->r, "fault %d (%s %s, line %d): %s", fr->index + 1, k->name, target,
                      fr->f->loc.line, err);
     if (e->r.rec) {
-        struct fl_rec_fault rf = {.index = fr->index, .kind = k->name, .target = target,
-                                  .detail = detail[0] ? detail : NULL, .applied_ms = now,
+        struct fl_rec_fault rf = {.index = fr->index,
+                                  .kind = k->name,
+                                  .target = target,
+                                  .detail = detail[0] ? detail : NULL,
+                                  .applied_ms = now,
                                   .error = rc < 0 ? err : NULL};
         fr->rec_no = fl_rec_fault_applied(e->r.rec, &rf);
     }
@@ -244,15 +246,19 @@ static void why_no_event(const struct engine *e, const struct fault_rt *fr, char
     for (size_t i = 0; i < e->nevents; i++)
         same += !strcmp(e->events[i].kind, t->event);
     if (same) {
-        fl_text_add(buf, len, "%zu '%s' event%s came, none from the host, job or 'where' "
-                       "it names", same, t->event, same == 1 ? "" : "s");
+        fl_text_add(buf, len,
+                    "%zu '%s' event%s came, none from the host, job or 'where' "
+                    "it names",
+                    same, t->event, same == 1 ? "" : "s");
         return;
     }
     const char *kinds[16];
     size_t k = seen_kinds(e, kinds, 16);
     if (!k) {
-        fl_text_add(buf, len, "no process sent any event (a program sends them on "
-                       "$FAULTLINE_EVENTS, e.g. with 'faultline emit %s')", t->event);
+        fl_text_add(buf, len,
+                    "no process sent any event (a program sends them on "
+                    "$FAULTLINE_EVENTS, e.g. with 'faultline emit %s')",
+                    t->event);
         return;
     }
     const char *near = fl_suggest(t->event, kinds, k);
@@ -277,8 +283,8 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
         char target[256];
         target_text(e, f, target, sizeof target);
         fl_text_add(buf, len, "%sfault %d (%s:%d, %s %s) never fired: ", buf[0] ? "\n" : "",
-                       fr->index + 1, e->r.s->path, f->loc.line,
-                       fl_fault_kind_of(&f->action)->name, target);
+                    fr->index + 1, e->r.s->path, f->loc.line, fl_fault_kind_of(&f->action)->name,
+                    target);
         unsigned want = t->count ? t->count : 1;
         if (t->kind == FL_SCN_TRIG_AT ? t->at_ms <= e->res->duration_ms : fr->matches >= want) {
             fl_text_add(buf, len, "its trigger came only once the run was ending");
@@ -287,20 +293,18 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
         switch (t->kind) {
         case FL_SCN_TRIG_AT:
             fl_text_add(buf, len, "the run ended at %.1fs, before 'at: %lld%s'",
-                           (double)e->res->duration_ms / 1000,
-                           (long long)(t->at_ms % 1000 ? t->at_ms : t->at_ms / 1000),
-                           t->at_ms % 1000 ? "ms" : "s");
+                        (double)e->res->duration_ms / 1000,
+                        (long long)(t->at_ms % 1000 ? t->at_ms : t->at_ms / 1000),
+                        t->at_ms % 1000 ? "ms" : "s");
             break;
-        case FL_SCN_TRIG_EVENT:
-            why_no_event(e, fr, buf, len);
-            break;
+        case FL_SCN_TRIG_EVENT: why_no_event(e, fr, buf, len); break;
         case FL_SCN_TRIG_LOG:
             if (fr->matches > 0)
-                fl_text_add(buf, len, "only %u of the %u matching lines came", fr->matches,
-                               want);
+                fl_text_add(buf, len, "only %u of the %u matching lines came", fr->matches, want);
             else
-                fl_text_add(buf, len, "no output line of %s matched '%s'", t->host >= 0 || t->job >= 0
-                               ? "the host or job it names" : "any task", t->match.src);
+                fl_text_add(buf, len, "no output line of %s matched '%s'",
+                            t->host >= 0 || t->job >= 0 ? "the host or job it names" : "any task",
+                            t->match.src);
             break;
         }
     }

@@ -45,7 +45,8 @@ int eng_setup_dirs(struct engine *e)
      * harness's private mount namespace: creating them costs microseconds,
      * and they all vanish with one unmount (or with the harness). */
     if ((rc = fl_mkdir_p(e->r.fsdir, 0755)) < 0 ||
-        (mount("fl-fs", e->r.fsdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0 && (rc = -errno))) {
+        (mount("fl-fs", e->r.fsdir, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0 &&
+         (rc = -errno))) {
         fl_run_error(&e->r, "mount tmpfs at %s: %s", e->r.fsdir, strerror(-rc));
         return rc;
     }
@@ -111,8 +112,8 @@ int eng_setup_dirs(struct engine *e)
         if (hr->need_cgroup) {
             rc = fl_cgroup_create(e->r.run_id, s->hosts[i].name, hr->cgroup, sizeof hr->cgroup);
             if (rc < 0) {
-                fl_run_error(&e->r, "host %s: create pids cgroup for the limit fault: %s", s->hosts[i].name,
-                          strerror(-rc));
+                fl_run_error(&e->r, "host %s: create pids cgroup for the limit fault: %s",
+                             s->hosts[i].name, strerror(-rc));
                 break;
             }
             hr->has_cgroup = true;
@@ -122,9 +123,11 @@ int eng_setup_dirs(struct engine *e)
             rc = fl_cgroup_create_memory(e->r.run_id, s->hosts[i].name, hr->mem_cgroup,
                                          sizeof hr->mem_cgroup);
             if (rc < 0) {
-                fl_run_error(&e->r, "host %s: create memory cgroup for the limit fault: %s%s", s->hosts[i].name,
-                          strerror(-rc), rc == -ENOTSUP ? " (this machine has no memory cgroup "
-                          "controller: remove the memory limit)" : "");
+                fl_run_error(&e->r, "host %s: create memory cgroup for the limit fault: %s%s",
+                             s->hosts[i].name, strerror(-rc),
+                             rc == -ENOTSUP ? " (this machine has no memory cgroup "
+                                              "controller: remove the memory limit)"
+                                            : "");
                 break;
             }
             hr->has_mem_cgroup = true;
@@ -143,8 +146,10 @@ int eng_setup_dirs(struct engine *e)
             .nmounts = hr->nmounts,
             .cgroup = hr->has_cgroup ? hr->cgroup : NULL,
             /* v2: the same cgroup; v1: the memory hierarchy's */
-            .cgroup_mem = hr->has_mem_cgroup && !(hr->has_cgroup && !strcmp(hr->mem_cgroup, hr->cgroup))
-                              ? hr->mem_cgroup : NULL,
+            .cgroup_mem =
+                hr->has_mem_cgroup && !(hr->has_cgroup && !strcmp(hr->mem_cgroup, hr->cgroup))
+                    ? hr->mem_cgroup
+                    : NULL,
             .expose = e->r.expose,
             .nexpose = 3,
         };

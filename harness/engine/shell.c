@@ -72,8 +72,12 @@ int eng_shell_start(struct engine *e)
     if (!shell || access(shell, X_OK) != 0)
         shell = "/bin/sh";
     char *argv[] = {(char *)shell, NULL};
-    struct fl_spawn sp = {.argv = argv, .envp = env ? env2 : NULL, .stdin_fd = 0, .stdout_fd = 1,
-                          .stderr_fd = 2, .new_session = false};
+    struct fl_spawn sp = {.argv = argv,
+                          .envp = env ? env2 : NULL,
+                          .stdin_fd = 0,
+                          .stdout_fd = 1,
+                          .stderr_fd = 2,
+                          .new_session = false};
     pid_t pid = fl_host_spawn(&e->r.hosts[h].h, &sp, err, sizeof err);
     free(env2);
     fl_run_free_strv(env);

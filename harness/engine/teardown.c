@@ -25,8 +25,9 @@ static void remove_run_cgroup(struct engine *e, const char *path)
 {
     int rc = fl_cgroup_remove_run(path);
     if (rc < 0 && rc != -ENOENT)
-        fprintf(stderr, "faultline: run %s: removing cgroup %s: %s (left behind: `faultline gc` "
-                        "removes it once this faultline process has ended)\n",
+        fprintf(stderr,
+                "faultline: run %s: removing cgroup %s: %s (left behind: `faultline gc` "
+                "removes it once this faultline process has ended)\n",
                 e->r.run_id, path, strerror(-rc));
 }
 
@@ -53,7 +54,7 @@ void eng_teardown(struct engine *e)
             if (p->pid == pid)
                 p->running = false;
     }
-    fl_faults_kinds_free(e);    /* before the fabric goes (link faults hold its ports) */
+    fl_faults_kinds_free(e); /* before the fabric goes (link faults hold its ports) */
     fl_fabric_destroy(e->r.fab);
     e->r.fab = NULL;
     const char *trees[3];
@@ -65,7 +66,7 @@ void eng_teardown(struct engine *e)
      * awaited) was lost whenever the exit was seen first. */
     if (e->ev)
         fl_evsrv_drain(e->ev, eng_on_late_event, e);
-    fl_evsrv_close(e->ev);      /* drops every client left, with its watch */
+    fl_evsrv_close(e->ev); /* drops every client left, with its watch */
     e->ev = NULL;
     /* sized (tmpfs) disks stay mounted until the checks have looked at them */
 }

@@ -56,7 +56,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-
 /* Each byte changed in the live file is changed in its durable copy too
  * (the crash-consistency layer's store, when the host is tracked): a change
  * at rest is on the disk, so it survives a crash. */
@@ -108,7 +107,8 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
 
     detail[0] = 0;
     if (corrupt)
-        fl_text_add(detail, dlen, "path=%s bytes=%llu:", rest->path, (unsigned long long)rest->bytes);
+        fl_text_add(detail, dlen, "path=%s bytes=%llu:", rest->path,
+                    (unsigned long long)rest->bytes);
     else
         fl_text_add(detail, dlen, "path=%s size=%llu:", rest->path, (unsigned long long)rest->size);
     snprintf(pattern, sizeof pattern, "%s/%s", disk, rest->path);
@@ -117,7 +117,7 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
         snprintf(err, errlen, "host %s: its disk %s: %s", host, disk, strerror(errno));
         goto cleanup;
     }
-    grc = glob(pattern, 0, NULL, &g);  /* sorted */
+    grc = glob(pattern, 0, NULL, &g); /* sorted */
     for (size_t i = 0; grc == 0 && i < g.gl_pathc && rc == 0; i++) {
         const char *path = g.gl_pathv[i], *rel = path + strlen(disk) + 1;
         struct stat st;
@@ -130,8 +130,8 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
         int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             rc = -errno;
-            snprintf(err, errlen, "host %s: %s %s: open %s: %s", host, corrupt ? "corrupt" : "truncate",
-                     rel, path, strerror(errno));
+            snprintf(err, errlen, "host %s: %s %s: open %s: %s", host,
+                     corrupt ? "corrupt" : "truncate", rel, path, strerror(errno));
             break;
         }
         uint64_t size = (uint64_t)st.st_size;
@@ -139,7 +139,8 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
         if (corrupt && size == 0) {
             fl_text_add(detail, dlen, " (empty)");
         } else if (corrupt) {
-            uint64_t seed = r->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
+            uint64_t seed =
+                r->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
             rc = corrupt_file(r, a->host, st.st_ino, fd, size, rest->bytes, seed, detail, dlen);
             if (rc < 0)
                 snprintf(err, errlen, "host %s: corrupt %s: %s", host, rel, strerror(-rc));
@@ -153,7 +154,8 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
                 snprintf(err, errlen, "host %s: truncate %s: its synced copy: %s", host, rel,
                          strerror(-rc));
             }
-            fl_text_add(detail, dlen, " %llu->%llu", (unsigned long long)size, (unsigned long long)rest->size);
+            fl_text_add(detail, dlen, " %llu->%llu", (unsigned long long)size,
+                        (unsigned long long)rest->size);
         }
         close(fd);
         changed++;
@@ -172,8 +174,8 @@ cleanup:
 
 /* ---- loading ---------------------------------------------------------- */
 
-static int at_rest_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
-                         struct fl_scn_action *a)
+static int at_rest_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key,
+                         const ynode *v, struct fl_scn_action *a)
 {
     const char *kind = key->value;
     static const char *const ckeys[] = {"host", "path", "bytes"};
@@ -185,40 +187,53 @@ static int at_rest_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode 
     a->kind = corrupt ? FL_SCN_ACT_CORRUPT : FL_SCN_ACT_TRUNCATE;
     if (v->type != FL_YN_MAP) {
         char b[64];
-        return corrupt
-                   ? fl_scn_verr(c, v->loc, "'corrupt' must be a mapping like {host: ps0, path: 'train_logs/model.ckpt-*.data-*', bytes: 16}, not %s",
-                                 fl_scn_describe(v, b, sizeof b))
-                   : fl_scn_verr(c, v->loc, "'truncate' must be a mapping like {host: ps0, path: 'train_logs/model.ckpt-*.index', size: 100}, not %s",
-                                 fl_scn_describe(v, b, sizeof b));
+        return corrupt ? fl_scn_verr(c, v->loc,
+                                     "'corrupt' must be a mapping like {host: ps0, path: "
+                                     "'train_logs/model.ckpt-*.data-*', bytes: 16}, not %s",
+                                     fl_scn_describe(v, b, sizeof b))
+                       : fl_scn_verr(c, v->loc,
+                                     "'truncate' must be a mapping like {host: ps0, path: "
+                                     "'train_logs/model.ckpt-*.index', size: 100}, not %s",
+                                     fl_scn_describe(v, b, sizeof b));
     }
     if ((rc = fl_scn_check_keys(c, v, corrupt ? ckeys : tkeys, 3, kind)) < 0)
         return rc;
     const ynode *h = fl_scn_yaml_get(v, "host", NULL), *p = fl_scn_yaml_get(v, "path", NULL);
     const ynode *n = fl_scn_yaml_get(v, corrupt ? "bytes" : "size", NULL);
     if (!h)
-        return fl_scn_verr(c, v->loc, "%s needs 'host' (whose disk: a host, job:task or chief)", kind);
+        return fl_scn_verr(c, v->loc, "%s needs 'host' (whose disk: a host, job:task or chief)",
+                           kind);
     if (!p)
-        return fl_scn_verr(c, v->loc, "%s needs 'path' (a glob relative to the host's workdir, e.g. train_logs/model.ckpt-*.data-*)",
+        return fl_scn_verr(c, v->loc,
+                           "%s needs 'path' (a glob relative to the host's workdir, e.g. "
+                           "train_logs/model.ckpt-*.data-*)",
                            kind);
     if (!n)
-        return corrupt ? fl_scn_verr(c, v->loc, "corrupt needs 'bytes' (how many bytes of each file to change)")
-                       : fl_scn_verr(c, v->loc, "truncate needs 'size' (the size each file is cut to, e.g. 0 or 4K)");
+        return corrupt
+                   ? fl_scn_verr(c, v->loc,
+                                 "corrupt needs 'bytes' (how many bytes of each file to change)")
+                   : fl_scn_verr(
+                         c, v->loc,
+                         "truncate needs 'size' (the size each file is cut to, e.g. 0 or 4K)");
     if ((rc = fl_scn_resolve_target(c, h, kind, &a->target)) < 0)
         return rc;
     a->host = a->target.host;
     char what[32];
     snprintf(what, sizeof what, "%s 'path'", kind);
-    if ((rc = fl_scn_want(c, p, FL_YN_SCALAR, what)) < 0 || (rc = fl_scn_check_rel_path(c, p, what)) < 0)
+    if ((rc = fl_scn_want(c, p, FL_YN_SCALAR, what)) < 0 ||
+        (rc = fl_scn_check_rel_path(c, p, what)) < 0)
         return rc;
     if (!p->value[0] || strlen(p->value) >= FL_SCN_REST_PATH_MAX)
-        return fl_scn_verr(c, p->loc, "%s must be 1 to %d characters", what, FL_SCN_REST_PATH_MAX - 1);
+        return fl_scn_verr(c, p->loc, "%s must be 1 to %d characters", what,
+                           FL_SCN_REST_PATH_MAX - 1);
     snprintf(rest->path, sizeof rest->path, "%s", p->value);
     snprintf(what, sizeof what, "%s '%s'", kind, corrupt ? "bytes" : "size");
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
         return rc;
     uint64_t x;
     if (fl_scn_size_parse(n->value, &x) < 0)
-        return fl_scn_verr(c, n->loc, "%s must be a size like 16, 4K or 1M, not '%s'", what, n->value);
+        return fl_scn_verr(c, n->loc, "%s must be a size like 16, 4K or 1M, not '%s'", what,
+                           n->value);
     if (corrupt && (x == 0 || x > 65536))
         return fl_scn_verr(c, n->loc, "%s must be 1 to 64K, not '%s'", what, n->value);
     if (corrupt)

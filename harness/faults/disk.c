@@ -54,22 +54,22 @@
 #include <strings.h>
 
 #define POSIX_PRELOAD "/usr/lib/fiu/fiu_posix_preload.so"
-#define CTL_TIMEOUT_MS 1000     /* a process that opened a session must answer by then */
-#define LISTEN_WAIT_MS 300      /* a live process not reading its fifo: retried this long */
+#define CTL_TIMEOUT_MS 1000 /* a process that opened a session must answer by then */
+#define LISTEN_WAIT_MS 300  /* a live process not reading its fifo: retried this long */
 
 struct fl_disk {
-    bool *targeted;             /* per task: a disk fault of the run covers it */
-    bool *posix;                /* per task: a call: fault covers it (POSIX preload) */
-    long long *on;              /* per engine fault: 0 off, else the order it was applied in */
+    bool *targeted; /* per task: a disk fault of the run covers it */
+    bool *posix;    /* per task: a call: fault covers it (POSIX preload) */
+    long long *on;  /* per engine fault: 0 off, else the order it was applied in */
     long long seq;
     bool any_probability;
-    char preload[PATH_MAX];     /* fl_fiu_preload.so */
-    int *keep;                  /* fds of sessions that timed out (fiu_ctl.h) */
+    char preload[PATH_MAX]; /* fl_fiu_preload.so */
+    int *keep;              /* fds of sessions that timed out (fiu_ctl.h) */
     size_t nkeep;
-    struct owed {               /* a fifo base whose process owes late replies */
+    struct owed { /* a fifo base whose process owes late replies */
         char *base;
         int n;
-    } *owed;
+    } * owed;
     size_t nowed;
 };
 
@@ -109,7 +109,6 @@ static bool covers(const struct fl_run *r, const struct fault_rt *fr, int task)
     return fl_fault_covers(r, &a->target, task);
 }
 
-
 static int disk_init(struct fl_run *r, char *err, size_t errlen)
 {
     const struct fl_scenario *s = r->s;
@@ -123,7 +122,8 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
         for (size_t t = 0; t < s->n_tasks; t++)
             if (covers(r, &r->faults[i], (int)t)) {
                 d->targeted[t] = true;
-                d->posix[t] |= dk->call[0] != 0 && !dk->delay_us && !dk->short_bytes && !dk->short_ppm;
+                d->posix[t] |=
+                    dk->call[0] != 0 && !dk->delay_us && !dk->short_bytes && !dk->short_ppm;
                 d->any_probability |= dk->probability < 1;
             }
     }
@@ -137,7 +137,8 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
         return rc;
     for (size_t t = 0; t < s->n_tasks; t++)
         if (d->posix[t] && access(POSIX_PRELOAD, R_OK) != 0) {
-            snprintf(err, errlen, "disk faults with call: need libfiu's %s (Debian package libfiu0): %s",
+            snprintf(err, errlen,
+                     "disk faults with call: need libfiu's %s (Debian package libfiu0): %s",
                      POSIX_PRELOAD, strerror(errno));
             return -ENOENT;
         }
@@ -178,7 +179,7 @@ static size_t task_state(const struct fl_run *r, int task, char lines[][192], si
         if (!covers(r, &r->faults[i], task))
             continue;
         const char *point = r->faults[i].f->action.disk.point;
-        bool seen = false;      /* this point has a line already */
+        bool seen = false; /* this point has a line already */
         for (size_t j = 0; j < i; j++)
             seen |= covers(r, &r->faults[j], task) &&
                     strcmp(r->faults[j].f->action.disk.point, point) == 0;
@@ -195,10 +196,12 @@ static size_t task_state(const struct fl_run *r, int task, char lines[][192], si
         if (!win)
             snprintf(lines[n++], 192, "disable name=%s", point);
         else if (win->probability < 1)
-            snprintf(lines[n++], 192, "enable_random name=%s,failnum=1,failinfo=%llu,probability=%.6f",
-                     point, failinfo(win), win->probability);
+            snprintf(lines[n++], 192,
+                     "enable_random name=%s,failnum=1,failinfo=%llu,probability=%.6f", point,
+                     failinfo(win), win->probability);
         else
-            snprintf(lines[n++], 192, "enable name=%s,failnum=1,failinfo=%llu", point, failinfo(win));
+            snprintf(lines[n++], 192, "enable name=%s,failnum=1,failinfo=%llu", point,
+                     failinfo(win));
     }
     return n;
 }
@@ -242,7 +245,7 @@ static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][1
         cmds[i] = lines[i];
     DIR *dp = opendir(dir);
     if (!dp)
-        return 0;               /* no process of the task started yet */
+        return 0; /* no process of the task started yet */
     int done = 0, rc = 0;
     struct dirent *de;
     pid_t init = r->hosts[r->s->tasks[task].host].h.pid;
@@ -262,7 +265,7 @@ static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][1
         for (;;) {
             int keep[2];
             sent = fl_fiu_ctl_send(base, cmds, n, replies, paused ? 0 : CTL_TIMEOUT_MS, keep,
-                                owed_of(d, base));
+                                   owed_of(d, base));
             if (keep[0] >= 0) {
                 d->keep = realloc(d->keep, (d->nkeep + 2) * sizeof *d->keep);
                 d->keep[d->nkeep++] = keep[0];
@@ -270,7 +273,7 @@ static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][1
             }
             if ((sent != -ENXIO && sent != -EPIPE) || waited >= LISTEN_WAIT_MS)
                 break;
-            if (access(proc, F_OK) != 0) {      /* gone (killed: its fifos stayed) */
+            if (access(proc, F_OK) != 0) { /* gone (killed: its fifos stayed) */
                 char p[PATH_MAX + 8];
                 snprintf(p, sizeof p, "%s.in", base);
                 unlink(p);
@@ -285,7 +288,8 @@ static int broadcast(struct fl_run *r, int task, const char *dir, char lines[][1
             done++;
         else if (sent != -ENXIO && sent != -EPIPE && sent != -ENOENT && rc == 0) {
             rc = sent;
-            snprintf(err, errlen, "process %d (in host %s) did not take the failure point commands on %s.in: %s",
+            snprintf(err, errlen,
+                     "process %d (in host %s) did not take the failure point commands on %s.in: %s",
                      pid, r->s->hosts[r->s->tasks[task].host].name, base,
                      sent == -ETIMEDOUT ? "no answer (paused?)" : strerror(-sent));
         }
@@ -337,14 +341,13 @@ static int set(struct fl_run *r, struct fault_rt *fr, bool on, char *err, size_t
     return rc;
 }
 
-static int disk_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
-                      char *err, size_t errlen)
+static int disk_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                      size_t errlen)
 {
     return set(r, fr, true, err, errlen);
 }
 
-static int disk_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                     size_t errlen)
+static int disk_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
     return set(r, fr, false, err, errlen);
 }
@@ -365,7 +368,8 @@ static void disk_detail(const struct fl_run *r, const struct fault_rt *fr, char 
     else if (dk->short_ppm)
         n += (size_t)snprintf(buf + n, len - n, " short=%g%%", dk->short_ppm / 10000.0);
     else if (dk->short_bytes)
-        n += (size_t)snprintf(buf + n, len - n, " short=%lluB", (unsigned long long)dk->short_bytes);
+        n +=
+            (size_t)snprintf(buf + n, len - n, " short=%lluB", (unsigned long long)dk->short_bytes);
     else
         n += (size_t)(en ? snprintf(buf + n, len - n, " errno=%s", en)
                          : snprintf(buf + n, len - n, " errno=%d", dk->err));
@@ -393,7 +397,8 @@ static int disk_env(struct fl_run *r, int task, char **env, size_t *k, char *err
      * (the same sequence in every process of the task) */
     if (d->any_probability &&
         asprintf(&env[(*k)++], "FIU_PRNG_SEED=%u",
-                 (unsigned)((r->seed ^ (r->seed >> 32)) + (unsigned)task * 2654435761u) & 0x7fffffffu) < 0)
+                 (unsigned)((r->seed ^ (r->seed >> 32)) + (unsigned)task * 2654435761u) &
+                     0x7fffffffu) < 0)
         abort();
     return 0;
 }
@@ -403,7 +408,9 @@ static int disk_env(struct fl_run *r, int task, char **env, size_t *k, char *err
 /* call: name -> libfiu POSIX preload point (fiu-utils' function_list).  The
  * preload fails the call with the errno given; buffered stdio calls have
  * points of their own (fwrite is not write). */
-static const struct { const char *call, *point; } calls[] = {
+static const struct {
+    const char *call, *point;
+} calls[] = {
     {"open", "posix/io/oc/open"},
     {"close", "posix/io/oc/close"},
     {"read", "posix/io/rw/read"},
@@ -434,8 +441,8 @@ static const struct { const char *call, *point; } calls[] = {
 /* psrt's named points (runtime/psrt/README.md); a psrt/ name not listed
  * here would never fail, so it is an error. */
 /* Calls fl_fiu_preload.so can delay (delay:) and cut short (short:). */
-static const char *const delay_calls[] = {"read", "pread", "readv", "preadv", "write", "pwrite",
-                                          "writev", "pwritev", "fsync", "fdatasync"};
+static const char *const delay_calls[] = {"read",   "pread",  "readv",   "preadv", "write",
+                                          "pwrite", "writev", "pwritev", "fsync",  "fdatasync"};
 static const char *const short_calls[] = {"write", "pwrite", "writev", "pwritev"};
 
 static bool listed(const char *v, const char *const *list, size_t n)
@@ -447,22 +454,51 @@ static bool listed(const char *v, const char *const *list, size_t n)
 }
 
 static const char *const psrt_points[] = {
-    "psrt/save/begin", "psrt/save/shard_write", "psrt/save/shard_sync", "psrt/save/merge",
-    "psrt/save/chief_write", "psrt/save/commit", "psrt/save/state", "psrt/save/gc",
-    "psrt/restore/find", "psrt/restore/read", "psrt/restore/load", "psrt/export/write",
-    "psrt/export/signature", "psrt/rpc/send", "psrt/rpc/recv",
+    "psrt/save/begin",       "psrt/save/shard_write", "psrt/save/shard_sync", "psrt/save/merge",
+    "psrt/save/chief_write", "psrt/save/commit",      "psrt/save/state",      "psrt/save/gc",
+    "psrt/restore/find",     "psrt/restore/read",     "psrt/restore/load",    "psrt/export/write",
+    "psrt/export/signature", "psrt/rpc/send",         "psrt/rpc/recv",
 };
 
-static const struct { const char *name; int err; } errnos[] = {
-    {"EIO", EIO}, {"ENOSPC", ENOSPC}, {"EROFS", EROFS}, {"EDQUOT", EDQUOT}, {"EACCES", EACCES},
-    {"EPERM", EPERM}, {"ENOENT", ENOENT}, {"EEXIST", EEXIST}, {"EFBIG", EFBIG},
-    {"EINTR", EINTR}, {"EAGAIN", EAGAIN}, {"EBADF", EBADF}, {"EINVAL", EINVAL},
-    {"EMFILE", EMFILE}, {"ENFILE", ENFILE}, {"ENOMEM", ENOMEM}, {"ENOTDIR", ENOTDIR},
-    {"EISDIR", EISDIR}, {"ENOTEMPTY", ENOTEMPTY}, {"EXDEV", EXDEV}, {"EBUSY", EBUSY},
-    {"ETIMEDOUT", ETIMEDOUT}, {"ESTALE", ESTALE}, {"ENXIO", ENXIO}, {"ENODEV", ENODEV},
-    {"EPIPE", EPIPE}, {"ENAMETOOLONG", ENAMETOOLONG}, {"ELOOP", ELOOP}, {"ETXTBSY", ETXTBSY},
-    {"EMLINK", EMLINK}, {"ENOLCK", ENOLCK}, {"EOVERFLOW", EOVERFLOW},
-    {"ECONNRESET", ECONNRESET}, {"ECONNREFUSED", ECONNREFUSED}, {"EBADMSG", EBADMSG},
+static const struct {
+    const char *name;
+    int err;
+} errnos[] = {
+    {"EIO", EIO},
+    {"ENOSPC", ENOSPC},
+    {"EROFS", EROFS},
+    {"EDQUOT", EDQUOT},
+    {"EACCES", EACCES},
+    {"EPERM", EPERM},
+    {"ENOENT", ENOENT},
+    {"EEXIST", EEXIST},
+    {"EFBIG", EFBIG},
+    {"EINTR", EINTR},
+    {"EAGAIN", EAGAIN},
+    {"EBADF", EBADF},
+    {"EINVAL", EINVAL},
+    {"EMFILE", EMFILE},
+    {"ENFILE", ENFILE},
+    {"ENOMEM", ENOMEM},
+    {"ENOTDIR", ENOTDIR},
+    {"EISDIR", EISDIR},
+    {"ENOTEMPTY", ENOTEMPTY},
+    {"EXDEV", EXDEV},
+    {"EBUSY", EBUSY},
+    {"ETIMEDOUT", ETIMEDOUT},
+    {"ESTALE", ESTALE},
+    {"ENXIO", ENXIO},
+    {"ENODEV", ENODEV},
+    {"EPIPE", EPIPE},
+    {"ENAMETOOLONG", ENAMETOOLONG},
+    {"ELOOP", ELOOP},
+    {"ETXTBSY", ETXTBSY},
+    {"EMLINK", EMLINK},
+    {"ENOLCK", ENOLCK},
+    {"EOVERFLOW", EOVERFLOW},
+    {"ECONNRESET", ECONNRESET},
+    {"ECONNREFUSED", ECONNREFUSED},
+    {"EBADMSG", EBADMSG},
 };
 
 const char *fl_scn_errno_name(int err)
@@ -514,11 +550,14 @@ static int load_point(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
     size_t len = strlen(v);
     /* libfiu's remote control splits on spaces and ',', and '=' ends a
      * name in its parameters: a name with one could never be enabled. */
-    if (len == 0 || len >= FL_SCN_DISK_POINT_MAX || v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
-                                                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                "0123456789_./-")])
-        return fl_scn_verr(c, n->loc, "bad failure point '%s' (letters, digits, '_', '.', '/' and '-', at most %d)",
-                           v, FL_SCN_DISK_POINT_MAX - 1);
+    if (len == 0 || len >= FL_SCN_DISK_POINT_MAX ||
+        v[strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "0123456789_./-")])
+        return fl_scn_verr(
+            c, n->loc,
+            "bad failure point '%s' (letters, digits, '_', '.', '/' and '-', at most %d)", v,
+            FL_SCN_DISK_POINT_MAX - 1);
     if (strncmp(v, "psrt/", 5) == 0) {
         bool known = false;
         for (size_t i = 0; i < ARRAY_LEN(psrt_points); i++)
@@ -554,8 +593,8 @@ static int load_errno(struct fl_scn_vctx *c, const ynode *n, int *err)
     const char *sug = fl_suggest(n->value, names, ARRAY_LEN(names));
     if (sug)
         return fl_scn_verr(c, n->loc, "unknown errno '%s' (did you mean '%s'?)", n->value, sug);
-    return fl_scn_verr(c, n->loc, "unknown errno '%s' (a name like ENOSPC, EIO or EROFS, or a number)",
-                       n->value);
+    return fl_scn_verr(
+        c, n->loc, "unknown errno '%s' (a name like ENOSPC, EIO or EROFS, or a number)", n->value);
 }
 
 /* "50%", "0.5%", "0.25", "1" -> (0, 1] */
@@ -569,12 +608,14 @@ static int load_probability(struct fl_scn_vctx *c, const ynode *n, double *p)
     double x = (*v >= '0' && *v <= '9') || *v == '.' ? strtod(v, &end) : -1;
     bool pct = x >= 0 && *end == '%' && end[1] == 0;
     if (x < 0 || (!pct && *end) || end == v)
-        return fl_scn_verr(c, n->loc, "'probability' must be a percentage like 50%% or a fraction like 0.5, not '%s'",
-                           v);
+        return fl_scn_verr(
+            c, n->loc,
+            "'probability' must be a percentage like 50%% or a fraction like 0.5, not '%s'", v);
     if (pct)
         x /= 100;
     if (!(x > 0 && x <= 1))
-        return fl_scn_verr(c, n->loc, "'probability' must be above 0 and at most 100%% (1), not '%s'", v);
+        return fl_scn_verr(c, n->loc,
+                           "'probability' must be above 0 and at most 100%% (1), not '%s'", v);
     *p = x;
     return 0;
 }
@@ -605,10 +646,14 @@ static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
         char *end;
         double x = (*v >= '0' && *v <= '9') || *v == '.' ? strtod(v, &end) : -1;
         if (x < 0 || end != v + len - 1)
-            return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+            return fl_scn_verr(c, n->loc,
+                               "disk 'short' must be a size like 1K or 100 (bytes per call) or a "
+                               "percentage like 50%%, not '%s'",
                                v);
         if (!(x > 0 && x < 100))
-            return fl_scn_verr(c, n->loc, "disk 'short' percentage must be above 0%% and below 100%%, not '%s'", v);
+            return fl_scn_verr(
+                c, n->loc, "disk 'short' percentage must be above 0%% and below 100%%, not '%s'",
+                v);
         d->short_ppm = (unsigned)(x * 10000 + 0.5);
         if (d->short_ppm == 0)
             d->short_ppm = 1;
@@ -616,10 +661,13 @@ static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
     }
     uint64_t b;
     if (fl_scn_size_parse(v, &b) < 0)
-        return fl_scn_verr(c, n->loc, "disk 'short' must be a size like 1K or 100 (bytes per call) or a percentage like 50%%, not '%s'",
+        return fl_scn_verr(c, n->loc,
+                           "disk 'short' must be a size like 1K or 100 (bytes per call) or a "
+                           "percentage like 50%%, not '%s'",
                            v);
     if (b == 0 || b >= (1ULL << 40))
-        return fl_scn_verr(c, n->loc, "disk 'short' must be at least 1 byte and below 1T, not '%s'", v);
+        return fl_scn_verr(c, n->loc, "disk 'short' must be at least 1 byte and below 1T, not '%s'",
+                           v);
     d->short_bytes = b;
     return 0;
 }
@@ -627,7 +675,8 @@ static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
 static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
                       struct fl_scn_action *a)
 {
-    static const char *const keys[] = {"host", "call", "point", "errno", "delay", "short", "probability"};
+    static const char *const keys[] = {"host",  "call",  "point",      "errno",
+                                       "delay", "short", "probability"};
     struct fl_scn_disk *d = &a->disk;
     int rc;
 
@@ -636,8 +685,10 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     d->probability = 1;
     if (v->type != FL_YN_MAP) {
         char b[64];
-        return fl_scn_verr(c, v->loc, "'disk' must be a mapping like {host: ps1, call: write, errno: ENOSPC}, not %s",
-                           fl_scn_describe(v, b, sizeof b));
+        return fl_scn_verr(
+            c, v->loc,
+            "'disk' must be a mapping like {host: ps1, call: write, errno: ENOSPC}, not %s",
+            fl_scn_describe(v, b, sizeof b));
     }
     if ((rc = fl_scn_check_keys(c, v, keys, ARRAY_LEN(keys), "disk")) < 0)
         return rc;
@@ -650,16 +701,21 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     if (ca && pt)
         return fl_scn_verr(c, pt->loc, "disk has both 'call' and 'point'; give one");
     if (!ca && !pt)
-        return fl_scn_verr(c, v->loc, "disk needs 'call' (a call to fail, e.g. write) or 'point' (a failure point, e.g. psrt/save/shard_write)");
+        return fl_scn_verr(c, v->loc,
+                           "disk needs 'call' (a call to fail, e.g. write) or 'point' (a failure "
+                           "point, e.g. psrt/save/shard_write)");
     const ynode *what[] = {en, de, sh};
     const char *what_name[] = {"errno", "delay", "short"};
     for (size_t i = 0; i < 3; i++)
         for (size_t j = i + 1; j < 3; j++)
             if (what[i] && what[j])
-                return fl_scn_verr(c, what[j]->loc, "disk has both '%s' and '%s'; give one (a fault either fails, delays or shortens a call)",
+                return fl_scn_verr(c, what[j]->loc,
+                                   "disk has both '%s' and '%s'; give one (a fault either fails, "
+                                   "delays or shortens a call)",
                                    what_name[i], what_name[j]);
     if ((de || sh) && pt)
-        return fl_scn_verr(c, (de ? de : sh)->loc, "disk '%s' needs 'call' (a call like %s), not 'point'",
+        return fl_scn_verr(c, (de ? de : sh)->loc,
+                           "disk '%s' needs 'call' (a call like %s), not 'point'",
                            de ? "delay" : "short", de ? "fsync" : "write");
     if ((rc = fl_scn_resolve_target(c, h, "disk", &a->target)) < 0)
         return rc;
@@ -667,10 +723,14 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     if ((rc = ca ? load_call(c, ca, d) : load_point(c, pt, d)) < 0)
         return rc;
     if (de && !listed(d->call, delay_calls, ARRAY_LEN(delay_calls)))
-        return fl_scn_verr(c, ca->loc, "disk 'delay' works on read, pread, readv, preadv, write, pwrite, writev, pwritev, fsync and fdatasync, not '%s'",
+        return fl_scn_verr(c, ca->loc,
+                           "disk 'delay' works on read, pread, readv, preadv, write, pwrite, "
+                           "writev, pwritev, fsync and fdatasync, not '%s'",
                            d->call);
     if (sh && !listed(d->call, short_calls, ARRAY_LEN(short_calls)))
-        return fl_scn_verr(c, ca->loc, "disk 'short' works on write, pwrite, writev and pwritev, not '%s'", d->call);
+        return fl_scn_verr(c, ca->loc,
+                           "disk 'short' works on write, pwrite, writev and pwritev, not '%s'",
+                           d->call);
     if (en && (rc = load_errno(c, en, &d->err)) < 0)
         return rc;
     if (de && (rc = load_delay(c, de, d)) < 0)

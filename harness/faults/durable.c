@@ -62,21 +62,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEAD_WAIT_MS 10000      /* a crashed host's processes must be gone by then */
+#define DEAD_WAIT_MS 10000 /* a crashed host's processes must be gone by then */
 #define MAX_DEPTH 512
 
 struct fl_durable {
-    bool *tracked;              /* per host */
-    dev_t *dev;                 /* per host: its disk's st_dev at its last start */
-    char dir[PATH_MAX];         /* RUN/fs/durable */
-    char preload[PATH_MAX];     /* fl_sync_preload.so copied under dir, at the first start */
+    bool *tracked;          /* per host */
+    dev_t *dev;             /* per host: its disk's st_dev at its last start */
+    char dir[PATH_MAX];     /* RUN/fs/durable */
+    char preload[PATH_MAX]; /* fl_sync_preload.so copied under dir, at the first start */
 };
 
 static struct fl_durable *dur(const struct fl_run *r)
 {
     return r->kind_state[FL_SCN_ACT_CRASH_HOST];
 }
-
 
 int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
 {
@@ -121,7 +120,6 @@ void fl_durable_free(struct fl_run *r)
     free(d);
     r->kind_state[FL_SCN_ACT_CRASH_HOST] = NULL;
 }
-
 
 static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
 {
@@ -173,7 +171,8 @@ int fl_durable_env(struct fl_run *r, int task, char **env, size_t *k, char *err,
     store_path(r, host, path, sizeof path);
     fl_env_preload(env, k, d->preload);
     if (asprintf(&env[(*k)++], "FAULTLINE_DURABLE_STORE=%s", path) < 0 ||
-        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_DEV=%llu", (unsigned long long)d->dev[host]) < 0 ||
+        asprintf(&env[(*k)++], "FAULTLINE_DURABLE_DEV=%llu", (unsigned long long)d->dev[host]) <
+            0 ||
         asprintf(&env[(*k)++], "FAULTLINE_DURABLE_ROOT=%s", r->s->workdir) < 0)
         abort();
     return 0;
@@ -196,7 +195,7 @@ int fl_durable_rest_corrupt(struct fl_run *r, int host, uint64_t ino, uint64_t o
         return 0;
     int fd = open_data_rw(r, host, ino);
     if (fd < 0)
-        return errno == ENOENT ? 0 : -errno;    /* nothing durable: nothing to change */
+        return errno == ENOENT ? 0 : -errno; /* nothing durable: nothing to change */
     uint8_t b;
     int rc = 0;
     ssize_t got = pread(fd, &b, 1, (off_t)off);
@@ -274,7 +273,7 @@ static int wait_host_dead(const struct fl_run *r, const struct fl_durable_crash 
                 continue;
             int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
             if (pfd < 0)
-                continue;       /* gone */
+                continue; /* gone */
             struct pollfd q = {.fd = pfd, .events = POLLIN};
             if (poll(&q, 1, 0) == 1 || na == 64) {
                 close(pfd);
@@ -293,9 +292,10 @@ static int wait_host_dead(const struct fl_run *r, const struct fl_durable_crash 
         if (left <= 0) {
             for (size_t i = 0; i < na; i++)
                 close(alive[i].fd);
-            snprintf(err, errlen, "host %s: process %d still alive %d s after the crash (its disk "
-                     "cannot be brought back to what was synced)", r->s->hosts[c->host].name,
-                     first, DEAD_WAIT_MS / 1000);
+            snprintf(err, errlen,
+                     "host %s: process %d still alive %d s after the crash (its disk "
+                     "cannot be brought back to what was synced)",
+                     r->s->hosts[c->host].name, first, DEAD_WAIT_MS / 1000);
             return -ETIMEDOUT;
         }
         poll(alive, na, left < 1000 ? (int)left : 1000);
@@ -306,13 +306,13 @@ static int wait_host_dead(const struct fl_run *r, const struct fl_durable_crash 
 
 /* One entry of a tree: the live disk's or the durable one. */
 struct tent {
-    char *path;                 /* relative to the disk */
+    char *path; /* relative to the disk */
     uint32_t mode;
     uint64_t ino;
-    uint64_t size;              /* live: st_size */
+    uint64_t size; /* live: st_size */
     uint32_t uid, gid;
-    char *target;               /* durable symbolic link */
-    bool have;                  /* durable: a recorded content; live: matched */
+    char *target; /* durable symbolic link */
+    bool have;    /* durable: a recorded content; live: matched */
 };
 
 struct tree {
@@ -405,7 +405,7 @@ static int durable_walk(const struct fl_dstore *st, uint64_t ino, const char *re
     size_t n;
     int rc = fl_dstore_read_dir(st, ino, &ents, &n);
     if (rc == -ENOENT)
-        return 0;               /* entry durable, never synced itself: empty */
+        return 0; /* entry durable, never synced itself: empty */
     if (rc < 0)
         return rc;
     for (size_t i = 0; rc >= 0 && i < n; i++) {
@@ -421,7 +421,7 @@ static int durable_walk(const struct fl_dstore *st, uint64_t ino, const char *re
             char *sub = strdup(x->path);
             rc = durable_walk(st, en->ino, sub, t, seen, nseen, depth + 1);
             free(sub);
-            if (rc == 1) {      /* met before: not here */
+            if (rc == 1) { /* met before: not here */
                 free(x->path);
                 free(x->target);
                 t->n--;
@@ -453,7 +453,6 @@ static bool same_content(int dfd, const char *path, int data)
     return same;
 }
 
-
 /* Is path's parent (the root, or a directory) in t?  Then path is the top
  * of what goes (or comes back), and is listed; what lies below is not. */
 static bool parent_in(struct tree *t, const char *path)
@@ -469,7 +468,7 @@ static bool parent_in(struct tree *t, const char *path)
 
 struct link_of {
     uint64_t ino;
-    const char *path;           /* created there first */
+    const char *path; /* created there first */
 };
 
 static int cmp_ino(const void *a, const void *b)
@@ -499,7 +498,7 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
         if (S_ISREG(dur->v[i].mode))
             links[nl++] = (struct link_of){dur->v[i].ino, NULL};
     qsort(links, nl, sizeof *links, cmp_ino);
-    size_t u = 0;               /* one per inode: the first name made links the rest */
+    size_t u = 0; /* one per inode: the first name made links the rest */
     for (size_t i = 0; i < nl; i++)
         if (u == 0 || links[u - 1].ino != links[i].ino)
             links[u++] = links[i];
@@ -514,7 +513,8 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
             if (symlinkat(x->target ? x->target : "", dfd, x->path) < 0)
                 rc = -errno;
         } else if (S_ISREG(x->mode)) {
-            struct link_of key = {x->ino, NULL}, *l = bsearch(&key, links, nl, sizeof *links, cmp_ino);
+            struct link_of key = {x->ino, NULL},
+                           *l = bsearch(&key, links, nl, sizeof *links, cmp_ino);
             if (l && l->path) {
                 if (linkat(dfd, l->path, dfd, x->path, 0) < 0)
                     rc = -errno;
@@ -540,7 +540,7 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
             if (mknodat(dfd, x->path, x->mode, 0) < 0)
                 rc = -errno;
         } else {
-            continue;           /* a device node: not brought back */
+            continue; /* a device node: not brought back */
         }
         if (rc == 0 && fchownat(dfd, x->path, x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0)
             rc = -errno;
@@ -645,8 +645,8 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
                 struct stat ds = {0};
                 if (data >= 0)
                     fstat(data, &ds);
-                fl_text_add(list, sizeof list, " ~%s %llu->%llu", x->path, (unsigned long long)x->size,
-                    (unsigned long long)ds.st_size);
+                fl_text_add(list, sizeof list, " ~%s %llu->%llu", x->path,
+                            (unsigned long long)x->size, (unsigned long long)ds.st_size);
             }
             if (data >= 0)
                 close(data);
@@ -656,7 +656,8 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
         if (!dur.v[i].have) {
             back++;
             if (parent_in(&live, dur.v[i].path))
-                fl_text_add(list, sizeof list, " +%s%s", dur.v[i].path, S_ISDIR(dur.v[i].mode) ? "/" : "");
+                fl_text_add(list, sizeof list, " +%s%s", dur.v[i].path,
+                            S_ISDIR(dur.v[i].mode) ? "/" : "");
         }
     char what[512] = "";
     if ((rc = build(&st, dfd, &dur, what, sizeof what)) < 0) {
@@ -668,11 +669,14 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
     human(bytes, hb, sizeof hb);
     char sum[160];
     snprintf(sum, sizeof sum, "%zu entr%s lost, %zu file%s rolled back, %zu entr%s back", lost,
-             lost == 1 ? "y" : "ies", rolled, rolled == 1 ? "" : "s", back, back == 1 ? "y" : "ies");
+             lost == 1 ? "y" : "ies", rolled, rolled == 1 ? "" : "s", back,
+             back == 1 ? "y" : "ies");
     fl_text_add(detail, dlen, ": %s, %llu bytes unsynced%s%s", sum, (unsigned long long)bytes,
-        list[0] ? ":" : "", list);
-    fprintf(stderr, "%sfaultline: host %s crashed, unsynced writes lost: its disk is back to what "
-            "was synced (%s, %s unsynced)\n", r->progress ? "\r\033[K" : "", name, sum, hb);
+                list[0] ? ":" : "", list);
+    fprintf(stderr,
+            "%sfaultline: host %s crashed, unsynced writes lost: its disk is back to what "
+            "was synced (%s, %s unsynced)\n",
+            r->progress ? "\r\033[K" : "", name, sum, hb);
 cleanup:
     if (dfd >= 0)
         close(dfd);

@@ -25,7 +25,7 @@ struct fl_durable_crash {
     int host;
     bool was_up;
     pid_t init;
-    bool have_ns;               /* pidns_*: the host's PID namespace */
+    bool have_ns; /* pidns_*: the host's PID namespace */
     ino_t pidns_ino;
     dev_t pidns_dev;
 };

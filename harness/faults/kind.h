@@ -23,23 +23,24 @@
 
 struct fl_fault_kind {
     enum fl_scn_action_kind kind;
-    const char *name;                   /* as written in scenario files: "crash_host" */
+    const char *name; /* as written in scenario files: "crash_host" */
 
     /* ---- loading (harness/load/faults.c) ---- */
     /* Reads the kind's value (the node after "NAME:") and the fault's own
      * keys of the kind (in fault, the whole fault's mapping; key is the
-     * kind's name as written) into a, whose kind, loc and host (-1) are set.  Errors through fl_scn_verr. */
-    int (*parse)(struct fl_scn_vctx *c, const ynode *fault, const ynode *key,
-                 const ynode *value, struct fl_scn_action *a);
-    const char *const *keys;            /* the fault's keys only this kind reads ("signal"),
-                                           NULL-terminated; NULL: none */
-    const char *keys_note;              /* why, when another kind's fault has one of them */
-    const char *no_for;                 /* `for:` does not apply, because (NULL: it does) */
-    bool soak_target;                   /* a soak profile's entry lists targets to draw
-                                           from (its value is a host or task), not a value */
+     * kind's name as written) into a, whose kind, loc and host (-1) are set.  Errors through
+     * fl_scn_verr. */
+    int (*parse)(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *value,
+                 struct fl_scn_action *a);
+    const char *const *keys; /* the fault's keys only this kind reads ("signal"),
+                                NULL-terminated; NULL: none */
+    const char *keys_note;   /* why, when another kind's fault has one of them */
+    const char *no_for;      /* `for:` does not apply, because (NULL: it does) */
+    bool soak_target;        /* a soak profile's entry lists targets to draw
+                                from (its value is a host or task), not a value */
 
     /* ---- running ---- */
-    bool at_setup;                      /* an `at: 0` fault fires before any task starts */
+    bool at_setup; /* an `at: 0` fault fires before any task starts */
     /* Once per run whose variant has a fault of the kind, before set-up
      * (the run's faults are in r->faults): what the run needs for it (host
      * cgroups, a preload, state in r->kind_state[kind]). */
@@ -47,15 +48,13 @@ struct fl_fault_kind {
     /* At the end of every run, before the fabric goes: undoes init. */
     void (*free)(struct fl_run *r);
     /* Adds to a task's env being built (room for 4 more at *k, for each kind). */
-    int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err,
-                    size_t errlen);
+    int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);
     void (*host_started)(struct fl_run *r, int host);
 
     /* What the fault hits, for people ("b", "ps:0", "[a]|[b,c]"); NULL: its
      * target as written (a host or a task). */
-    void (*target)(const struct fl_run *r, const struct fl_scn_action *a, char *buf,
-                   size_t len);
+    void (*target)(const struct fl_run *r, const struct fl_scn_action *a, char *buf, size_t len);
     /* The detail recorded with the fault before it fires ("signal=SIGKILL"). */
     void (*detail)(const struct fl_run *r, const struct fault_rt *fr, char *buf, size_t len);
     /* Applies the fault now; may append what it did to detail.  Setting

@@ -15,17 +15,17 @@ extern const struct fl_fault_kind fl_kind_kill, fl_kind_pause, fl_kind_restart, 
     fl_kind_corrupt, fl_kind_truncate;
 
 const struct fl_fault_kind *const fl_fault_kinds[] = {
-    [FL_SCN_ACT_KILL] = &fl_kind_kill,                  /* process.c */
-    [FL_SCN_ACT_PAUSE] = &fl_kind_pause,                /* process.c */
-    [FL_SCN_ACT_RESTART] = &fl_kind_restart,            /* machine.c */
-    [FL_SCN_ACT_REPLACE] = &fl_kind_replace,            /* machine.c */
-    [FL_SCN_ACT_CRASH_HOST] = &fl_kind_crash_host,      /* machine.c, durable.c */
-    [FL_SCN_ACT_PARTITION] = &fl_kind_partition,        /* partition.c */
-    [FL_SCN_ACT_LIMIT] = &fl_kind_limit,                /* limit.c */
-    [FL_SCN_ACT_DISK] = &fl_kind_disk,                  /* disk.c */
-    [FL_SCN_ACT_LINK] = &fl_kind_link,                  /* link.c */
-    [FL_SCN_ACT_CORRUPT] = &fl_kind_corrupt,            /* at_rest.c */
-    [FL_SCN_ACT_TRUNCATE] = &fl_kind_truncate,          /* at_rest.c */
+    [FL_SCN_ACT_KILL] = &fl_kind_kill,             /* process.c */
+    [FL_SCN_ACT_PAUSE] = &fl_kind_pause,           /* process.c */
+    [FL_SCN_ACT_RESTART] = &fl_kind_restart,       /* machine.c */
+    [FL_SCN_ACT_REPLACE] = &fl_kind_replace,       /* machine.c */
+    [FL_SCN_ACT_CRASH_HOST] = &fl_kind_crash_host, /* machine.c, durable.c */
+    [FL_SCN_ACT_PARTITION] = &fl_kind_partition,   /* partition.c */
+    [FL_SCN_ACT_LIMIT] = &fl_kind_limit,           /* limit.c */
+    [FL_SCN_ACT_DISK] = &fl_kind_disk,             /* disk.c */
+    [FL_SCN_ACT_LINK] = &fl_kind_link,             /* link.c */
+    [FL_SCN_ACT_CORRUPT] = &fl_kind_corrupt,       /* at_rest.c */
+    [FL_SCN_ACT_TRUNCATE] = &fl_kind_truncate,     /* at_rest.c */
 };
 /* A kind added to the enum without its row here (the last one, say) leaves
  * the table short: this fails the build (and kind.h's declaration too). */
@@ -54,7 +54,10 @@ const char *fl_fault_kind_list(char *buf, size_t len, const char *last_sep)
 {
     buf[0] = 0;
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
-        fl_text_add(buf, len, "%s%s", k == 1 ? "" : k == FL_SCN_ACT_COUNT - 1 ? last_sep : ", ",
+        fl_text_add(buf, len, "%s%s",
+                    k == 1                      ? ""
+                    : k == FL_SCN_ACT_COUNT - 1 ? last_sep
+                                                : ", ",
                     fl_fault_kinds[k]->name);
     return buf;
 }

@@ -75,8 +75,8 @@ static int prlimit_host(const struct host_rt *hr, rlim_t soft)
     return rc < 0 ? rc : n;
 }
 
-static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
-                       char *err, size_t errlen)
+static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                       size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
     struct host_rt *hr = &r->hosts[a->host];
@@ -103,8 +103,7 @@ static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size
     return 0;
 }
 
-static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                      size_t errlen)
+static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
     struct host_rt *hr = &r->hosts[a->host];
@@ -122,7 +121,7 @@ static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char 
     if (a->fds) {
         hr->h.spec.nofile = 0;
         struct rlimit rl;
-        getrlimit(RLIMIT_NOFILE, &rl);      /* the harness's: what tasks start with */
+        getrlimit(RLIMIT_NOFILE, &rl); /* the harness's: what tasks start with */
         if ((x = prlimit_host(hr, rl.rlim_cur)) < 0 && rc == 0) {
             snprintf(err, errlen, "host %s: restore RLIMIT_NOFILE of its processes: %s", name,
                      strerror(-x));
@@ -167,10 +166,11 @@ static int limit_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
 {
     int rc;
     static const char *const lkeys[] = {"host", "threads", "fds", "memory"};
-        if (av->type != FL_YN_MAP) {
+    if (av->type != FL_YN_MAP) {
         char b[64];
-        return fl_scn_verr(c, av->loc, "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
-                    fl_scn_describe(av, b, sizeof b));
+        return fl_scn_verr(c, av->loc,
+                           "'limit' must be a mapping like {host: w0, threads: 64}, not %s",
+                           fl_scn_describe(av, b, sizeof b));
     }
     if ((rc = fl_scn_check_keys(c, av, lkeys, 4, "limit")) < 0)
         return rc;
@@ -179,9 +179,11 @@ static int limit_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
     if (!h)
         return fl_scn_verr(c, av->loc, "limit needs 'host'");
     if (!th && !fd && !mem)
-        return fl_scn_verr(c, av->loc, "limit needs at least one of 'threads' (the most tasks the host "
-                           "may run), 'fds' (the most open files per process) or 'memory' (the most "
-                           "memory the host's processes may use)");
+        return fl_scn_verr(
+            c, av->loc,
+            "limit needs at least one of 'threads' (the most tasks the host "
+            "may run), 'fds' (the most open files per process) or 'memory' (the most "
+            "memory the host's processes may use)");
     if ((rc = fl_scn_resolve_target(c, h, "limit", &a->target)) < 0 ||
         (th && (rc = fl_scn_get_long(c, th, "'threads'", 1, 1L << 22, &a->threads)) < 0) ||
         (fd && (rc = fl_scn_get_long(c, fd, "'fds'", 3, 1L << 20, &a->fds)) < 0))
@@ -190,10 +192,11 @@ static int limit_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
         if ((rc = fl_scn_want(c, mem, FL_YN_SCALAR, "'memory'")) < 0)
             return rc;
         if (fl_scn_size_parse(mem->value, &a->memory) < 0 || a->memory == 0)
-            return fl_scn_verr(c, mem->loc, "limit 'memory' must be a size like 64M or 1G, not '%s'",
-                               mem->value);
+            return fl_scn_verr(
+                c, mem->loc, "limit 'memory' must be a size like 64M or 1G, not '%s'", mem->value);
         if (a->memory < 4 << 20)
-            return fl_scn_verr(c, mem->loc, "limit 'memory' %s is too small (at least 4M)", mem->value);
+            return fl_scn_verr(c, mem->loc, "limit 'memory' %s is too small (at least 4M)",
+                               mem->value);
     }
     a->host = a->target.host;
     return 0;

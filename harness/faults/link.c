@@ -48,20 +48,23 @@ static void link_target(const struct fl_run *r, const struct fl_scn_action *a, c
     }
     const char *sep = a->link.scope == FL_SCN_LINK_BETWEEN ? "<->" : ",";
     for (size_t i = 0; i < a->from.n && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "", s->hosts[a->from.hosts[i]].name);
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? sep : "",
+                              s->hosts[a->from.hosts[i]].name);
     if (a->link.scope != FL_SCN_LINK_ONEWAY)
         return;
     if (n < len)
         n += (size_t)snprintf(buf + n, len - n, "->");
     for (size_t i = 0; i < a->to.n && n < len; i++)
-        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->to.hosts[i]].name);
+        n +=
+            (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "", s->hosts[a->to.hosts[i]].name);
 }
 
 static size_t put_pct(char *buf, size_t n, size_t len, const char *key, unsigned bp)
 {
     if (!bp || n >= len)
         return n;
-    return n + (size_t)snprintf(buf + n, len - n, "%s%s=%u.%02u%%", n ? " " : "", key, bp / 100, bp % 100);
+    return n + (size_t)snprintf(buf + n, len - n, "%s%s=%u.%02u%%", n ? " " : "", key, bp / 100,
+                                bp % 100);
 }
 
 static void link_detail(const struct fl_run *r, const struct fault_rt *fr, char *buf, size_t len)
@@ -89,7 +92,10 @@ static void link_detail(const struct fl_run *r, const struct fault_rt *fr, char 
 }
 
 /* The run's links (netem/link.h), made at the first link fault. */
-static struct fl_links *links_of(const struct fl_run *r) { return r->kind_state[FL_SCN_ACT_LINK]; }
+static struct fl_links *links_of(const struct fl_run *r)
+{
+    return r->kind_state[FL_SCN_ACT_LINK];
+}
 
 static int links(struct fl_run *r, char *err, size_t errlen)
 {
@@ -112,7 +118,7 @@ static int link_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_
         return rc;
     int host = a->host;
     struct fl_link_spec spec = {
-        .loss_bp = lk->burst ? 0 : lk->loss_bp,      /* bursty loss is the emulator's */
+        .loss_bp = lk->burst ? 0 : lk->loss_bp, /* bursty loss is the emulator's */
         .rate_bit = lk->rate_bit,
         .down = lk->down || lk->flap_ms > 0,
     };
@@ -153,7 +159,7 @@ static int link_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_
         return rc;
     }
     if (lk->flap_ms) {
-        fr->on = true;              /* down, for the first half period */
+        fr->on = true; /* down, for the first half period */
         fr->tick_at = now + lk->flap_ms / 2;
     }
     return 0;
@@ -191,7 +197,8 @@ static void link_host_up(struct fl_run *r, int host)
 {
     char err[512] = "";
     if (links_of(r) && fl_links_port_remade(links_of(r), host, err, sizeof err) < 0)
-        fl_run_error(r, "host %s back up: restoring its link faults: %s", r->s->hosts[host].name, err);
+        fl_run_error(r, "host %s back up: restoring its link faults: %s", r->s->hosts[host].name,
+                     err);
 }
 
 /* Before the fabric goes. */
@@ -204,8 +211,8 @@ static void link_free(struct fl_run *r)
 /* ---- loading ---------------------------------------------------------- */
 
 static const char *const link_keys[] = {
-    "hosts", "from", "to", "host", "loss", "rate", "down", "flap",
-    "delay", "jitter", "duplicate", "reorder", "corrupt",
+    "hosts", "from",  "to",     "host",      "loss",    "rate",    "down",
+    "flap",  "delay", "jitter", "duplicate", "reorder", "corrupt",
 };
 #define MAX_DELAY_MS 60000
 
@@ -227,19 +234,22 @@ static int get_percent(struct fl_scn_vctx *c, const ynode *n, const char *what, 
             if (nfrac < 2)
                 frac = frac * 10 + (unsigned)(v[i] - '0');
             else if (v[i] != '0')
-                return fl_scn_verr(c, n->loc, "'%s' has at most two decimals (0.01%%), not '%s'", what, v);
+                return fl_scn_verr(c, n->loc, "'%s' has at most two decimals (0.01%%), not '%s'",
+                                   what, v);
             nfrac++;
             i++;
         }
         ok = nfrac > 0;
     }
     if (!ok || strcmp(v + i, "%") != 0)
-        return fl_scn_verr(c, n->loc, "'%s' must be a percentage like 1%%, 30%% or 0.5%%, not '%s'", what, v);
+        return fl_scn_verr(c, n->loc, "'%s' must be a percentage like 1%%, 30%% or 0.5%%, not '%s'",
+                           what, v);
     if (nfrac == 1)
         frac *= 10;
     unsigned total = whole * 100 + frac;
     if (total == 0 || total > 10000)
-        return fl_scn_verr(c, n->loc, "'%s' must be more than 0%% and at most 100%%, not %s", what, v);
+        return fl_scn_verr(c, n->loc, "'%s' must be more than 0%% and at most 100%%, not %s", what,
+                           v);
     *bp = total;
     return 0;
 }
@@ -255,18 +265,24 @@ static int get_loss(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_link *l
         return rc;
     const ynode *p = fl_scn_yaml_get(n, "p", NULL), *b = fl_scn_yaml_get(n, "burst", NULL);
     if (!p || !b)
-        return fl_scn_verr(c, n->loc, "bursty 'loss' needs both 'p' (the loss, e.g. 5%%) and 'burst' (the mean run of lost packets, e.g. 4)");
+        return fl_scn_verr(c, n->loc,
+                           "bursty 'loss' needs both 'p' (the loss, e.g. 5%%) and 'burst' (the "
+                           "mean run of lost packets, e.g. 4)");
     if ((rc = get_percent(c, p, "p", &lk->loss_bp)) < 0)
         return rc;
     long burst;
     if ((rc = fl_scn_get_long(c, b, "loss 'burst'", 1, 1000, &burst)) < 0)
         return rc;
     if (lk->loss_bp >= 10000)
-        return fl_scn_verr(c, p->loc, "bursty loss 'p' must be below 100%%, not %s (for every packet lost write loss: 100%%)", p->value);
+        return fl_scn_verr(
+            c, p->loc,
+            "bursty loss 'p' must be below 100%%, not %s (for every packet lost write loss: 100%%)",
+            p->value);
     /* the good->bad probability p/(burst*(1-p)) must be a probability */
     if ((double)lk->loss_bp / 10000.0 > (double)burst / (double)(burst + 1))
         return fl_scn_verr(c, p->loc,
-                           "bursty loss 'p' %s is too high for burst %ld: runs of %ld on average allow at most %.2f%%",
+                           "bursty loss 'p' %s is too high for burst %ld: runs of %ld on average "
+                           "allow at most %.2f%%",
                            p->value, burst, burst, 100.0 * (double)burst / (double)(burst + 1));
     lk->burst = (unsigned)burst;
     lk->emu = true;
@@ -292,7 +308,10 @@ static int get_delay(struct fl_scn_vctx *c, const ynode *n, const char *what, in
  * (bytes per second: kbps, mbps, gbps, tbps). */
 static int get_rate(struct fl_scn_vctx *c, const ynode *n, uint64_t *bit)
 {
-    static const struct { const char *u; double mul; } units[] = {
+    static const struct {
+        const char *u;
+        double mul;
+    } units[] = {
         {"bit", 1}, {"kbit", 1e3}, {"mbit", 1e6}, {"gbit", 1e9}, {"tbit", 1e12},
         {"bps", 8}, {"kbps", 8e3}, {"mbps", 8e6}, {"gbps", 8e9}, {"tbps", 8e12},
     };
@@ -309,7 +328,8 @@ static int get_rate(struct fl_scn_vctx *c, const ynode *n, uint64_t *bit)
             mul = units[u].mul;
     if (mul == 0)
         return fl_scn_verr(c, n->loc,
-                           "'rate' must be a rate like 500kbit, 10mbit or 1gbit (bit/s; kbps, mbps, gbps are bytes/s), not '%s'",
+                           "'rate' must be a rate like 500kbit, 10mbit or 1gbit (bit/s; kbps, "
+                           "mbps, gbps are bytes/s), not '%s'",
                            v);
     double r = strtod(v, NULL) * mul;
     if (!(r >= (double)FL_LINK_RATE_MIN && r <= (double)FL_LINK_RATE_MAX))
@@ -328,7 +348,8 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     a->kind = FL_SCN_ACT_LINK;
     if (v->type != FL_YN_MAP) {
         char b[64];
-        return fl_scn_verr(c, v->loc, "'link' must be a mapping like {hosts: [a, b], loss: 1%%}, not %s",
+        return fl_scn_verr(c, v->loc,
+                           "'link' must be a mapping like {hosts: [a, b], loss: 1%%}, not %s",
                            fl_scn_describe(v, b, sizeof b));
     }
     if ((rc = fl_scn_check_keys(c, v, link_keys, ARRAY_LEN(link_keys), "link")) < 0)
@@ -344,21 +365,24 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
         if (!forms[i])
             continue;
         if (first)
-            return fl_scn_verr(c, forms[i]->loc,
-                               "link takes one of 'hosts', 'from'/'to' and 'host', not both '%s' and '%s'",
-                               first->value, forms[i]->value);
+            return fl_scn_verr(
+                c, forms[i]->loc,
+                "link takes one of 'hosts', 'from'/'to' and 'host', not both '%s' and '%s'",
+                first->value, forms[i]->value);
         first = forms[i];
     }
     if (!first)
         return fl_scn_verr(c, v->loc,
-                           "link needs the hosts it affects: hosts: [a, b] (both ways), from: a, to: b (one way) or host: a (all of a's traffic)");
+                           "link needs the hosts it affects: hosts: [a, b] (both ways), from: a, "
+                           "to: b (one way) or host: a (all of a's traffic)");
     if (hs) {
         lk->scope = FL_SCN_LINK_BETWEEN;
         if ((rc = fl_scn_load_hostset(c, hs, "link 'hosts'", &a->from)) < 0)
             return rc;
         if (a->from.n < 2)
             return fl_scn_verr(c, hs->loc,
-                               "link 'hosts' needs at least two hosts (the links between them); for all of one host's traffic write host: %s",
+                               "link 'hosts' needs at least two hosts (the links between them); "
+                               "for all of one host's traffic write host: %s",
                                s->hosts[a->from.hosts[0]].name);
     } else if (fr || to) {
         lk->scope = FL_SCN_LINK_ONEWAY;
@@ -387,8 +411,10 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     if (loss && (rc = get_loss(c, loss, lk)) < 0)
         return rc;
     struct fl_scn_ynode *dlk = NULL, *jk = NULL, *rok = NULL, *duk = NULL, *ck = NULL;
-    const ynode *delay = fl_scn_yaml_get(v, "delay", &dlk), *jitter = fl_scn_yaml_get(v, "jitter", &jk);
-    const ynode *reorder = fl_scn_yaml_get(v, "reorder", &rok), *dup = fl_scn_yaml_get(v, "duplicate", &duk);
+    const ynode *delay = fl_scn_yaml_get(v, "delay", &dlk),
+                *jitter = fl_scn_yaml_get(v, "jitter", &jk);
+    const ynode *reorder = fl_scn_yaml_get(v, "reorder", &rok),
+                *dup = fl_scn_yaml_get(v, "duplicate", &duk);
     const ynode *corrupt = fl_scn_yaml_get(v, "corrupt", &ck);
     if (delay && (rc = get_delay(c, delay, "delay", &lk->delay_ms)) < 0)
         return rc;
@@ -396,16 +422,22 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
         if ((rc = get_delay(c, jitter, "jitter", &lk->jitter_ms)) < 0)
             return rc;
         if (!delay)
-            return fl_scn_verr(c, jk->loc, "'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
+            return fl_scn_verr(
+                c, jk->loc,
+                "'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
         if (lk->jitter_ms > lk->delay_ms)
-            return fl_scn_verr(c, jitter->loc, "'jitter' %s must not exceed 'delay' %s (a packet cannot leave before it came)",
-                               jitter->value, delay->value);
+            return fl_scn_verr(
+                c, jitter->loc,
+                "'jitter' %s must not exceed 'delay' %s (a packet cannot leave before it came)",
+                jitter->value, delay->value);
     }
     if (reorder) {
         if ((rc = get_percent(c, reorder, "reorder", &lk->reorder_bp)) < 0)
             return rc;
         if (lk->delay_ms == 0)
-            return fl_scn_verr(c, rok->loc, "'reorder' sends some packets ahead of delayed ones: set a 'delay' above 0 too");
+            return fl_scn_verr(
+                c, rok->loc,
+                "'reorder' sends some packets ahead of delayed ones: set a 'delay' above 0 too");
     }
     if (dup && (rc = get_percent(c, dup, "duplicate", &lk->duplicate_bp)) < 0)
         return rc;
@@ -418,7 +450,8 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
             return rc;
         if (lk->scope == FL_SCN_LINK_HOST)
             return fl_scn_verr(c, rk->loc,
-                               "'rate' limits what hosts get from each other: write hosts: [a, b] or from/to, not host");
+                               "'rate' limits what hosts get from each other: write hosts: [a, b] "
+                               "or from/to, not host");
     }
     if (down && (rc = fl_scn_get_bool(c, down, "'down'", &lk->down)) < 0)
         return rc;
@@ -426,35 +459,50 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
         static const char *const fkeys[] = {"period"};
         if (flap->type != FL_YN_MAP) {
             char b[64];
-            return fl_scn_verr(c, flap->loc, "'flap' must be a mapping like {period: 200ms}, not %s",
+            return fl_scn_verr(c, flap->loc,
+                               "'flap' must be a mapping like {period: 200ms}, not %s",
                                fl_scn_describe(flap, b, sizeof b));
         }
         if ((rc = fl_scn_check_keys(c, flap, fkeys, 1, "flap")) < 0)
             return rc;
         const ynode *p = fl_scn_yaml_get(flap, "period", NULL);
         if (!p)
-            return fl_scn_verr(c, flap->loc, "'flap' needs 'period' (down for half of it, then up for half, e.g. 200ms)");
+            return fl_scn_verr(
+                c, flap->loc,
+                "'flap' needs 'period' (down for half of it, then up for half, e.g. 200ms)");
         if ((rc = fl_scn_get_duration(c, p, "'period'", false, &lk->flap_ms)) < 0)
             return rc;
         if (lk->flap_ms < 20)
             return fl_scn_verr(c, p->loc, "flap 'period' must be at least 20ms, not %s", p->value);
         if (down)
-            return fl_scn_verr(c, dk->loc, "'down' and 'flap' exclude each other (flap takes the link down and up by turns)");
+            return fl_scn_verr(
+                c, dk->loc,
+                "'down' and 'flap' exclude each other (flap takes the link down and up by turns)");
     }
     if (lk->down || lk->flap_ms) {
         const ynode *k = lk->down ? dk : flk;
         if (lk->scope != FL_SCN_LINK_HOST)
-            return fl_scn_verr(c, k->loc, "'%s' acts on a host's link to the switch: write host: a, not '%s'",
+            return fl_scn_verr(c, k->loc,
+                               "'%s' acts on a host's link to the switch: write host: a, not '%s'",
                                k->value, first->value);
-        const struct fl_scn_ynode *other = loss ? lkk : rate ? rk : delay ? dlk : jitter ? jk : reorder ? rok : dup ? duk : corrupt ? ck : NULL;
+        const struct fl_scn_ynode *other = loss      ? lkk
+                                           : rate    ? rk
+                                           : delay   ? dlk
+                                           : jitter  ? jk
+                                           : reorder ? rok
+                                           : dup     ? duk
+                                           : corrupt ? ck
+                                                     : NULL;
         if (other)
-            return fl_scn_verr(c, other->loc,
-                               "'%s' cannot be combined with '%s' (the link is cut); write two faults",
-                               other->value, k->value);
+            return fl_scn_verr(
+                c, other->loc,
+                "'%s' cannot be combined with '%s' (the link is cut); write two faults",
+                other->value, k->value);
     }
     if (!lk->loss_bp && !lk->rate_bit && !lk->down && !lk->flap_ms && !lk->emu)
         return fl_scn_verr(c, v->loc,
-                           "link does nothing: set loss, rate, delay, jitter, reorder, duplicate, corrupt, down or flap");
+                           "link does nothing: set loss, rate, delay, jitter, reorder, duplicate, "
+                           "corrupt, down or flap");
     return 0;
 }
 

@@ -44,8 +44,10 @@ static int crash_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
     if (!strcmp(un->value, "lose")) {
         a->unsynced = FL_SCN_UNSYNCED_LOSE;
     } else if (strcmp(un->value, "keep") != 0) {
-        fl_scn_verr(c, un->loc, "'unsynced' must be keep (everything written survives the "
-                    "crash) or lose (only what was synced), not '%s'", un->value);
+        fl_scn_verr(c, un->loc,
+                    "'unsynced' must be keep (everything written survives the "
+                    "crash) or lose (only what was synced), not '%s'",
+                    un->value);
         return fl_scn_vsuggest(c, un->value, modes, ARRAY_LEN(modes));
     }
     return 0;
@@ -75,8 +77,7 @@ static int down_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_
     return rc;
 }
 
-static int down_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                     size_t errlen)
+static int down_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
     if (restart) {

@@ -47,8 +47,8 @@ static int partition_apply(struct fl_run *r, struct fault_rt *fr, char *detail, 
 {
     const struct fl_scn_action *a = &fr->f->action;
     if (a->oneway)
-        return fl_fabric_block(r->fab, a->from.hosts, a->from.n, a->to.hosts, a->to.n,
-                               &fr->handle, err, errlen);
+        return fl_fabric_block(r->fab, a->from.hosts, a->from.n, a->to.hosts, a->to.n, &fr->handle,
+                               err, errlen);
     const int **groups = calloc(a->n_groups, sizeof *groups);
     size_t *sizes = calloc(a->n_groups, sizeof *sizes);
     if (!groups || !sizes)
@@ -73,8 +73,8 @@ static int partition_heal(struct fl_run *r, struct fault_rt *fr, bool restart, c
 /* ---- loading ---------------------------------------------------------- */
 
 /* [[a], [b, c]] both ways, or {from: [a], to: [b]} one way */
-static int partition_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
-                           struct fl_scn_action *a)
+static int partition_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key,
+                           const ynode *v, struct fl_scn_action *a)
 {
     struct fl_scenario *s = c->s;
     int rc = 0;
@@ -94,13 +94,16 @@ static int partition_parse(struct fl_scn_vctx *c, const ynode *fault, const ynod
             for (size_t k = 0; k < a->to.n; k++)
                 if (a->from.hosts[i] == a->to.hosts[k])
                     return fl_scn_verr(c, t->loc, "host '%s' is in both 'from' and 'to'",
-                                s->hosts[a->from.hosts[i]].name);
+                                       s->hosts[a->from.hosts[i]].name);
         return 0;
     }
     if (v->type != FL_YN_SEQ)
-        return fl_scn_verr(c, v->loc, "partition must be a list of host groups ([[a, b], [c]]) or {from: [...], to: [...]}");
+        return fl_scn_verr(
+            c, v->loc,
+            "partition must be a list of host groups ([[a, b], [c]]) or {from: [...], to: [...]}");
     if (v->n < 2)
-        return fl_scn_verr(c, v->loc, "a partition needs at least two groups of hosts (e.g. "
+        return fl_scn_verr(c, v->loc,
+                           "a partition needs at least two groups of hosts (e.g. "
                            "[[ps0], [w0, w1]]; one way: {from: [w0], to: [ps0]})");
     if (!(a->groups = fl_scn_zalloc(c, v->n, sizeof *a->groups)))
         return -ENOMEM;
@@ -114,9 +117,10 @@ static int partition_parse(struct fl_scn_vctx *c, const ynode *fault, const ynod
         for (size_t i = 0; i < hs->n && rc == 0; i++) {
             int h = hs->hosts[i];
             if (group_of[h]) {
-                const ynode *it = v->items[g]->type == FL_YN_SEQ ? v->items[g]->items[i] : v->items[g];
+                const ynode *it =
+                    v->items[g]->type == FL_YN_SEQ ? v->items[g]->items[i] : v->items[g];
                 rc = fl_scn_verr(c, it->loc, "host '%s' is in two partition groups (%d and %zu)",
-                          s->hosts[h].name, group_of[h], g + 1);
+                                 s->hosts[h].name, group_of[h], g + 1);
             }
             group_of[h] = (int)g + 1;
         }

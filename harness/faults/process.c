@@ -69,8 +69,7 @@ static int kill_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_
     return fl_fault_for_tasks(r, &fr->f->action.target, kill_one, fr, err, errlen);
 }
 
-static int kill_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                     size_t errlen)
+static int kill_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
     for (size_t i = 0; i < fr->ntasks; i++) {
         int t = fr->tasks[i];
@@ -89,7 +88,7 @@ static int kill_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *
         if (!restart || hr->h.state != FL_HOST_UP)
             continue;
         if (r->tasks[t].gens != fr->starts[i])
-            continue;           /* started again since (its host restarted) */
+            continue; /* started again since (its host restarted) */
         /* A relaunch, never a second copy beside a process that is still
          * shutting down (or ignored the signal): wait for it. */
         if (r->tasks[t].cur && r->tasks[t].cur->running)
@@ -146,7 +145,7 @@ static int pause_one(struct fl_run *r, struct fault_rt *fr, int task, char *err,
         return 0;
     if (tr->has_cgroup) {
         if (tr->frozen)
-            return 0;           /* paused already, by another fault */
+            return 0; /* paused already, by another fault */
         int rc = fl_run_task_freeze(r, task, true, err, errlen);
         if (tr->frozen)
             fl_fault_add_task(fr, task, tr->gens);
@@ -160,20 +159,19 @@ static int pause_one(struct fl_run *r, struct fault_rt *fr, int task, char *err,
     return 0;
 }
 
-static int pause_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
-                       char *err, size_t errlen)
+static int pause_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                       size_t errlen)
 {
     return fl_fault_for_tasks(r, &fr->f->action.target, pause_one, fr, err, errlen);
 }
 
-static int pause_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                      size_t errlen)
+static int pause_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
     int rc = 0;
     for (size_t i = 0; i < fr->ntasks; i++) {
         int t = fr->tasks[i];
         if (r->tasks[t].gens != fr->starts[i])
-            continue;           /* started again since: not the process this paused */
+            continue; /* started again since: not the process this paused */
         if (r->tasks[t].has_cgroup) {
             int x = fl_run_task_freeze(r, t, false, rc < 0 ? NULL : err, errlen);
             if (x < 0 && rc == 0)

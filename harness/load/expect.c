@@ -21,7 +21,8 @@ static const char *const check_keys_list[] = {
     "exit", "signal", "fails_with", "log_matches", "log_not_matches", "core",
 };
 
-static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v, struct fl_scn_check *ck)
+static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v,
+                      struct fl_scn_check *ck)
 {
     int rc;
     char where[160];
@@ -45,8 +46,9 @@ static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v, str
         else {
             long x;
             if (!isdigit((unsigned char)e->value[0]))
-                return fl_scn_verr(c, e->loc, "'exit' must be a number 0..255, 'nonzero' or 'any', not '%s'",
-                            e->value);
+                return fl_scn_verr(c, e->loc,
+                                   "'exit' must be a number 0..255, 'nonzero' or 'any', not '%s'",
+                                   e->value);
             if ((rc = fl_scn_get_long(c, e, "'exit'", 0, 255, &x)) < 0)
                 return rc;
             ck->exit = FL_SCN_EXIT_CODE;
@@ -85,8 +87,9 @@ static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v, str
         ck->core_loc = co->loc;
     }
     if (ck->exit == FL_SCN_EXIT_CODE && ck->signal != FL_SCN_SIG_UNSET)
-        return fl_scn_verr(c, sg->loc, "a process cannot both exit with %d and be killed by a signal",
-                    ck->exit_code);
+        return fl_scn_verr(c, sg->loc,
+                           "a process cannot both exit with %d and be killed by a signal",
+                           ck->exit_code);
     return 0;
 }
 
@@ -162,7 +165,8 @@ static int load_event_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_sc
         if ((rc = fl_scn_want(c, it, FL_YN_MAP, "an event check")) < 0 ||
             (rc = fl_scn_check_keys(c, it, keys, ARRAY_LEN(keys), "event check")) < 0)
             return rc;
-        const ynode *ev = fl_scn_yaml_get(it, "event", NULL), *h = fl_scn_yaml_get(it, "host", NULL);
+        const ynode *ev = fl_scn_yaml_get(it, "event", NULL),
+                    *h = fl_scn_yaml_get(it, "host", NULL);
         const ynode *j = fl_scn_yaml_get(it, "job", NULL), *mn = fl_scn_yaml_get(it, "min", NULL);
         const ynode *mx = fl_scn_yaml_get(it, "max", NULL);
         if (!ev)
@@ -219,15 +223,17 @@ static int ckpt_dir_or_prefix(struct fl_scn_vctx *c, const ynode *m, const char 
     if (d && p)
         return fl_scn_verr(c, p->loc, "%s has both 'dir' and 'prefix'; give one", what);
     if (!d && !p)
-        return fl_scn_verr(c, m->loc, "%s needs 'dir' (a checkpoint directory with a `checkpoint` state file) or 'prefix' (one bundle)",
+        return fl_scn_verr(c, m->loc,
+                           "%s needs 'dir' (a checkpoint directory with a `checkpoint` state file) "
+                           "or 'prefix' (one bundle)",
                            what);
     return d ? ckpt_path(c, d, "dir", dir) : ckpt_path(c, p, "prefix", prefix);
 }
 
 static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_ckpt_check *ck)
 {
-    static const char *const keys[] = {"host", "dir", "prefix", "verify", "restorable",
-                                       "copies", "latest_step", "restores_latest"};
+    static const char *const keys[] = {"host",       "dir",    "prefix",      "verify",
+                                       "restorable", "copies", "latest_step", "restores_latest"};
     static const char *const copy_keys[] = {"host", "dir", "prefix"};
     struct fl_scn_target t;
     int rc;
@@ -247,7 +253,8 @@ static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_
     if ((rc = ckpt_dir_or_prefix(c, m, "checkpoint check", ck->dir, ck->prefix)) < 0)
         return rc;
     const ynode *n;
-    if ((n = fl_scn_yaml_get(m, "verify", NULL)) && (rc = fl_scn_get_bool(c, n, "'verify'", &ck->verify)) < 0)
+    if ((n = fl_scn_yaml_get(m, "verify", NULL)) &&
+        (rc = fl_scn_get_bool(c, n, "'verify'", &ck->verify)) < 0)
         return rc;
     if ((n = fl_scn_yaml_get(m, "restorable", NULL)) &&
         (rc = fl_scn_get_bool(c, n, "'restorable'", &ck->restorable)) < 0)
@@ -259,13 +266,16 @@ static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_
         if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, "'latest_step'")) < 0)
             return rc;
         if (!ck->dir[0])
-            return fl_scn_verr(c, n->loc, "'latest_step' needs 'dir' (the step is the one the `checkpoint` state file names)");
+            return fl_scn_verr(c, n->loc,
+                               "'latest_step' needs 'dir' (the step is the one the `checkpoint` "
+                               "state file names)");
         if (strcmp(n->value, "last_reported") == 0) {
             ck->latest_step = FL_SCN_CKPT_STEP_LAST_REPORTED;
         } else {
             long v;
             if (!isdigit((unsigned char)n->value[0]))
-                return fl_scn_verr(c, n->loc, "'latest_step' must be last_reported or a step number, not '%s'",
+                return fl_scn_verr(c, n->loc,
+                                   "'latest_step' must be last_reported or a step number, not '%s'",
                                    n->value);
             if ((rc = fl_scn_get_long(c, n, "'latest_step'", 0, LONG_MAX, &v)) < 0)
                 return rc;
@@ -278,7 +288,9 @@ static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_
         if ((rc = fl_scn_want(c, cp, FL_YN_SEQ, "'copies'")) < 0)
             return rc;
         if (!ck->restorable)
-            return fl_scn_verr(c, cp->loc, "'copies' are compared with the restored tensors: set 'restorable: true'");
+            return fl_scn_verr(
+                c, cp->loc,
+                "'copies' are compared with the restored tensors: set 'restorable: true'");
         if (cp->n > FL_SCN_MAX_CKPT_COPIES)
             return fl_scn_verr(c, cp->items[FL_SCN_MAX_CKPT_COPIES]->loc,
                                "at most %d copies per checkpoint check", FL_SCN_MAX_CKPT_COPIES);
@@ -287,7 +299,8 @@ static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_
             struct fl_scn_ckpt_copy *co = &ck->copies[ck->n_copies++];
             co->loc = it->loc;
             if ((rc = fl_scn_want(c, it, FL_YN_MAP, "a checkpoint copy")) < 0 ||
-                (rc = fl_scn_check_keys(c, it, copy_keys, ARRAY_LEN(copy_keys), "checkpoint copy")) < 0)
+                (rc = fl_scn_check_keys(c, it, copy_keys, ARRAY_LEN(copy_keys),
+                                        "checkpoint copy")) < 0)
                 return rc;
             const ynode *ch = fl_scn_yaml_get(it, "host", NULL);
             if (!ch)
@@ -300,12 +313,15 @@ static int load_ckpt_check(struct fl_scn_vctx *c, const ynode *m, struct fl_scn_
         }
     }
     if (!ck->verify && !ck->restorable && !ck->latest_step && !ck->restores_latest)
-        return fl_scn_verr(c, m->loc, "checkpoint check checks nothing: set verify, restorable, latest_step or restores_latest");
+        return fl_scn_verr(c, m->loc,
+                           "checkpoint check checks nothing: set verify, restorable, latest_step "
+                           "or restores_latest");
     return 0;
 }
 
 /* checkpoint: one mapping or a list of them. */
-static int load_ckpt_checks(struct fl_scn_vctx *c, const ynode *k, const ynode *v, struct fl_scn_expect *x)
+static int load_ckpt_checks(struct fl_scn_vctx *c, const ynode *k, const ynode *v,
+                            struct fl_scn_expect *x)
 {
     int rc;
     if (fl_scn_yaml_is_null(v))
@@ -318,7 +334,9 @@ static int load_ckpt_checks(struct fl_scn_vctx *c, const ynode *k, const ynode *
                                FL_SCN_MAX_CKPT_CHECKS);
         if (m->type != FL_YN_MAP) {
             char b[64];
-            return fl_scn_verr(c, m->loc, "'%s' must be a mapping like {host: w0, dir: train_logs, verify: true} or a list of them, not %s",
+            return fl_scn_verr(c, m->loc,
+                               "'%s' must be a mapping like {host: w0, dir: train_logs, verify: "
+                               "true} or a list of them, not %s",
                                k->value, fl_scn_describe(m, b, sizeof b));
         }
         if ((rc = load_ckpt_check(c, m, &x->ckpts[x->n_ckpts++])) < 0)
@@ -398,13 +416,18 @@ static int load_expect_block(struct fl_scn_vctx *c, const ynode *key, const ynod
             for (size_t f = 0; f < ARRAY_LEN(check_keys_list); f++)
                 is_field |= strcmp(n, check_keys_list[f]) == 0;
             if (is_field)
-                fl_scn_verr(c, k->loc, "'%s' is not an expectation target: under a selector, name a target first (e.g. %s: {all: {%s: ...}})",
-                     n, key->value, n);
+                fl_scn_verr(c, k->loc,
+                            "'%s' is not an expectation target: under a selector, name a target "
+                            "first (e.g. %s: {all: {%s: ...}})",
+                            n, key->value, n);
             else if (fl_suggest(n, cands, q)) {
                 fl_scn_verr(c, k->loc, "unknown expectation target '%s'", n);
                 fl_suggest_append(c->err, c->errlen, n, cands, q);
             } else {
-                fl_scn_verr(c, k->loc, "unknown expectation target '%s' (expected all, chief, a job, job:task, a host, files, events or checkpoint)", n);
+                fl_scn_verr(c, k->loc,
+                            "unknown expectation target '%s' (expected all, chief, a job, "
+                            "job:task, a host, files, events or checkpoint)",
+                            n);
             }
             free(cands);
             return -EINVAL;
@@ -437,8 +460,9 @@ int fl_scn_load_expect(struct fl_scn_vctx *c, const ynode *ex)
             if (strcmp(n, "chief") == 0 || fl_scn_job_find(s, n) >= 0 ||
                 fl_scn_host_find(s, n) >= 0 || strcmp(n, "files") == 0 ||
                 strcmp(n, "events") == 0 || strcmp(n, "checkpoint") == 0 || strchr(n, ':'))
-                return fl_scn_verr(c, k->loc, "'%s' is a target, not a variant selector: write all: {%s: ...}",
-                            n, n);
+                return fl_scn_verr(c, k->loc,
+                                   "'%s' is a target, not a variant selector: write all: {%s: ...}",
+                                   n, n);
             return fl_scn_verr(c, k->loc, "%s", msg);
         }
         x->sel.loc = k->loc;

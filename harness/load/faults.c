@@ -39,7 +39,8 @@ static int load_count(struct fl_scn_vctx *c, const ynode *m, unsigned *count)
     return 0;
 }
 
-static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v, struct fl_scn_trigger *t)
+static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
+                        struct fl_scn_trigger *t)
 {
     struct fl_scenario *s = c->s;
     int rc;
@@ -52,8 +53,10 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
         if ((rc = fl_scn_get_duration(c, v, "'at'", true, &t->at_ms)) < 0)
             return rc;
         if (t->at_ms >= s->timeout_ms)
-            return fl_scn_verr(c, v->loc, "fault at %s comes after the run's timeout (%" PRId64
-                               "%s): raise 'timeout:' or fire it earlier", v->value,
+            return fl_scn_verr(c, v->loc,
+                               "fault at %s comes after the run's timeout (%" PRId64
+                               "%s): raise 'timeout:' or fire it earlier",
+                               v->value,
                                s->timeout_ms % 1000 ? s->timeout_ms : s->timeout_ms / 1000,
                                s->timeout_ms % 1000 ? "ms" : "s");
         return 0;
@@ -65,16 +68,18 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
     if (v->type != FL_YN_MAP) {
         char b[64];
         return fl_scn_verr(c, v->loc, "'%s' must be a mapping like %s, not %s", key->value,
-                    ev ? "{event: save.done, host: w0}" : "{host: w0, match: 'step 100'}",
-                    fl_scn_describe(v, b, sizeof b));
+                           ev ? "{event: save.done, host: w0}" : "{host: w0, match: 'step 100'}",
+                           fl_scn_describe(v, b, sizeof b));
     }
-    if ((rc = fl_scn_check_keys(c, v, ev ? ev_keys : log_keys, ev ? 5 : 4, ev ? "after" : "on_log")) < 0)
+    if ((rc = fl_scn_check_keys(c, v, ev ? ev_keys : log_keys, ev ? 5 : 4,
+                                ev ? "after" : "on_log")) < 0)
         return rc;
     const ynode *h = fl_scn_yaml_get(v, "host", NULL);
     const ynode *j = fl_scn_yaml_get(v, "job", NULL);
     if (h && (rc = fl_scn_resolve_host(c, h, ev ? "'after'" : "'on_log'", &t->host)) < 0)
         return rc;
-    if (j && (rc = fl_scn_resolve_job_task(c, j, ev ? "'after'" : "'on_log'", &t->job, &t->task)) < 0)
+    if (j &&
+        (rc = fl_scn_resolve_job_task(c, j, ev ? "'after'" : "'on_log'", &t->job, &t->task)) < 0)
         return rc;
     if ((rc = load_count(c, v, &t->count)) < 0)
         return rc;
@@ -99,7 +104,8 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
                  * '=' (docs/events.md), so such a key could never match. */
                 if (!*wk || wk[strcspn(wk, " =\t\n")])
                     return fl_scn_verr(c, w->keys[i]->loc,
-                                       "bad 'where' key '%s' (an event attribute's key is one word: not empty, no spaces or '=')",
+                                       "bad 'where' key '%s' (an event attribute's key is one "
+                                       "word: not empty, no spaces or '=')",
                                        wk);
                 if ((rc = fl_scn_dup_str(c, wk, &kv->key)) < 0 ||
                     (rc = fl_scn_get_str(c, w->items[i], "a 'where' value", &kv->value)) < 0)
@@ -115,7 +121,6 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
     }
     return 0;
 }
-
 
 /* The keys a fault may have: triggers, every kind (and the keys only it
  * reads), for and variant; n at most max. */
@@ -146,8 +151,8 @@ static int foreign_keys(struct fl_scn_vctx *c, const ynode *it, const struct fl_
             if (!fl_scn_yaml_get(it, o->keys[q], &key))
                 continue;
             if (o->keys_note)
-                return fl_scn_verr(c, key->loc, "'%s' applies only to %s (%s)", o->keys[q],
-                                   o->name, o->keys_note);
+                return fl_scn_verr(c, key->loc, "'%s' applies only to %s (%s)", o->keys[q], o->name,
+                                   o->keys_note);
             return fl_scn_verr(c, key->loc, "'%s' applies only to %s", o->keys[q], o->name);
         }
     }
@@ -195,8 +200,8 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                     fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s'", k);
                     return fl_scn_vsuggest(c, k, action_keys, n_action);
                 }
-                return fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s' (expected %s)",
-                                   k, fl_fault_kind_list(kinds, sizeof kinds, " or "));
+                return fl_scn_verr(c, it->keys[i]->loc, "unknown fault kind '%s' (expected %s)", k,
+                                   fl_fault_kind_list(kinds, sizeof kinds, " or "));
             }
             if (sug) {
                 fl_scn_verr(c, it->keys[i]->loc, "unknown key '%s' in fault", k);
@@ -213,15 +218,16 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         }
         if (is_trigger) {
             if (tk)
-                return fl_scn_verr(c, it->keys[i]->loc, "fault has two triggers ('%s' and '%s'); use one",
-                            tk->value, k);
+                return fl_scn_verr(c, it->keys[i]->loc,
+                                   "fault has two triggers ('%s' and '%s'); use one", tk->value, k);
             tk = it->keys[i];
             tv = it->items[i];
         }
         if (is_action) {
             if (ak)
-                return fl_scn_verr(c, it->keys[i]->loc, "fault has two kinds ('%s' and '%s'); write two faults",
-                            ak->value, k);
+                return fl_scn_verr(c, it->keys[i]->loc,
+                                   "fault has two kinds ('%s' and '%s'); write two faults",
+                                   ak->value, k);
             ak = it->keys[i];
             av = it->items[i];
         }
@@ -230,7 +236,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
         return fl_scn_verr(c, it->loc, "fault has no kind (one of %s)",
                            fl_fault_kind_list(kinds, sizeof kinds, ", "));
     if (!tk)
-        return fl_scn_verr(c, it->loc, "fault has no trigger (add at: <time>, after: {event: ...} or on_log: {match: ...})");
+        return fl_scn_verr(
+            c, it->loc,
+            "fault has no trigger (add at: <time>, after: {event: ...} or on_log: {match: ...})");
     if ((rc = load_trigger(c, tk, tv, &f->trigger)) < 0)
         return rc;
 
@@ -268,8 +276,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 const ynode *vals = va->items[i];
                 size_t nv = vals->type == FL_YN_SEQ ? vals->n : 1;
                 if (vals->type == FL_YN_MAP || (vals->type == FL_YN_SEQ && nv == 0))
-                    return fl_scn_verr(c, vals->loc, "variant '%s' must be a value or a list of values",
-                                va->keys[i]->value);
+                    return fl_scn_verr(c, vals->loc,
+                                       "variant '%s' must be a value or a list of values",
+                                       va->keys[i]->value);
                 for (size_t q = 0; q < nv; q++) {
                     const ynode *one = vals->type == FL_YN_SEQ ? vals->items[q] : vals;
                     char term[512];
@@ -278,7 +287,8 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                     snprintf(term, sizeof term, "%s=%s", va->keys[i]->value, one->value);
                     rc = fl_scn_selector_add_terms(s, term, &f->variant, false, msg, sizeof msg);
                     if (rc < 0)
-                        return fl_scn_verr(c, rc == -ENOENT ? va->keys[i]->loc : one->loc, "%s", msg);
+                        return fl_scn_verr(c, rc == -ENOENT ? va->keys[i]->loc : one->loc, "%s",
+                                           msg);
                     size_t ol = strlen(f->variant.text);
                     char *nt = realloc(f->variant.text, ol + strlen(term) + 2);
                     if (!nt)
@@ -290,7 +300,9 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                 }
             }
         } else {
-            return fl_scn_verr(c, va->loc, "'variant' must be a selector ('legacy', 'k=v') or a mapping {key: value}");
+            return fl_scn_verr(
+                c, va->loc,
+                "'variant' must be a selector ('legacy', 'k=v') or a mapping {key: value}");
         }
         f->variant.loc = va->loc;
     }

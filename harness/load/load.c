@@ -38,8 +38,8 @@
 #include <unistd.h>
 
 static const char *const builtin_placeholders[] = {
-    "job", "task", "host", "addr", "port", "chief", "run_id", "seed", "workdir", "bin",
-    "scenario_dir",
+    "job",    "task", "host",    "addr", "port",         "chief",
+    "run_id", "seed", "workdir", "bin",  "scenario_dir",
 };
 
 /* Names: hosts [A-Za-z0-9][A-Za-z0-9_-]{0,62}; jobs [a-z][a-z0-9_]*. */
@@ -56,7 +56,8 @@ static bool valid_host_name(const char *n)
 
 static bool valid_ident(const char *n, bool upper_ok)
 {
-    if (!(islower((unsigned char)n[0]) || n[0] == '_' || (upper_ok && isupper((unsigned char)n[0]))))
+    if (!(islower((unsigned char)n[0]) || n[0] == '_' ||
+          (upper_ok && isupper((unsigned char)n[0]))))
         return false;
     for (const char *p = n; *p; p++)
         if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_' ||
@@ -122,24 +123,33 @@ static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
         const char *last = strrchr(f->path, '/');
         last = last ? last + 1 : f->path;
         if (!*nf[i] || !*last || strcmp(last, ".") == 0) {
-            rc = fl_scn_verr(c, f->loc, "disk file '%s' names a directory, not a file (list directories in 'dirs')",
-                             f->path);
+            rc = fl_scn_verr(
+                c, f->loc,
+                "disk file '%s' names a directory, not a file (list directories in 'dirs')",
+                f->path);
             break;
         }
         for (size_t j = 0; j < h->n_files && rc == 0; j++) {
             if (j < i && strcmp(nf[i], nf[j]) == 0)
-                rc = fl_scn_verr(c, f->loc, "disk file '%s' is listed twice (first as '%s' at line %d)",
+                rc = fl_scn_verr(c, f->loc,
+                                 "disk file '%s' is listed twice (first as '%s' at line %d)",
                                  f->path, h->files[j].path, h->files[j].loc.line);
             else if (path_inside(nf[j], nf[i]))
-                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: disk file '%s' (line %d) is inside it",
+                rc = fl_scn_verr(c, f->loc,
+                                 "disk file '%s' cannot also be a directory: disk file '%s' (line "
+                                 "%d) is inside it",
                                  f->path, h->files[j].path, h->files[j].loc.line);
         }
         for (size_t d = 0; d < h->n_dirs && rc == 0; d++) {
             if (strcmp(nf[i], nd[d]) == 0)
-                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: it is listed in 'dirs' (line %d)",
-                                 f->path, h->dirs[d].loc.line);
+                rc = fl_scn_verr(
+                    c, f->loc,
+                    "disk file '%s' cannot also be a directory: it is listed in 'dirs' (line %d)",
+                    f->path, h->dirs[d].loc.line);
             else if (path_inside(nd[d], nf[i]))
-                rc = fl_scn_verr(c, f->loc, "disk file '%s' cannot also be a directory: disk dir '%s' (line %d) is inside it",
+                rc = fl_scn_verr(c, f->loc,
+                                 "disk file '%s' cannot also be a directory: disk dir '%s' (line "
+                                 "%d) is inside it",
                                  f->path, h->dirs[d].path, h->dirs[d].loc.line);
         }
     }
@@ -172,8 +182,9 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
         if ((rc = fl_scn_want(c, co, FL_YN_SCALAR, "'clock_offset'")) < 0)
             return rc;
         if (fl_scn_duration_parse(co->value + neg, &ms) < 0)
-            return fl_scn_verr(c, co->loc, "'clock_offset' must be a duration like 5s or -250ms, not '%s'",
-                        co->value);
+            return fl_scn_verr(c, co->loc,
+                               "'clock_offset' must be a duration like 5s or -250ms, not '%s'",
+                               co->value);
         h->clock_offset_ms = neg ? -ms : ms;
         h->clock_offset_set = true;
     }
@@ -182,10 +193,12 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
         if ((rc = fl_scn_want(c, cd, FL_YN_SCALAR, "'clock_drift'")) < 0)
             return rc;
         if (fl_scn_drift_parse(cd->value, &h->clock_drift_ppm) < 0)
-            return fl_scn_verr(c, cd->loc, "'clock_drift' must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
+            return fl_scn_verr(c, cd->loc,
+                               "'clock_drift' must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
                                cd->value);
         if (h->clock_drift_ppm <= -500000 || h->clock_drift_ppm > 10000000)
-            return fl_scn_verr(c, cd->loc, "'clock_drift' must be above -50%% and at most 1000%%, not '%s'",
+            return fl_scn_verr(c, cd->loc,
+                               "'clock_drift' must be above -50%% and at most 1000%%, not '%s'",
                                cd->value);
         h->clock_drift_set = true;
     }
@@ -201,12 +214,15 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
         if ((rc = fl_scn_want(c, size, FL_YN_SCALAR, "'size'")) < 0)
             return rc;
         if (fl_scn_size_parse(size->value, &h->disk_size) < 0)
-            return fl_scn_verr(c, size->loc, "disk 'size' must be a size like 4096, 512K, 64M or 1G, not '%s'",
-                        size->value);
+            return fl_scn_verr(c, size->loc,
+                               "disk 'size' must be a size like 4096, 512K, 64M or 1G, not '%s'",
+                               size->value);
         if (h->disk_size == 0)
-            return fl_scn_verr(c, size->loc, "disk size must be larger than 0 (omit it for no limit)");
+            return fl_scn_verr(c, size->loc,
+                               "disk size must be larger than 0 (omit it for no limit)");
         if (h->disk_size < 64 * 1024)
-            return fl_scn_verr(c, size->loc, "disk size %s is too small (at least 64K)", size->value);
+            return fl_scn_verr(c, size->loc, "disk size %s is too small (at least 64K)",
+                               size->value);
     }
     const ynode *dirs = fl_scn_yaml_get(disk, "dirs", NULL);
     if (dirs && !fl_scn_yaml_is_null(dirs)) {
@@ -264,15 +280,17 @@ static int add_host(struct fl_scn_vctx *c, const ynode *name, const ynode *opt)
         return rc;
     if (!valid_host_name(name->value))
         return fl_scn_verr(c, name->loc,
-                    "bad host name '%s' (letters, digits, '-' and '_', starting with a letter or digit, at most 63)",
-                    name->value);
+                           "bad host name '%s' (letters, digits, '-' and '_', starting with a "
+                           "letter or digit, at most 63)",
+                           name->value);
     for (size_t i = 0; i < ARRAY_LEN(reserved_names); i++)
         if (strcmp(name->value, reserved_names[i]) == 0)
-            return fl_scn_verr(c, name->loc, "'%s' is reserved and cannot name a host", name->value);
+            return fl_scn_verr(c, name->loc, "'%s' is reserved and cannot name a host",
+                               name->value);
     int prev = fl_scn_host_find(s, name->value);
     if (prev >= 0)
         return fl_scn_verr(c, name->loc, "duplicate host '%s' (first at line %d column %d)",
-                    name->value, s->hosts[prev].loc.line, s->hosts[prev].loc.col);
+                           name->value, s->hosts[prev].loc.line, s->hosts[prev].loc.col);
     if ((rc = fl_scn_dup_str(c, name->value, &h->name)) < 0)
         return rc;
     h->loc = name->loc;
@@ -289,13 +307,16 @@ static int load_hosts(struct fl_scn_vctx *c, const ynode *hosts, struct fl_scn_l
     if (!hosts)
         return fl_scn_verr(c, top, "missing 'hosts' (a list of host names, e.g. hosts: [ps0, w0])");
     if (hosts->type == FL_YN_SCALAR)
-        return fl_scn_verr(c, hosts->loc, "'hosts' must be a list of host names or a mapping, not %s",
-                    fl_scn_describe(hosts, b, sizeof b));
+        return fl_scn_verr(c, hosts->loc,
+                           "'hosts' must be a list of host names or a mapping, not %s",
+                           fl_scn_describe(hosts, b, sizeof b));
     if (hosts->n == 0)
         return fl_scn_verr(c, hosts->loc, "'hosts' is empty: a scenario needs at least one host");
     if (hosts->n > FL_SCN_MAX_HOSTS)
-        return fl_scn_verr(c, hosts->loc, "too many hosts (%zu): a run has at most %d, the ports of its network bridge",
-                    hosts->n, FL_SCN_MAX_HOSTS);
+        return fl_scn_verr(
+            c, hosts->loc,
+            "too many hosts (%zu): a run has at most %d, the ports of its network bridge", hosts->n,
+            FL_SCN_MAX_HOSTS);
     if (!(s->hosts = fl_scn_zalloc(c, hosts->n, sizeof *s->hosts)))
         return -ENOMEM;
     for (size_t i = 0; i < hosts->n; i++) {
@@ -345,11 +366,14 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
         const ynode *k = vars->keys[i], *v = vars->items[i];
         struct fl_scn_dim *d = &s->dims[s->n_dims];
         if (!valid_ident(k->value, false))
-            return fl_scn_verr(c, k->loc, "bad variant key '%s' (lower-case letters, digits and '_', not starting with a digit)",
-                        k->value);
+            return fl_scn_verr(c, k->loc,
+                               "bad variant key '%s' (lower-case letters, digits and '_', not "
+                               "starting with a digit)",
+                               k->value);
         if (is_builtin_placeholder(k->value))
-            return fl_scn_verr(c, k->loc, "variant key '%s' is a built-in placeholder; choose another name",
-                        k->value);
+            return fl_scn_verr(c, k->loc,
+                               "variant key '%s' is a built-in placeholder; choose another name",
+                               k->value);
         if ((rc = fl_scn_dup_str(c, k->value, &d->key)) < 0)
             return rc;
         d->loc = k->loc;
@@ -367,15 +391,16 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
             if ((rc = fl_scn_want(c, val, FL_YN_SCALAR, "a variant value")) < 0)
                 return rc;
             if (!valid_value(val->value))
-                return fl_scn_verr(c, val->loc, "bad variant value '%s' (letters, digits, '.', '_', '+', '-')",
-                            val->value);
+                return fl_scn_verr(c, val->loc,
+                                   "bad variant value '%s' (letters, digits, '.', '_', '+', '-')",
+                                   val->value);
             if (strcmp(val->value, "all") == 0 || strcmp(val->value, "default") == 0)
                 return fl_scn_verr(c, val->loc, "'%s' cannot be a variant value (it is a selector)",
-                            val->value);
+                                   val->value);
             for (size_t q = 0; q < d->n_values; q++)
                 if (strcmp(d->values[q], val->value) == 0)
-                    return fl_scn_verr(c, val->loc, "duplicate value '%s' in variant '%s'", val->value,
-                                k->value);
+                    return fl_scn_verr(c, val->loc, "duplicate value '%s' in variant '%s'",
+                                       val->value, k->value);
             if ((rc = fl_scn_dup_str(c, val->value, &d->values[d->n_values])) < 0)
                 return rc;
             d->n_values++;
@@ -391,8 +416,10 @@ static int load_variants(struct fl_scn_vctx *c, const ynode *vars)
                 longest = strlen(d->values[q]);
         name_len += (i ? 1 : 0) + strlen(d->key) + 1 + longest;
         if (name_len >= FL_SCN_VARIANT_NAME_MAX)
-            return fl_scn_verr(c, k->loc, "variant names would be longer than %d characters (like k=v,k2=v2); use shorter keys or values",
-                        FL_SCN_VARIANT_NAME_MAX - 1);
+            return fl_scn_verr(c, k->loc,
+                               "variant names would be longer than %d characters (like k=v,k2=v2); "
+                               "use shorter keys or values",
+                               FL_SCN_VARIANT_NAME_MAX - 1);
     }
     return 0;
 }
@@ -408,7 +435,8 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
     int rc;
 
     if (!cl)
-        return fl_scn_verr(c, top, "missing 'cluster' (job name -> list of hosts, e.g. cluster: {worker: [w0]})");
+        return fl_scn_verr(
+            c, top, "missing 'cluster' (job name -> list of hosts, e.g. cluster: {worker: [w0]})");
     if ((rc = fl_scn_want(c, cl, FL_YN_MAP, "'cluster'")) < 0)
         return rc;
     if (cl->n == 0)
@@ -420,20 +448,26 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
         const ynode *k = cl->keys[i], *v = cl->items[i];
         struct fl_scn_job *j = &s->jobs[s->n_jobs];
         if (!valid_ident(k->value, false) || k->value[0] == '_')
-            return fl_scn_verr(c, k->loc, "bad job name '%s' (lower-case letters, digits and '_', starting with a letter)",
-                        k->value);
+            return fl_scn_verr(
+                c, k->loc,
+                "bad job name '%s' (lower-case letters, digits and '_', starting with a letter)",
+                k->value);
         for (size_t r = 0; r < ARRAY_LEN(reserved_names); r++)
             if (strcmp(k->value, reserved_names[r]) == 0 && strcmp(k->value, "chief") != 0)
                 return fl_scn_verr(c, k->loc, "'%s' is reserved and cannot name a job", k->value);
         /* run.<job> sits beside run's own keys: a job may not take one's name. */
         for (size_t r = 0; r < ARRAY_LEN(run_base_keys); r++)
             if (strcmp(k->value, run_base_keys[r]) == 0)
-                return fl_scn_verr(c, k->loc, "'%s' is a key of run: and cannot name a job (run.%s would be ambiguous)",
-                            k->value, k->value);
+                return fl_scn_verr(
+                    c, k->loc,
+                    "'%s' is a key of run: and cannot name a job (run.%s would be ambiguous)",
+                    k->value, k->value);
         int h = fl_scn_host_find(s, k->value);
         if (h >= 0)
-            return fl_scn_verr(c, k->loc, "job '%s' has the name of a host (line %d); names of jobs and hosts must differ",
-                        k->value, s->hosts[h].loc.line);
+            return fl_scn_verr(
+                c, k->loc,
+                "job '%s' has the name of a host (line %d); names of jobs and hosts must differ",
+                k->value, s->hosts[h].loc.line);
         if ((rc = fl_scn_dup_str(c, k->value, &j->name)) < 0)
             return rc;
         j->loc = k->loc;
@@ -442,7 +476,8 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
         snprintf(what, sizeof what, "job '%s'", k->value);
         if (fl_scn_yaml_is_null(v) || (v->type == FL_YN_SEQ && v->n == 0))
             return fl_scn_verr(c, fl_scn_yaml_is_null(v) ? k->loc : v->loc,
-                        "job '%s' has no tasks (list its hosts, e.g. %s: [h0])", k->value, k->value);
+                               "job '%s' has no tasks (list its hosts, e.g. %s: [h0])", k->value,
+                               k->value);
         if ((rc = fl_scn_want(c, v, FL_YN_SEQ, what)) < 0)
             return rc;
         if (!(j->task_hosts = fl_scn_zalloc(c, v->n, sizeof *j->task_hosts)))
@@ -460,9 +495,10 @@ static int load_cluster(struct fl_scn_vctx *c, const ynode *cl, struct fl_scn_lo
         const char *k = s->dims[d].key;
         int j = fl_scn_job_placeholder(s, k, strlen(k), NULL);
         if (j >= 0)
-            return fl_scn_verr(c, s->dims[d].loc,
-                        "variant key '%s' is a built-in placeholder of job '%s'; choose another name",
-                        k, s->jobs[j].name);
+            return fl_scn_verr(
+                c, s->dims[d].loc,
+                "variant key '%s' is a built-in placeholder of job '%s'; choose another name", k,
+                s->jobs[j].name);
     }
     /* Flat tasks, chief. */
     if (!(s->tasks = fl_scn_zalloc(c, total, sizeof *s->tasks)))
@@ -565,7 +601,8 @@ static int load_env(struct fl_scn_vctx *c, const ynode *env, struct fl_scn_job *
         if (!valid_ident(k->value, true))
             return fl_scn_verr(c, k->loc, "bad environment variable name '%s'", k->value);
         if (strncmp(k->value, "FAULTLINE_", 10) == 0)
-            return fl_scn_verr(c, k->loc, "'%s': FAULTLINE_* variables are set by the harness", k->value);
+            return fl_scn_verr(c, k->loc, "'%s': FAULTLINE_* variables are set by the harness",
+                               k->value);
         if (v->type != FL_YN_SCALAR)
             return fl_scn_want(c, v, FL_YN_SCALAR, "an env value");
         if ((rc = check_template(c, v)) < 0)
@@ -650,8 +687,8 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
         const ynode *use = jcmd ? jcmd : cmd;
         if (!use)
             return fl_scn_verr(c, jk ? jk->loc : run->loc,
-                        "job '%s' has no command (set run.command or run.%s.command)", job->name,
-                        job->name);
+                               "job '%s' has no command (set run.command or run.%s.command)",
+                               job->name, job->name);
         if (!*use->value || strspn(use->value, " \t\n") == use->len)
             return fl_scn_verr(c, use->loc, "the command of job '%s' is empty", job->name);
         if ((rc = fl_scn_dup_str(c, use->value, &job->command)) < 0)
@@ -690,9 +727,10 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
             if (s->tasks[t].port > 65535) {
                 int cnt = per_host[s->tasks[t].host];
                 free(per_host);
-                return fl_scn_verr(c, port ? port->loc : run->loc,
-                            "run port %d leaves no room for %d tasks on host '%s' (ports above 65535)",
-                            s->run.base_port, cnt, s->hosts[s->tasks[t].host].name);
+                return fl_scn_verr(
+                    c, port ? port->loc : run->loc,
+                    "run port %d leaves no room for %d tasks on host '%s' (ports above 65535)",
+                    s->run.base_port, cnt, s->hosts[s->tasks[t].host].name);
             }
         free(per_host);
     }
@@ -708,7 +746,8 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
             items = (const ynode *const *)sw->items;
             n = sw->n;
             if (n == 0)
-                return fl_scn_verr(c, sw->loc, "'stop_when' is empty (omit it to wait for every job)");
+                return fl_scn_verr(c, sw->loc,
+                                   "'stop_when' is empty (omit it to wait for every job)");
         } else if ((rc = fl_scn_want(c, sw, FL_YN_SCALAR, "'stop_when'")) < 0) {
             return rc;
         }
@@ -719,7 +758,8 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
             if ((rc = fl_scn_want(c, items[i], FL_YN_SCALAR, "a stop_when job")) < 0)
                 return rc;
             if (n > 1 && strcmp(items[i]->value, "all") == 0)
-                return fl_scn_verr(c, items[i]->loc, "stop_when: 'all' cannot be mixed with job names");
+                return fl_scn_verr(c, items[i]->loc,
+                                   "stop_when: 'all' cannot be mixed with job names");
             if (strcmp(items[i]->value, "all") == 0) {
                 s->run.stop_all = true;
                 break;
@@ -739,11 +779,12 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
                 if (l)
                     return fl_scn_verr(c, items[i]->loc,
                                        "stop_when: '%s' is a host; stop_when takes job names "
-                                       "(host %s runs job %s)", items[i]->value, items[i]->value,
-                                       jobs);
+                                       "(host %s runs job %s)",
+                                       items[i]->value, items[i]->value, jobs);
                 return fl_scn_verr(c, items[i]->loc,
                                    "stop_when: '%s' is a host; stop_when takes job names (and "
-                                   "no job runs on %s)", items[i]->value, items[i]->value);
+                                   "no job runs on %s)",
+                                   items[i]->value, items[i]->value);
             }
             if (j < 0) {
                 const char **names = fl_scn_zalloc(c, s->n_jobs, sizeof *names);
@@ -779,11 +820,15 @@ static int check_shared_path(struct fl_scn_vctx *c, const ynode *p, const struct
             rc = fl_scn_verr(c, p->loc, "shared path '%s' is listed twice (first at line %d)",
                              e->path, s->shared[q].loc.line);
         else if (path_inside(me, other))
-            rc = fl_scn_verr(c, p->loc, "shared path '%s' is inside shared path '%s' (line %d); shared paths cannot nest",
-                             e->path, s->shared[q].path, s->shared[q].loc.line);
+            rc = fl_scn_verr(
+                c, p->loc,
+                "shared path '%s' is inside shared path '%s' (line %d); shared paths cannot nest",
+                e->path, s->shared[q].path, s->shared[q].loc.line);
         else if (path_inside(other, me))
-            rc = fl_scn_verr(c, p->loc, "shared path '%s' (line %d) is inside shared path '%s'; shared paths cannot nest",
-                             s->shared[q].path, s->shared[q].loc.line, e->path);
+            rc = fl_scn_verr(
+                c, p->loc,
+                "shared path '%s' (line %d) is inside shared path '%s'; shared paths cannot nest",
+                s->shared[q].path, s->shared[q].loc.line, e->path);
         free(other);
     }
     free(me);
@@ -807,10 +852,14 @@ static int check_shared_disks(struct fl_scn_vctx *c, const struct fl_scn_shared 
             if (!np)
                 rc = -ENOMEM;
             else if (path_inside(np, sp) || (file && strcmp(np, sp) == 0))
-                rc = fl_scn_verr(c, loc, "disk %s '%s' of host '%s' is in shared path '%s' (line %d), whose mount would hide it",
+                rc = fl_scn_verr(c, loc,
+                                 "disk %s '%s' of host '%s' is in shared path '%s' (line %d), "
+                                 "whose mount would hide it",
                                  file ? "file" : "dir", path, h->name, e->path, e->loc.line);
             else if (file && path_inside(sp, np))
-                rc = fl_scn_verr(c, loc, "disk file '%s' of host '%s' cannot also be a directory: shared path '%s' (line %d) is inside it",
+                rc = fl_scn_verr(c, loc,
+                                 "disk file '%s' of host '%s' cannot also be a directory: shared "
+                                 "path '%s' (line %d) is inside it",
                                  path, h->name, e->path, e->loc.line);
             free(np);
         }
@@ -882,16 +931,18 @@ static bool valid_scenario_name(const char *n)
 static int load_top(struct fl_scn_vctx *c, const ynode *root)
 {
     static const char *const keys[] = {
-        "name", "about", "seed", "timeout", "hosts", "shared", "workdir",
-        "cluster", "run", "variants", "faults", "expect",
-        "soak",     /* a soak profile's block: read by soak/profile.c, not here */
+        "name",    "about", "seed",     "timeout", "hosts",  "shared", "workdir",
+        "cluster", "run",   "variants", "faults",  "expect", "soak", /* a soak profile's block: read
+                                                                        by soak/profile.c, not here
+                                                                      */
     };
     struct fl_scenario *s = c->s;
     struct fl_scn_loc top = {1, 1};
     int rc;
 
     if (!root || fl_scn_yaml_is_null(root))
-        return fl_scn_verr(c, top, "empty scenario (expected a mapping with name, hosts, cluster and run)");
+        return fl_scn_verr(c, top,
+                           "empty scenario (expected a mapping with name, hosts, cluster and run)");
     if (root->type != FL_YN_MAP)
         return fl_scn_want(c, root, FL_YN_MAP, "a scenario");
     top = root->loc;
@@ -913,8 +964,10 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
             fix[k++] = islower(ch) || isdigit(ch) || strchr("._-", ch) ? (char)ch : '-';
         }
         fix[k] = 0;
-        return fl_scn_verr(c, n->loc, "bad name '%s': at most 128 lower-case letters, digits, "
-                           "'.', '_' and '-' (e.g. '%s')", s->name, k ? fix : "my-scenario");
+        return fl_scn_verr(c, n->loc,
+                           "bad name '%s': at most 128 lower-case letters, digits, "
+                           "'.', '_' and '-' (e.g. '%s')",
+                           s->name, k ? fix : "my-scenario");
     }
     n = fl_scn_yaml_get(root, "about", NULL);
     if (n && !fl_scn_yaml_is_null(n))
@@ -931,8 +984,9 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
         errno = 0;
         unsigned long long v = strtoull(n->value, &end, 10);
         if (!isdigit((unsigned char)n->value[0]) || *end || errno)
-            return fl_scn_verr(c, n->loc, "'seed' must be a whole number 0..18446744073709551615, not '%s'",
-                        n->value);
+            return fl_scn_verr(c, n->loc,
+                               "'seed' must be a whole number 0..18446744073709551615, not '%s'",
+                               n->value);
         s->seed = v;
         s->seed_set = true;
     }
@@ -946,15 +1000,18 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
             return rc;
         if (s->workdir[0] != '/' || strcmp(s->workdir, "/") == 0 || strstr(s->workdir, "/../") ||
             (strlen(s->workdir) >= 3 && strcmp(s->workdir + strlen(s->workdir) - 3, "/..") == 0))
-            return fl_scn_verr(c, n->loc, "'workdir' must be an absolute path below / (e.g. /srv/faultline), not '%s'",
-                        s->workdir);
+            return fl_scn_verr(
+                c, n->loc,
+                "'workdir' must be an absolute path below / (e.g. /srv/faultline), not '%s'",
+                s->workdir);
         static const char *const bad[] = {"/proc", "/sys", "/dev", "/etc", "/tmp", "/run"};
         for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
             size_t bl = strlen(bad[i]);
             if (strncmp(s->workdir, bad[i], bl) == 0 &&
                 (s->workdir[bl] == 0 || s->workdir[bl] == '/'))
-                return fl_scn_verr(c, n->loc, "workdir '%s' is inside %s, which the harness manages itself",
-                            s->workdir, bad[i]);
+                return fl_scn_verr(c, n->loc,
+                                   "workdir '%s' is inside %s, which the harness manages itself",
+                                   s->workdir, bad[i]);
         }
         size_t l = strlen(s->workdir);
         while (l > 1 && s->workdir[l - 1] == '/')
@@ -963,17 +1020,22 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
          * or anywhere in a library tree it hides /bin/sh or what it needs
          * (every exec failed at run time). */
         static const char *const progs[] = {"/usr", "/bin", "/sbin", "/usr/bin", "/usr/sbin"};
-        static const char *const libs[] = {"/lib", "/lib32", "/lib64", "/libx32", "/usr/lib",
-                                           "/usr/lib32", "/usr/lib64", "/usr/libx32"};
+        static const char *const libs[] = {"/lib",     "/lib32",     "/lib64",     "/libx32",
+                                           "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libx32"};
         for (size_t i = 0; i < ARRAY_LEN(progs); i++)
             if (strcmp(s->workdir, progs[i]) == 0)
-                return fl_scn_verr(c, n->loc, "workdir '%s' would hide the system's programs (the host's disk is mounted there)",
-                            s->workdir);
+                return fl_scn_verr(c, n->loc,
+                                   "workdir '%s' would hide the system's programs (the host's disk "
+                                   "is mounted there)",
+                                   s->workdir);
         for (size_t i = 0; i < ARRAY_LEN(libs); i++) {
             size_t bl = strlen(libs[i]);
-            if (strncmp(s->workdir, libs[i], bl) == 0 && (s->workdir[bl] == 0 || s->workdir[bl] == '/'))
-                return fl_scn_verr(c, n->loc, "workdir '%s' is inside %s: the host's disk mounted there would hide the system's libraries",
-                            s->workdir, libs[i]);
+            if (strncmp(s->workdir, libs[i], bl) == 0 &&
+                (s->workdir[bl] == 0 || s->workdir[bl] == '/'))
+                return fl_scn_verr(c, n->loc,
+                                   "workdir '%s' is inside %s: the host's disk mounted there would "
+                                   "hide the system's libraries",
+                                   s->workdir, libs[i]);
         }
     } else if ((rc = fl_scn_dup_str(c, FL_SCN_DEFAULT_WORKDIR, &s->workdir)) < 0) {
         return rc;
@@ -1031,8 +1093,8 @@ static char *dir_of(const char *path)
     return abs;
 }
 
-int fl_scenario_load_mem(const char *path, const char *buf, size_t len,
-                         struct fl_scenario **out, char *err, size_t errlen)
+int fl_scenario_load_mem(const char *path, const char *buf, size_t len, struct fl_scenario **out,
+                         char *err, size_t errlen)
 {
     struct fl_scn_ydoc doc;
     struct fl_scenario *s;
@@ -1124,4 +1186,3 @@ cleanup:
     close(fd);
     return rc;
 }
-

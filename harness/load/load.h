@@ -12,7 +12,7 @@
  * "file:line:column: message" (or "file: message" when there is no place). */
 int fl_scenario_load(const char *path, struct fl_scenario **out, char *err, size_t errlen);
 /* Same from memory; 'path' names the buffer in messages and sets s->dir. */
-int fl_scenario_load_mem(const char *path, const char *buf, size_t len,
-                         struct fl_scenario **out, char *err, size_t errlen);
+int fl_scenario_load_mem(const char *path, const char *buf, size_t len, struct fl_scenario **out,
+                         char *err, size_t errlen);
 
 #endif

@@ -187,8 +187,8 @@ enum qtype { QV_NULL, QV_INT, QV_TEXT };
 
 struct qval {
     enum qtype type;
-    int64_t i;       /* QV_INT: value; QV_TEXT: offset into the arena */
-    size_t len;      /* QV_TEXT */
+    int64_t i;  /* QV_INT: value; QV_TEXT: offset into the arena */
+    size_t len; /* QV_TEXT */
 };
 
 struct qrow {
@@ -197,7 +197,7 @@ struct qrow {
     struct qval v[QMAXV];
 };
 
-struct open_op {          /* a save/restore/export begun, not yet done */
+struct open_op { /* a save/restore/export begun, not yet done */
     char *host, *kind, *step, *prefix;
     int64_t t_ms;
     struct open_op *next;
@@ -212,8 +212,8 @@ struct fl_rec {
     size_t nrows, caprows;
     char *arena;
     size_t arena_len, arena_cap;
-    int64_t oldest_ms;    /* monotonic ms of the first queued row */
-    int nruns;            /* run handles alive */
+    int64_t oldest_ms;     /* monotonic ms of the first queued row */
+    int nruns;             /* run handles alive */
     int64_t busy_since_ms; /* busy_wait: when the current wait began */
     char errmsg[512];
 };
@@ -225,7 +225,6 @@ struct fl_rec_run {
     int next_proc, next_fault;
     struct open_op *ops;
 };
-
 
 static int64_t unix_ms(void)
 {
@@ -369,8 +368,8 @@ static int q_end(struct qbuild *b, bool may_flush)
 static int get_stmt(struct fl_rec *rec, enum qstmt s, sqlite3_stmt **out)
 {
     if (!rec->stmt[s]) {
-        int rc = sqlite3_prepare_v3(rec->db, qsql[s], -1, SQLITE_PREPARE_PERSISTENT,
-                                    &rec->stmt[s], NULL);
+        int rc = sqlite3_prepare_v3(rec->db, qsql[s], -1, SQLITE_PREPARE_PERSISTENT, &rec->stmt[s],
+                                    NULL);
         if (rc != SQLITE_OK)
             return db_fail(rec, rc, "preparing a statement");
     }
@@ -467,14 +466,14 @@ static int mkdir_parents(const char *path, char *err, size_t errlen)
     if (!slash || slash == buf)
         return 0;
     *slash = '\0';
-    for (char *p = buf + 1; ; p++) {
+    for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
             if (mkdir(buf, 0777) < 0 && errno != EEXIST) {
                 int e = errno;
-                seterr(err, errlen, "cannot create directory %s for database %s: %s", buf,
-                       path, strerror(e));
+                seterr(err, errlen, "cannot create directory %s for database %s: %s", buf, path,
+                       strerror(e));
                 return -e;
             }
             if (!c)
@@ -539,8 +538,8 @@ int fl_rec_schema_migrate(sqlite3 *db, const char *path, int target, char *err, 
         char pragma[64];
         rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
-            seterr(err, errlen, "database %s: migrating schema from version %d to %d: %s",
-                   path, v, v + 1, sqlite3_errmsg(db));
+            seterr(err, errlen, "database %s: migrating schema from version %d to %d: %s", path, v,
+                   v + 1, sqlite3_errmsg(db));
             ret = sqlite_errno(rc);
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             return ret;
@@ -608,8 +607,8 @@ static int set_wal(sqlite3 *db, int timeout_ms)
     }
 }
 
-int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts *opts,
-                char *err, size_t errlen)
+int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts *opts, char *err,
+                size_t errlen)
 {
     struct fl_rec *rec = NULL;
     int ret, rc;
@@ -653,8 +652,8 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
     sqlite3_busy_handler(rec->db, busy_wait, rec);
     rc = set_wal(rec->db, rec->opts.busy_timeout_ms);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(rec->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL,
-                          NULL, NULL);
+        rc = sqlite3_exec(rec->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL,
+                          NULL);
     if (rc != SQLITE_OK) {
         seterr(err, errlen, "cannot use database %s: %s", path, sqlite3_errmsg(rec->db));
         ret = sqlite_errno(rc);
@@ -805,9 +804,9 @@ static void free_op(struct open_op *op)
     free(op);
 }
 
-static int queue_op(struct fl_rec_run *run, const char *kind, const char *host,
-                    const char *step, const char *prefix, const char *outcome,
-                    const char *error, int64_t started_ms, int64_t duration_ms, bool may_flush);
+static int queue_op(struct fl_rec_run *run, const char *kind, const char *host, const char *step,
+                    const char *prefix, const char *outcome, const char *error, int64_t started_ms,
+                    int64_t duration_ms, bool may_flush);
 
 int fl_rec_run_end(struct fl_rec_run *run, const char *verdict, const char *reason,
                    int64_t duration_ms)
@@ -815,8 +814,8 @@ int fl_rec_run_end(struct fl_rec_run *run, const char *verdict, const char *reas
     struct fl_rec *rec = run->rec;
     int err = 0;
 
-    if (!verdict || (strcmp(verdict, "pass") && strcmp(verdict, "fail") &&
-                     strcmp(verdict, "error"))) {
+    if (!verdict ||
+        (strcmp(verdict, "pass") && strcmp(verdict, "fail") && strcmp(verdict, "error"))) {
         seterr(rec->errmsg, sizeof rec->errmsg, "run %s: verdict '%s' is not pass, fail or error",
                run->run_id, verdict ? verdict : "(null)");
         verdict = "error";
@@ -888,8 +887,8 @@ int fl_rec_mark_abandoned(struct fl_rec *rec, const char *run_id, const char *re
 int fl_rec_run_verdict(struct fl_rec *rec, const char *run_id, char *buf, size_t len)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(rec->db, "SELECT verdict FROM runs WHERE run_id = ?", -1, &st,
-                                NULL);
+    int rc =
+        sqlite3_prepare_v2(rec->db, "SELECT verdict FROM runs WHERE run_id = ?", -1, &st, NULL);
     if (rc != SQLITE_OK)
         return db_fail(rec, rc, "preparing a verdict query");
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
@@ -920,8 +919,8 @@ int fl_rec_make_run_id(char *buf, size_t len, int64_t ms)
     }
     if (!localtime_r(&t, &tm))
         return -EINVAL;
-    snprintf(buf, len, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, r[0], r[1], r[2]);
+    snprintf(buf, len, "%04d%02d%02d-%02d%02d%02d-%02x%02x%02x", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, r[0], r[1], r[2]);
     return 0;
 }
 
@@ -976,8 +975,8 @@ int fl_rec_git_revision(const char *dir, char *buf, size_t len)
 {
     char rev[64], status[8];
     char *rev_argv[] = {"git", "-C", (char *)dir, "rev-parse", "--short=12", "HEAD", NULL};
-    char *st_argv[] = {"git", "-C", (char *)dir, "status", "--porcelain",
-                       "--untracked-files=no", NULL};
+    char *st_argv[] = {"git", "-C", (char *)dir, "status", "--porcelain", "--untracked-files=no",
+                       NULL};
     int rc = capture(rev_argv, rev, sizeof rev);
     if (rc < 0)
         return rc;
@@ -997,8 +996,8 @@ void fl_rec_git_resolve(const char *dir, const char *rev, char *buf, size_t len)
     snprintf(buf, len, "%s", rev);
     if (!n || (size_t)snprintf(spec, sizeof spec, "%s^{commit}", rev) >= sizeof spec)
         return;
-    char *argv[] = {"git", "-C", (char *)dir, "rev-parse", "--verify", "--quiet", "--short=12",
-                    spec, NULL};
+    char *argv[] = {"git",     "-C",         (char *)dir, "rev-parse", "--verify",
+                    "--quiet", "--short=12", spec,        NULL};
     if (capture(argv, out, sizeof out) == 0) {
         out[strcspn(out, "\r\n")] = '\0';
         if (out[0]) {
@@ -1074,7 +1073,7 @@ static char *attr_get(const char *attrs, const char *key)
         size_t kl = (size_t)(p - k);
         bool match = kl == klen && !memcmp(k, key, klen);
         if (*p != '=')
-            continue;          /* a bare word */
+            continue; /* a bare word */
         p++;
         char *val = malloc(strlen(p) + 1), *o = val;
         if (!val)
@@ -1108,9 +1107,9 @@ static char *attr_get(const char *attrs, const char *key)
     return NULL;
 }
 
-static int queue_op(struct fl_rec_run *run, const char *kind, const char *host,
-                    const char *step, const char *prefix, const char *outcome,
-                    const char *error, int64_t started_ms, int64_t duration_ms, bool may_flush)
+static int queue_op(struct fl_rec_run *run, const char *kind, const char *host, const char *step,
+                    const char *prefix, const char *outcome, const char *error, int64_t started_ms,
+                    int64_t duration_ms, bool may_flush)
 {
     char *end = NULL;
     long long st = step ? strtoll(step, &end, 10) : 0;
@@ -1152,14 +1151,14 @@ static int derive_op(struct fl_rec_run *run, int64_t t_ms, const char *host, con
     for (; *pp; pp = &(*pp)->next)
         if (!strcmp((*pp)->kind, okind) && streq0((*pp)->host, host)) {
             op = *pp;
-            *pp = op->next;    /* unlink; relinked below for a begin */
+            *pp = op->next; /* unlink; relinked below for a begin */
             break;
         }
     int err = 0;
     if (!strcmp(what, "begin")) {
-        if (op) {              /* a second begin: the first never finished */
-            err = queue_op(run, okind, op->host, op->step, op->prefix, "unfinished", NULL,
-                           op->t_ms, -1, false);
+        if (op) { /* a second begin: the first never finished */
+            err = queue_op(run, okind, op->host, op->step, op->prefix, "unfinished", NULL, op->t_ms,
+                           -1, false);
             free_op(op);
         }
         op = calloc(1, sizeof *op);
@@ -1178,8 +1177,13 @@ static int derive_op(struct fl_rec_run *run, int64_t t_ms, const char *host, con
     char *error = strcmp(what, "failed") ? NULL : attr_get(attrs, "error");
     if (!strcmp(what, "failed") && !error)
         error = strdup(attrs ? attrs : "");
-    err = queue_op(run, okind, host, step ? step : op ? op->step : NULL,
-                   prefix ? prefix : op ? op->prefix : NULL,
+    err = queue_op(run, okind, host,
+                   step ? step
+                   : op ? op->step
+                        : NULL,
+                   prefix ? prefix
+                   : op   ? op->prefix
+                          : NULL,
                    strcmp(what, "done") ? "failed" : "ok", error, op ? op->t_ms : -1,
                    op ? t_ms - op->t_ms : -1, false);
     free(step);
@@ -1190,8 +1194,8 @@ static int derive_op(struct fl_rec_run *run, int64_t t_ms, const char *host, con
     return err;
 }
 
-int fl_rec_event(struct fl_rec_run *run, int64_t t_ms, const char *host, const char *job,
-                 int task, const char *kind, const char *attrs, bool sync)
+int fl_rec_event(struct fl_rec_run *run, int64_t t_ms, const char *host, const char *job, int task,
+                 const char *kind, const char *attrs, bool sync)
 {
     if (!kind)
         return -EINVAL;
@@ -1268,6 +1272,6 @@ int fl_rec_ckpt_op(struct fl_rec_run *run, const struct fl_rec_ckpt_op *op)
          strcmp(op->outcome, "unfinished")))
         return -EINVAL;
     snprintf(step, sizeof step, "%lld", (long long)op->step);
-    return queue_op(run, op->kind, op->host, op->step >= 0 ? step : NULL, op->prefix,
-                    op->outcome, op->error, op->started_ms, op->duration_ms, true);
+    return queue_op(run, op->kind, op->host, op->step >= 0 ? step : NULL, op->prefix, op->outcome,
+                    op->error, op->started_ms, op->duration_ms, true);
 }

@@ -70,8 +70,8 @@ struct fl_rec_opts {
  *   "cannot create directory out: Permission denied"      (-EACCES)
  * opts may be NULL (defaults).
  */
-int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts *opts,
-                char *err, size_t errlen);
+int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts *opts, char *err,
+                size_t errlen);
 
 /* Flushes queued rows and closes.  Runs not ended stay 'running' in the
  * database (that is what a killed harness looks like too); their handles
@@ -106,9 +106,9 @@ struct fl_rec_run_info {
     const char *variant;       /* canonical "k=v,k2=v2" ("" when no variants) */
     const char *scenario_hash; /* hash of the scenario file's bytes, may be NULL */
     uint64_t seed;
-    const char *git_rev;       /* revision of the project, may be NULL */
-    const char *hostname;      /* NULL -> gethostname() */
-    int64_t started_at_ms;     /* unix ms; 0 -> now */
+    const char *git_rev;   /* revision of the project, may be NULL */
+    const char *hostname;  /* NULL -> gethostname() */
+    int64_t started_at_ms; /* unix ms; 0 -> now */
 };
 
 /* Inserts the runs row (verdict 'running') and commits it at once.
@@ -159,13 +159,13 @@ void fl_rec_git_resolve(const char *dir, const char *rev, char *buf, size_t len)
 
 struct fl_rec_proc {
     const char *host;
-    const char *job;       /* may be NULL (a command that is not a role) */
-    int task;              /* -1 if none */
-    int pid;               /* pid as the harness sees it */
+    const char *job; /* may be NULL (a command that is not a role) */
+    int task;        /* -1 if none */
+    int pid;         /* pid as the harness sees it */
     const char *command;
     int64_t started_ms;
-    const char *log_path;  /* captured stdout/stderr, may be NULL */
-    int generation;        /* 0 first start, +1 per restart/replace */
+    const char *log_path; /* captured stdout/stderr, may be NULL */
+    int generation;       /* 0 first start, +1 per restart/replace */
 };
 
 /* Returns the process's number in this run (>= 0, processes.proc_no) for
@@ -187,16 +187,16 @@ int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int e
  * the begin's t_ms (NULL when no begin was seen).  step= and prefix= are taken
  * from the attrs of the done/failed event, or else of the begin.
  */
-int fl_rec_event(struct fl_rec_run *run, int64_t t_ms, const char *host, const char *job,
-                 int task, const char *kind, const char *attrs, bool sync);
+int fl_rec_event(struct fl_rec_run *run, int64_t t_ms, const char *host, const char *job, int task,
+                 const char *kind, const char *attrs, bool sync);
 
 struct fl_rec_fault {
-    int index;             /* position in the scenario's faults: list (0-based), -1 if none */
-    const char *kind;      /* "kill", "partition", ... */
-    const char *target;    /* "ps1", "ps:1", "[ps0,w0]|[ps1]" ... */
-    const char *detail;    /* e.g. "signal=SIGKILL", may be NULL */
+    int index;          /* position in the scenario's faults: list (0-based), -1 if none */
+    const char *kind;   /* "kill", "partition", ... */
+    const char *target; /* "ps1", "ps:1", "[ps0,w0]|[ps1]" ... */
+    const char *detail; /* e.g. "signal=SIGKILL", may be NULL */
     int64_t applied_ms;
-    const char *error;     /* NULL when applied; the failure text otherwise */
+    const char *error; /* NULL when applied; the failure text otherwise */
 };
 
 /* Returns the fault's number in this run (>= 0, faults.fault_no). */
@@ -204,12 +204,12 @@ int fl_rec_fault_applied(struct fl_rec_run *run, const struct fl_rec_fault *f);
 int fl_rec_fault_healed(struct fl_rec_run *run, int fault_no, int64_t healed_ms);
 
 struct fl_rec_check {
-    const char *name;      /* "exit", "fails_with", "file", "event", ... */
-    const char *target;    /* "chief", "ps:1", "w0:train_logs/checkpoint", ... */
+    const char *name;   /* "exit", "fails_with", "file", "event", ... */
+    const char *target; /* "chief", "ps:1", "w0:train_logs/checkpoint", ... */
     bool passed;
-    const char *expected;  /* short text, may be NULL */
-    const char *observed;  /* short text, may be NULL */
-    int line;              /* line in the scenario file, 0 if unknown */
+    const char *expected; /* short text, may be NULL */
+    const char *observed; /* short text, may be NULL */
+    int line;             /* line in the scenario file, 0 if unknown */
 };
 
 int fl_rec_check(struct fl_rec_run *run, const struct fl_rec_check *c);
@@ -220,12 +220,12 @@ int fl_rec_check(struct fl_rec_run *run, const struct fl_rec_check *c);
 struct fl_rec_ckpt_op {
     const char *kind;
     const char *host;
-    int64_t step;          /* -1 if unknown */
-    const char *prefix;    /* may be NULL */
+    int64_t step;       /* -1 if unknown */
+    const char *prefix; /* may be NULL */
     const char *outcome;
-    const char *error;     /* may be NULL */
-    int64_t started_ms;    /* -1 if unknown */
-    int64_t duration_ms;   /* -1 if unknown */
+    const char *error;   /* may be NULL */
+    int64_t started_ms;  /* -1 if unknown */
+    int64_t duration_ms; /* -1 if unknown */
 };
 
 int fl_rec_ckpt_op(struct fl_rec_run *run, const struct fl_rec_ckpt_op *op);
@@ -234,7 +234,7 @@ int fl_rec_ckpt_op(struct fl_rec_run *run, const struct fl_rec_ckpt_op *op);
 
 /* Applies migrations on db up to target_version (<= FL_REC_SCHEMA_VERSION) in
  * one transaction.  Same errors and message as fl_rec_open. */
-int fl_rec_schema_migrate(struct sqlite3 *db, const char *path, int target_version,
-                          char *err, size_t errlen);
+int fl_rec_schema_migrate(struct sqlite3 *db, const char *path, int target_version, char *err,
+                          size_t errlen);
 
 #endif

@@ -78,7 +78,8 @@ static int clock_preload(struct fl_run *r, char *path, size_t len, char *err, si
 }
 
 /* "+OFF xRATE" for a process starting since_ms after the run's start */
-void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since_ms, char *buf, size_t len)
+void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since_ms, char *buf,
+                                   size_t len)
 {
     double off = (double)offset_ms + (double)since_ms * (double)ppm / 1e6;
     snprintf(buf, len, "%+.6f x%.9f", off / 1e3, 1 + (double)ppm / 1e6);
@@ -105,10 +106,13 @@ int fl_clock_env(struct fl_run *r, int task, char **env, size_t *k, char *err, s
         fl_clock_faketime_value(h->clock_offset_ms, v, sizeof v);
     } else {
         /* the value for a process started now; each process recomputes it */
-        fl_clock_faketime_drift_value(h->clock_offset_ms, h->clock_drift_ppm, fl_run_now(r), v, sizeof v);
+        fl_clock_faketime_drift_value(h->clock_offset_ms, h->clock_drift_ppm, fl_run_now(r), v,
+                                      sizeof v);
         if (asprintf(&env[(*k)++], "FAULTLINE_CLOCK_T0_MS=%lld", (long long)r->t0_unix) < 0 ||
-            asprintf(&env[(*k)++], "FAULTLINE_CLOCK_OFFSET_MS=%lld", (long long)h->clock_offset_ms) < 0 ||
-            asprintf(&env[(*k)++], "FAULTLINE_CLOCK_DRIFT_PPM=%lld", (long long)h->clock_drift_ppm) < 0)
+            asprintf(&env[(*k)++], "FAULTLINE_CLOCK_OFFSET_MS=%lld",
+                     (long long)h->clock_offset_ms) < 0 ||
+            asprintf(&env[(*k)++], "FAULTLINE_CLOCK_DRIFT_PPM=%lld",
+                     (long long)h->clock_drift_ppm) < 0)
             abort();
     }
     if (asprintf(&env[(*k)++], "FAKETIME=%s", v) < 0 ||

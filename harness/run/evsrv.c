@@ -26,7 +26,7 @@
 struct fl_evsrv {
     int fd;
     char path[108];
-    struct fl_evsrv_client *clients;    /* accepted, not yet dropped */
+    struct fl_evsrv_client *clients; /* accepted, not yet dropped */
     void (*free_user)(void *user);
 };
 
@@ -150,8 +150,8 @@ const char *fl_ev_get(const struct fl_ev *ev, const char *key)
     return NULL;
 }
 
-int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user),
-                  char *err, size_t errlen)
+int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user), char *err,
+                  size_t errlen)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof sa.sun_path) {
@@ -185,7 +185,10 @@ int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(voi
     return 0;
 }
 
-int fl_evsrv_fd(const struct fl_evsrv *s) { return s->fd; }
+int fl_evsrv_fd(const struct fl_evsrv *s)
+{
+    return s->fd;
+}
 
 struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s)
 {
@@ -241,7 +244,7 @@ int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn,
                     if ((v = fl_ev_get(&ev, "pid")))
                         c->pid = atoi(v);
                     if (c->task < 0)
-                        c->task = -2;   /* identified, not a task */
+                        c->task = -2; /* identified, not a task */
                 } else {
                     /* the attrs as sent, for recording: same offset in raw */
                     fn(ctx, c, &ev, raw + (ev.attrs - start));
@@ -250,14 +253,14 @@ int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn,
                 fprintf(stderr, "faultline: event channel: host %s pid %d: %s: %.80s\n",
                         c->host[0] ? c->host : "?", c->pid, err, raw);
                 if (ev.type == FL_EV_SYNC && ev.seq)
-                    fl_evsrv_reply(c, ev.seq);  /* never leave a sender hanging */
+                    fl_evsrv_reply(c, ev.seq); /* never leave a sender hanging */
             }
             start = nl + 1;
         }
         size_t left = c->len - (size_t)(start - c->buf);
         memmove(c->buf, start, left);
         c->len = left;
-        if (c->len >= FL_EV_LINE_MAX)   /* an overlong line: drop it */
+        if (c->len >= FL_EV_LINE_MAX) /* an overlong line: drop it */
             c->len = 0;
     }
 }
@@ -292,7 +295,7 @@ void fl_evsrv_drain(struct fl_evsrv *s, fl_evsrv_fn fn, void *ctx)
     while (fl_evsrv_accept(s))
         ;
     for (struct fl_evsrv_client *c = s->clients; c; c = c->next)
-        fl_evsrv_read(s, c, fn, ctx);   /* to EAGAIN or EOF; fl_evsrv_close drops them */
+        fl_evsrv_read(s, c, fn, ctx); /* to EAGAIN or EOF; fl_evsrv_close drops them */
 }
 
 void fl_evsrv_close(struct fl_evsrv *s)

@@ -16,12 +16,12 @@ enum fl_ev_type { FL_EV_HELLO = 1, FL_EV_EVENT, FL_EV_SYNC };
 /* One parsed line.  Strings point into the line buffer given to the parser. */
 struct fl_ev {
     enum fl_ev_type type;
-    unsigned long seq;          /* SYNC */
-    const char *kind;           /* EVENT, SYNC */
-    const char *attrs;          /* raw text after the kind ("" when none) */
+    unsigned long seq; /* SYNC */
+    const char *kind;  /* EVENT, SYNC */
+    const char *attrs; /* raw text after the kind ("" when none) */
     size_t nattrs;
     const char *keys[FL_EV_MAX_ATTRS];
-    const char *values[FL_EV_MAX_ATTRS];    /* unquoted */
+    const char *values[FL_EV_MAX_ATTRS]; /* unquoted */
 };
 
 /* Parses one line (without its newline) in place.  Returns 0 or -EINVAL with
@@ -34,12 +34,12 @@ struct fl_evsrv;
 struct fl_evsrv_client {
     int fd;
     char host[64], job[64];
-    int task;                   /* -1 until HELLO */
+    int task; /* -1 until HELLO */
     int pid;
     char buf[FL_EV_LINE_MAX * 2];
     size_t len;
-    void *user;                 /* for the engine: freed with free_user (see _open) */
-    struct fl_evsrv_client *prev, *next;    /* the server's list of clients */
+    void *user;                          /* for the engine: freed with free_user (see _open) */
+    struct fl_evsrv_client *prev, *next; /* the server's list of clients */
 };
 
 typedef void (*fl_evsrv_fn)(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev,
@@ -48,8 +48,8 @@ typedef void (*fl_evsrv_fn)(void *ctx, struct fl_evsrv_client *c, const struct f
 /* Listens on a unix stream socket at path.  free_user (may be NULL) is
  * called with a client's user pointer when the client is dropped, by
  * fl_evsrv_drop or by fl_evsrv_close (which drops every client left). */
-int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user),
-                  char *err, size_t errlen);
+int fl_evsrv_open(struct fl_evsrv **out, const char *path, void (*free_user)(void *user), char *err,
+                  size_t errlen);
 int fl_evsrv_fd(const struct fl_evsrv *s);
 /* Accepts one pending connection; NULL when none. */
 struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);

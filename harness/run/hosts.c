@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 /* Fills a host's disk with the scenario's leftovers (dirs: and files:). */
 static int preload_disk(struct fl_run *r, int i)
 {
@@ -75,7 +74,7 @@ int fl_run_make_disk(struct fl_run *r, int i, bool preload)
         if (mount("fl-disk", hr->disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
             rc = -errno;
             fl_run_error(r, "host %s: mount tmpfs (%s) at %s: %s", sh->name, opts, hr->disk,
-                      strerror(-rc));
+                         strerror(-rc));
             return rc;
         }
         hr->tmpfs_disk = true;
@@ -105,7 +104,8 @@ int fl_run_make_tmp(struct fl_run *r, int i)
     if (rc == 0)
         rc = fl_mkdir_p(hr->tmp, 01777);
     if (rc < 0) {
-        fl_run_error(r, "host %s: empty /tmp at %s: %s", r->s->hosts[i].name, hr->tmp, strerror(-rc));
+        fl_run_error(r, "host %s: empty /tmp at %s: %s", r->s->hosts[i].name, hr->tmp,
+                     strerror(-rc));
         return rc;
     }
     chmod(hr->tmp, 01777);
@@ -119,7 +119,8 @@ int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
     int rc;
     if (hr->h.state != FL_HOST_DOWN)
         return 0;
-    if (fresh_disk && ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0))
+    if (fresh_disk &&
+        ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0))
         return rc;
     /* the fault kinds' word first (what survived the way down is durable) */
     if (r->host_starting && (rc = r->host_starting(r, i, err, sizeof err)) < 0) {
@@ -135,7 +136,7 @@ int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
     }
     hr->down_by_fault = false;
     if (r->host_started)
-        r->host_started(r, i);      /* its port is new: link faults put theirs back */
+        r->host_started(r, i); /* its port is new: link faults put theirs back */
     fl_run_write_state(r);
     return 0;
 }

@@ -17,12 +17,15 @@
 #include <string.h>
 #include <unistd.h>
 
-int64_t fl_run_now(const struct fl_run *r) { return fl_mono_ms() - r->t0_mono; }
+int64_t fl_run_now(const struct fl_run *r)
+{
+    return fl_mono_ms() - r->t0_mono;
+}
 
 void fl_run_error(struct fl_run *r, const char *fmt, ...)
 {
     if (r->error[0])
-        return;                 /* keep the first: later ones are usually consequences */
+        return; /* keep the first: later ones are usually consequences */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(r->error, sizeof r->error, fmt, ap);

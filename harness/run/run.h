@@ -46,18 +46,18 @@ struct watch {
 /* One process: one generation of one task. */
 struct proc {
     struct watch w;
-    int task;                   /* flat task index */
+    int task; /* flat task index */
     int host;
     int gen;
     pid_t pid;
-    int out_fd;                 /* read end of stdout+stderr, -1 when closed */
+    int out_fd; /* read end of stdout+stderr, -1 when closed */
     int log_fd;
     char log_path[PATH_MAX];
     char line[4096];
     size_t linelen;
     bool running;
-    bool stopped;               /* stopped by a pause, or a kill with a stop signal */
-    int exit_code;              /* -1 when killed by a signal */
+    bool stopped;  /* stopped by a pause, or a kill with a stop signal */
+    int exit_code; /* -1 when killed by a signal */
     int sig;
     bool core;
     int64_t started_ms, ended_ms;
@@ -66,10 +66,10 @@ struct proc {
 };
 
 struct task_rt {
-    struct proc *cur;           /* the latest generation, NULL before the first start */
+    struct proc *cur; /* the latest generation, NULL before the first start */
     int gens;
-    int restart_pending;        /* heals that will start it again */
-    bool relaunch_on_exit;      /* a kill healed while cur still ran: start it when cur exits */
+    int restart_pending;   /* heals that will start it again */
+    bool relaunch_on_exit; /* a kill healed while cur still ran: start it when cur exits */
     /* The task's own freezer cgroup (only for tasks a pause fault of the run
      * targets): every process of every generation of the task joins it at
      * spawn, so it holds all of them, whatever their session.  Invariant:
@@ -82,18 +82,18 @@ struct task_rt {
 struct host_rt {
     struct fl_host h;
     char disk[PATH_MAX], tmp[PATH_MAX], cgroup[PATH_MAX];
-    char mem_cgroup[PATH_MAX];  /* its memory cgroup (= cgroup on v2), when has_mem_cgroup */
+    char mem_cgroup[PATH_MAX]; /* its memory cgroup (= cgroup on v2), when has_mem_cgroup */
     struct fl_host_mount *mounts;
     size_t nmounts;
     /* set by the fault kinds' init, before set-up: what the host needs */
-    bool need_cgroup;           /* a pids cgroup (a threads limit) */
-    bool need_mem_cgroup;       /* a memory cgroup (a memory limit) */
-    bool own_tmpfs;             /* its disk a tmpfs of its own even when not sized */
+    bool need_cgroup;     /* a pids cgroup (a threads limit) */
+    bool need_mem_cgroup; /* a memory cgroup (a memory limit) */
+    bool own_tmpfs;       /* its disk a tmpfs of its own even when not sized */
     bool has_cgroup, has_mem_cgroup;
     bool tmpfs_disk;
     char addr[16];
     bool down_by_fault;
-    bool comes_back;            /* down, and a heal will bring it up again */
+    bool comes_back; /* down, and a heal will bring it up again */
 };
 
 enum fault_state { F_PENDING, F_ACTIVE, F_DONE };
@@ -101,40 +101,40 @@ enum fault_state { F_PENDING, F_ACTIVE, F_DONE };
 /* One fault of the variant: its scenario entry and where it stands. */
 struct fault_rt {
     const struct fl_scn_fault *f;
-    int index;                  /* in s->faults */
-    unsigned matches;           /* EVENT/LOG triggers seen so far */
+    int index;        /* in s->faults */
+    unsigned matches; /* EVENT/LOG triggers seen so far */
     enum fault_state st;
-    int64_t heal_at;            /* when ACTIVE and for_ms > 0 */
-    int64_t tick_at;            /* ms since start when the kind's tick is due; -1 none.  A
-                                   fault with one stays ACTIVE after apply (a link flap) */
+    int64_t heal_at; /* when ACTIVE and for_ms > 0 */
+    int64_t tick_at; /* ms since start when the kind's tick is due; -1 none.  A
+                        fault with one stays ACTIVE after apply (a link flap) */
     int rec_no;
-    int handle;                 /* what the kind made, to undo at heal (a rule, a link); 0 none */
-    bool on;                    /* the kind's own on/off (a flapping link: down now) */
-    void *priv;                 /* the kind's own state for this fault (freed with free()) */
-    int *tasks;                 /* tasks this fault killed/paused, to restart/resume */
-    int *starts;                /* each one's task_rt.gens then: started again since? */
+    int handle;  /* what the kind made, to undo at heal (a rule, a link); 0 none */
+    bool on;     /* the kind's own on/off (a flapping link: down now) */
+    void *priv;  /* the kind's own state for this fault (freed with free()) */
+    int *tasks;  /* tasks this fault killed/paused, to restart/resume */
+    int *starts; /* each one's task_rt.gens then: started again since? */
     size_t ntasks;
 };
 
 struct fl_run {
     const struct fl_scenario *s;
     size_t v;
-    const char *bin_dir;        /* {bin}: faultline's own programs and preloads */
-    bool progress;              /* a progress line is on stderr: clear it before a message */
+    const char *bin_dir; /* {bin}: faultline's own programs and preloads */
+    bool progress;       /* a progress line is on stderr: clear it before a message */
     char run_id[64];
     char dir[PATH_MAX];
     char variant[FL_SCN_VARIANT_NAME_MAX];
     uint64_t seed;
-    int64_t t0_mono;            /* CLOCK_MONOTONIC ms at start */
+    int64_t t0_mono; /* CLOCK_MONOTONIC ms at start */
     int64_t t0_unix;
-    const char *db_path;        /* the results database, for the state file; NULL none */
-    bool done;                  /* judged: the state file says "done" */
+    const char *db_path; /* the results database, for the state file; NULL none */
+    bool done;           /* judged: the state file says "done" */
 
-    int epfd;                   /* the engine's epoll: every process's output joins it */
-    char ev_path[PATH_MAX];     /* the event channel's socket */
-    char fsdir[PATH_MAX];       /* tmpfs holding every disk, /tmp and shared dir */
-    const char *expose[3];      /* run, bin and scenario dirs, visible in every host */
-    char sync_kinds[1024];      /* FAULTLINE_SYNC */
+    int epfd;               /* the engine's epoll: every process's output joins it */
+    char ev_path[PATH_MAX]; /* the event channel's socket */
+    char fsdir[PATH_MAX];   /* tmpfs holding every disk, /tmp and shared dir */
+    const char *expose[3];  /* run, bin and scenario dirs, visible in every host */
+    char sync_kinds[1024];  /* FAULTLINE_SYNC */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;
 
@@ -143,9 +143,9 @@ struct fl_run {
     struct proc *procs;
     struct fault_rt *faults;
     size_t nfaults;
-    char error[1024];           /* the first harness error: verdict error */
+    char error[1024]; /* the first harness error: verdict error */
 
-    char cgroup_run[PATH_MAX];  /* faultline/<run_id> of the pids cgroups */
+    char cgroup_run[PATH_MAX]; /* faultline/<run_id> of the pids cgroups */
     bool any_cgroup;
     char freezer_run[PATH_MAX]; /* faultline/<run_id> of the task cgroups (= cgroup_run on v2) */
     char mem_run[PATH_MAX];     /* faultline/<run_id> of the memory cgroups (= cgroup_run on v2) */
@@ -159,17 +159,16 @@ struct fl_run {
     /* Hooks (see above).  task_env adds to a task's env being built (room
      * for 4 more entries at *k for each kind); host_starting runs before a host (re)starts,
      * host_started once it is up again.  0 or -errno with err filled. */
-    int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err,
-                    size_t errlen);
+    int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);
     void (*host_started)(struct fl_run *r, int host);
 };
 
 /* run.c */
-int64_t fl_run_now(const struct fl_run *r);     /* ms since the run started */
+int64_t fl_run_now(const struct fl_run *r); /* ms since the run started */
 /* Keeps the first harness error (later ones are usually its consequences). */
 void fl_run_error(struct fl_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void fl_run_write_state(struct fl_run *r);      /* the state file `gc` reads */
+void fl_run_write_state(struct fl_run *r); /* the state file `gc` reads */
 /* The run's cgroup trees, each once (on v2 the pids, freezer and memory
  * ones are the same): what the state file lists and the end removes. */
 size_t fl_run_cgroup_trees(const struct fl_run *r, const char *trees[3]);
@@ -184,7 +183,7 @@ int fl_run_preload(const struct fl_run *r, const char *name, const char *dir, co
 /* A fresh disk (empty directory, or tmpfs when sized or own_tmpfs), with
  * the mount points of its shared paths and, with preload, its leftovers. */
 int fl_run_make_disk(struct fl_run *r, int host, bool preload);
-int fl_run_make_tmp(struct fl_run *r, int host);    /* an empty /tmp */
+int fl_run_make_tmp(struct fl_run *r, int host); /* an empty /tmp */
 /* Brings a host that is down up again (fresh_disk: a new machine). */
 int fl_run_host_up(struct fl_run *r, int host, bool fresh_disk);
 /* Kills every process on a host at once; by_fault: not the run's error;

@@ -49,7 +49,7 @@ int fl_run_task_cgroup(struct fl_run *r, int task)
     }
     if (rc < 0) {
         fl_run_error(r, "task %s on %s: create freezer cgroup %s for the pause fault: %s", tname,
-                  host, tr->cgroup, strerror(-rc));
+                     host, tr->cgroup, strerror(-rc));
         /* what exists of it is removed at the end */
         if (!r->any_freezer && fl_cgroup_freezer_root(r->freezer_run, sizeof r->freezer_run) > 0) {
             size_t n = strlen(r->freezer_run);
@@ -98,14 +98,17 @@ int fl_run_task_freeze(struct fl_run *r, int task, bool frozen, char *err, size_
         tr->frozen = frozen;
     if (rc < 0 && err) {
         char tname[64];
-        snprintf(err, errlen, "task %s: %s %s: %s", fl_scn_task_name(r->s, task, tname, sizeof tname),
-                 frozen ? "freeze" : "thaw", tr->cgroup,
-                 rc == -ETIMEDOUT ? "still FREEZING after 2 s" : strerror(-rc));
+        snprintf(err, errlen, "task %s: %s %s: %s",
+                 fl_scn_task_name(r->s, task, tname, sizeof tname), frozen ? "freeze" : "thaw",
+                 tr->cgroup, rc == -ETIMEDOUT ? "still FREEZING after 2 s" : strerror(-rc));
     }
     return rc;
 }
 
-static const char *lookup_addr(const struct fl_run *r, int i) { return r->hosts[i].addr; }
+static const char *lookup_addr(const struct fl_run *r, int i)
+{
+    return r->hosts[i].addr;
+}
 
 void fl_run_free_strv(char **v)
 {
@@ -140,8 +143,8 @@ char **fl_run_task_env(struct fl_run *r, int task, char *err, size_t errlen, int
     const char **addrs = calloc(s->n_hosts, sizeof *addrs);
     for (size_t i = 0; i < s->n_hosts; i++)
         addrs[i] = lookup_addr(r, (int)i);
-    struct fl_scn_run_ctx ctx = {.run_id = r->run_id, .seed = r->seed, .bin = r->bin_dir,
-                                 .host_addrs = addrs};
+    struct fl_scn_run_ctx ctx = {
+        .run_id = r->run_id, .seed = r->seed, .bin = r->bin_dir, .host_addrs = addrs};
     for (size_t x = 0; x < j->n_env; x++) {
         char *val;
         *rc = fl_scn_expand(s, task, r->v, &ctx, j->env[x].value, &val, err, errlen);
@@ -184,11 +187,11 @@ char *fl_run_task_command(struct fl_run *r, int task, char *err, size_t errlen)
     const char **addrs = calloc(s->n_hosts, sizeof *addrs);
     for (size_t i = 0; i < s->n_hosts; i++)
         addrs[i] = lookup_addr(r, (int)i);
-    struct fl_scn_run_ctx ctx = {.run_id = r->run_id, .seed = r->seed, .bin = r->bin_dir,
-                                 .host_addrs = addrs};
+    struct fl_scn_run_ctx ctx = {
+        .run_id = r->run_id, .seed = r->seed, .bin = r->bin_dir, .host_addrs = addrs};
     char *cmd = NULL;
-    int rc = fl_scn_expand(s, task, r->v, &ctx, s->jobs[s->tasks[task].job].command, &cmd, err,
-                           errlen);
+    int rc =
+        fl_scn_expand(s, task, r->v, &ctx, s->jobs[s->tasks[task].job].command, &cmd, err, errlen);
     free(addrs);
     return rc < 0 ? NULL : cmd;
 }
@@ -249,8 +252,12 @@ int fl_run_start_task(struct fl_run *r, int task)
     }
     char *argv[4], *script;
     fl_tmpl_shell_argv(cmd, argv, &script);
-    struct fl_spawn sp = {.argv = argv, .envp = env, .cwd = NULL, .stdin_fd = -1,
-                          .stdout_fd = pfd[1], .stderr_fd = pfd[1],
+    struct fl_spawn sp = {.argv = argv,
+                          .envp = env,
+                          .cwd = NULL,
+                          .stdin_fd = -1,
+                          .stdout_fd = pfd[1],
+                          .stderr_fd = pfd[1],
                           .cgroup = tr->has_cgroup ? tr->cgroup : NULL};
     pid_t pid = fl_host_spawn(&r->hosts[t->host].h, &sp, err, sizeof err);
     close(pfd[1]);
@@ -277,9 +284,13 @@ int fl_run_start_task(struct fl_run *r, int task)
     tr->cur = p;
     tr->gens++;
     if (r->rec) {
-        struct fl_rec_proc rp = {.host = s->hosts[t->host].name, .job = s->jobs[t->job].name,
-                                 .task = t->index, .pid = pid, .command = cmd,
-                                 .started_ms = p->started_ms, .log_path = p->log_path,
+        struct fl_rec_proc rp = {.host = s->hosts[t->host].name,
+                                 .job = s->jobs[t->job].name,
+                                 .task = t->index,
+                                 .pid = pid,
+                                 .command = cmd,
+                                 .started_ms = p->started_ms,
+                                 .log_path = p->log_path,
                                  .generation = p->gen};
         p->rec_no = fl_rec_proc_start(r->rec, &rp);
     }

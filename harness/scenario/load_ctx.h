@@ -25,7 +25,7 @@ struct fl_scn_vctx {
     char *err;
     size_t errlen;
     struct fl_scenario *s;
-    const ynode *run;           /* the run: mapping (or NULL) */
+    const ynode *run; /* the run: mapping (or NULL) */
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -34,12 +34,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FL_SCN_DEFAULT_WORKDIR    FL_DEFAULT_WORKDIR  /* sys/shared_leftovers.h */
+#define FL_SCN_DEFAULT_WORKDIR FL_DEFAULT_WORKDIR /* sys/shared_leftovers.h */
 #define FL_SCN_DEFAULT_TIMEOUT_MS 120000
-#define FL_SCN_DEFAULT_PORT       2222
-#define FL_SCN_DEFAULT_GRACE_MS   2000
-#define FL_SCN_MAX_HOSTS          1023 /* = FL_FABRIC_MAX_HOSTS: ports of the run's bridge */
-#define FL_SCN_HASH_HEX_LEN       16   /* FNV-1a 64 of the file bytes, lower-case hex */
+#define FL_SCN_DEFAULT_PORT 2222
+#define FL_SCN_DEFAULT_GRACE_MS 2000
+#define FL_SCN_MAX_HOSTS 1023  /* = FL_FABRIC_MAX_HOSTS: ports of the run's bridge */
+#define FL_SCN_HASH_HEX_LEN 16 /* FNV-1a 64 of the file bytes, lower-case hex */
 
 /* A place in the scenario file: 1-based line and column (0:0 = unknown). */
 struct fl_scn_loc {
@@ -50,37 +50,37 @@ struct fl_scn_loc {
 /* ---- hosts ------------------------------------------------------------- */
 
 struct fl_scn_file {
-    char *path;                 /* relative to the workdir, as written */
-    char *content;              /* literal bytes (no templates) */
+    char *path;    /* relative to the workdir, as written */
+    char *content; /* literal bytes (no templates) */
     size_t len;
     struct fl_scn_loc loc;
 };
 
 struct fl_scn_dir {
-    char *path;                 /* relative to the workdir, as written */
+    char *path; /* relative to the workdir, as written */
     struct fl_scn_loc loc;
 };
 
 struct fl_scn_host {
-    char *name;                 /* [A-Za-z0-9][A-Za-z0-9_-]*, at most 63 chars */
+    char *name; /* [A-Za-z0-9][A-Za-z0-9_-]*, at most 63 chars */
     struct fl_scn_loc loc;
-    uint64_t disk_size;         /* bytes; 0 = no limit */
-    struct fl_scn_dir *dirs;    /* created before start ("leftovers") */
+    uint64_t disk_size;      /* bytes; 0 = no limit */
+    struct fl_scn_dir *dirs; /* created before start ("leftovers") */
     size_t n_dirs;
-    struct fl_scn_file *files;  /* created before start */
+    struct fl_scn_file *files; /* created before start */
     size_t n_files;
-    int64_t clock_offset_ms;    /* its tasks' wall clock is this far ahead (libfaketime,
-                                   harness/run/clock_offset.c); 0 unless set */
+    int64_t clock_offset_ms; /* its tasks' wall clock is this far ahead (libfaketime,
+                                harness/run/clock_offset.c); 0 unless set */
     bool clock_offset_set;
-    int64_t clock_drift_ppm;    /* its tasks' wall clock runs this much fast (< 0: slow), in
-                                   millionths, from the start of the run; 0 unless set */
+    int64_t clock_drift_ppm; /* its tasks' wall clock runs this much fast (< 0: slow), in
+                                millionths, from the start of the run; 0 unless set */
     bool clock_drift_set;
 };
 
 /* A path mounted into several hosts (models NFS). */
 struct fl_scn_shared {
-    char *path;                 /* relative to the workdir */
-    int *hosts;                 /* host indexes, no duplicates */
+    char *path; /* relative to the workdir */
+    int *hosts; /* host indexes, no duplicates */
     size_t n_hosts;
     struct fl_scn_loc loc;
 };
@@ -88,40 +88,40 @@ struct fl_scn_shared {
 /* ---- jobs and tasks ---------------------------------------------------- */
 
 struct fl_scn_env {
-    char *key;                  /* [A-Za-z_][A-Za-z0-9_]*, not FAULTLINE_* */
-    char *value;                /* a template (see harness/scenario/template.h) */
-    struct fl_scn_loc loc;      /* of the value */
+    char *key;             /* [A-Za-z_][A-Za-z0-9_]*, not FAULTLINE_* */
+    char *value;           /* a template (see harness/scenario/template.h) */
+    struct fl_scn_loc loc; /* of the value */
 };
 
 struct fl_scn_job {
-    char *name;                 /* [a-z][a-z0-9_]* */
+    char *name; /* [a-z][a-z0-9_]* */
     struct fl_scn_loc loc;
-    int *task_hosts;            /* host index of each task; n_tasks >= 1 */
+    int *task_hosts; /* host index of each task; n_tasks >= 1 */
     size_t n_tasks;
-    size_t first_task;          /* flat index of task 0 in s->tasks */
-    char *command;              /* template: run.<job>.command or run.command; a folded
-                                   (>) scalar is joined into one line, trailing
-                                   newlines are dropped (see template.h for how it runs) */
+    size_t first_task; /* flat index of task 0 in s->tasks */
+    char *command;     /* template: run.<job>.command or run.command; a folded
+                          (>) scalar is joined into one line, trailing
+                          newlines are dropped (see template.h for how it runs) */
     struct fl_scn_loc command_loc;
-    struct fl_scn_env *env;     /* run.env merged with run.<job>.env (job wins) */
+    struct fl_scn_env *env; /* run.env merged with run.<job>.env (job wins) */
     size_t n_env;
 };
 
 /* Flattened: jobs in file order, tasks in list order within each job. */
 struct fl_scn_task {
-    int job;                    /* job index */
-    int index;                  /* task index within the job */
-    int host;                   /* host index */
-    int port;                   /* run.port + index of this task among the tasks on its host */
-    bool chief;                 /* true for exactly one task: s->chief_task */
+    int job;    /* job index */
+    int index;  /* task index within the job */
+    int host;   /* host index */
+    int port;   /* run.port + index of this task among the tasks on its host */
+    bool chief; /* true for exactly one task: s->chief_task */
 };
 
 struct fl_scn_run {
-    int base_port;              /* default FL_SCN_DEFAULT_PORT */
-    bool stop_all;              /* stop_when omitted or "all": every job */
-    int *stop_jobs;             /* job indexes when !stop_all */
+    int base_port;  /* default FL_SCN_DEFAULT_PORT */
+    bool stop_all;  /* stop_when omitted or "all": every job */
+    int *stop_jobs; /* job indexes when !stop_all */
     size_t n_stop_jobs;
-    int64_t grace_ms;           /* default FL_SCN_DEFAULT_GRACE_MS */
+    int64_t grace_ms; /* default FL_SCN_DEFAULT_GRACE_MS */
 };
 
 /* ---- variants and selectors -------------------------------------------- */
@@ -131,8 +131,8 @@ struct fl_scn_run {
 #define FL_SCN_VARIANT_NAME_MAX 512
 
 struct fl_scn_dim {
-    char *key;                  /* [a-z_][a-z0-9_]*, also a placeholder name */
-    char **values;              /* n_values >= 1, no duplicates */
+    char *key;     /* [a-z_][a-z0-9_]*, also a placeholder name */
+    char **values; /* n_values >= 1, no duplicates */
     size_t n_values;
     struct fl_scn_loc loc;
 };
@@ -153,7 +153,7 @@ struct fl_scn_sel_term {
 struct fl_scn_selector {
     struct fl_scn_sel_term *terms;
     size_t n_terms;
-    char *text;                 /* as written ("all", "legacy", "k=v,k2=v2") */
+    char *text; /* as written ("all", "legacy", "k=v,k2=v2") */
     struct fl_scn_loc loc;
 };
 
@@ -170,59 +170,59 @@ struct fl_scn_kv {
  * [^0-9] (and \d \w \s inside brackets) before compiling.
  */
 struct fl_scn_regex {
-    char *src;                  /* NULL = not set */
-    regex_t re;                 /* valid when src != NULL */
+    char *src;  /* NULL = not set */
+    regex_t re; /* valid when src != NULL */
     struct fl_scn_loc loc;
 };
 
 enum fl_scn_trigger_kind {
-    FL_SCN_TRIG_AT = 1,         /* at: <duration> since start */
-    FL_SCN_TRIG_EVENT,          /* after: {event:, host:, job:, count:, where:} */
-    FL_SCN_TRIG_LOG,            /* on_log: {host:, job:, match:, count:} */
+    FL_SCN_TRIG_AT = 1, /* at: <duration> since start */
+    FL_SCN_TRIG_EVENT,  /* after: {event:, host:, job:, count:, where:} */
+    FL_SCN_TRIG_LOG,    /* on_log: {host:, job:, match:, count:} */
 };
 
 struct fl_scn_trigger {
     enum fl_scn_trigger_kind kind;
     struct fl_scn_loc loc;
-    int64_t at_ms;              /* AT */
-    char *event;                /* EVENT: event kind, e.g. "save.shard_written" */
-    int host;                   /* EVENT/LOG: host index, -1 = any */
-    int job;                    /* EVENT/LOG: job index, -1 = any */
-    int task;                   /* EVENT/LOG: task within job ("job: ps:1"), -1 = any */
-    unsigned count;             /* EVENT/LOG: fire on the count-th match (over every task
-                                   passing the filters); default 1 */
-    struct fl_scn_kv *where;    /* EVENT: every key must be present with this value */
+    int64_t at_ms;           /* AT */
+    char *event;             /* EVENT: event kind, e.g. "save.shard_written" */
+    int host;                /* EVENT/LOG: host index, -1 = any */
+    int job;                 /* EVENT/LOG: job index, -1 = any */
+    int task;                /* EVENT/LOG: task within job ("job: ps:1"), -1 = any */
+    unsigned count;          /* EVENT/LOG: fire on the count-th match (over every task
+                                passing the filters); default 1 */
+    struct fl_scn_kv *where; /* EVENT: every key must be present with this value */
     size_t n_where;
-    struct fl_scn_regex match;  /* LOG: matched against each output line (stdout and stderr) */
+    struct fl_scn_regex match; /* LOG: matched against each output line (stdout and stderr) */
 };
 
 enum fl_scn_target_kind {
-    FL_SCN_TGT_HOST = 1,        /* a host name: every task on the host */
-    FL_SCN_TGT_TASK,            /* "job:task" or "chief": one task */
+    FL_SCN_TGT_HOST = 1, /* a host name: every task on the host */
+    FL_SCN_TGT_TASK,     /* "job:task" or "chief": one task */
 };
 
 struct fl_scn_target {
     enum fl_scn_target_kind kind;
-    int host;                   /* HOST: host index; TASK: the task's host */
-    int task;                   /* TASK: flat task index; HOST: -1 */
-    bool chief;                 /* written as "chief" */
+    int host;   /* HOST: host index; TASK: the task's host */
+    int task;   /* TASK: flat task index; HOST: -1 */
+    bool chief; /* written as "chief" */
     struct fl_scn_loc loc;
 };
 
 enum fl_scn_action_kind {
-    FL_SCN_ACT_KILL = 1,        /* target + signal */
-    FL_SCN_ACT_PAUSE,           /* target; resumed after for_ms (if set) */
-    FL_SCN_ACT_RESTART,         /* host: down and up, same disk, its tasks restarted */
-    FL_SCN_ACT_REPLACE,         /* host: same with a fresh empty disk */
-    FL_SCN_ACT_CRASH_HOST,      /* host: every process at once; with for_ms comes back (restart) */
-    FL_SCN_ACT_PARTITION,       /* groups (both ways) or from -> to (one way) */
-    FL_SCN_ACT_LIMIT,           /* host + threads (pids), fds (rlimit), memory (cgroup) */
-    FL_SCN_ACT_DISK,            /* target + disk: a libfiu failure point in its processes */
-    FL_SCN_ACT_LINK,            /* link: loss, rate, down or flap (netem/link.h) */
-    FL_SCN_ACT_CORRUPT,         /* host + rest: bytes of files on its disk changed */
-    FL_SCN_ACT_TRUNCATE,        /* host + rest: files on its disk cut to a size */
-    FL_SCN_ACT_COUNT            /* one more than the last: the size of the table of kinds
-                                   (harness/faults/kinds.c) */
+    FL_SCN_ACT_KILL = 1,   /* target + signal */
+    FL_SCN_ACT_PAUSE,      /* target; resumed after for_ms (if set) */
+    FL_SCN_ACT_RESTART,    /* host: down and up, same disk, its tasks restarted */
+    FL_SCN_ACT_REPLACE,    /* host: same with a fresh empty disk */
+    FL_SCN_ACT_CRASH_HOST, /* host: every process at once; with for_ms comes back (restart) */
+    FL_SCN_ACT_PARTITION,  /* groups (both ways) or from -> to (one way) */
+    FL_SCN_ACT_LIMIT,      /* host + threads (pids), fds (rlimit), memory (cgroup) */
+    FL_SCN_ACT_DISK,       /* target + disk: a libfiu failure point in its processes */
+    FL_SCN_ACT_LINK,       /* link: loss, rate, down or flap (netem/link.h) */
+    FL_SCN_ACT_CORRUPT,    /* host + rest: bytes of files on its disk changed */
+    FL_SCN_ACT_TRUNCATE,   /* host + rest: files on its disk cut to a size */
+    FL_SCN_ACT_COUNT       /* one more than the last: the size of the table of kinds
+                              (harness/faults/kinds.c) */
 };
 
 /*
@@ -234,9 +234,9 @@ enum fl_scn_action_kind {
  */
 #define FL_SCN_REST_PATH_MAX 256
 struct fl_scn_rest {
-    char path[FL_SCN_REST_PATH_MAX];    /* glob, relative to the workdir, no '..' */
-    uint64_t bytes;                     /* CORRUPT: bytes changed per file, >= 1 */
-    uint64_t size;                      /* TRUNCATE: the size each file is cut to */
+    char path[FL_SCN_REST_PATH_MAX]; /* glob, relative to the workdir, no '..' */
+    uint64_t bytes;                  /* CORRUPT: bytes changed per file, >= 1 */
+    uint64_t size;                   /* TRUNCATE: the size each file is cut to */
 };
 
 /*
@@ -248,15 +248,15 @@ struct fl_scn_rest {
  */
 #define FL_SCN_DISK_POINT_MAX 128
 struct fl_scn_disk {
-    char point[FL_SCN_DISK_POINT_MAX];  /* libfiu name of the failure point */
-    char call[32];                      /* the call as written ("write"); "" for point: */
-    int err;                            /* errno of the failing call; default EIO */
-    double probability;                 /* 0 < p <= 1; 1 = every call fails */
+    char point[FL_SCN_DISK_POINT_MAX]; /* libfiu name of the failure point */
+    char call[32];                     /* the call as written ("write"); "" for point: */
+    int err;                           /* errno of the failing call; default EIO */
+    double probability;                /* 0 < p <= 1; 1 = every call fails */
     /* Instead of an errno (call: only; point is then "faultline/delay/CALL"
      * or "faultline/short/CALL", checked by fl_fiu_preload.so): */
-    int64_t delay_us;                   /* > 0: the call is delayed this long, then made */
-    uint64_t short_bytes;               /* > 0: a write writes at most this many bytes */
-    unsigned short_ppm;                 /* > 0: a write writes this fraction (ppm) of what it was asked */
+    int64_t delay_us;     /* > 0: the call is delayed this long, then made */
+    uint64_t short_bytes; /* > 0: a write writes at most this many bytes */
+    unsigned short_ppm;   /* > 0: a write writes this fraction (ppm) of what it was asked */
 };
 
 /*
@@ -272,15 +272,15 @@ enum fl_scn_link_scope {
 
 struct fl_scn_link {
     enum fl_scn_link_scope scope;
-    unsigned loss_bp;           /* hundredths of a percent dropped, 1..10000; 0 = none */
-    uint64_t rate_bit;          /* bit/s, 0 = none (BETWEEN, ONEWAY) */
-    bool down;                  /* HOST: the port is down */
-    int64_t flap_ms;            /* HOST: down and up by turns, each half of this period; 0 = none */
+    unsigned loss_bp;  /* hundredths of a percent dropped, 1..10000; 0 = none */
+    uint64_t rate_bit; /* bit/s, 0 = none (BETWEEN, ONEWAY) */
+    bool down;         /* HOST: the port is down */
+    int64_t flap_ms;   /* HOST: down and up by turns, each half of this period; 0 = none */
     /* the userspace emulator (netem/emu.h); emu says whether any is set */
     bool emu;
-    int64_t delay_ms, jitter_ms;    /* jitter <= delay */
-    unsigned reorder_bp, duplicate_bp, corrupt_bp;  /* hundredths of a percent */
-    unsigned burst;             /* loss: {p, burst}: Gilbert loss of loss_bp, mean run burst; 0 = plain loss */
+    int64_t delay_ms, jitter_ms;                   /* jitter <= delay */
+    unsigned reorder_bp, duplicate_bp, corrupt_bp; /* hundredths of a percent */
+    unsigned burst; /* loss: {p, burst}: Gilbert loss of loss_bp, mean run burst; 0 = plain loss */
 };
 
 /*
@@ -304,11 +304,11 @@ struct fl_scn_hostset {
 struct fl_scn_action {
     enum fl_scn_action_kind kind;
     struct fl_scn_loc loc;
-    struct fl_scn_target target;    /* KILL, PAUSE; also RESTART, REPLACE, CRASH_HOST and
-                                       LIMIT, as written (a task there names its host) */
-    int signal;                     /* KILL: default SIGKILL */
-    enum fl_scn_unsynced unsynced;  /* CRASH_HOST: default KEEP */
-    int host;                       /* RESTART, REPLACE, CRASH_HOST, LIMIT: target.host; else -1 */
+    struct fl_scn_target target;   /* KILL, PAUSE; also RESTART, REPLACE, CRASH_HOST and
+                                      LIMIT, as written (a task there names its host) */
+    int signal;                    /* KILL: default SIGKILL */
+    enum fl_scn_unsynced unsynced; /* CRASH_HOST: default KEEP */
+    int host;                      /* RESTART, REPLACE, CRASH_HOST, LIMIT: target.host; else -1 */
     /*
      * PARTITION.  Both ways (!oneway): traffic between hosts of different
      * groups is dropped in both directions; hosts in no group are unaffected;
@@ -320,54 +320,54 @@ struct fl_scn_action {
     size_t n_groups;
     struct fl_scn_hostset from, to;
     /* LIMIT: at least one of these is set (0 = not limited) */
-    long threads;                   /* max tasks (threads+processes) on the host (pids cgroup) */
-    long fds;                       /* max open files per process on the host (RLIMIT_NOFILE) */
-    uint64_t memory;                /* max bytes of memory the host's processes use (memory cgroup) */
-    struct fl_scn_disk disk;        /* DISK (target: host, job:task or chief) */
-    struct fl_scn_link link;        /* LINK (hosts in from/to, or host) */
-    struct fl_scn_rest rest;        /* CORRUPT, TRUNCATE (host in host, target) */
+    long threads;            /* max tasks (threads+processes) on the host (pids cgroup) */
+    long fds;                /* max open files per process on the host (RLIMIT_NOFILE) */
+    uint64_t memory;         /* max bytes of memory the host's processes use (memory cgroup) */
+    struct fl_scn_disk disk; /* DISK (target: host, job:task or chief) */
+    struct fl_scn_link link; /* LINK (hosts in from/to, or host) */
+    struct fl_scn_rest rest; /* CORRUPT, TRUNCATE (host in host, target) */
     /* A kind's own parsed value, for a kind that keeps one outside the fields
      * above (its parser mallocs it; the scenario frees it with free()). */
     void *params;
 };
 
 struct fl_scn_fault {
-    struct fl_scn_loc loc;          /* of the list item */
+    struct fl_scn_loc loc; /* of the list item */
     struct fl_scn_trigger trigger;
     struct fl_scn_action action;
-    int64_t for_ms;                 /* 0 = permanent (no heal); kill: relaunch after; restart/replace: downtime */
-    bool has_variant;               /* applies only to variants matching 'variant' */
+    int64_t for_ms;   /* 0 = permanent (no heal); kill: relaunch after; restart/replace: downtime */
+    bool has_variant; /* applies only to variants matching 'variant' */
     struct fl_scn_selector variant;
 };
 
 /* ---- expectations ------------------------------------------------------ */
 
 enum fl_scn_exp_target {
-    FL_SCN_EXP_ALL = 1,         /* every task */
-    FL_SCN_EXP_CHIEF,           /* the chief task */
-    FL_SCN_EXP_JOB,             /* every task of job 'index' */
-    FL_SCN_EXP_TASK,            /* flat task 'index' */
-    FL_SCN_EXP_HOST,            /* every task on host 'index' */
+    FL_SCN_EXP_ALL = 1, /* every task */
+    FL_SCN_EXP_CHIEF,   /* the chief task */
+    FL_SCN_EXP_JOB,     /* every task of job 'index' */
+    FL_SCN_EXP_TASK,    /* flat task 'index' */
+    FL_SCN_EXP_HOST,    /* every task on host 'index' */
 };
 
 enum fl_scn_exit_kind {
     FL_SCN_EXIT_UNSET = 0,
-    FL_SCN_EXIT_CODE,           /* exited with exactly 'exit_code' */
-    FL_SCN_EXIT_NONZERO,        /* exited with a non-zero status (not a signal) */
-    FL_SCN_EXIT_ANY,            /* any outcome at all */
+    FL_SCN_EXIT_CODE,    /* exited with exactly 'exit_code' */
+    FL_SCN_EXIT_NONZERO, /* exited with a non-zero status (not a signal) */
+    FL_SCN_EXIT_ANY,     /* any outcome at all */
 };
 
 enum fl_scn_signal_kind {
     FL_SCN_SIG_UNSET = 0,
-    FL_SCN_SIG_NUMBER,          /* killed by exactly 'signal' */
-    FL_SCN_SIG_ANY,             /* killed by some signal */
+    FL_SCN_SIG_NUMBER, /* killed by exactly 'signal' */
+    FL_SCN_SIG_ANY,    /* killed by some signal */
 };
 
 /* The checks for one target (all | chief | job | job:task | host). */
 struct fl_scn_check {
     enum fl_scn_exp_target target;
-    int index;                  /* JOB: job, TASK: flat task, HOST: host; else -1 */
-    struct fl_scn_loc loc;      /* of the target key */
+    int index;             /* JOB: job, TASK: flat task, HOST: host; else -1 */
+    struct fl_scn_loc loc; /* of the target key */
     enum fl_scn_exit_kind exit;
     int exit_code;
     struct fl_scn_loc exit_loc;
@@ -377,23 +377,23 @@ struct fl_scn_check {
     struct fl_scn_regex fails_with;      /* non-zero exit or signal AND output matches */
     struct fl_scn_regex log_matches;     /* output (stdout+stderr) has a matching line */
     struct fl_scn_regex log_not_matches; /* no output line matches */
-    int core;                   /* -1 unset, 0 must not, 1 must have been killed by a core-dumping signal */
+    int core; /* -1 unset, 0 must not, 1 must have been killed by a core-dumping signal */
     struct fl_scn_loc core_loc;
 };
 
 struct fl_scn_file_check {
     int host;
-    char *path;                 /* relative to the workdir (or absolute inside the host) */
+    char *path; /* relative to the workdir (or absolute inside the host) */
     bool exists;
     struct fl_scn_loc loc;
 };
 
 struct fl_scn_event_check {
     char *event;
-    int host;                   /* -1 = any */
-    int job;                    /* -1 = any */
-    long min;                   /* default 1 (0 when only max is given) */
-    long max;                   /* -1 = no upper bound */
+    int host; /* -1 = any */
+    int job;  /* -1 = any */
+    long min; /* default 1 (0 when only max is given) */
+    long max; /* -1 = no upper bound */
     struct fl_scn_loc loc;
 };
 
@@ -404,16 +404,16 @@ struct fl_scn_event_check {
  * extra frees.  Paths are as written: relative to the workdir, or absolute
  * inside the host's workdir or /tmp.
  */
-#define FL_SCN_CKPT_PATH_MAX   256  /* bytes of a dir/prefix, with the NUL */
-#define FL_SCN_MAX_CKPT_COPIES 16   /* copies: entries per checkpoint check */
-#define FL_SCN_MAX_CKPT_CHECKS 4    /* checkpoint checks per expect block */
+#define FL_SCN_CKPT_PATH_MAX 256  /* bytes of a dir/prefix, with the NUL */
+#define FL_SCN_MAX_CKPT_COPIES 16 /* copies: entries per checkpoint check */
+#define FL_SCN_MAX_CKPT_CHECKS 4  /* checkpoint checks per expect block */
 
 /* Another copy of (part of) the checkpoint's tensors: a directory holding a
  * bundle with the same name, or one bundle prefix. */
 struct fl_scn_ckpt_copy {
     int host;
-    char dir[FL_SCN_CKPT_PATH_MAX];     /* "" when prefix is set */
-    char prefix[FL_SCN_CKPT_PATH_MAX];  /* "" when dir is set */
+    char dir[FL_SCN_CKPT_PATH_MAX];    /* "" when prefix is set */
+    char prefix[FL_SCN_CKPT_PATH_MAX]; /* "" when dir is set */
     struct fl_scn_loc loc;
 };
 
@@ -424,24 +424,24 @@ enum fl_scn_ckpt_step_kind {
 };
 
 struct fl_scn_ckpt_check {
-    int host;                   /* host index (a task or 'chief' names its host) */
-    char host_text[64];         /* as written: "w0", "chief", "worker:0" */
+    int host;           /* host index (a task or 'chief' names its host) */
+    char host_text[64]; /* as written: "w0", "chief", "worker:0" */
     /* Exactly one of dir / prefix is set (the other is ""):
      * dir: a checkpoint directory whose `checkpoint` state file names the
      * latest checkpoint (model_checkpoint_path); prefix: one bundle. */
     char dir[FL_SCN_CKPT_PATH_MAX];
     char prefix[FL_SCN_CKPT_PATH_MAX];
-    bool verify;                /* every index block crc, data file and tensor crc */
-    bool restorable;            /* every tensor reads back whole; equal, byte for byte,
-                                   to the same tensor in the copies; global_step (if
-                                   saved) equals the step in the name */
+    bool verify;     /* every index block crc, data file and tensor crc */
+    bool restorable; /* every tensor reads back whole; equal, byte for byte,
+                        to the same tensor in the copies; global_step (if
+                        saved) equals the step in the name */
     struct fl_scn_ckpt_copy copies[FL_SCN_MAX_CKPT_COPIES];
     size_t n_copies;
-    enum fl_scn_ckpt_step_kind latest_step;   /* dir only */
-    long long step;             /* FL_SCN_CKPT_STEP_NUMBER */
-    bool restores_latest;       /* at least one restore.done from the chief, each at the
-                                   step of the last save.done reported before it */
-    struct fl_scn_loc loc;      /* of the checkpoint mapping */
+    enum fl_scn_ckpt_step_kind latest_step; /* dir only */
+    long long step;                         /* FL_SCN_CKPT_STEP_NUMBER */
+    bool restores_latest;                   /* at least one restore.done from the chief, each at the
+                                               step of the last save.done reported before it */
+    struct fl_scn_loc loc;                  /* of the checkpoint mapping */
 };
 
 /* One block under expect:, applied to every variant its selector matches. */
@@ -454,34 +454,41 @@ struct fl_scn_expect {
     size_t n_files;
     struct fl_scn_event_check *events;
     size_t n_events;
-    struct fl_scn_ckpt_check ckpts[FL_SCN_MAX_CKPT_CHECKS];   /* checkpoint: (inline) */
+    struct fl_scn_ckpt_check ckpts[FL_SCN_MAX_CKPT_CHECKS]; /* checkpoint: (inline) */
     size_t n_ckpts;
 };
 
 /* ---- the scenario ------------------------------------------------------ */
 
 struct fl_scenario {
-    char *path;                 /* as given to fl_scenario_load */
-    char *dir;                  /* directory holding the file, absolute */
+    char *path; /* as given to fl_scenario_load */
+    char *dir;  /* directory holding the file, absolute */
     char hash[FL_SCN_HASH_HEX_LEN + 1];
-    char *name;                 /* [a-z0-9._-]+ */
-    char *about;                /* "" when absent */
+    char *name;  /* [a-z0-9._-]+ */
+    char *about; /* "" when absent */
     uint64_t seed;
     bool seed_set;
-    int64_t timeout_ms;         /* default FL_SCN_DEFAULT_TIMEOUT_MS */
-    char *workdir;              /* absolute; default FL_SCN_DEFAULT_WORKDIR */
-    bool has_soak;              /* a soak profile: a top-level soak: (not read here) */
+    int64_t timeout_ms; /* default FL_SCN_DEFAULT_TIMEOUT_MS */
+    char *workdir;      /* absolute; default FL_SCN_DEFAULT_WORKDIR */
+    bool has_soak;      /* a soak profile: a top-level soak: (not read here) */
 
-    struct fl_scn_host *hosts;   size_t n_hosts;
-    struct fl_scn_shared *shared; size_t n_shared;
-    struct fl_scn_job *jobs;     size_t n_jobs;
-    struct fl_scn_task *tasks;   size_t n_tasks;
-    int chief_task;             /* flat index: task 0 of job "chief" if present,
-                                   else of job "worker", else of the first job */
+    struct fl_scn_host *hosts;
+    size_t n_hosts;
+    struct fl_scn_shared *shared;
+    size_t n_shared;
+    struct fl_scn_job *jobs;
+    size_t n_jobs;
+    struct fl_scn_task *tasks;
+    size_t n_tasks;
+    int chief_task; /* flat index: task 0 of job "chief" if present,
+                       else of job "worker", else of the first job */
     struct fl_scn_run run;
-    struct fl_scn_dim *dims;     size_t n_dims;
-    struct fl_scn_fault *faults; size_t n_faults;
-    struct fl_scn_expect *expects; size_t n_expects;
+    struct fl_scn_dim *dims;
+    size_t n_dims;
+    struct fl_scn_fault *faults;
+    size_t n_faults;
+    struct fl_scn_expect *expects;
+    size_t n_expects;
 };
 
 /* ---- loading ----------------------------------------------------------- */
@@ -499,12 +506,11 @@ void fl_scenario_list_free(char **list, size_t n);
 
 /* ---- lookups ----------------------------------------------------------- */
 
-int fl_scn_host_find(const struct fl_scenario *s, const char *name);   /* index or -1 */
-int fl_scn_job_find(const struct fl_scenario *s, const char *name);    /* index or -1 */
+int fl_scn_host_find(const struct fl_scenario *s, const char *name); /* index or -1 */
+int fl_scn_job_find(const struct fl_scenario *s, const char *name);  /* index or -1 */
 /* The job whose placeholder "<job>_hosts" or "<job>_count" is name[0..len), or
  * -1; *count (when not NULL) says which of the two. */
-int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len,
-                           bool *count);
+int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len, bool *count);
 /* Flat task index of (job, task within job), or -1. */
 int fl_scn_task_index(const struct fl_scenario *s, int job, int task);
 /* "ps:1" */
@@ -512,7 +518,7 @@ const char *fl_scn_task_name(const struct fl_scenario *s, int task, char *buf, s
 /* Does the check's target include this flat task? */
 bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check *c, int task);
 
-const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k);  /* "at", "after", "on_log" */
+const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k); /* "at", "after", "on_log" */
 /* "ENOSPC" for ENOSPC (the errno names a disk fault accepts); NULL if unknown. */
 const char *fl_scn_errno_name(int err);
 /* "SIGKILL" for 9; NULL if unknown. */
@@ -566,7 +572,8 @@ int fl_scn_selector_parse(const struct fl_scenario *s, const char *text,
  */
 int fl_scn_variant_filter_add(const struct fl_scenario *s, struct fl_scn_selector *filter,
                               const char *spec, char *err, size_t errlen);
-bool fl_scn_selector_match(const struct fl_scenario *s, const struct fl_scn_selector *sel, size_t v);
+bool fl_scn_selector_match(const struct fl_scenario *s, const struct fl_scn_selector *sel,
+                           size_t v);
 void fl_scn_selector_free(struct fl_scn_selector *sel);
 
 /* Does this fault apply in variant v? */
@@ -578,8 +585,8 @@ bool fl_scn_fault_applies(const struct fl_scenario *s, const struct fl_scn_fault
 struct fl_scn_run_ctx {
     const char *run_id;
     uint64_t seed;
-    const char *bin;                /* directory of faultline's binary */
-    const char *const *host_addrs;  /* dotted address per host index; NULL -> "" */
+    const char *bin;               /* directory of faultline's binary */
+    const char *const *host_addrs; /* dotted address per host index; NULL -> "" */
 };
 
 /*
@@ -589,8 +596,7 @@ struct fl_scn_run_ctx {
  * {<job>_count} {run_id} {seed} {workdir} {bin} {scenario_dir} and every
  * variant key.  *out is malloc'd.  Errors name the placeholder.
  */
-int fl_scn_expand(const struct fl_scenario *s, int task, size_t v,
-                  const struct fl_scn_run_ctx *ctx, const char *tmpl,
-                  char **out, char *err, size_t errlen);
+int fl_scn_expand(const struct fl_scenario *s, int task, size_t v, const struct fl_scn_run_ctx *ctx,
+                  const char *tmpl, char **out, char *err, size_t errlen);
 
 #endif

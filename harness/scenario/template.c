@@ -15,8 +15,7 @@
 
 static bool is_name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 enum piece { P_TEXT, P_NAME };
@@ -45,7 +44,7 @@ static int scan(const char *t, int (*fn)(void *, enum piece, const char *, size_
         }
         if (i > lit && (rc = fn(ctx, P_TEXT, t + lit, i - lit, lit)) != 0)
             return rc;
-        if (t[i] == t[i + 1]) {             /* "{{" or "}}" */
+        if (t[i] == t[i + 1]) { /* "{{" or "}}" */
             if ((rc = fn(ctx, P_TEXT, t + i, 1, i)) != 0)
                 return rc;
             i += 2;
@@ -99,8 +98,8 @@ static int check_piece(void *vc, enum piece k, const char *p, size_t len, size_t
     return 1;
 }
 
-int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx,
-                  size_t *bad_off, size_t *bad_len, char *err, size_t errlen)
+int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx, size_t *bad_off,
+                  size_t *bad_len, char *err, size_t errlen)
 {
     struct check_ctx c = {.known = known, .ctx = ctx};
     struct scan_err e = {0};
@@ -114,8 +113,7 @@ int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx,
         if (bad_len)
             *bad_len = c.bad_len;
         if (err && errlen)
-            snprintf(err, errlen, "unknown placeholder '{%.*s}'", (int)c.bad_name_len,
-                     c.bad_name);
+            snprintf(err, errlen, "unknown placeholder '{%.*s}'", (int)c.bad_name_len, c.bad_name);
         return -EINVAL;
     }
     if (bad_off)
@@ -176,8 +174,8 @@ static int expand_piece(void *vc, enum piece k, const char *p, size_t len, size_
     return buf_add(&c->out, v, strlen(v));
 }
 
-int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
-                   char **out, char *err, size_t errlen)
+int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx, char **out, char *err,
+                   size_t errlen)
 {
     struct expand_ctx c = {.lookup = lookup, .ctx = ctx};
     struct scan_err e = {0};
@@ -217,8 +215,7 @@ static int each_piece(void *vc, enum piece k, const char *p, size_t len, size_t 
 }
 
 int fl_tmpl_foreach(const char *tmpl,
-                    int (*fn)(void *ctx, const char *name, size_t len, size_t off),
-                    void *ctx)
+                    int (*fn)(void *ctx, const char *name, size_t len, size_t off), void *ctx)
 {
     struct each_ctx c = {fn, ctx};
     struct scan_err e;
@@ -253,8 +250,8 @@ bool fl_tmpl_is_simple_command(const char *cmd)
     }
     /* Reserved words that exec cannot run. */
     {
-        static const char *const words[] = {"if", "for", "while", "until", "case",
-                                            "{", "!", "exec", "cd", "export", NULL};
+        static const char *const words[] = {"if", "for",  "while", "until",  "case", "{",
+                                            "!",  "exec", "cd",    "export", NULL};
         size_t n = strcspn(p, " \t");
         for (int i = 0; words[i]; i++)
             if (strlen(words[i]) == n && strncmp(p, words[i], n) == 0)
@@ -281,18 +278,21 @@ bool fl_tmpl_is_simple_command(const char *cmd)
         }
         switch (*p) {
         case '\'':
-        case '"':
-            q = *p;
-            break;
-        case ';': case '&': case '|': case '<': case '>':
-        case '(': case ')': case '`': case '\n':
-            return false;
+        case '"': q = *p; break;
+        case ';':
+        case '&':
+        case '|':
+        case '<':
+        case '>':
+        case '(':
+        case ')':
+        case '`':
+        case '\n': return false;
         case '$':
             if (p[1] == '(')
                 return false;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return q == 0;

@@ -33,8 +33,8 @@ typedef bool (*fl_tmpl_known_fn)(void *ctx, const char *name, size_t len);
  * "column 3: '{' does not start a placeholder (write '{{' for a literal brace)"
  * (columns are 1-based byte offsets into the template).
  */
-int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
-                   char **out, char *err, size_t errlen);
+int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx, char **out, char *err,
+                   size_t errlen);
 
 /*
  * Checks 'tmpl' without expanding it.  Returns 0, or -EINVAL with
@@ -45,16 +45,15 @@ int fl_tmpl_expand(const char *tmpl, fl_tmpl_lookup_fn lookup, void *ctx,
  * brace)" or "unmatched '}' (write '}}' for a literal brace)".  The caller
  * adds the position.  'known' may be NULL to check syntax only.
  */
-int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx,
-                  size_t *bad_off, size_t *bad_len, char *err, size_t errlen);
+int fl_tmpl_check(const char *tmpl, fl_tmpl_known_fn known, void *ctx, size_t *bad_off,
+                  size_t *bad_len, char *err, size_t errlen);
 
 /*
  * Calls fn for every placeholder in tmpl (syntax errors stop the walk and
  * return -EINVAL).  Useful to list what a template uses.
  */
 int fl_tmpl_foreach(const char *tmpl,
-                    int (*fn)(void *ctx, const char *name, size_t len, size_t off),
-                    void *ctx);
+                    int (*fn)(void *ctx, const char *name, size_t len, size_t off), void *ctx);
 
 /*
  * argv for running an expanded command: {"/bin/sh", "-c", <cmd>, NULL},

@@ -130,10 +130,22 @@ int fl_scn_size_parse(const char *s, uint64_t *bytes)
     switch (toupper((unsigned char)*p)) {
     case 0: break;
     case 'B': mult = 1; break;
-    case 'K': mult = 1ull << 10; p++; break;
-    case 'M': mult = 1ull << 20; p++; break;
-    case 'G': mult = 1ull << 30; p++; break;
-    case 'T': mult = 1ull << 40; p++; break;
+    case 'K':
+        mult = 1ull << 10;
+        p++;
+        break;
+    case 'M':
+        mult = 1ull << 20;
+        p++;
+        break;
+    case 'G':
+        mult = 1ull << 30;
+        p++;
+        break;
+    case 'T':
+        mult = 1ull << 40;
+        p++;
+        break;
     default: return -EINVAL;
     }
     if (mult > 1 && (*p == 'i' || *p == 'I'))
@@ -151,14 +163,14 @@ static const struct {
     const char *name;
     int sig;
 } signals[] = {
-    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},     {"SIGQUIT", SIGQUIT}, {"SIGILL", SIGILL},
-    {"SIGTRAP", SIGTRAP}, {"SIGABRT", SIGABRT},   {"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},
-    {"SIGKILL", SIGKILL}, {"SIGUSR1", SIGUSR1},   {"SIGSEGV", SIGSEGV}, {"SIGUSR2", SIGUSR2},
-    {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM},   {"SIGTERM", SIGTERM}, {"SIGCHLD", SIGCHLD},
-    {"SIGCONT", SIGCONT}, {"SIGSTOP", SIGSTOP},   {"SIGTSTP", SIGTSTP}, {"SIGTTIN", SIGTTIN},
-    {"SIGTTOU", SIGTTOU}, {"SIGURG", SIGURG},     {"SIGXCPU", SIGXCPU}, {"SIGXFSZ", SIGXFSZ},
-    {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF}, {"SIGWINCH", SIGWINCH},
-    {"SIGIO", SIGIO},     {"SIGSYS", SIGSYS},
+    {"SIGHUP", SIGHUP},       {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT},   {"SIGILL", SIGILL},
+    {"SIGTRAP", SIGTRAP},     {"SIGABRT", SIGABRT}, {"SIGBUS", SIGBUS},     {"SIGFPE", SIGFPE},
+    {"SIGKILL", SIGKILL},     {"SIGUSR1", SIGUSR1}, {"SIGSEGV", SIGSEGV},   {"SIGUSR2", SIGUSR2},
+    {"SIGPIPE", SIGPIPE},     {"SIGALRM", SIGALRM}, {"SIGTERM", SIGTERM},   {"SIGCHLD", SIGCHLD},
+    {"SIGCONT", SIGCONT},     {"SIGSTOP", SIGSTOP}, {"SIGTSTP", SIGTSTP},   {"SIGTTIN", SIGTTIN},
+    {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},   {"SIGXCPU", SIGXCPU},   {"SIGXFSZ", SIGXFSZ},
+    {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF}, {"SIGWINCH", SIGWINCH}, {"SIGIO", SIGIO},
+    {"SIGSYS", SIGSYS},
 };
 
 const char *fl_scn_signal_name(int sig)
@@ -221,8 +233,7 @@ int fl_scn_job_find(const struct fl_scenario *s, const char *name)
     return -1;
 }
 
-int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len,
-                           bool *count)
+int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t len, bool *count)
 {
     static const char *const suffix[2] = {"_hosts", "_count"};
     for (int w = 0; w < 2; w++) {
@@ -243,8 +254,7 @@ int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t
 
 int fl_scn_task_index(const struct fl_scenario *s, int job, int task)
 {
-    if (job < 0 || (size_t)job >= s->n_jobs || task < 0 ||
-        (size_t)task >= s->jobs[job].n_tasks)
+    if (job < 0 || (size_t)job >= s->n_jobs || task < 0 || (size_t)task >= s->jobs[job].n_tasks)
         return -1;
     return (int)(s->jobs[job].first_task + (size_t)task);
 }
@@ -330,7 +340,7 @@ static int walk(const char *dir, struct strlist *l, int depth, char *err, size_t
         }
         if (stat(p, &st) < 0) {
             free(p);
-            continue;               /* dangling link: not a scenario */
+            continue; /* dangling link: not a scenario */
         }
         if (S_ISDIR(st.st_mode)) {
             rc = walk(p, l, depth + 1, err, errlen);
@@ -478,8 +488,7 @@ static int find_value(const struct fl_scn_dim *d, const char *v, size_t len)
  * file) rejects naming a dimension twice.  Messages have no position.
  */
 int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
-                              struct fl_scn_selector *sel, bool strict,
-                              char *err, size_t errlen)
+                              struct fl_scn_selector *sel, bool strict, char *err, size_t errlen)
 {
     const char *p = text;
     size_t start_terms = sel->n_terms;
@@ -492,8 +501,8 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
         return -EINVAL;
     }
     if (s->n_dims == 0) {
-        snprintf(err, errlen,
-                 "variant selector '%s' but the scenario has no variants (use 'all')", text);
+        snprintf(err, errlen, "variant selector '%s' but the scenario has no variants (use 'all')",
+                 text);
         return -ENOENT;
     }
     for (;;) {
@@ -506,7 +515,9 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
         while (len && p[len - 1] == ' ')
             len--;
         if (len == 0) {
-            snprintf(err, errlen, "bad variant selector '%s': empty term (expected key=value[,key=value])", text);
+            snprintf(err, errlen,
+                     "bad variant selector '%s': empty term (expected key=value[,key=value])",
+                     text);
             return -EINVAL;
         }
         const char *eq = memchr(p, '=', len);
@@ -519,9 +530,10 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 if (x < 0)
                     continue;
                 if (d >= 0) {
-                    snprintf(err, errlen, "'%.*s' is a value of both '%s' and '%s'; write %s=%.*s or %s=%.*s",
-                             (int)len, p, s->dims[d].key, s->dims[k].key,
-                             s->dims[d].key, (int)len, p, s->dims[k].key, (int)len, p);
+                    snprintf(err, errlen,
+                             "'%.*s' is a value of both '%s' and '%s'; write %s=%.*s or %s=%.*s",
+                             (int)len, p, s->dims[d].key, s->dims[k].key, s->dims[d].key, (int)len,
+                             p, s->dims[k].key, (int)len, p);
                     return -EINVAL;
                 }
                 d = (int)k;
@@ -554,7 +566,8 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 vlen--;
             }
             if (klen == 0 || vlen == 0) {
-                snprintf(err, errlen, "bad variant selector '%s' (expected key=value[,key=value])", text);
+                snprintf(err, errlen, "bad variant selector '%s' (expected key=value[,key=value])",
+                         text);
                 return -EINVAL;
             }
             d = find_dim(s, p, klen);
@@ -724,8 +737,8 @@ static const char *x_lookup(void *vx, const char *name, size_t len)
     if (name_is(name, len, "host"))
         return s->hosts[t->host].name;
     if (name_is(name, len, "addr"))
-        return x->rc && x->rc->host_addrs && x->rc->host_addrs[t->host]
-                   ? x->rc->host_addrs[t->host] : "";
+        return x->rc && x->rc->host_addrs && x->rc->host_addrs[t->host] ? x->rc->host_addrs[t->host]
+                                                                        : "";
     if (name_is(name, len, "port")) {
         snprintf(x->num, sizeof x->num, "%d", t->port);
         return keep(x, strdup(x->num));
@@ -769,9 +782,8 @@ static const char *x_lookup(void *vx, const char *name, size_t len)
     return keep(x, out);
 }
 
-int fl_scn_expand(const struct fl_scenario *s, int task, size_t v,
-                  const struct fl_scn_run_ctx *ctx, const char *tmpl,
-                  char **out, char *err, size_t errlen)
+int fl_scn_expand(const struct fl_scenario *s, int task, size_t v, const struct fl_scn_run_ctx *ctx,
+                  const char *tmpl, char **out, char *err, size_t errlen)
 {
     struct xctx x = {.s = s, .task = task, .v = v, .rc = ctx};
     int rc;

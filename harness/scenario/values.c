@@ -19,8 +19,8 @@
 
 /* ---- errors and basic types -------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-int fl_scn_verr(struct fl_scn_vctx *c, struct fl_scn_loc l, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) int fl_scn_verr(struct fl_scn_vctx *c, struct fl_scn_loc l,
+                                                      const char *fmt, ...)
 {
     char msg[768];
     va_list ap;
@@ -63,8 +63,10 @@ int fl_scn_want(struct fl_scn_vctx *c, const ynode *n, enum fl_scn_ynode_type t,
     if (n->type == t && !(t == FL_YN_SCALAR && fl_scn_yaml_is_null(n)))
         return 0;
     return fl_scn_verr(c, n->loc, "%s must be %s, not %s", what,
-                t == FL_YN_MAP ? "a mapping" : t == FL_YN_SEQ ? "a list" : "a single value",
-                fl_scn_describe(n, b, sizeof b));
+                       t == FL_YN_MAP   ? "a mapping"
+                       : t == FL_YN_SEQ ? "a list"
+                                        : "a single value",
+                       fl_scn_describe(n, b, sizeof b));
 }
 
 int fl_scn_want_scalar(struct fl_scn_vctx *c, const ynode *n, const char *key)
@@ -148,11 +150,12 @@ int fl_scn_get_duration(struct fl_scn_vctx *c, const ynode *n, const char *what,
         return fl_scn_verr(c, n->loc, "%s '%s' is too long", what, n->value);
     if (rc < 0) {
         if (strchr(n->value, '.'))
-            return fl_scn_verr(c, n->loc,
-                        "%s must be a duration like 250ms, 2s, 1.5s or 1m (whole milliseconds), not '%s'",
-                        what, n->value);
+            return fl_scn_verr(
+                c, n->loc,
+                "%s must be a duration like 250ms, 2s, 1.5s or 1m (whole milliseconds), not '%s'",
+                what, n->value);
         return fl_scn_verr(c, n->loc, "%s must be a duration like 250ms, 2s, 1.5s or 1m, not '%s'",
-                    what, n->value);
+                           what, n->value);
     }
     if (!allow_zero && *ms == 0)
         return fl_scn_verr(c, n->loc, "%s must be longer than 0", what);
@@ -198,7 +201,6 @@ int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, boo
     return fl_scn_verr(c, n->loc, "%s must be true or false, not '%s'", what, n->value);
 }
 
-
 /* A relative path without ".." components. */
 int fl_scn_check_rel_path(struct fl_scn_vctx *c, const ynode *n, const char *what)
 {
@@ -237,7 +239,8 @@ struct fl_scn_loc fl_scn_loc_at(struct fl_scn_vctx *c, size_t off)
  * the k-th occurrence of that text in the value is the k-th occurrence in
  * the source between the scalar's marks.  Falls back to the scalar start.
  */
-struct fl_scn_loc fl_scn_loc_in_scalar(struct fl_scn_vctx *c, const ynode *n, size_t off, size_t len)
+struct fl_scn_loc fl_scn_loc_in_scalar(struct fl_scn_vctx *c, const ynode *n, size_t off,
+                                       size_t len)
 {
     size_t k = 0;
     const char *needle = n->value + off;
@@ -311,7 +314,8 @@ int fl_scn_load_hostset(struct fl_scn_vctx *c, const ynode *n, const char *what,
             return rc;
         for (size_t q = 0; q < hs->n; q++)
             if (hs->hosts[q] == h)
-                return fl_scn_verr(c, items[i]->loc, "host '%s' is listed twice in %s", items[i]->value, what);
+                return fl_scn_verr(c, items[i]->loc, "host '%s' is listed twice in %s",
+                                   items[i]->value, what);
         hs->hosts[hs->n++] = h;
     }
     return 0;
@@ -326,7 +330,8 @@ int fl_scn_load_hostset(struct fl_scn_vctx *c, const ynode *n, const char *what,
  * of the expanded tree and refuse expressions far beyond any log pattern;
  * also refuse stacked repetition operators ("a+*"), undefined in POSIX.
  */
-static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *what, const char *re)
+static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *what,
+                             const char *re)
 {
     enum { MAX_DEPTH = 32 };
     const double max_cost = 200000;
@@ -369,7 +374,7 @@ static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *
         case '(':
             if (depth == MAX_DEPTH)
                 return fl_scn_verr(c, n->loc, "bad regex in %s: groups nested deeper than %d", what,
-                            MAX_DEPTH);
+                                   MAX_DEPTH);
             cost[++depth] = 0;
             break;
         case ')':
@@ -378,7 +383,8 @@ static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *
                 cost[--depth] += last;
             }
             break;
-        case '*': case '?':
+        case '*':
+        case '?':
             rep = true;
             mult = 1;
             break;
@@ -399,7 +405,7 @@ static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *
                     p = close;
                 break;
             }
-            last = 1;               /* a literal brace */
+            last = 1; /* a literal brace */
             cost[depth] += 1;
             break;
         default:
@@ -409,16 +415,18 @@ static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *
         }
         if (rep) {
             if (prev_rep)
-                return fl_scn_verr(c, n->loc,
-                            "bad regex in %s: stacked repetition operators (like 'a+*') are not supported",
-                            what);
+                return fl_scn_verr(
+                    c, n->loc,
+                    "bad regex in %s: stacked repetition operators (like 'a+*') are not supported",
+                    what);
             cost[depth] += last * (mult - 1);
             last *= mult;
         }
         prev_rep = rep;
         if (cost[depth] > max_cost || last > max_cost)
-            return fl_scn_verr(c, n->loc, "bad regex in %s: too complex (nested repetitions expand too far)",
-                        what);
+            return fl_scn_verr(c, n->loc,
+                               "bad regex in %s: too complex (nested repetitions expand too far)",
+                               what);
     }
     return 0;
 }
@@ -428,7 +436,8 @@ static int check_regex_shape(struct fl_scn_vctx *c, const ynode *n, const char *
  * As people write them out of habit, \d and \D are rewritten to [0-9] and
  * [^0-9], and inside a bracket \d, \w, \s to 0-9, [:alnum:]_, [:space:].
  */
-int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what, struct fl_scn_regex *r)
+int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,
+                      struct fl_scn_regex *r)
 {
     int rc;
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
@@ -465,8 +474,8 @@ int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what, s
         }
         if (in_bracket && p[0] == '\\' && strchr("DWS", p[1]) && p[1]) {
             free(tr);
-            return fl_scn_verr(c, n->loc, "bad regex in %s: '\\%c' is not supported inside [...]", what,
-                        p[1]);
+            return fl_scn_verr(c, n->loc, "bad regex in %s: '\\%c' is not supported inside [...]",
+                               what, p[1]);
         }
         if (in_bracket && *p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
             char close = p[1];
@@ -527,7 +536,8 @@ static int job_names(struct fl_scn_vctx *c, const char ***out)
     return 0;
 }
 
-static int unknown_job(struct fl_scn_vctx *c, struct fl_scn_loc l, const char *name, const char *where)
+static int unknown_job(struct fl_scn_vctx *c, struct fl_scn_loc l, const char *name,
+                       const char *where)
 {
     const char **names;
     int rc;
@@ -540,7 +550,8 @@ static int unknown_job(struct fl_scn_vctx *c, struct fl_scn_loc l, const char *n
 }
 
 /* "job" or "job:task" -> job index and task (-1 when not given). */
-int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *where, int *job, int *task)
+int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *where, int *job,
+                            int *task)
 {
     int rc;
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, where)) < 0)
@@ -558,19 +569,21 @@ int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *w
         char *end;
         long t = strtol(colon + 1, &end, 10);
         if (!isdigit((unsigned char)colon[1]) || *end)
-            return fl_scn_verr(c, n->loc, "bad task '%s' in %s (expected job:index, e.g. %s:0)", n->value,
-                        where, name);
+            return fl_scn_verr(c, n->loc, "bad task '%s' in %s (expected job:index, e.g. %s:0)",
+                               n->value, where, name);
         if (t < 0 || (size_t)t >= c->s->jobs[j].n_tasks)
-            return fl_scn_verr(c, n->loc, "task %s out of range in '%s': job '%s' has %zu task%s (0..%zu)",
-                        colon + 1, n->value, name, c->s->jobs[j].n_tasks,
-                        c->s->jobs[j].n_tasks == 1 ? "" : "s", c->s->jobs[j].n_tasks - 1);
+            return fl_scn_verr(c, n->loc,
+                               "task %s out of range in '%s': job '%s' has %zu task%s (0..%zu)",
+                               colon + 1, n->value, name, c->s->jobs[j].n_tasks,
+                               c->s->jobs[j].n_tasks == 1 ? "" : "s", c->s->jobs[j].n_tasks - 1);
         *task = (int)t;
     }
     return 0;
 }
 
 /* A fault target: a host name, "job:task" or "chief". */
-int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind, struct fl_scn_target *t)
+int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind,
+                          struct fl_scn_target *t)
 {
     struct fl_scenario *s = c->s;
     int rc;
@@ -604,8 +617,9 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
     }
     int j = fl_scn_job_find(s, n->value);
     if (j >= 0)
-        return fl_scn_verr(c, n->loc, "'%s' is a job; a %s target is a host, job:task (e.g. '%s:0') or 'chief'",
-                    n->value, kind, n->value);
+        return fl_scn_verr(
+            c, n->loc, "'%s' is a job; a %s target is a host, job:task (e.g. '%s:0') or 'chief'",
+            n->value, kind, n->value);
     const char **names = fl_scn_zalloc(c, s->n_hosts + 1, sizeof *names);
     if (!names)
         return -ENOMEM;
@@ -617,4 +631,3 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
     free(names);
     return -EINVAL;
 }
-

@@ -40,8 +40,8 @@ static struct fl_scn_loc loc_of(yaml_mark_t m)
     return l;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int fail(struct pctx *c, struct fl_scn_loc l, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct pctx *c, struct fl_scn_loc l,
+                                                      const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -79,25 +79,25 @@ static int parser_error(struct pctx *c)
     }
     if (p->error == YAML_READER_ERROR) {
         l = loc_at_offset(c->buf, c->len, p->problem_offset);
-        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s", c->name, l.line, l.col,
-                 problem);
+        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s", c->name, l.line, l.col, problem);
         return -EINVAL;
     }
     l = loc_of(p->problem_mark);
     /* libyaml's words for a tab where indentation goes do not say "tab". */
     if (p->problem_mark.index < c->len && c->buf[p->problem_mark.index] == '\t' &&
         strstr(problem, "cannot start any token")) {
-        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: a tab character; YAML indents with spaces only (replace it with spaces)",
+        snprintf(c->err, c->errlen,
+                 "%s:%d:%d: invalid YAML: a tab character; YAML indents with spaces only (replace "
+                 "it with spaces)",
                  c->name, l.line, l.col);
         return -EINVAL;
     }
     if (p->context)
-        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s (%s at line %d column %d)",
-                 c->name, l.line, l.col, problem, p->context,
-                 (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s (%s at line %d column %d)", c->name,
+                 l.line, l.col, problem, p->context, (int)p->context_mark.line + 1,
+                 (int)p->context_mark.column + 1);
     else
-        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s", c->name, l.line, l.col,
-                 problem);
+        snprintf(c->err, c->errlen, "%s:%d:%d: invalid YAML: %s", c->name, l.line, l.col, problem);
     return -EINVAL;
 }
 
@@ -194,7 +194,8 @@ static int parse_collection(struct pctx *c, struct fl_scn_ynode *n, int depth)
                 return fail(c, key->loc, "a mapping key must be a plain name, not a %s",
                             key->type == FL_YN_MAP ? "mapping" : "list");
             if (key->style == FL_YS_PLAIN && strcmp(key->value, "<<") == 0)
-                return fail(c, key->loc, "YAML merge keys ('<<') are not supported: write the "
+                return fail(c, key->loc,
+                            "YAML merge keys ('<<') are not supported: write the "
                             "keys out, or share a whole value with an anchor and alias");
             for (size_t i = 0; i < n->n; i++)
                 if (strcmp(n->keys[i]->value, key->value) == 0)
@@ -233,9 +234,9 @@ static int parse_node(struct pctx *c, yaml_event_t *ev, int depth, struct fl_scn
         switch (ev->data.scalar.style) {
         case YAML_SINGLE_QUOTED_SCALAR_STYLE: n->style = FL_YS_SINGLE; break;
         case YAML_DOUBLE_QUOTED_SCALAR_STYLE: n->style = FL_YS_DOUBLE; break;
-        case YAML_LITERAL_SCALAR_STYLE:       n->style = FL_YS_LITERAL; break;
-        case YAML_FOLDED_SCALAR_STYLE:        n->style = FL_YS_FOLDED; break;
-        default:                              n->style = FL_YS_PLAIN; break;
+        case YAML_LITERAL_SCALAR_STYLE: n->style = FL_YS_LITERAL; break;
+        case YAML_FOLDED_SCALAR_STYLE: n->style = FL_YS_FOLDED; break;
+        default: n->style = FL_YS_PLAIN; break;
         }
         if ((rc = add_anchor(c, ev->data.scalar.anchor, n)) < 0)
             return rc;
@@ -246,8 +247,8 @@ static int parse_node(struct pctx *c, yaml_event_t *ev, int depth, struct fl_scn
         bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
         if (!(n = new_node(c, seq ? FL_YN_SEQ : FL_YN_MAP, ev->start_mark)))
             return -ENOMEM;
-        const yaml_char_t *anchor = seq ? ev->data.sequence_start.anchor
-                                        : ev->data.mapping_start.anchor;
+        const yaml_char_t *anchor =
+            seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
         if ((rc = add_anchor(c, anchor, n)) < 0)
             return rc;
         if ((rc = parse_collection(c, n, depth)) < 0)
@@ -263,16 +264,15 @@ static int parse_node(struct pctx *c, yaml_event_t *ev, int depth, struct fl_scn
             }
         return fail(c, loc_of(ev->start_mark), "unknown alias '*%s'",
                     (const char *)ev->data.alias.anchor);
-    default:
-        return fail(c, loc_of(ev->start_mark), "unexpected YAML event");
+    default: return fail(c, loc_of(ev->start_mark), "unexpected YAML event");
     }
 }
 
-int fl_scn_yaml_parse(const char *name, const char *buf, size_t len,
-                      struct fl_scn_ydoc *doc, char *err, size_t errlen)
+int fl_scn_yaml_parse(const char *name, const char *buf, size_t len, struct fl_scn_ydoc *doc,
+                      char *err, size_t errlen)
 {
-    struct pctx c = {.name = name, .buf = buf, .len = len, .doc = doc,
-                     .err = err, .errlen = errlen};
+    struct pctx c = {
+        .name = name, .buf = buf, .len = len, .doc = doc, .err = err, .errlen = errlen};
     yaml_event_t ev;
     int rc = 0, ndocs = 0;
     bool done = false;
@@ -287,9 +287,7 @@ int fl_scn_yaml_parse(const char *name, const char *buf, size_t len,
         if ((rc = next_event(&c, &ev)) < 0)
             goto cleanup;
         switch (ev.type) {
-        case YAML_STREAM_END_EVENT:
-            done = true;
-            break;
+        case YAML_STREAM_END_EVENT: done = true; break;
         case YAML_DOCUMENT_START_EVENT:
             if (++ndocs > 1) {
                 rc = fail(&c, loc_of(ev.start_mark),
@@ -299,8 +297,7 @@ int fl_scn_yaml_parse(const char *name, const char *buf, size_t len,
             }
             break;
         case YAML_STREAM_START_EVENT:
-        case YAML_DOCUMENT_END_EVENT:
-            break;
+        case YAML_DOCUMENT_END_EVENT: break;
         default:
             rc = parse_node(&c, &ev, 0, &doc->root);
             if (rc < 0) {

@@ -17,10 +17,10 @@ enum fl_scn_ystyle { FL_YS_PLAIN = 1, FL_YS_SINGLE, FL_YS_DOUBLE, FL_YS_LITERAL,
 
 struct fl_scn_ynode {
     enum fl_scn_ynode_type type;
-    struct fl_scn_loc loc;       /* start */
-    size_t start, end;           /* byte offsets into the source */
+    struct fl_scn_loc loc; /* start */
+    size_t start, end;     /* byte offsets into the source */
     /* SCALAR */
-    char *value;                 /* NUL-terminated */
+    char *value; /* NUL-terminated */
     size_t len;
     enum fl_scn_ystyle style;
     /* SEQ: items[i]; MAP: keys[i] -> items[i] (keys are scalars) */
@@ -30,8 +30,8 @@ struct fl_scn_ynode {
 };
 
 struct fl_scn_ydoc {
-    struct fl_scn_ynode *root;   /* NULL for an empty document */
-    struct fl_scn_ynode **all;   /* every node, for freeing (aliases share nodes) */
+    struct fl_scn_ynode *root; /* NULL for an empty document */
+    struct fl_scn_ynode **all; /* every node, for freeing (aliases share nodes) */
     size_t n_all, cap_all;
 };
 
@@ -40,8 +40,8 @@ struct fl_scn_ydoc {
  * "name:line:col: message" in err.  Rejects several documents, non-scalar
  * mapping keys and duplicate keys (message names the first occurrence).
  */
-int fl_scn_yaml_parse(const char *name, const char *buf, size_t len,
-                      struct fl_scn_ydoc *doc, char *err, size_t errlen);
+int fl_scn_yaml_parse(const char *name, const char *buf, size_t len, struct fl_scn_ydoc *doc,
+                      char *err, size_t errlen);
 void fl_scn_yaml_free(struct fl_scn_ydoc *doc);
 
 /* A plain scalar that YAML reads as null: "", "~", "null". */
@@ -53,8 +53,7 @@ struct fl_scn_ynode *fl_scn_yaml_get(const struct fl_scn_ynode *map, const char 
 
 /* Internal helpers shared by load/load.c and scenario/util.c. */
 int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
-                              struct fl_scn_selector *sel, bool strict,
-                              char *err, size_t errlen);
+                              struct fl_scn_selector *sel, bool strict, char *err, size_t errlen);
 size_t fl_scn_signal_names(const char **out, size_t max);
 
 #endif

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 uint64_t fl_soak_iter_seed(uint64_t soak_seed, uint64_t iter)
 {
     uint64_t x = soak_seed ^ (iter * 0xd1342543de82ef95ull);
@@ -41,7 +40,10 @@ static void rng_seed(struct rng *r, uint64_t seed)
         r->s[i] = fl_splitmix64(&seed);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t rng_next(struct rng *r)
 {
@@ -56,7 +58,10 @@ static uint64_t rng_next(struct rng *r)
 }
 
 /* uniform in [0, 1) */
-static double rng_unit(struct rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
+static double rng_unit(struct rng *r)
+{
+    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
 
 /* uniform integer in [lo, hi] */
 static int64_t rng_range(struct rng *r, int64_t lo, int64_t hi)
@@ -114,8 +119,10 @@ int fl_soak_draw(const struct fl_soak_profile *p, uint64_t seed, struct fl_soak_
         } else {
             int64_t n = rng_range(&r, e->count_min, e->count_max);
             for (int64_t k = 0; k < n; k++)
-                if (push(out, &cap, (struct fl_soak_fault){
-                             .entry = i, .at_ms = rng_range(&r, p->start_ms, p->duration_ms - 1)}) < 0)
+                if (push(out, &cap,
+                         (struct fl_soak_fault){
+                             .entry = i, .at_ms = rng_range(&r, p->start_ms, p->duration_ms - 1)}) <
+                    0)
                     goto oom;
         }
         for (size_t k = first; k < out->n; k++) {
@@ -142,8 +149,8 @@ void fl_soak_schedule_free(struct fl_soak_schedule *sc)
     sc->n = 0;
 }
 
-int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fault *f,
-                       char *buf, size_t len)
+int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fault *f, char *buf,
+                       size_t len)
 {
     const struct fl_soak_entry *e = &p->entries[f->entry];
     char dur[48] = "";
@@ -202,7 +209,8 @@ void fl_soak_failure_class(const char *verdict, const char *reason, char *buf, s
             /* a run id's hex part (runs/20261121-203137-cfa4b2/...): six or
              * more hex digits with a digit among them are one number */
             size_t hex = strspn(s, "0123456789abcdef");
-            if (hex >= 6 && strpbrk(s, "0123456789") && (size_t)(strpbrk(s, "0123456789") - s) < hex) {
+            if (hex >= 6 && strpbrk(s, "0123456789") &&
+                (size_t)(strpbrk(s, "0123456789") - s) < hex) {
                 s += hex - 1;
                 buf[n++] = '#';
                 continue;

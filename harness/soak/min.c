@@ -55,7 +55,7 @@ int fl_soak_minimize(size_t n, bool *keep, int budget,
         }
         if (!reduced) {
             if (k >= m)
-                break;          /* single faults, none can go */
+                break; /* single faults, none can go */
             k = 2 * k;
         }
     }

@@ -33,7 +33,8 @@ static size_t entry_keys(const char **keys, size_t max)
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
         keys[n++] = fl_fault_kinds[k]->name;
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
-        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && n < max - 4; q++)
+        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && n < max - 4;
+             q++)
             keys[n++] = fl_fault_kinds[k]->keys[q];
     for (size_t q = 0; q < ARRAY_LEN(howmany); q++)
         keys[n++] = howmany[q];
@@ -73,14 +74,19 @@ static void sb_add(struct sbuf *b, const char *s, size_t n)
     b->p[b->n] = 0;
 }
 
-static void sb_str(struct sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_add(b, s, strlen(s));
+}
 
 /* A scalar as YAML: plain when it is safe everywhere (also inside a flow
  * collection), else single-quoted. */
 static void sb_scalar(struct sbuf *b, const char *v, bool plain_style)
 {
-    bool safe = *v && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                "0123456789_./%+-") == strlen(v) && v[0] != '-';
+    bool safe = *v &&
+                strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                          "0123456789_./%+-") == strlen(v) &&
+                v[0] != '-';
     if (plain_style && !*v) {
         sb_str(b, "null");
         return;
@@ -239,14 +245,18 @@ static int load_for(struct fl_scn_vctx *c, const ynode *n, struct fl_soak_entry 
     e->has_for = true;
     if (n->type == FL_YN_SEQ) {
         if (n->n != 2)
-            return fl_scn_verr(c, n->loc, "soak fault 'for' must be a duration or a range [MIN, MAX] "
-                               "of two durations, not a list of %zu", n->n);
+            return fl_scn_verr(c, n->loc,
+                               "soak fault 'for' must be a duration or a range [MIN, MAX] "
+                               "of two durations, not a list of %zu",
+                               n->n);
         if ((rc = fl_scn_get_duration(c, n->items[0], "'for'", false, &e->for_min_ms)) < 0 ||
             (rc = fl_scn_get_duration(c, n->items[1], "'for'", false, &e->for_max_ms)) < 0)
             return rc;
         if (e->for_max_ms < e->for_min_ms)
-            return fl_scn_verr(c, n->items[1]->loc, "soak fault 'for' range [%s, %s] ends before it "
-                               "starts", n->items[0]->value, n->items[1]->value);
+            return fl_scn_verr(c, n->items[1]->loc,
+                               "soak fault 'for' range [%s, %s] ends before it "
+                               "starts",
+                               n->items[0]->value, n->items[1]->value);
         return 0;
     }
     if ((rc = fl_scn_get_duration(c, n, "'for'", false, &e->for_min_ms)) < 0)
@@ -258,13 +268,15 @@ static int load_for(struct fl_scn_vctx *c, const ynode *n, struct fl_soak_entry 
 /* every: D | rate: N/s|N/m|N/h | count: N or [MIN, MAX] */
 static int load_howmany(struct fl_scn_vctx *c, const ynode *m, struct fl_soak_entry *e)
 {
-    const ynode *every = fl_scn_yaml_get(m, "every", NULL), *rate = fl_scn_yaml_get(m, "rate", NULL),
+    const ynode *every = fl_scn_yaml_get(m, "every", NULL),
+                *rate = fl_scn_yaml_get(m, "rate", NULL),
                 *count = fl_scn_yaml_get(m, "count", NULL);
     int given = !!every + !!rate + !!count, rc;
     if (given != 1)
-        return fl_scn_verr(c, m->loc, given ? "soak fault has %s: give one of 'every', 'rate' and 'count'"
-                                            : "soak fault needs how often: 'every: 10s' (mean interval), "
-                                              "'rate: 6/m' or 'count: 2'",
+        return fl_scn_verr(c, m->loc,
+                           given ? "soak fault has %s: give one of 'every', 'rate' and 'count'"
+                                 : "soak fault needs how often: 'every: 10s' (mean interval), "
+                                   "'rate: 6/m' or 'count: 2'",
                            "more than one of 'every', 'rate' and 'count'");
     if (every)
         return fl_scn_get_duration(c, every, "'every'", false, &e->every_ms);
@@ -273,26 +285,33 @@ static int load_howmany(struct fl_scn_vctx *c, const ynode *m, struct fl_soak_en
         if ((rc = fl_scn_want(c, rate, FL_YN_SCALAR, "'rate'")) < 0)
             return rc;
         double x = strtod(rate->value, &end);
-        int64_t unit = !strcmp(end, "/s") ? 1000 : !strcmp(end, "/m") ? 60000
-                     : !strcmp(end, "/h") ? 3600000 : 0;
+        int64_t unit = !strcmp(end, "/s")   ? 1000
+                       : !strcmp(end, "/m") ? 60000
+                       : !strcmp(end, "/h") ? 3600000
+                                            : 0;
         if (end == rate->value || !unit || !(x > 0) || x > 1e6 || unit / x < 1)
-            return fl_scn_verr(c, rate->loc, "'rate' must be a number of faults per time like 6/m, "
-                               "0.5/s or 20/h (at most one per millisecond), not '%s'", rate->value);
+            return fl_scn_verr(c, rate->loc,
+                               "'rate' must be a number of faults per time like 6/m, "
+                               "0.5/s or 20/h (at most one per millisecond), not '%s'",
+                               rate->value);
         e->every_ms = (int64_t)(unit / x + 0.5);
         return 0;
     }
     if (count->type == FL_YN_SEQ) {
         if (count->n != 2)
-            return fl_scn_verr(c, count->loc, "'count' must be a number or a range [MIN, MAX], "
-                               "not a list of %zu", count->n);
+            return fl_scn_verr(c, count->loc,
+                               "'count' must be a number or a range [MIN, MAX], "
+                               "not a list of %zu",
+                               count->n);
         if ((rc = fl_scn_get_long(c, count->items[0], "'count'", 0, MAX_DRAWS_PER_ENTRY,
                                   &e->count_min)) < 0 ||
             (rc = fl_scn_get_long(c, count->items[1], "'count'", 0, MAX_DRAWS_PER_ENTRY,
                                   &e->count_max)) < 0)
             return rc;
         if (e->count_max < e->count_min)
-            return fl_scn_verr(c, count->items[1]->loc, "'count' range [%ld, %ld] ends before it starts",
-                               e->count_min, e->count_max);
+            return fl_scn_verr(c, count->items[1]->loc,
+                               "'count' range [%ld, %ld] ends before it starts", e->count_min,
+                               e->count_max);
         return 0;
     }
     if ((rc = fl_scn_get_long(c, count, "'count'", 0, MAX_DRAWS_PER_ENTRY, &e->count_min)) < 0)
@@ -326,8 +345,10 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     char b[64];
     e->loc = m->loc;
     if (m->type != FL_YN_MAP)
-        return fl_scn_verr(c, m->loc, "a soak fault must be a mapping like {kill: [ps0, worker], "
-                           "every: 10s, for: [1s, 3s]}, not %s", fl_scn_describe(m, b, sizeof b));
+        return fl_scn_verr(c, m->loc,
+                           "a soak fault must be a mapping like {kill: [ps0, worker], "
+                           "every: 10s, for: [1s, 3s]}, not %s",
+                           fl_scn_describe(m, b, sizeof b));
     const char *keys[64];
     if ((rc = fl_scn_check_keys(c, m, keys, entry_keys(keys, ARRAY_LEN(keys)), "soak fault")) < 0)
         return rc;
@@ -339,8 +360,10 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
         if (!kd)
             continue;
         if (kk)
-            return fl_scn_verr(c, m->keys[i]->loc, "soak fault has two kinds ('%s' and '%s'); "
-                               "write one entry per kind", kk->value, k);
+            return fl_scn_verr(c, m->keys[i]->loc,
+                               "soak fault has two kinds ('%s' and '%s'); "
+                               "write one entry per kind",
+                               kk->value, k);
         kk = m->keys[i];
         kv = m->items[i];
         targeted = kd->soak_target;
@@ -392,10 +415,11 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
     if (targeted) {
         if (kv->type == FL_YN_SEQ) {
             if (kv->n == 0)
-                return fl_scn_verr(c, kv->loc, "'%s' needs at least one target to draw from", kk->value);
+                return fl_scn_verr(c, kv->loc, "'%s' needs at least one target to draw from",
+                                   kk->value);
             if (kv->n > ARRAY_LEN(alts))
-                return fl_scn_verr(c, kv->loc, "'%s' lists %zu targets; at most %zu", kk->value, kv->n,
-                                   ARRAY_LEN(alts));
+                return fl_scn_verr(c, kv->loc, "'%s' lists %zu targets; at most %zu", kk->value,
+                                   kv->n, ARRAY_LEN(alts));
             for (size_t i = 0; i < kv->n; i++)
                 alts[n_alts++] = kv->items[i];
         } else {
@@ -445,14 +469,17 @@ static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const yno
     if ((rc = fl_scn_check_keys(c, v, soak_keys, ARRAY_LEN(soak_keys), "soak")) < 0)
         return rc;
     const ynode *d = fl_scn_yaml_get(v, "duration", NULL), *st = fl_scn_yaml_get(v, "start", NULL),
-                *mf = fl_scn_yaml_get(v, "max_faults", NULL), *fs = fl_scn_yaml_get(v, "faults", NULL);
+                *mf = fl_scn_yaml_get(v, "max_faults", NULL),
+                *fs = fl_scn_yaml_get(v, "faults", NULL);
     if (!d)
-        return fl_scn_verr(c, key->loc, "'soak' needs 'duration' (faults are drawn at times below it, "
+        return fl_scn_verr(c, key->loc,
+                           "'soak' needs 'duration' (faults are drawn at times below it, "
                            "e.g. duration: 20s)");
     if ((rc = fl_scn_get_duration(c, d, "soak 'duration'", false, &p->duration_ms)) < 0)
         return rc;
     if (p->duration_ms > base->timeout_ms)
-        return fl_scn_verr(c, d->loc, "soak 'duration' %s is longer than the scenario's timeout "
+        return fl_scn_verr(c, d->loc,
+                           "soak 'duration' %s is longer than the scenario's timeout "
                            "(%" PRId64 "ms): faults would be drawn after the run is stopped",
                            d->value, base->timeout_ms);
     if (st && (rc = fl_scn_get_duration(c, st, "soak 'start'", true, &p->start_ms)) < 0)
@@ -468,7 +495,8 @@ static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const yno
         p->max_faults = (size_t)x;
     }
     if (!fs || fl_scn_yaml_is_null(fs) || (fs->type == FL_YN_SEQ && fs->n == 0))
-        return fl_scn_verr(c, fs ? fs->loc : key->loc, "'soak' needs 'faults': a list of the faults "
+        return fl_scn_verr(c, fs ? fs->loc : key->loc,
+                           "'soak' needs 'faults': a list of the faults "
                            "it may draw, e.g. - {kill: [ps0, ps1], every: 10s, for: [1s, 3s]}");
     if ((rc = fl_scn_want(c, fs, FL_YN_SEQ, "soak 'faults'")) < 0)
         return rc;
@@ -555,17 +583,20 @@ int fl_soak_profile_load(const char *path, struct fl_soak_profile **out, char *e
     fl_scn_yaml_get(root, "faults", &fk);
     fl_scn_yaml_get(root, "seed", &seedk);
     if (!sk) {
-        rc = fl_scn_verr(&c, root->loc, "not a soak profile: no 'soak:' block (what to draw: "
+        rc = fl_scn_verr(&c, root->loc,
+                         "not a soak profile: no 'soak:' block (what to draw: "
                          "scenarios/README.md, soak profiles)");
         goto cleanup;
     }
     if (fk) {
-        rc = fl_scn_verr(&c, fk->loc, "a soak profile draws its faults from 'soak:'; it cannot "
+        rc = fl_scn_verr(&c, fk->loc,
+                         "a soak profile draws its faults from 'soak:'; it cannot "
                          "have 'faults:'");
         goto cleanup;
     }
     if (sk->loc.col != 1 || (seedk && seedk->loc.col != 1)) {
-        rc = fl_scn_verr(&c, sk->loc, "a soak profile's top level must be a block mapping "
+        rc = fl_scn_verr(&c, sk->loc,
+                         "a soak profile's top level must be a block mapping "
                          "(one key per line, at column 1)");
         goto cleanup;
     }

@@ -23,41 +23,41 @@
 
 /* One entry of soak.faults: a fault kind with what may be drawn for it. */
 struct fl_soak_entry {
-    char kind[16];              /* the fault key: "kill", "pause", "disk", ... */
-    char **targets;             /* target kinds (kill, pause, restart, replace,
-                                   crash_host): the alternatives, as YAML scalars */
-    size_t n_targets;           /* 0 for the other kinds */
-    char *value;                /* other kinds: their value as flow YAML, used as is */
-    char *extra;                /* more keys of the fault as flow YAML (", signal: X"), or "" */
-    int64_t every_ms;           /* mean interval of a Poisson process; 0 when count is used */
-    long count_min, count_max;  /* exactly this many per iteration (uniform in [min, max]) */
+    char kind[16];             /* the fault key: "kill", "pause", "disk", ... */
+    char **targets;            /* target kinds (kill, pause, restart, replace,
+                                  crash_host): the alternatives, as YAML scalars */
+    size_t n_targets;          /* 0 for the other kinds */
+    char *value;               /* other kinds: their value as flow YAML, used as is */
+    char *extra;               /* more keys of the fault as flow YAML (", signal: X"), or "" */
+    int64_t every_ms;          /* mean interval of a Poisson process; 0 when count is used */
+    long count_min, count_max; /* exactly this many per iteration (uniform in [min, max]) */
     bool has_for;
-    int64_t for_min_ms, for_max_ms;  /* for: drawn uniformly in [min, max] */
+    int64_t for_min_ms, for_max_ms; /* for: drawn uniformly in [min, max] */
     struct fl_scn_loc loc;
 };
 
 struct fl_soak_profile {
     char *path;
-    char *text;                 /* the profile without its soak: and seed: lines */
-    struct fl_scenario *base;   /* the profile loaded as a scenario (no faults) */
-    int64_t start_ms;           /* faults are drawn at times in [start, duration) */
+    char *text;               /* the profile without its soak: and seed: lines */
+    struct fl_scenario *base; /* the profile loaded as a scenario (no faults) */
+    int64_t start_ms;         /* faults are drawn at times in [start, duration) */
     int64_t duration_ms;
-    size_t max_faults;          /* at most this many per iteration (the earliest) */
+    size_t max_faults; /* at most this many per iteration (the earliest) */
     struct fl_soak_entry *entries;
     size_t n_entries;
 };
 
 /* One drawn fault. */
 struct fl_soak_fault {
-    size_t entry;               /* index in p->entries */
+    size_t entry; /* index in p->entries */
     int64_t at_ms;
-    size_t target;              /* index in the entry's targets (0 when it has none) */
-    int64_t for_ms;             /* when the entry has for: */
+    size_t target;  /* index in the entry's targets (0 when it has none) */
+    int64_t for_ms; /* when the entry has for: */
 };
 
 struct fl_soak_schedule {
-    uint64_t seed;              /* what it was drawn from (also the run's seed) */
-    struct fl_soak_fault *faults;   /* sorted by at_ms */
+    uint64_t seed;                /* what it was drawn from (also the run's seed) */
+    struct fl_soak_fault *faults; /* sorted by at_ms */
     size_t n;
 };
 
@@ -81,8 +81,8 @@ void fl_soak_schedule_free(struct fl_soak_schedule *sc);
 int fl_soak_render(const struct fl_soak_profile *p, const struct fl_soak_schedule *sc,
                    const bool *keep, const char *header, char **out);
 /* One fault as a flow mapping: "{at: 1200ms, kill: 'ps:1', for: 800ms}". */
-int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fault *f,
-                       char *buf, size_t len);
+int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fault *f, char *buf,
+                       size_t len);
 
 /*
  * Minimization (soak/min.c).  reproduces(ctx, keep) runs the schedule with

@@ -267,7 +267,6 @@ int fl_cgroup_set_pids_max(const char *path, long max)
     return write_str(file, val);
 }
 
-
 /* v2: cgroup.freeze, then "frozen 1" in cgroup.events, which the kernel
  * notifies (POLLPRI) when it changes. */
 static int freeze_v2(const char *path, bool frozen, int timeout_ms)
@@ -276,7 +275,7 @@ static int freeze_v2(const char *path, bool frozen, int timeout_ms)
     snprintf(file, sizeof file, "%s/cgroup.freeze", path);
     int rc = write_str(file, frozen ? "1" : "0");
     if (rc < 0 || !frozen)
-        return rc;              /* a thaw takes effect at once */
+        return rc; /* a thaw takes effect at once */
     snprintf(file, sizeof file, "%s/cgroup.events", path);
     int fd = open(file, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -335,7 +334,7 @@ static int freeze_v1(const char *path, bool frozen, int timeout_ms)
         if (!strncmp(buf, "FROZEN", 6))
             return 0;
         if (strncmp(buf, "FREEZING", 8) != 0)
-            return -EIO;        /* THAWED: someone else thawed it */
+            return -EIO; /* THAWED: someone else thawed it */
         if (fl_mono_ms() >= deadline)
             return -ETIMEDOUT;
         struct timespec ts = {0, 1000000};
@@ -394,17 +393,17 @@ static int remove_tree(const char *path)
         closedir(d);
     }
     if (rc < 0)
-        return rc;              /* a cgroup left below: this one cannot go either */
+        return rc; /* a cgroup left below: this one cannot go either */
     if (rmdir(path) == 0 || errno == ENOENT)
         return rc;
     if (errno != EBUSY)
         return rc ? rc : -errno;
     for (int i = 0; i < 100; i++) {
         fl_cgroup_signal(path, SIGKILL);
-        fl_cgroup_freeze(path, false, 0);   /* -ENOENT: not a freezer cgroup */
+        fl_cgroup_freeze(path, false, 0); /* -ENOENT: not a freezer cgroup */
         if (rmdir(path) == 0 || errno == ENOENT)
             return rc;
-        usleep(10000);          /* the kernel frees a killed task's pids entry asynchronously */
+        usleep(10000); /* the kernel frees a killed task's pids entry asynchronously */
     }
     return rc ? rc : -errno;
 }

@@ -163,8 +163,8 @@ static int lock_ino(const struct fl_dstore *st, uint64_t ino)
     int fd = openat(st->dirfd, "lock", O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
-                       .l_start = (off_t)(ino & LOCK_MASK), .l_len = 1};
+    struct flock fl = {
+        .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)(ino & LOCK_MASK), .l_len = 1};
     hold(fd, true);
     while (fcntl(fd, F_OFD_SETLKW, &fl) < 0) {
         if (errno == EINTR)
@@ -187,14 +187,14 @@ int64_t fl_dstore_copy(int in, int out)
 {
     loff_t ri = 0, ro = 0;
     off_t so = 0;
-    int how = 0;                /* 0 copy_file_range, 1 sendfile, 2 pread/write */
+    int how = 0; /* 0 copy_file_range, 1 sendfile, 2 pread/write */
     char buf[65536];
     for (;;) {
         ssize_t n;
         if (how == 0) {
             n = copy_file_range(in, &ri, out, &ro, 1 << 30, 0);
-            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                          errno == EOPNOTSUPP)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
                 how = 1;
                 so = (off_t)ri;
                 if (lseek(out, (off_t)ro, SEEK_SET) < 0)
@@ -307,7 +307,7 @@ static int list_dir(const struct fl_dstore *st, int dfd, struct dirlist *l)
             continue;
         struct stat sb;
         if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;           /* gone meanwhile */
+            continue; /* gone meanwhile */
         if (l->n == l->cap) {
             size_t cap = l->cap ? l->cap * 2 : 32;
             struct fl_dstore_ent *v = realloc(l->v, cap * sizeof *v);
@@ -366,7 +366,10 @@ static int write_dir_locked(const struct fl_dstore *st, uint64_t ino, const stru
         return -ENOMEM;
     for (size_t i = 0; i < l->n; i++) {
         const struct fl_dstore_ent *e = &l->v[i];
-        struct rec r = {.ino = e->ino, .mode = e->mode, .uid = e->uid, .gid = e->gid,
+        struct rec r = {.ino = e->ino,
+                        .mode = e->mode,
+                        .uid = e->uid,
+                        .gid = e->gid,
                         .flags = e->mountpoint ? REC_MOUNTPOINT : 0,
                         .namelen = (uint32_t)strlen(e->name),
                         .targetlen = e->target ? (uint32_t)strlen(e->target) : 0};
@@ -455,7 +458,7 @@ static int sync_tree_at(struct fl_dstore *st, int dfd, uint64_t ino, int depth)
             }
             int c = openat(dfd, e->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (c < 0)
-                continue;       /* gone meanwhile */
+                continue; /* gone meanwhile */
             struct stat sb;
             if (fstat(c, &sb) == 0 && sb.st_dev == st->dev)
                 rc = sync_tree_at(st, c, sb.st_ino, depth + 1);
@@ -510,7 +513,7 @@ int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n)
     snprintf(fin, sizeof fin, "data/%llu", (unsigned long long)sb.st_ino);
     int rc = 0, out = openat(st->dirfd, fin, O_WRONLY | O_CLOEXEC);
     if (out < 0 && errno == ENOENT) {
-        rc = snapshot_file_locked(st, fd, sb.st_ino);   /* the first: all of it */
+        rc = snapshot_file_locked(st, fd, sb.st_ino); /* the first: all of it */
         unlock_ino(lk);
         return rc;
     }
@@ -527,7 +530,8 @@ int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n)
     char buf[65536];
     while (rc == 0 && left > 0) {
         ssize_t k = copy_file_range(in, &ri, out, &ro, left, 0);
-        if (k < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+        if (k < 0 &&
+            (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
             ssize_t r = pread(in, buf, left < sizeof buf ? left : sizeof buf, (off_t)ri);
             if (r > 0 && pwrite(out, buf, (size_t)r, (off_t)ro) != r)
                 r = -1;
@@ -563,7 +567,7 @@ void fl_dstore_mark_broken(struct fl_dstore *st, const char *why)
         return;
     int fd = openat(st->dirfd, "broken", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
-        return;                 /* broken already: the first reason stays */
+        return; /* broken already: the first reason stays */
     if (write(fd, why, strlen(why)) < 0) {
         /* the file's presence says enough */
     }

@@ -35,8 +35,8 @@
 #include <sys/types.h>
 
 struct fl_dstore {
-    int dirfd;                  /* the store directory, -1 when closed */
-    dev_t dev;                  /* the tracked disk's st_dev */
+    int dirfd; /* the store directory, -1 when closed */
+    dev_t dev; /* the tracked disk's st_dev */
 };
 
 /* Opens the store at path for a disk whose st_dev is dev. */
@@ -78,11 +78,11 @@ void fl_dstore_mark_broken(struct fl_dstore *st, const char *why);
 
 struct fl_dstore_ent {
     uint64_t ino;
-    uint32_t mode;              /* st_mode: type and permissions */
+    uint32_t mode; /* st_mode: type and permissions */
     uint32_t uid, gid;
-    bool mountpoint;            /* another filesystem was mounted here */
+    bool mountpoint; /* another filesystem was mounted here */
     char *name;
-    char *target;               /* symbolic link: its target, else NULL */
+    char *target; /* symbolic link: its target, else NULL */
 };
 
 /* The recorded entries of directory ino: *ents malloc'd (free with

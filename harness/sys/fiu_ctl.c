@@ -38,7 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* One reply line ("0\n", "-1\n") into *reply; -ETIMEDOUT, -EPIPE (the
  * process closed its end: it exited or exec'd), or -EPROTO. */
 static int read_reply(int fd, long long deadline, int *reply)

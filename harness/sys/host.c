@@ -57,27 +57,44 @@
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
-static int ready_pipe[2] = {-1, -1};    /* inits write {idx, gen, err, step} */
-static int anchor_pipe[2] = {-1, -1};   /* harness holds [1]; EOF = harness gone */
-static int self_pidns = -1;             /* to return after a spawn */
+static int ready_pipe[2] = {-1, -1};  /* inits write {idx, gen, err, step} */
+static int anchor_pipe[2] = {-1, -1}; /* harness holds [1]; EOF = harness gone */
+static int self_pidns = -1;           /* to return after a spawn */
 
 struct ready_msg {
     int idx, generation, err, step;
-    int arg;        /* STEP_MOUNT_SHARED: index in mounts; STEP_MOUNT_EXPOSE: in expose */
+    int arg; /* STEP_MOUNT_SHARED: index in mounts; STEP_MOUNT_EXPOSE: in expose */
 };
 
 enum init_step {
-    STEP_OK, STEP_PDEATHSIG, STEP_HOSTNAME, STEP_MOUNT_DISK, STEP_MOUNT_TMP,
-    STEP_MOUNT_HOSTS, STEP_MOUNT_SHARED, STEP_MOUNT_PROC, STEP_SIGNALS, STEP_MOUNT_EXPOSE,
-    STEP_DUP_PIPES, STEP_MOUNT_SHM,
+    STEP_OK,
+    STEP_PDEATHSIG,
+    STEP_HOSTNAME,
+    STEP_MOUNT_DISK,
+    STEP_MOUNT_TMP,
+    STEP_MOUNT_HOSTS,
+    STEP_MOUNT_SHARED,
+    STEP_MOUNT_PROC,
+    STEP_SIGNALS,
+    STEP_MOUNT_EXPOSE,
+    STEP_DUP_PIPES,
+    STEP_MOUNT_SHM,
 };
 
 static const char *step_name(int step)
 {
     static const char *names[] = {
-        "ready", "prctl(PR_SET_PDEATHSIG)", "sethostname", "mount disk at workdir",
-        "mount /tmp", "mount /etc/hosts", "mount shared path", "mount /proc",
-        "signalfd", "expose a directory under /tmp", "dup3 of the harness's pipes",
+        "ready",
+        "prctl(PR_SET_PDEATHSIG)",
+        "sethostname",
+        "mount disk at workdir",
+        "mount /tmp",
+        "mount /etc/hosts",
+        "mount shared path",
+        "mount /proc",
+        "signalfd",
+        "expose a directory under /tmp",
+        "dup3 of the harness's pipes",
         "mount a tmpfs at",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
@@ -99,7 +116,7 @@ unsigned long long fl_proc_starttime(pid_t pid)
     char *p = strrchr(buf, ')');
     if (!p)
         return 0;
-    p += 2;                     /* field 3, state */
+    p += 2; /* field 3, state */
     for (int field = 3; field < 22 && p; field++) {
         p = strchr(p, ' ');
         if (p)
@@ -150,7 +167,7 @@ struct init_args {
 };
 
 struct init_stack {
-    pid_t pid;                  /* 0 = free, -1 = being cloned */
+    pid_t pid; /* 0 = free, -1 = being cloned */
     void *mem;
 };
 static struct init_stack *stacks;
@@ -239,12 +256,12 @@ static int init_main(void *arg)
     int rfd = ready_pipe[1], afd = anchor_pipe[0];
     long r;
 
-#define INIT_TRY(call, at)    \
-    do {                      \
+#define INIT_TRY(call, at)      \
+    do {                        \
         if ((r = (call)) < 0) { \
-            msg.step = (at);   \
-            goto fail;        \
-        }                     \
+            msg.step = (at);    \
+            goto fail;          \
+        }                       \
     } while (0)
 
     INIT_TRY(fl_rs2(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL), STEP_PDEATHSIG);
@@ -264,7 +281,7 @@ static int init_main(void *arg)
             continue;
         long fd = fl_rs4(SYS_openat, AT_FDCWD, a->cgroup_procs[i], O_WRONLY | O_CLOEXEC, 0);
         if (fd >= 0) {
-            fl_rs3(SYS_write, fd, "0\n", 2);   /* a failure is reported by the first spawn */
+            fl_rs3(SYS_write, fd, "0\n", 2); /* a failure is reported by the first spawn */
             fl_rs1(SYS_close, fd);
         }
     }
@@ -290,8 +307,9 @@ static int init_main(void *arg)
             continue;
         long fd;
         msg.arg = (int)i;
-        INIT_TRY(fd = fl_rs4(SYS_openat, AT_FDCWD, s->expose[i],
-                             O_PATH | O_DIRECTORY | O_CLOEXEC, 0), STEP_MOUNT_EXPOSE);
+        INIT_TRY(
+            fd = fl_rs4(SYS_openat, AT_FDCWD, s->expose[i], O_PATH | O_DIRECTORY | O_CLOEXEC, 0),
+            STEP_MOUNT_EXPOSE);
         keep_idx[nkeep] = (int)i;
         keep[nkeep++] = (int)fd;
     }
@@ -320,7 +338,7 @@ static int init_main(void *arg)
     }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
-    unsigned long chld = 1UL << (SIGCHLD - 1);      /* the kernel's sigset */
+    unsigned long chld = 1UL << (SIGCHLD - 1); /* the kernel's sigset */
     INIT_TRY(fl_rs4(SYS_rt_sigprocmask, SIG_BLOCK, &chld, NULL, sizeof chld), STEP_SIGNALS);
     long sfd;
     INIT_TRY(sfd = fl_rs4(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK),
@@ -336,7 +354,7 @@ static int init_main(void *arg)
             init_exit(1);
         if (r <= 0)
             continue;
-        if (p[0].revents)           /* EOF or error: the harness is gone */
+        if (p[0].revents) /* EOF or error: the harness is gone */
             init_exit(0);
         if (p[1].revents) {
             struct signalfd_siginfo si;
@@ -374,8 +392,8 @@ int fl_host_start(struct fl_host *h, char *err, size_t errlen)
     const char *cgs[2] = {h->spec.cgroup, h->spec.cgroup_mem};
     for (int i = 0; i < 2; i++) {
         a->cgroup_procs[i][0] = 0;
-        if (cgs[i] && (size_t)snprintf(a->cgroup_procs[i], sizeof a->cgroup_procs[i], "%s/cgroup.procs",
-                                       cgs[i]) >= sizeof a->cgroup_procs[i]) {
+        if (cgs[i] && (size_t)snprintf(a->cgroup_procs[i], sizeof a->cgroup_procs[i],
+                                       "%s/cgroup.procs", cgs[i]) >= sizeof a->cgroup_procs[i]) {
             st->pid = 0;
             fl_netem_seterr(err, errlen, "host %s: cgroup path too long: %s", h->spec.name, cgs[i]);
             return -ENAMETOOLONG;
@@ -445,15 +463,16 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                 h->starttime = fl_proc_starttime(h->pid);
             } else if (rc == 0) {
                 const char *what = step_name(m.step);
-                const char *path = m.step == STEP_MOUNT_DISK ? h->spec.workdir
-                                 : m.step == STEP_MOUNT_TMP ? "/tmp"
-                                 : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
-                                 : m.step == STEP_MOUNT_PROC ? "/proc"
-                                 : m.step == STEP_MOUNT_SHM ? "/dev/shm"
-                                 : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
-                                     ? h->spec.mounts[m.arg].dst
-                                 : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
-                                     ? h->spec.expose[m.arg] : "";
+                const char *path = m.step == STEP_MOUNT_DISK    ? h->spec.workdir
+                                   : m.step == STEP_MOUNT_TMP   ? "/tmp"
+                                   : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
+                                   : m.step == STEP_MOUNT_PROC  ? "/proc"
+                                   : m.step == STEP_MOUNT_SHM   ? "/dev/shm"
+                                   : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
+                                       ? h->spec.mounts[m.arg].dst
+                                   : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
+                                       ? h->spec.expose[m.arg]
+                                       : "";
                 fl_netem_seterr(err, errlen, "host %s: %s%s%s: %s", h->spec.name, what,
                                 *path ? " " : "", path, strerror(m.err));
                 rc = -(m.err ? m.err : EIO);
@@ -471,7 +490,8 @@ int fl_host_kill(struct fl_host *h)
      * PID namespace has been reaped by its parent (us), so the caller reaps
      * init along with the rest (waitpid(-1)) in its SIGCHLD handling. */
     if (syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
-        kill(h->pid, SIGKILL); /* the caller waits for it: it must die (not yet reaped: its pid is ours) */
+        kill(h->pid,
+             SIGKILL); /* the caller waits for it: it must die (not yet reaped: its pid is ours) */
     close(h->pidfd);
     h->pidfd = -1;
     h->state = FL_HOST_DOWN;
@@ -514,7 +534,10 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
     pid_t pid = fork();
     int fork_errno = errno;
     if (pid == 0) {
-        struct { int err; int step; } st = {0, 0};
+        struct {
+            int err;
+            int step;
+        } st = {0, 0};
         close(status_pipe[0]);
         if (setns(h->pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0) {
             st.step = 1;
@@ -557,7 +580,8 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
         struct rlimit rl;
         if (h->spec.nofile > 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
             /* the soft limit only (faults/limit.c) */
-            rl.rlim_cur = (rlim_t)h->spec.nofile < rl.rlim_max ? (rlim_t)h->spec.nofile : rl.rlim_max;
+            rl.rlim_cur =
+                (rlim_t)h->spec.nofile < rl.rlim_max ? (rlim_t)h->spec.nofile : rl.rlim_max;
             setrlimit(RLIMIT_NOFILE, &rl);
         }
         sigset_t all;
@@ -570,7 +594,7 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
         else
             execvp(sp->argv[0], sp->argv);
         st.step = 5;
-child_fail:
+    child_fail:
         st.err = errno;
         if (write(status_pipe[1], &st, sizeof st) < 0)
             _exit(126);
@@ -586,14 +610,17 @@ child_fail:
                         h->spec.name, (int)h->pid, strerror(fork_errno));
         return -fork_errno;
     }
-    struct { int err; int step; } st;
+    struct {
+        int err;
+        int step;
+    } st;
     ssize_t n;
     while ((n = read(status_pipe[0], &st, sizeof st)) < 0 && errno == EINTR)
         ;
     close(status_pipe[0]);
     if (n == sizeof st) {
-        static const char *what[] = {"", "setns(net, mount, uts, ipc)", "join cgroup",
-                                     "chdir", "dup2", "exec"};
+        static const char *what[] = {
+            "", "setns(net, mount, uts, ipc)", "join cgroup", "chdir", "dup2", "exec"};
         int w;
         while (waitpid(pid, &w, 0) < 0 && errno == EINTR)
             ;
@@ -604,8 +631,8 @@ child_fail:
     return pid;
 }
 
-int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir,
-                      char *err, size_t errlen)
+int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir, char *err,
+                      size_t errlen)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, init_pid, 0);
     if (pidfd < 0) {
@@ -648,9 +675,9 @@ struct committer {
     pthread_cond_t cv;
     struct fl_host **hosts;
     struct fl_fabric *fab;
-    size_t cloned;              /* hosts[0..cloned) have an init; under mu */
-    bool done;                  /* no more clones coming; under mu */
-    int rc;                     /* first error of the committer */
+    size_t cloned; /* hosts[0..cloned) have an init; under mu */
+    bool done;     /* no more clones coming; under mu */
+    int rc;        /* first error of the committer */
     char err[512];
 };
 
@@ -687,8 +714,10 @@ static void *committer_main(void *arg)
 int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, char *err,
                      size_t errlen)
 {
-    struct committer c = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER,
-                          .hosts = hosts, .fab = fab};
+    struct committer c = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                          .cv = PTHREAD_COND_INITIALIZER,
+                          .hosts = hosts,
+                          .fab = fab};
     pthread_t th;
     bool threaded = n > UP_CHUNK && pthread_create(&th, NULL, committer_main, &c) == 0;
     int rc = 0;

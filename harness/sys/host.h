@@ -13,24 +13,24 @@
 #include <sys/types.h>
 
 struct fl_host_mount {
-    char *src;          /* a directory in the harness's view */
-    char *dst;          /* absolute path inside the host */
+    char *src; /* a directory in the harness's view */
+    char *dst; /* absolute path inside the host */
 };
 
 /* What a host is made of; the caller owns the strings. */
 struct fl_host_spec {
-    const char *name;           /* host name, also its UTS hostname */
-    int idx;                    /* index in the run (fabric address) */
-    const char *disk_dir;       /* mounted at workdir */
-    const char *tmp_dir;        /* mounted at /tmp */
-    const char *workdir;        /* absolute, exists in the root filesystem */
-    const char *hosts_file;     /* bind-mounted over /etc/hosts, or NULL */
-    const struct fl_host_mount *mounts;   /* extra binds (shared paths) */
+    const char *name;                   /* host name, also its UTS hostname */
+    int idx;                            /* index in the run (fabric address) */
+    const char *disk_dir;               /* mounted at workdir */
+    const char *tmp_dir;                /* mounted at /tmp */
+    const char *workdir;                /* absolute, exists in the root filesystem */
+    const char *hosts_file;             /* bind-mounted over /etc/hosts, or NULL */
+    const struct fl_host_mount *mounts; /* extra binds (shared paths) */
     size_t nmounts;
-    const char *cgroup;         /* cgroup dir that init and every process join, or NULL */
-    const char *cgroup_mem;     /* a second one (the v1 memory hierarchy's), or NULL */
-    long nofile;                /* > 0: the soft RLIMIT_NOFILE of every process started
-                                 * on the host (a `limit: {fds}` fault) */
+    const char *cgroup;     /* cgroup dir that init and every process join, or NULL */
+    const char *cgroup_mem; /* a second one (the v1 memory hierarchy's), or NULL */
+    long nofile;            /* > 0: the soft RLIMIT_NOFILE of every process started
+                             * on the host (a `limit: {fds}` fault) */
     /* Directories that stay visible at the same path inside the host even
      * when they lie under /tmp (which the host's own /tmp covers): the run
      * directory (event socket), faultline's bin directory and the
@@ -44,10 +44,10 @@ enum fl_host_state { FL_HOST_DOWN, FL_HOST_STARTING, FL_HOST_UP };
 struct fl_host {
     struct fl_host_spec spec;
     enum fl_host_state state;
-    pid_t pid;                  /* init, in the harness's PID namespace */
-    int pidfd;                  /* of init, for setns; -1 when down */
+    pid_t pid;                    /* init, in the harness's PID namespace */
+    int pidfd;                    /* of init, for setns; -1 when down */
     unsigned long long starttime; /* of init, from /proc/PID/stat, for gc */
-    int generation;             /* 0 on first start, +1 per restart/replace */
+    int generation;               /* 0 on first start, +1 per restart/replace */
 };
 
 /* One-time setup of the calling process (the harness): a private mount
@@ -87,11 +87,11 @@ bool fl_host_reaped(struct fl_host *h, pid_t pid);
 struct fl_spawn {
     char *const *argv;
     char *const *envp;
-    const char *cwd;            /* inside the host; NULL = workdir */
-    int stdin_fd, stdout_fd, stderr_fd;   /* -1: /dev/null */
-    bool new_session;           /* setsid() (default: own process group) */
-    const char *cgroup;         /* a cgroup dir it joins too (after the host's), before
-                                 * exec, so its descendants stay in it: or NULL */
+    const char *cwd;                    /* inside the host; NULL = workdir */
+    int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
+    bool new_session;                   /* setsid() (default: own process group) */
+    const char *cgroup;                 /* a cgroup dir it joins too (after the host's), before
+                                         * exec, so its descendants stay in it: or NULL */
 };
 
 /* Starts a process inside the host (all its namespaces, its cgroup and
@@ -102,8 +102,8 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
 /* Enters the namespaces of an init process found by pid (for `faultline
  * exec`): the calling process itself moves; the next fork lands in the PID
  * namespace. */
-int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir,
-                      char *err, size_t errlen);
+int fl_host_enter_pid(pid_t init_pid, unsigned long long starttime, const char *workdir, char *err,
+                      size_t errlen);
 
 /* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone. */
 unsigned long long fl_proc_starttime(pid_t pid);

@@ -39,9 +39,9 @@
 #include <unistd.h>
 
 struct fl_netns_settle {
-    pid_t watcher;      /* holds the watcher namespace */
-    int hold;           /* closing it ends the watcher */
-    int sock;           /* NETLINK_ROUTE in the watcher namespace, RTNLGRP_NSID */
+    pid_t watcher; /* holds the watcher namespace */
+    int hold;      /* closing it ends the watcher */
+    int sock;      /* NETLINK_ROUTE in the watcher namespace, RTNLGRP_NSID */
     int next_id;
     uint32_t seq;
 };
@@ -202,7 +202,7 @@ static int wait_del(struct fl_netns_settle *s, int id, double deadline)
         if (r <= 0)
             return r < 0 ? -errno : -ETIMEDOUT;
         ssize_t n = recv(s->sock, buf, sizeof buf, 0);
-        if (n < 0)      /* ENOBUFS too: an overrun may have lost it */
+        if (n < 0) /* ENOBUFS too: an overrun may have lost it */
             return -errno;
         int len = (int)n;
         for (struct nlmsghdr *h = (struct nlmsghdr *)buf; mnl_nlmsg_ok(h, len);
@@ -210,9 +210,9 @@ static int wait_del(struct fl_netns_settle *s, int id, double deadline)
             if (h->nlmsg_type != RTM_DELNSID)
                 continue;
             struct nlattr *a;
-            mnl_attr_for_each(a, h, sizeof(struct rtgenmsg))
-                if (mnl_attr_get_type(a) == NETNSA_NSID && (int)mnl_attr_get_u32(a) == id)
-                    return 0;
+            mnl_attr_for_each(a, h,
+                              sizeof(struct rtgenmsg)) if (mnl_attr_get_type(a) == NETNSA_NSID &&
+                                                           (int)mnl_attr_get_u32(a) == id) return 0;
         }
     }
 }

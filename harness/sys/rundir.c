@@ -75,7 +75,8 @@ static void umount_below(const char *path)
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)ftw;
+    (void)sb;
+    (void)ftw;
     if (flag == FTW_DP)
         rmdir(p);
     else
@@ -122,7 +123,7 @@ static int copy_one(const char *p, const struct stat *sb, int flag, struct FTW *
         int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, sb->st_mode & 07777);
         if (in < 0 || out < 0)
             rc = -errno;
-        bool plain = false;     /* copy_file_range refuses other filesystems */
+        bool plain = false; /* copy_file_range refuses other filesystems */
         char buf[65536];
         while (rc == 0) {
             ssize_t n = plain ? read(in, buf, sizeof buf)
@@ -144,7 +145,8 @@ static int copy_one(const char *p, const struct stat *sb, int flag, struct FTW *
             close(out);
     }
     if (rc == 0 && flag != FTW_SL)
-        if (chown(to, sb->st_uid, sb->st_gid) < 0) { /* not fatal */ }
+        if (chown(to, sb->st_uid, sb->st_gid) < 0) { /* not fatal */
+        }
     if (rc < 0 && copy_err == 0)
         copy_err = rc;
     return 0;
@@ -267,8 +269,8 @@ int fl_state_write(const char *dir, const struct fl_state *st)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return -ENOMEM;
-    fprintf(f, "run_id %s\nscenario %s\nvariant %s\ndb %s\nworkdir %s\nstatus %s\n",
-            st->run_id, st->scenario, st->variant, st->db, st->workdir, st->status);
+    fprintf(f, "run_id %s\nscenario %s\nvariant %s\ndb %s\nworkdir %s\nstatus %s\n", st->run_id,
+            st->scenario, st->variant, st->db, st->workdir, st->status);
     fprintf(f, "harness %d %llu\n", (int)st->harness_pid, st->harness_start);
     if (st->switch_pid > 0)
         fprintf(f, "switch %d %llu\n", (int)st->switch_pid, st->switch_start);
@@ -300,7 +302,11 @@ int fl_state_read(const char *dir, struct fl_state *st)
             continue;
         *sp = 0;
         const char *key = line, *val = sp + 1;
-#define STR(k, field) if (!strcmp(key, k)) { snprintf(st->field, sizeof st->field, "%s", val); continue; }
+#define STR(k, field)                                     \
+    if (!strcmp(key, k)) {                                \
+        snprintf(st->field, sizeof st->field, "%s", val); \
+        continue;                                         \
+    }
         STR("run_id", run_id);
         STR("scenario", scenario);
         STR("variant", variant);
@@ -357,7 +363,7 @@ bool fl_pid_alive(pid_t pid, unsigned long long starttime)
         return false;
     char state = proc_state(pid);
     if (state == 0 || state == 'Z' || state == 'X')
-        return false;       /* gone, or a zombie nobody has reaped yet */
+        return false; /* gone, or a zombie nobody has reaped yet */
     unsigned long long now = fl_proc_starttime(pid);
     return now != 0 && (starttime == 0 || now == starttime);
 }

@@ -33,12 +33,12 @@ struct fl_state {
     char variant[256];
     char db[4096];
     char workdir[4096];
-    char status[16];            /* "running", "done" */
+    char status[16]; /* "running", "done" */
     pid_t harness_pid;
     unsigned long long harness_start;
     pid_t switch_pid;
     unsigned long long switch_start;
-    char cgroups[8][4096];      /* cgroup directories to remove */
+    char cgroups[8][4096]; /* cgroup directories to remove */
     size_t ncgroups;
     struct fl_state_host *hosts;
     size_t nhosts;

@@ -53,7 +53,7 @@
 
 static const char *lock_path(void)
 {
-    const char *p = getenv("FAULTLINE_RUNS_LOCK");   /* tests: a private lock */
+    const char *p = getenv("FAULTLINE_RUNS_LOCK"); /* tests: a private lock */
     return p && *p ? p : FL_RUNS_LOCK;
 }
 
@@ -73,7 +73,7 @@ int fl_runs_lock(bool exclusive)
         if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
             a.st_dev == b.st_dev)
             return fd;
-        close(fd);              /* the last run unlinked it meanwhile: again */
+        close(fd); /* the last run unlinked it meanwhile: again */
     }
     return -EAGAIN;
 }
@@ -93,7 +93,7 @@ void fl_runs_lock_release(int fd, bool last)
     if (fd < 0)
         return;
     if (last)
-        unlink(lock_path());    /* under the exclusive lock: no run holds it */
+        unlink(lock_path()); /* under the exclusive lock: no run holds it */
     close(fd);
 }
 
@@ -106,7 +106,7 @@ int fl_workdir_make(const char *workdir)
     while (len > 1 && path[len - 1] == '/')
         path[--len] = 0;
     struct stat st;
-    if (stat(path, &st) == 0)           /* the common case: one call */
+    if (stat(path, &st) == 0) /* the common case: one call */
         return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
     /* each prefix in turn; the first one this call creates gets the mark */
     for (char *p = path + 1;; p++) {
@@ -160,7 +160,7 @@ int fl_workdir_remove(const char *workdir)
             break;
         char *slash = strrchr(top, '/');
         if (!slash || slash == top)
-            return 0;           /* not made by faultline: leave it */
+            return 0; /* not made by faultline: leave it */
         *slash = 0;
     }
     /* the workdir, then each parent up to (not including) the marked one */
@@ -175,7 +175,8 @@ int fl_workdir_remove(const char *workdir)
         return -errno;
     if (rmdir(top) < 0) {
         int e = errno;
-        int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);   /* someone's files: keep it ours */
+        int fd =
+            open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644); /* someone's files: keep it ours */
         if (fd >= 0)
             close(fd);
         return -e;
@@ -187,7 +188,7 @@ void fl_cgroup_parents_remove(void)
 {
     char root[PATH_MAX];
     if (fl_cgroup_root(root, sizeof root) > 0)
-        rmdir(root);            /* only when empty: EBUSY otherwise */
+        rmdir(root); /* only when empty: EBUSY otherwise */
     if (fl_cgroup_freezer_root(root, sizeof root) > 0)
         rmdir(root);
     if (fl_cgroup_memory_root(root, sizeof root) > 0)

@@ -41,9 +41,9 @@ typedef void (*fl_test_fn)(void);
 
 /* What a test needs from the machine to run. */
 enum fl_test_needs {
-    FL_NEEDS_NOTHING,   /* a unit test: in one process or a few, fast */
-    FL_NEEDS_CLUSTER,   /* a cluster of psrt processes on loopback: any user, seconds */
-    FL_NEEDS_ROOT,      /* root: namespaces, mounts, cgroups, nftables */
+    FL_NEEDS_NOTHING, /* a unit test: in one process or a few, fast */
+    FL_NEEDS_CLUSTER, /* a cluster of psrt processes on loopback: any user, seconds */
+    FL_NEEDS_ROOT,    /* root: namespaces, mounts, cgroups, nftables */
 };
 
 void fl_test_register(const char *file, const char *suite, const char *name, fl_test_fn fn,
@@ -88,85 +88,80 @@ int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2
  * (static: valid until the next call). */
 const char *fl_test_write(const char *name, const char *text);
 
-#define FL_TEST_NEEDS_(suite, name, timeout_s, needs)                          \
-    static void suite##_##name(void);                                          \
-    __attribute__((constructor)) static void suite##_##name##_reg(void)        \
-    {                                                                          \
-        fl_test_register(__FILE__, #suite, #name, suite##_##name, (timeout_s), \
-                         (needs));                                             \
-    }                                                                          \
+#define FL_TEST_NEEDS_(suite, name, timeout_s, needs)                                    \
+    static void suite##_##name(void);                                                    \
+    __attribute__((constructor)) static void suite##_##name##_reg(void)                  \
+    {                                                                                    \
+        fl_test_register(__FILE__, #suite, #name, suite##_##name, (timeout_s), (needs)); \
+    }                                                                                    \
     static void suite##_##name(void)
-#define FL_TEST_T(suite, name, timeout_s)                                      \
-    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_NOTHING)
+#define FL_TEST_T(suite, name, timeout_s) FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_NOTHING)
 #define FL_TEST(suite, name) FL_TEST_T(suite, name, 60)
-#define FL_TEST_CLUSTER_T(suite, name, timeout_s)                              \
+#define FL_TEST_CLUSTER_T(suite, name, timeout_s) \
     FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_CLUSTER)
 #define FL_TEST_CLUSTER(suite, name) FL_TEST_CLUSTER_T(suite, name, 60)
-#define FL_TEST_ROOT_T(suite, name, timeout_s)                                 \
-    FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_ROOT)
+#define FL_TEST_ROOT_T(suite, name, timeout_s) FL_TEST_NEEDS_(suite, name, timeout_s, FL_NEEDS_ROOT)
 #define FL_TEST_ROOT(suite, name) FL_TEST_ROOT_T(suite, name, 60)
 
 #define FL_SKIP(...) fl_test_skip(__VA_ARGS__)
 
-#define FL_CHECK_(fatal, cond, ...)                                            \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            fl_test_fail(__FILE__, __LINE__, (fatal), __VA_ARGS__);            \
+#define FL_CHECK_(fatal, cond, ...)                                 \
+    do {                                                            \
+        if (!(cond))                                                \
+            fl_test_fail(__FILE__, __LINE__, (fatal), __VA_ARGS__); \
     } while (0)
 
-#define FL_ASSERT(cond)  FL_CHECK_(false, cond, "%s", #cond)
+#define FL_ASSERT(cond) FL_CHECK_(false, cond, "%s", #cond)
 #define FL_REQUIRE(cond) FL_CHECK_(true, cond, "%s", #cond)
-#define FL_ASSERT_MSG(cond, ...)  FL_CHECK_(false, cond, __VA_ARGS__)
+#define FL_ASSERT_MSG(cond, ...) FL_CHECK_(false, cond, __VA_ARGS__)
 #define FL_REQUIRE_MSG(cond, ...) FL_CHECK_(true, cond, __VA_ARGS__)
 
-#define FL_CMP_INT_(fatal, a, op, b)                                           \
-    do {                                                                       \
-        long long fl_a_ = (long long)(a), fl_b_ = (long long)(b);              \
-        if (!(fl_a_ op fl_b_))                                                 \
-            fl_test_fail(__FILE__, __LINE__, (fatal),                          \
-                         "%s " #op " %s: left %lld, right %lld", #a, #b,       \
-                         fl_a_, fl_b_);                                        \
+#define FL_CMP_INT_(fatal, a, op, b)                                                              \
+    do {                                                                                          \
+        long long fl_a_ = (long long)(a), fl_b_ = (long long)(b);                                 \
+        if (!(fl_a_ op fl_b_))                                                                    \
+            fl_test_fail(__FILE__, __LINE__, (fatal), "%s " #op " %s: left %lld, right %lld", #a, \
+                         #b, fl_a_, fl_b_);                                                       \
     } while (0)
-#define FL_ASSERT_EQ(a, b)  FL_CMP_INT_(false, a, ==, b)
-#define FL_ASSERT_NE(a, b)  FL_CMP_INT_(false, a, !=, b)
-#define FL_ASSERT_LT(a, b)  FL_CMP_INT_(false, a, <, b)
-#define FL_ASSERT_LE(a, b)  FL_CMP_INT_(false, a, <=, b)
-#define FL_ASSERT_GT(a, b)  FL_CMP_INT_(false, a, >, b)
-#define FL_ASSERT_GE(a, b)  FL_CMP_INT_(false, a, >=, b)
+#define FL_ASSERT_EQ(a, b) FL_CMP_INT_(false, a, ==, b)
+#define FL_ASSERT_NE(a, b) FL_CMP_INT_(false, a, !=, b)
+#define FL_ASSERT_LT(a, b) FL_CMP_INT_(false, a, <, b)
+#define FL_ASSERT_LE(a, b) FL_CMP_INT_(false, a, <=, b)
+#define FL_ASSERT_GT(a, b) FL_CMP_INT_(false, a, >, b)
+#define FL_ASSERT_GE(a, b) FL_CMP_INT_(false, a, >=, b)
 #define FL_REQUIRE_EQ(a, b) FL_CMP_INT_(true, a, ==, b)
 #define FL_REQUIRE_GE(a, b) FL_CMP_INT_(true, a, >=, b)
 
-#define FL_CMP_STR_(fatal, a, b)                                               \
-    do {                                                                       \
-        const char *fl_a_ = (a), *fl_b_ = (b);                                 \
-        if (!fl_a_ || !fl_b_ || strcmp(fl_a_, fl_b_) != 0)                     \
-            fl_test_fail(__FILE__, __LINE__, (fatal),                          \
-                         "%s == %s: left \"%s\", right \"%s\"", #a, #b,        \
-                         fl_a_ ? fl_a_ : "(null)", fl_b_ ? fl_b_ : "(null)");  \
+#define FL_CMP_STR_(fatal, a, b)                                                                 \
+    do {                                                                                         \
+        const char *fl_a_ = (a), *fl_b_ = (b);                                                   \
+        if (!fl_a_ || !fl_b_ || strcmp(fl_a_, fl_b_) != 0)                                       \
+            fl_test_fail(__FILE__, __LINE__, (fatal), "%s == %s: left \"%s\", right \"%s\"", #a, \
+                         #b, fl_a_ ? fl_a_ : "(null)", fl_b_ ? fl_b_ : "(null)");                \
     } while (0)
-#define FL_ASSERT_STREQ(a, b)  FL_CMP_STR_(false, a, b)
+#define FL_ASSERT_STREQ(a, b) FL_CMP_STR_(false, a, b)
 #define FL_REQUIRE_STREQ(a, b) FL_CMP_STR_(true, a, b)
 
 /* Substring containment: FL_ASSERT_CONTAINS(haystack, needle). */
-#define FL_ASSERT_CONTAINS(h, n)                                               \
-    do {                                                                       \
-        const char *fl_h_ = (h), *fl_n_ = (n);                                 \
-        if (!fl_h_ || !fl_n_ || !strstr(fl_h_, fl_n_))                         \
-            fl_test_fail(__FILE__, __LINE__, false,                            \
-                         "%s contains %s: \"%s\" does not contain \"%s\"", #h, \
-                         #n, fl_h_ ? fl_h_ : "(null)", fl_n_ ? fl_n_ : "(null)"); \
+#define FL_ASSERT_CONTAINS(h, n)                                                   \
+    do {                                                                           \
+        const char *fl_h_ = (h), *fl_n_ = (n);                                     \
+        if (!fl_h_ || !fl_n_ || !strstr(fl_h_, fl_n_))                             \
+            fl_test_fail(__FILE__, __LINE__, false,                                \
+                         "%s contains %s: \"%s\" does not contain \"%s\"", #h, #n, \
+                         fl_h_ ? fl_h_ : "(null)", fl_n_ ? fl_n_ : "(null)");      \
     } while (0)
 
-#define FL_ASSERT_MEMEQ(a, b, n)                                               \
-    do {                                                                       \
-        const unsigned char *fl_a_ = (const void *)(a), *fl_b_ = (const void *)(b); \
-        size_t fl_n_ = (n), fl_i_;                                             \
-        for (fl_i_ = 0; fl_i_ < fl_n_ && fl_a_[fl_i_] == fl_b_[fl_i_]; fl_i_++) \
-            ;                                                                  \
-        if (fl_i_ < fl_n_)                                                     \
-            fl_test_fail(__FILE__, __LINE__, false,                            \
-                         "%s == %s (%zu bytes): differ at byte %zu: 0x%02x vs 0x%02x", \
-                         #a, #b, fl_n_, fl_i_, fl_a_[fl_i_], fl_b_[fl_i_]);    \
+#define FL_ASSERT_MEMEQ(a, b, n)                                                               \
+    do {                                                                                       \
+        const unsigned char *fl_a_ = (const void *)(a), *fl_b_ = (const void *)(b);            \
+        size_t fl_n_ = (n), fl_i_;                                                             \
+        for (fl_i_ = 0; fl_i_ < fl_n_ && fl_a_[fl_i_] == fl_b_[fl_i_]; fl_i_++)                \
+            ;                                                                                  \
+        if (fl_i_ < fl_n_)                                                                     \
+            fl_test_fail(__FILE__, __LINE__, false,                                            \
+                         "%s == %s (%zu bytes): differ at byte %zu: 0x%02x vs 0x%02x", #a, #b, \
+                         fl_n_, fl_i_, fl_a_[fl_i_], fl_b_[fl_i_]);                            \
     } while (0)
 
 #endif

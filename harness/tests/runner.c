@@ -38,7 +38,7 @@
 
 struct test {
     const char *suite, *name;
-    char layer[32];     /* from the file name: test_<layer>_<subject>.c */
+    char layer[32]; /* from the file name: test_<layer>_<subject>.c */
     fl_test_fn fn;
     int timeout_s;
     enum fl_test_needs needs;
@@ -47,7 +47,7 @@ struct test {
 static struct test *tests;
 static size_t ntests, cap;
 static const struct test *current;
-static int report_fd = -1;      /* child: where records go */
+static int report_fd = -1; /* child: where records go */
 static char tmpdir[PATH_MAX];
 static int nskipped;
 
@@ -61,8 +61,8 @@ void fl_test_register(const char *file, const char *suite, const char *name, fl_
             abort();
     }
     struct test *t = &tests[ntests++];
-    *t = (struct test){.suite = suite, .name = name, .fn = fn, .timeout_s = timeout_s,
-                       .needs = needs};
+    *t = (struct test){
+        .suite = suite, .name = name, .fn = fn, .timeout_s = timeout_s, .needs = needs};
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     if (!strncmp(base, "test_", 5))
         base += 5;
@@ -106,7 +106,10 @@ void fl_test_skip(const char *fmt, ...)
     _exit(0);
 }
 
-const char *fl_test_dir(void) { return tmpdir; }
+const char *fl_test_dir(void)
+{
+    return tmpdir;
+}
 
 const char *fl_test_root(void)
 {
@@ -161,8 +164,9 @@ void fl_test_need_root(void)
 void fl_test_scenario_passes(const char *name)
 {
     char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
+    int rc =
+        fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s/harness/tests/scenarios/%s 2>&1",
+                   fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), name);
     FL_ASSERT_MSG(rc == 0, "faultline run %s exited %d:\n%s", name, rc, out);
     free(out);
 }
@@ -295,7 +299,9 @@ int fl_test_sh(char **out, const char *fmt, ...)
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     remove(path);
     return 0;
 }
@@ -444,9 +450,9 @@ static int cmp_test(const void *a, const void *b)
 
 /* What main() selects: every filter given must hold. */
 struct selection {
-    bool unit;              /* only the tests that need nothing */
-    const char **layers;    /* NULL-terminated; empty: every layer */
-    char **patterns;        /* a test whose suite/name contains one of them */
+    bool unit;           /* only the tests that need nothing */
+    const char **layers; /* NULL-terminated; empty: every layer */
+    char **patterns;     /* a test whose suite/name contains one of them */
     int npatterns;
 };
 
@@ -473,27 +479,26 @@ static bool selected(const struct test *t, const struct selection *sel)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: fl-tests [--list] [--unit] [--layer L]... [PATTERN...]\n"
-            "Runs faultline's tests, each in a forked child with a timeout, and ends with\n"
-            "\"N passed, N failed, N skipped\" (exit status 1 when a test failed).\n"
-            "  -l, --list   list the selected tests instead, one a line:\n"
-            "               \"suite/name [unit|cluster|root]\"; unit tests need nothing,\n"
-            "               cluster tests start psrt processes on loopback (any user,\n"
-            "               seconds each), root tests need root (namespaces, mounts,\n"
-            "               cgroups, nftables) and are skipped for another user\n"
-            "  --unit       only the unit tests (`make check-unit`: any user, seconds)\n"
-            "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
-            "               layer (cli soak engine load faults run scenario record sys\n"
-            "               base), or psrt, ckpt, netem, reports; may be repeated\n"
-            "               (`make check LAYER=L`)\n"
-            "  PATTERN      only the tests whose \"suite/name\" contains PATTERN (any one\n"
-            "               of several; `TESTS=PATTERN make check`)\n"
-            "  -h, --help   this text\n"
-            "Filters combine: `fl-tests --unit --layer load disk` runs the unit tests of\n"
-            "layer load whose suite/name contains \"disk\".\n"
-            "Environment: FL_SHARED (the shared/ folder), FL_ROOT (the source tree),\n"
-            "TMPDIR (where each test's directory is made).\n");
+    fprintf(f, "usage: fl-tests [--list] [--unit] [--layer L]... [PATTERN...]\n"
+               "Runs faultline's tests, each in a forked child with a timeout, and ends with\n"
+               "\"N passed, N failed, N skipped\" (exit status 1 when a test failed).\n"
+               "  -l, --list   list the selected tests instead, one a line:\n"
+               "               \"suite/name [unit|cluster|root]\"; unit tests need nothing,\n"
+               "               cluster tests start psrt processes on loopback (any user,\n"
+               "               seconds each), root tests need root (namespaces, mounts,\n"
+               "               cgroups, nftables) and are skipped for another user\n"
+               "  --unit       only the unit tests (`make check-unit`: any user, seconds)\n"
+               "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
+               "               layer (cli soak engine load faults run scenario record sys\n"
+               "               base), or psrt, ckpt, netem, reports; may be repeated\n"
+               "               (`make check LAYER=L`)\n"
+               "  PATTERN      only the tests whose \"suite/name\" contains PATTERN (any one\n"
+               "               of several; `TESTS=PATTERN make check`)\n"
+               "  -h, --help   this text\n"
+               "Filters combine: `fl-tests --unit --layer load disk` runs the unit tests of\n"
+               "layer load whose suite/name contains \"disk\".\n"
+               "Environment: FL_SHARED (the shared/ folder), FL_ROOT (the source tree),\n"
+               "TMPDIR (where each test's directory is made).\n");
 }
 
 static const char *const needs_word[] = {

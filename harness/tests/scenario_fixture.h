@@ -33,8 +33,9 @@ static __attribute__((unused)) const char *expand_kinds(const char *want)
     fl_fault_kind_list(comma_list, sizeof comma_list, ", ");
     size_t n = 0;
     while (*want && n + 1 < sizeof out) {
-        const char *sub = !strncmp(want, "{kinds}", 7) ? or_list
-                          : !strncmp(want, "{kinds,}", 8) ? comma_list : NULL;
+        const char *sub = !strncmp(want, "{kinds}", 7)    ? or_list
+                          : !strncmp(want, "{kinds,}", 8) ? comma_list
+                                                          : NULL;
         if (!sub) {
             out[n++] = *want++;
             continue;

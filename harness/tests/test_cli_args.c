@@ -17,7 +17,8 @@ FL_TEST(cli_args, number_options_refuse_signs_bases_and_text)
 {
     static const char *const bad[] = {
         "run --repeat -1 x.yaml", "run --seed -1 x.yaml", "run --seed 0x10 x.yaml",
-        "run --seed 010x x.yaml", "runs --limit abc", "runs --limit 0", "runs --limit -5",
+        "run --seed 010x x.yaml", "runs --limit abc",     "runs --limit 0",
+        "runs --limit -5",
     };
     const char *d = fl_test_dir();
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -54,8 +55,8 @@ FL_TEST(cli_args, validate_and_list_reject_unknown_options)
 FL_TEST(cli_args, only_documented_short_options)
 {
     static const char *const bad[] = {
-        "run -v x s.yaml", "run -k s.yaml", "runs -l 5", "shell -S s.yaml a", "gc -n",
-        "exec -o out r h true",
+        "run -v x s.yaml",   "run -k s.yaml", "runs -l 5",
+        "shell -S s.yaml a", "gc -n",         "exec -o out r h true",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *out;

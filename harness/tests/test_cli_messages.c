@@ -35,20 +35,21 @@ static void need_root_and_probe(void)
 FL_TEST_ROOT_T(cli_messages, run_notes_faults_that_never_fired, 60)
 {
     need_root_and_probe();
-    fl_test_write("never.yaml",
-              "name: never\n"
-              "hosts: [a, b]\n"
-              "cluster: {ps: [a], worker: [b]}\n"
-              "run:\n"
-              "  command: '{bin}/faultline emit save.done step=1; {bin}/faultline emit save.begin'\n"
-              "faults:\n"
-              "  - {after: {event: save.dne}, kill: a}\n"
-              "  - {after: {event: save.done, host: a, count: 3}, kill: b}\n"
-              "  - {after: {event: save.done, where: {step: '2'}}, kill: b}\n"
-              "  - {after: {event: xyz.zzz}, pause: b}\n"
-              "  - {at: 100s, kill: b}\n"
-              "  - {on_log: {match: 'never printed'}, kill: b}\n"
-              "expect: {all: {all: {exit: 0}}}\n");
+    fl_test_write(
+        "never.yaml",
+        "name: never\n"
+        "hosts: [a, b]\n"
+        "cluster: {ps: [a], worker: [b]}\n"
+        "run:\n"
+        "  command: '{bin}/faultline emit save.done step=1; {bin}/faultline emit save.begin'\n"
+        "faults:\n"
+        "  - {after: {event: save.dne}, kill: a}\n"
+        "  - {after: {event: save.done, host: a, count: 3}, kill: b}\n"
+        "  - {after: {event: save.done, where: {step: '2'}}, kill: b}\n"
+        "  - {after: {event: xyz.zzz}, pause: b}\n"
+        "  - {at: 100s, kill: b}\n"
+        "  - {on_log: {match: 'never printed'}, kill: b}\n"
+        "expect: {all: {all: {exit: 0}}}\n");
     char *out;
     int rc = run_in_dir(&out, "never.yaml");
     /* nothing fired, so the run passes: the notes are all that says so */
@@ -62,7 +63,8 @@ FL_TEST_ROOT_T(cli_messages, run_notes_faults_that_never_fired, 60)
                             "events came, none from the host, job or 'where' it names\n");
     FL_ASSERT_CONTAINS(out, "  note: fault 4 (never.yaml:10, pause b) never fired: no 'xyz.zzz' "
                             "event came; events that came: save.done, save.begin\n");
-    FL_ASSERT_CONTAINS(out, "  note: fault 5 (never.yaml:11, kill b) never fired: the run ended at ");
+    FL_ASSERT_CONTAINS(out,
+                       "  note: fault 5 (never.yaml:11, kill b) never fired: the run ended at ");
     FL_ASSERT_CONTAINS(out, "s, before 'at: 100s'\n");
     FL_ASSERT_CONTAINS(out, "  note: fault 6 (never.yaml:12, kill b) never fired: no output line "
                             "of any task matched 'never printed'\n");
@@ -72,14 +74,13 @@ FL_TEST_ROOT_T(cli_messages, run_notes_faults_that_never_fired, 60)
 FL_TEST_ROOT_T(cli_messages, run_says_nothing_when_every_fault_fired, 60)
 {
     need_root_and_probe();
-    fl_test_write("fired.yaml",
-              "name: fired\n"
-              "hosts: [a]\n"
-              "cluster: {worker: [a]}\n"
-              "run: {command: '{bin}/faultline emit go; sleep 5'}\n"
-              "faults:\n"
-              "  - {after: {event: go}, kill: a}\n"
-              "expect: {all: {all: {signal: SIGKILL}}}\n");
+    fl_test_write("fired.yaml", "name: fired\n"
+                                "hosts: [a]\n"
+                                "cluster: {worker: [a]}\n"
+                                "run: {command: '{bin}/faultline emit go; sleep 5'}\n"
+                                "faults:\n"
+                                "  - {after: {event: go}, kill: a}\n"
+                                "expect: {all: {all: {signal: SIGKILL}}}\n");
     char *out;
     int rc = run_in_dir(&out, "fired.yaml");
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
@@ -90,16 +91,16 @@ FL_TEST_ROOT_T(cli_messages, run_says_nothing_when_every_fault_fired, 60)
 FL_TEST_ROOT_T(cli_messages, run_names_missing_command, 60)
 {
     need_root_and_probe();
-    fl_test_write("nocmd.yaml",
-              "name: nocmd\n"
-              "hosts: [a]\n"
-              "cluster: {worker: [a]}\n"
-              "run: {command: no-such-program-fl-ux --flag}\n");
+    fl_test_write("nocmd.yaml", "name: nocmd\n"
+                                "hosts: [a]\n"
+                                "cluster: {worker: [a]}\n"
+                                "run: {command: no-such-program-fl-ux --flag}\n");
     char *out;
     int rc = run_in_dir(&out, "nocmd.yaml");
     FL_ASSERT_EQ(rc, 1);
     /* the shell's own words, not a bare "exit 127" */
-    FL_ASSERT_CONTAINS(out, "observed exit 127: /bin/sh: 1: exec: no-such-program-fl-ux: not found");
+    FL_ASSERT_CONTAINS(out,
+                       "observed exit 127: /bin/sh: 1: exec: no-such-program-fl-ux: not found");
     /* no expect: block: no ":0" line, but what the check was */
     FL_ASSERT_MSG(!strstr(out, "nocmd.yaml:0"), "a line 0 in:\n%s", out);
     FL_ASSERT_CONTAINS(out, "(nocmd.yaml has no expect: block for this variant: every task must "
@@ -114,7 +115,7 @@ FL_TEST_ROOT_T(cli_messages, run_names_missing_command, 60)
 FL_TEST(cli_messages, shell_unknown_host_suggests_and_lists_hosts)
 {
     fl_test_write("two.yaml", "name: two\nhosts: [ps0, w0]\ncluster: {ps: [ps0], worker: [w0]}\n"
-                          "run: {command: 'true'}\nvariants: {mode: [a, b]}\n");
+                              "run: {command: 'true'}\nvariants: {mode: [a, b]}\n");
     char *out;
     int rc = fl_test_sh(&out, "cd %s && %s shell two.yaml w1 2>&1", fl_test_dir(),
                         fl_test_bin("faultline"));
@@ -134,12 +135,12 @@ FL_TEST_ROOT_T(cli_messages, run_timeout_names_tasks_waited_for, 60)
 {
     need_root_and_probe();
     fl_test_write("slow.yaml",
-              "name: slow\n"
-              "timeout: 1s\n"
-              "hosts: [a, b]\n"
-              "cluster: {ps: [a], worker: [b, b]}\n"
-              "run: {command: 'true', worker: {command: 'exec sleep {task}0'}, grace: 100ms}\n"
-              "expect: {all: {all: {exit: any}}}\n");
+                  "name: slow\n"
+                  "timeout: 1s\n"
+                  "hosts: [a, b]\n"
+                  "cluster: {ps: [a], worker: [b, b]}\n"
+                  "run: {command: 'true', worker: {command: 'exec sleep {task}0'}, grace: 100ms}\n"
+                  "expect: {all: {all: {exit: any}}}\n");
     char *out;
     int rc = run_in_dir(&out, "slow.yaml");
     FL_ASSERT_EQ(rc, 1);
@@ -157,7 +158,7 @@ FL_TEST_ROOT_T(cli_messages, run_bare_own_program_says_write_bin, 60)
         FL_SKIP("a psrt is on PATH here");
     /* a command written as 'psrt --job_name=...': psrt is not on PATH */
     fl_test_write("bare.yaml", "name: bare\nhosts: [a]\ncluster: {worker: [a]}\n"
-                           "run: {command: 'psrt --job_name={job}'}\n");
+                               "run: {command: 'psrt --job_name={job}'}\n");
     char *out;
     int rc = run_in_dir(&out, "bare.yaml");
     FL_ASSERT_EQ(rc, 1);

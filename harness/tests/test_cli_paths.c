@@ -33,23 +33,29 @@ FL_TEST(cli_paths, runs_without_a_database_creates_nothing)
 FL_TEST(cli_paths, run_checks_out_and_junit_first)
 {
     static const char *const bad[] = {
-        "--out file", "--out file/sub", "--junit .", "--junit file/j.xml",
+        "--out file",
+        "--out file/sub",
+        "--junit .",
+        "--junit file/j.xml",
         "--out long-enough-for-the-event-socket-path-of-a-run-to-go-past-107-bytes",
     };
     const char *d = fl_test_dir();
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "cd %s && echo x > file && printf '%%s\\n' 'name: t' "
+    FL_REQUIRE_EQ(fl_test_sh(NULL,
+                             "cd %s && echo x > file && printf '%%s\\n' 'name: t' "
                              "'hosts: [a]' 'cluster: {ps: [a]}' 'run: {command: true}' > s.yaml",
-                             d), 0);
+                             d),
+                  0);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *out;
         int rc = fl_test_sh(&out, "cd %s && %s run -q --db fl.db %s s.yaml 2>&1", d,
                             fl_test_bin("faultline"), bad[i]);
         FL_ASSERT_MSG(rc == 2, "%s: exit %d: %s", bad[i], rc, out);
         FL_ASSERT_MSG(strstr(out, "not a directory") || strstr(out, "Not a directory") ||
-                      strstr(out, "is a directory") || strstr(out, "too long a path"),
+                          strstr(out, "is a directory") || strstr(out, "too long a path"),
                       "%s: %s", bad[i], out);
         free(out);
     }
-    FL_ASSERT_EQ(fl_test_sh(NULL, "test ! -e %s/fl.db && test ! -e %s/out && test ! -e %s/long-*",
-                            d, d, d), 0);
+    FL_ASSERT_EQ(
+        fl_test_sh(NULL, "test ! -e %s/fl.db && test ! -e %s/out && test ! -e %s/long-*", d, d, d),
+        0);
 }

@@ -18,8 +18,10 @@ FL_TEST(cli_runs, runs_takes_verdict_as_shown_and_hints_scenario)
     struct fl_rec *rec;
     FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
     struct fl_rec_run *run;
-    struct fl_rec_run_info ri = {.run_id = "20260101-000000-aaaaaa", .scenario = "example-tour",
-                                 .scenario_file = "t.yaml", .variant = "default",
+    struct fl_rec_run_info ri = {.run_id = "20260101-000000-aaaaaa",
+                                 .scenario = "example-tour",
+                                 .scenario_file = "t.yaml",
+                                 .variant = "default",
                                  .started_at_ms = 1000};
     FL_REQUIRE_EQ(fl_rec_run_begin(rec, &ri, &run), 0);
     fl_rec_run_end(run, "pass", NULL, 10);
@@ -65,8 +67,12 @@ static void record_rev(struct fl_rec *rec, const char *id, const char *rev, int6
                        const char *verdict)
 {
     struct fl_rec_run *run;
-    struct fl_rec_run_info info = {.run_id = id, .scenario = "s", .variant = "default",
-                                   .git_rev = rev, .seed = 1, .started_at_ms = at};
+    struct fl_rec_run_info info = {.run_id = id,
+                                   .scenario = "s",
+                                   .variant = "default",
+                                   .git_rev = rev,
+                                   .seed = 1,
+                                   .started_at_ms = at};
     FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
     FL_REQUIRE_EQ(fl_rec_run_end(run, verdict, NULL, 10), 0);
 }
@@ -78,8 +84,9 @@ FL_TEST(cli_runs, runs_since_and_changed_take_revisions_as_git_names_them)
 {
     char db[4096], err[256], *out, *head = NULL;
     snprintf(db, sizeof db, "%s/r.db", fl_test_dir());
-    bool git = fl_test_sh(&head, "git -C %s rev-parse --short=12 HEAD 2>/dev/null",
-                          fl_test_root()) == 0 && strlen(head) >= 12;
+    bool git =
+        fl_test_sh(&head, "git -C %s rev-parse --short=12 HEAD 2>/dev/null", fl_test_root()) == 0 &&
+        strlen(head) >= 12;
     if (git)
         head[strcspn(head, "\n")] = '\0';
     struct fl_rec *rec;
@@ -90,7 +97,8 @@ FL_TEST(cli_runs, runs_since_and_changed_take_revisions_as_git_names_them)
     fl_rec_close(rec);
 
     const char *full = "aaaa1111bbbb0123456789abcdef0123456789ab";
-    int rc = fl_test_sh(&out, "%s runs --db %s --since %s 2>&1", fl_test_bin("faultline"), db, full);
+    int rc =
+        fl_test_sh(&out, "%s runs --db %s --since %s 2>&1", fl_test_bin("faultline"), db, full);
     FL_ASSERT_MSG(rc == 0, "runs --since FULL-HASH: exit %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, "r-old");
     FL_ASSERT_CONTAINS(out, "r-new");

@@ -58,9 +58,10 @@ FL_TEST_ROOT_T(cli_soak, replay_line_names_variant, 120)
     fl_test_need_root();
     const char *t = fl_test_dir();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 1 --budget 0 --seed 1 "
-                        "--out %s/o --no-db 2>&1", fl_test_bin("faultline"),
-                        data("variants.yaml"), t);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=bad --iterations 1 --budget 0 --seed 1 "
+                        "--out %s/o --no-db 2>&1",
+                        fl_test_bin("faultline"), data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     free(out);
@@ -92,8 +93,10 @@ FL_TEST_ROOT(cli_soak, unusable_out_is_one_usage_error)
     char out_dir[4096];
     snprintf(out_dir, sizeof out_dir, "%s/%0100d", fl_test_dir(), 0);
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 3 --seed 1 --out %s "
-                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), out_dir);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=bad --iterations 3 --seed 1 --out %s "
+                        "--no-db 2>&1",
+                        fl_test_bin("faultline"), data("variants.yaml"), out_dir);
     FL_ASSERT_EQ(rc, 2);
     FL_ASSERT_CONTAINS(out, "is too long a path for run directories");
     FL_ASSERT_CONTAINS(out, "--out DIR");
@@ -113,8 +116,10 @@ FL_TEST_ROOT_T(cli_soak, failing_baseline_stops_the_soak_plainly, 120)
     fl_test_need_root();
     const char *t = fl_test_dir();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --duration 8s --seed 1 --out %s/o "
-                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), t);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=bad --duration 8s --seed 1 --out %s/o "
+                        "--no-db 2>&1",
+                        fl_test_bin("faultline"), data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "it fails with no fault at all");
     FL_ASSERT_CONTAINS(out, "variants.yaml --variant mode=bad' runs it without faults");
@@ -144,14 +149,17 @@ FL_TEST_ROOT_T(cli_soak, one_log_keeps_the_order_of_events, 120)
     fl_test_need_root();
     const char *t = fl_test_dir();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --iterations 1 --seed 1 --out %s/o "
-                        "--no-db 2>&1 | cat", fl_test_bin("faultline"), data("variants.yaml"), t);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=bad --iterations 1 --seed 1 --out %s/o "
+                        "--no-db 2>&1 | cat",
+                        fl_test_bin("faultline"), data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 0);
     long it = at(out, "soak: iteration 1 fail"), kept = at(out, "failure kept: "),
          mini = at(out, "  minimizing 1 faults"), try1 = at(out, "  minimize try 1/"),
          done = at(out, "minimized:    "), sum = at(out, ": 1 iteration in ");
     FL_ASSERT_MSG(it >= 0 && it < kept && kept < mini && mini < try1 && try1 < done && done < sum,
-                  "out of order (%ld %ld %ld %ld %ld %ld): %s", it, kept, mini, try1, done, sum, out);
+                  "out of order (%ld %ld %ld %ld %ld %ld): %s", it, kept, mini, try1, done, sum,
+                  out);
     free(out);
 }
 
@@ -163,12 +171,14 @@ FL_TEST_ROOT_T(cli_soak, duration_bounds_minimizing_runs, 120)
     const char *t = fl_test_dir();
     char *out = NULL;
     /* each run takes about 200 ms: the first fails after the 100 ms are up */
-    int rc = fl_test_sh(&out, "%s soak %s --variant mode=bad --duration 100ms --seed 1 --out %s/o "
-                        "--no-db 2>&1", fl_test_bin("faultline"), data("variants.yaml"), t);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=bad --duration 100ms --seed 1 --out %s/o "
+                        "--no-db 2>&1",
+                        fl_test_bin("faultline"), data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     FL_ASSERT_CONTAINS(out, "not minimized: the soak's --duration is up (the failure file holds "
-                       "its 1 fault)");
+                            "its 1 fault)");
     FL_ASSERT(!strstr(out, "minimize try"));
     FL_ASSERT_CONTAINS(out, ": 1 iteration in ");
     free(out);
@@ -187,8 +197,10 @@ FL_TEST_ROOT_T(cli_soak, files_at_rest_drawn_kept_and_replayed, 120)
     fl_test_need_root();
     const char *t = fl_test_dir();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s --iterations 1 --budget 0 --seed 2 --out %s/o --no-db "
-                        "2>&1", fl_test_bin("faultline"), data("at_rest.yaml"), t);
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --iterations 1 --budget 0 --seed 2 --out %s/o --no-db "
+                        "2>&1",
+                        fl_test_bin("faultline"), data("at_rest.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     free(out);
@@ -209,9 +221,11 @@ FL_TEST_ROOT_T(cli_soak, files_at_rest_drawn_kept_and_replayed, 120)
     char db[4096];
     snprintf(db, sizeof db, "%s/fl.db", t);
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind = 'corrupt' AND "
-                                "error IS NULL AND detail LIKE '%f.dat@%'"), 1);
+                                    "error IS NULL AND detail LIKE '%f.dat@%'"),
+                 1);
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind = 'truncate' AND "
-                                "error IS NULL AND detail LIKE '%f.dat 17->3%'"), 1);
+                                    "error IS NULL AND detail LIKE '%f.dat 17->3%'"),
+                 1);
 }
 
 /* ci/soak, the nightly job's script: --help is its comment (it printed a
@@ -312,7 +326,8 @@ FL_TEST_ROOT_T(cli_soak, short_soak_of_robust_profile_passes, 120)
     fl_test_need_root();
     const char *t = fl_test_dir();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s soak %s/scenarios/soak/shell-relaunch.yaml --iterations 2 "
+    int rc = fl_test_sh(&out,
+                        "%s soak %s/scenarios/soak/shell-relaunch.yaml --iterations 2 "
                         "--seed 3 --out %s/o --db %s/fl.db 2>&1",
                         fl_test_bin("faultline"), fl_test_root(), t, t);
     FL_ASSERT_EQ(rc, 0);
@@ -346,11 +361,13 @@ FL_TEST(cli_soak, cli_help_and_bad_options)
     FL_ASSERT_CONTAINS(out, "soak-failures");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s soak %s --iterations 1 --duration 1m 2>&1",
-                            fl_test_bin("faultline"), data("guilty.yaml")), 2);
+                            fl_test_bin("faultline"), data("guilty.yaml")),
+                 2);
     FL_ASSERT_CONTAINS(out, "not both");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s soak %s 2>&1", fl_test_bin("faultline"),
-                            data("invalid/unknown_target.yaml")), 2);
+                            data("invalid/unknown_target.yaml")),
+                 2);
     FL_ASSERT_CONTAINS(out, "unknown_target.yaml:12:18: ");
     free(out);
 }

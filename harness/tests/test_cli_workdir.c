@@ -15,10 +15,14 @@ FL_TEST(cli_workdir, run_refuses_workdir_over_scenario_dir)
 {
     char dir[] = "/var/tmp/fl-test-wd-XXXXXX", *out;
     FL_REQUIRE(mkdtemp(dir) != NULL);
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "printf '%%s\\n' 'name: t' 'workdir: %s' 'hosts: [a]' "
+    FL_REQUIRE_EQ(fl_test_sh(NULL,
+                             "printf '%%s\\n' 'name: t' 'workdir: %s' 'hosts: [a]' "
                              "'cluster: {ps: [a]}' 'run: {command: \"cat {scenario_dir}/s.yaml\"}' "
-                             "> %s/s.yaml", dir, dir), 0);
-    int rc = fl_test_sh(&out, "cd %s && %s run -q --no-db --out %s/out %s/s.yaml 2>&1; "
+                             "> %s/s.yaml",
+                             dir, dir),
+                  0);
+    int rc = fl_test_sh(&out,
+                        "cd %s && %s run -q --no-db --out %s/out %s/s.yaml 2>&1; "
                         "echo rc=$?; %s shell --out %s/out %s/s.yaml a 2>&1",
                         fl_test_dir(), fl_test_bin("faultline"), fl_test_dir(), dir,
                         fl_test_bin("faultline"), fl_test_dir(), dir);

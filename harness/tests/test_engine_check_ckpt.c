@@ -34,7 +34,8 @@ static const char *scenario =
     "    # then damages the oldest checkpoint's data (global_step's bytes)\n"
     "    command: |\n"
     "      {bin}/psrt --job_name=worker --task_index=0 $FLAGS || exit $?\n"
-    "      printf XXXX | dd of=train_logs/model.ckpt-0.data-00000-of-00001 bs=1 seek=4 conv=notrunc 2>/dev/null\n"
+    "      printf XXXX | dd of=train_logs/model.ckpt-0.data-00000-of-00001 bs=1 seek=4 "
+    "conv=notrunc 2>/dev/null\n"
     "expect:\n"
     "  all:\n"
     "    checkpoint:\n"
@@ -44,8 +45,10 @@ static const char *scenario =
     "        restorable: true\n"
     "        copies: [{host: ps0, dir: train_logs/ps0}, {host: ps1, dir: train_logs/ps1}]\n"
     "        latest_step: last_reported\n"
-    "      - {host: w0, dir: train_logs, restorable: true, copies: [{host: ps0, prefix: train_logs/ps0/model.ckpt-0}]}\n"
-    "      - {host: w0, dir: train_logs, restorable: true, copies: [{host: ps0, dir: train_logs/ps0}]}\n"
+    "      - {host: w0, dir: train_logs, restorable: true, copies: [{host: ps0, prefix: "
+    "train_logs/ps0/model.ckpt-0}]}\n"
+    "      - {host: w0, dir: train_logs, restorable: true, copies: [{host: ps0, dir: "
+    "train_logs/ps0}]}\n"
     "      - {host: w0, dir: train_logs, latest_step: 7, restores_latest: true}\n"
     "  x:\n"
     "    checkpoint: {host: chief, prefix: train_logs/model.ckpt-0, verify: true}\n";
@@ -58,9 +61,10 @@ static int check_row(const char *db, const char *name, int nth, char *obs, size_
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         return -1;
     sqlite3_stmt *st;
-    if ((sqlite3_prepare_v2(h, "SELECT passed, observed FROM checks WHERE name = ?1 ORDER BY rowid "
-                              "LIMIT 1 OFFSET ?2",
-                           -1, &st, NULL) == SQLITE_OK)) {
+    if ((sqlite3_prepare_v2(h,
+                            "SELECT passed, observed FROM checks WHERE name = ?1 ORDER BY rowid "
+                            "LIMIT 1 OFFSET ?2",
+                            -1, &st, NULL) == SQLITE_OK)) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, nth);
         if (sqlite3_step(st) == SQLITE_ROW) {
@@ -128,7 +132,8 @@ FL_TEST_ROOT_T(engine_check_ckpt, missing_state_and_steps_fail, 60)
     FILE *f = fopen(path, "w");
     FL_REQUIRE(f != NULL);
     fputs("name: states\nhosts: [a]\ncluster: {w: [a]}\n"
-          "run: {command: \"mkdir -p logs && echo 'model_checkpoint_path: \\\"model.ckpt-5\\\"' > logs/checkpoint\"}\n"
+          "run: {command: \"mkdir -p logs && echo 'model_checkpoint_path: \\\"model.ckpt-5\\\"' > "
+          "logs/checkpoint\"}\n"
           "expect:\n  all:\n    checkpoint:\n"
           "      - {host: a, dir: nothing, verify: true}\n"
           "      - {host: a, dir: logs, latest_step: last_reported}\n",
@@ -153,14 +158,17 @@ FL_TEST_ROOT_T(engine_check_ckpt, missing_state_and_steps_fail, 60)
     f = fopen(path, "w");
     FL_REQUIRE(f != NULL);
     fputs("name: nodb\nhosts: [a]\ncluster: {w: [a]}\n"
-          "run: {command: \"mkdir -p logs && echo 'model_checkpoint_path: \\\"model.ckpt-5\\\"' > logs/checkpoint\"}\n"
+          "run: {command: \"mkdir -p logs && echo 'model_checkpoint_path: \\\"model.ckpt-5\\\"' > "
+          "logs/checkpoint\"}\n"
           "expect:\n  all:\n    checkpoint: {host: a, dir: logs, latest_step: last_reported}\n",
           f);
     fclose(f);
-    rc = fl_test_sh(&out, "%s run -q --no-db --junit %s/j.xml --out %s/out %s >/dev/null 2>&1; "
-                          "cat %s/j.xml",
+    rc = fl_test_sh(&out,
+                    "%s run -q --no-db --junit %s/j.xml --out %s/out %s >/dev/null 2>&1; "
+                    "cat %s/j.xml",
                     fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), path, fl_test_dir());
-    FL_ASSERT_CONTAINS(out, "checkpoint.latest_step: expected the step of the chief&apos;s last "
-                            "save.done, observed model.ckpt-5, but the chief reported no save.done");
+    FL_ASSERT_CONTAINS(out,
+                       "checkpoint.latest_step: expected the step of the chief&apos;s last "
+                       "save.done, observed model.ckpt-5, but the chief reported no save.done");
     free(out);
 }

@@ -47,8 +47,9 @@ static void freezer_dir(const char *run_id, char *buf, size_t len)
 static char *only_run_id(void)
 {
     char *id;
-    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'",
-                             fl_test_dir()), 0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()),
+        0);
     FL_REQUIRE(id[0] != 0);
     return id;
 }
@@ -62,20 +63,25 @@ FL_TEST_ROOT_T(engine_freezer, pause_freezes_a_setsid_child, 60)
 {
     require_setup();
     char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
-                        fl_test_dir(), fl_test_dir(), scn("pause-setsid.yaml"));
+    int rc =
+        fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                   fl_test_dir(), fl_test_dir(), scn("pause-setsid.yaml"));
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     free(out);
     FL_REQUIRE_EQ(db_int("SELECT count(*) FROM faults WHERE kind='pause' AND error IS NULL "
-                         "AND healed_ms IS NOT NULL"), 1);
+                         "AND healed_ms IS NOT NULL"),
+                  1);
     FL_ASSERT_GE(db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='pause'"), 1000);
     FL_ASSERT_GE(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
-                        "AND f.kind='pause' AND e.t_ms < f.applied_ms"), 3);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
-                        "AND f.kind='pause' AND e.t_ms > f.applied_ms + 20 AND e.t_ms < f.healed_ms"),
-                 0);
+                        "AND f.kind='pause' AND e.t_ms < f.applied_ms"),
+                 3);
+    FL_ASSERT_EQ(
+        db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
+               "AND f.kind='pause' AND e.t_ms > f.applied_ms + 20 AND e.t_ms < f.healed_ms"),
+        0);
     FL_ASSERT_GE(db_int("SELECT count(*) FROM events e, faults f WHERE e.kind='child.tick' "
-                        "AND f.kind='pause' AND e.t_ms >= f.healed_ms"), 2);
+                        "AND f.kind='pause' AND e.t_ms >= f.healed_ms"),
+                 2);
     /* the run's freezer cgroups are gone with it */
     char *id = only_run_id(), cg[4096];
     freezer_dir(id, cg, sizeof cg);
@@ -90,8 +96,9 @@ FL_TEST_ROOT_T(engine_freezer, kill_reaches_a_setsid_child, 60)
 {
     require_setup();
     char *out;
-    int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
-                        fl_test_dir(), fl_test_dir(), scn("kill-setsid.yaml"));
+    int rc =
+        fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                   fl_test_dir(), fl_test_dir(), scn("kill-setsid.yaml"));
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     free(out);
     FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job='node' AND signal=9"), 2);
@@ -106,8 +113,8 @@ struct run_ctx {
     char runs[4096];
     char run_id[128];
     char dir[4096];
-    const char *log;            /* log file name in the run's logs/ */
-    const char *word;           /* that it must hold */
+    const char *log;  /* log file name in the run's logs/ */
+    const char *word; /* that it must hold */
 };
 
 static bool run_logged(void *arg)
@@ -168,7 +175,8 @@ FL_TEST_ROOT_T(engine_freezer, gc_thaws_and_removes_a_killed_paused_run, 60)
     FL_ASSERT_MSG(listed, "the state file does not list %s", cg);
     char file[4400];
     snprintf(file, sizeof file, "%s/%s", task,
-             access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "cgroup.events" : "freezer.state");
+             access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 ? "cgroup.events"
+                                                                    : "freezer.state");
     FL_REQUIRE_EQ(fl_read_file(file, &state, NULL), 0);
     FL_ASSERT_MSG(strstr(state, "FROZEN") || strstr(state, "frozen 1"), "%s: %s", file, state);
     free(state);
@@ -202,8 +210,8 @@ FL_TEST_ROOT_T(engine_freezer, gc_thaws_and_removes_a_killed_paused_run, 60)
     free(out);
     FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s left after gc", cg);
     FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "run directory %s left", g.dir);
-    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived gc",
-                  g.run_id);
+    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000),
+                  "processes of run %s outlived gc", g.run_id);
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'",
              g.run_id);
@@ -228,7 +236,8 @@ FL_TEST_ROOT_T(engine_freezer, run_without_pause_makes_no_freezer_cgroup, 60)
         /* v1: not even the run's directory in the freezer hierarchy (on v2
          * it is the pids cgroups' one) */
         if (fl_cgroup_root(pids, sizeof pids) > 0 && strncmp(pids, cg, strlen(pids)) != 0)
-            FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s made for a run without pause", cg);
+            FL_ASSERT_MSG(access(cg, F_OK) != 0, "freezer cgroup %s made for a run without pause",
+                          cg);
         struct fl_state st;
         if (fl_state_read(g.dir, &st) == 0) {
             FL_ASSERT_EQ(st.ncgroups, 1);

@@ -112,15 +112,15 @@ static int db_count(const char *sql)
 FL_TEST_ROOT_T(engine_interrupt, second_interrupt_skips_the_grace, 60)
 {
     require_setup();
-    const char *scn = fl_test_write("stubborn.yaml",
-        "name: it-stubborn\n"
-        "hosts: [a]\n"
-        "cluster:\n"
-        "  stubborn: [a]\n"
-        "timeout: 120s\n"
-        "run:\n"
-        "  grace: 40s\n"
-        "  command: \"trap '' TERM; echo UP; while :; do sleep 1; done\"\n");
+    const char *scn = fl_test_write(
+        "stubborn.yaml", "name: it-stubborn\n"
+                         "hosts: [a]\n"
+                         "cluster:\n"
+                         "  stubborn: [a]\n"
+                         "timeout: 120s\n"
+                         "run:\n"
+                         "  grace: 40s\n"
+                         "  command: \"trap '' TERM; echo UP; while :; do sleep 1; done\"\n");
     pid_t pid = start_run("", scn);
     if (!wait_for("o/runs/*/logs/a.stubborn.0.0.log", "UP", 20000)) {
         kill(pid, SIGKILL);
@@ -137,11 +137,12 @@ FL_TEST_ROOT_T(engine_interrupt, second_interrupt_skips_the_grace, 60)
     int ws;
     waitpid(pid, &ws, 0);
     int64_t took = mono_ms() - t0;
-    FL_ASSERT_MSG(took < 15000, "after a second interrupt the run took %lld ms to stop (grace 40 s)",
+    FL_ASSERT_MSG(took < 15000,
+                  "after a second interrupt the run took %lld ms to stop (grace 40 s)",
                   (long long)took);
     FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "faultline exit status %d", ws);
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE verdict='error' AND reason='interrupted'"),
-                 1);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM runs WHERE verdict='error' AND reason='interrupted'"), 1);
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE verdict='running'"), 0);
 }
 
@@ -166,13 +167,12 @@ FL_TEST_ROOT_T(engine_interrupt, interrupt_during_teardown_ends_the_repeats, 60)
     require_setup();
     if (system("strace -V >/dev/null 2>&1") != 0)
         FL_SKIP("needs strace (ci/install-deps installs it) to hold the harness in its teardown");
-    const char *scn = fl_test_write("quick.yaml",
-        "name: it-quick\n"
-        "hosts: [a]\n"
-        "cluster:\n"
-        "  quick: [a]\n"
-        "run:\n"
-        "  command: \"echo done\"\n");
+    const char *scn = fl_test_write("quick.yaml", "name: it-quick\n"
+                                                  "hosts: [a]\n"
+                                                  "cluster:\n"
+                                                  "  quick: [a]\n"
+                                                  "run:\n"
+                                                  "  command: \"echo done\"\n");
     const char *repeats[] = {"3", "1"};
     for (int c = 0; c < 2; c++) {
         char trace[4096], out[4096], db[4096], log[4096];
@@ -205,7 +205,7 @@ FL_TEST_ROOT_T(engine_interrupt, interrupt_during_teardown_ends_the_repeats, 60)
                       repeats[c], ws, text ? text : "");
         free(text);
         FL_ASSERT_MSG(fl_test_db_int(db, "SELECT count(*) FROM runs") == 1 &&
-                      fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'") == 1,
+                          fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'") == 1,
                       "--repeat %s: %d runs recorded (%d passed), want only the torn-down one",
                       repeats[c], fl_test_db_int(db, "SELECT count(*) FROM runs"),
                       fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict='pass'"));
@@ -218,15 +218,14 @@ FL_TEST_ROOT_T(engine_interrupt, interrupt_during_teardown_ends_the_repeats, 60)
 FL_TEST_ROOT_T(engine_interrupt, interrupt_while_database_busy, 90)
 {
     require_setup();
-    const char *quick = fl_test_write("quick.yaml",
-        "name: it-quick\n"
-        "hosts: [a]\n"
-        "cluster:\n"
-        "  quick: [a]\n"
-        "run:\n"
-        "  command: \"echo done\"\n");
+    const char *quick = fl_test_write("quick.yaml", "name: it-quick\n"
+                                                    "hosts: [a]\n"
+                                                    "cluster:\n"
+                                                    "  quick: [a]\n"
+                                                    "run:\n"
+                                                    "  command: \"echo done\"\n");
     int ws;
-    pid_t pid = start_run("", quick);       /* creates the database */
+    pid_t pid = start_run("", quick); /* creates the database */
     waitpid(pid, &ws, 0);
     FL_REQUIRE_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the first run failed: %d", ws);
     char db[4096];
@@ -248,7 +247,8 @@ FL_TEST_ROOT_T(engine_interrupt, interrupt_while_database_busy, 90)
     sqlite3_close(h);
     char *out;
     fl_test_sh(&out, "cat %s/run.out", fl_test_dir());
-    FL_ASSERT_MSG(took < 10000, "the interrupted run took %lld ms to stop: %s", (long long)took, out);
+    FL_ASSERT_MSG(took < 10000, "the interrupted run took %lld ms to stop: %s", (long long)took,
+                  out);
     FL_ASSERT_MSG(WIFEXITED(ws) && WEXITSTATUS(ws) == 130, "faultline exit status %d: %s", ws, out);
     free(out);
 }

@@ -25,12 +25,18 @@ FL_TEST_ROOT_T(engine_kill_restart, kill_for_relaunches_after_exit, 60)
 {
     require_setup();
     fl_test_scenario_passes("relaunch-slow-exit.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT exit_code FROM processes WHERE job='node' AND generation=0"), 3);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"),
+        1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT exit_code FROM processes WHERE job='node' AND generation=0"),
+                 3);
     /* generation 1 started no earlier than generation 0 ended */
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes g0, processes g1 WHERE g0.job='node' "
-                        "AND g1.job='node' AND g0.generation=0 AND g1.generation=1 "
-                        "AND g1.started_ms < g0.ended_ms"), 0);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM processes g0, processes g1 WHERE g0.job='node' "
+                     "AND g1.job='node' AND g0.generation=0 AND g1.generation=1 "
+                     "AND g1.started_ms < g0.ended_ms"),
+                 0);
 }
 
 /* "replace: a new machine": its /tmp is as empty as its disk; a restart
@@ -39,7 +45,9 @@ FL_TEST_ROOT_T(engine_kill_restart, replace_empties_tmp_restart_keeps_it, 60)
 {
     require_setup();
     fl_test_scenario_passes("replace-tmp.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 2);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"),
+        2);
 }
 
 /* "kill: sends signal": with SIGSTOP the task is stopped, and the end of
@@ -59,8 +67,12 @@ FL_TEST_ROOT_T(engine_kill_restart, kill_for_heal_after_restart_starts_no_copy, 
 {
     require_setup();
     fl_test_scenario_passes("kill-for-then-restart.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"),
+        1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"),
+        0);
 }
 
 /* A kill's for: that ends while the host is down from a longer restart:
@@ -70,6 +82,10 @@ FL_TEST_ROOT_T(engine_kill_restart, kill_for_heal_while_host_down_starts_on_up, 
 {
     require_setup();
     fl_test_scenario_passes("kill-for-heals-while-host-down.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"), 0);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation=1"),
+        1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='node' AND generation>1"),
+        0);
 }

@@ -75,17 +75,21 @@ FL_TEST_ROOT_T(engine_leftovers, cgroup_left_at_end_named_gc_removes, 90)
     if (fl_cgroup_root(root, sizeof root) <= 0)
         FL_SKIP("no pids cgroup hierarchy on this machine");
     char *out;
-    int rc = fl_test_sh(&out, "strace -o /dev/null -e inject=rmdir:error=EIO:when=1+ "
-                              "%s run --out %s/o --db %s/fl.db %s/harness/tests/scenarios/limit.yaml 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    int rc =
+        fl_test_sh(&out,
+                   "strace -o /dev/null -e inject=rmdir:error=EIO:when=1+ "
+                   "%s run --out %s/o --db %s/fl.db %s/harness/tests/scenarios/limit.yaml 2>&1",
+                   fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
     char *id = NULL;
-    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'",
-                             fl_test_dir()), 0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()),
+        0);
     char cg[4096];
     snprintf(cg, sizeof cg, "%s/%s", root, id);
     FL_ASSERT_MSG(rc == 0, "the run exited %d:\n%s", rc, out);
     char want[4200];
-    snprintf(want, sizeof want, "removing cgroup %s: Input/output error (left behind: `faultline gc`", cg);
+    snprintf(want, sizeof want,
+             "removing cgroup %s: Input/output error (left behind: `faultline gc`", cg);
     FL_ASSERT_CONTAINS(out, want);
     free(out);
     FL_ASSERT_MSG(access(cg, F_OK) == 0, "cgroup %s was removed though rmdir failed", cg);
@@ -117,7 +121,7 @@ FL_TEST_ROOT(engine_leftovers, private_lock_spares_default_workdir)
     FL_ASSERT_MSG(access(FL_SCN_DEFAULT_WORKDIR, F_OK) == 0,
                   "the default workdir was removed under a private lock");
     unsetenv("FAULTLINE_RUNS_LOCK");
-    FL_ASSERT_EQ(fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR), 1);     /* the machine's lock may */
+    FL_ASSERT_EQ(fl_workdir_remove(FL_SCN_DEFAULT_WORKDIR), 1); /* the machine's lock may */
     FL_ASSERT(access(FL_SCN_DEFAULT_WORKDIR, F_OK) != 0);
     umount2("/srv", MNT_DETACH);
 }

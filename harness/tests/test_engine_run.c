@@ -75,7 +75,9 @@ FL_TEST_ROOT_T(engine_run, run_partition_blocks_then_heals, 60)
 {
     require_setup();
     run_passes("partition.yaml");
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM faults WHERE kind='partition' AND healed_ms IS NOT NULL"), 1);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM faults WHERE kind='partition' AND healed_ms IS NOT NULL"),
+        1);
 }
 
 /* More hosts than one bring-up chunk: inits are cloned while a second thread
@@ -131,12 +133,16 @@ FL_TEST_ROOT_T(engine_run, sync_point_kill_lands_at_same_step_20_of_20, 180)
     require_setup();
     char *out;
     int rc = fl_test_sh(&out, "%s run -q --repeat 20 --out %s/out --db %s/fl.db %s 2>&1",
-                    fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("sync.yaml"));
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("sync.yaml"));
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     /* every one of the 20 runs killed at step 17 and no later */
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE scenario='it-sync-point' AND verdict='pass'"), 20);
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=18'"), 0);
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=17'"), 20);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM runs WHERE scenario='it-sync-point' AND verdict='pass'"),
+        20);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=18'"), 0);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM events WHERE kind='train.step' AND attrs='step=17'"), 20);
     free(out);
 }
 
@@ -148,12 +154,14 @@ FL_TEST_ROOT_T(engine_run, parallel_runs_both_pass, 90)
              "%s run -q --out %s/out --db %s/fl.db %s > %s/p1.txt 2>&1 & p1=$!; "
              "%s run -q --out %s/out --db %s/fl.db %s > %s/p2.txt 2>&1 & p2=$!; "
              "wait $p1; a=$?; wait $p2; b=$?; echo $a $b",
-             fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir(),
-             fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"), fl_test_dir());
+             fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), scn("partition.yaml"),
+             fl_test_dir(), fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(),
+             scn("partition.yaml"), fl_test_dir());
     char *out;
     fl_test_sh(&out, "bash -c '%s'", cmd);
     FL_ASSERT_STREQ(out, "0 0\n");
-    FL_ASSERT_EQ(db_count("SELECT count(*) FROM runs WHERE scenario='it-partition' AND verdict='pass'"), 2);
+    FL_ASSERT_EQ(
+        db_count("SELECT count(*) FROM runs WHERE scenario='it-partition' AND verdict='pass'"), 2);
     free(out);
 }
 
@@ -165,10 +173,12 @@ FL_TEST_T(engine_run, bad_scenario_exits_2_and_creates_nothing, 30)
         {"yaml.yaml", "name: x\nhosts: [a, b\n", ":3:1:"},
         {"key.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\nfualts: []\n",
          "5:1: unknown key 'fualts' in scenario (did you mean 'faults'?)"},
-        {"host.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\n"
-                      "faults:\n  - {at: 1s, kill: b}\n", "6:20:"},
-        {"type.yaml", "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\ntimeout: [1]\n",
-         "5:10:"},
+        {"host.yaml",
+         "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\n"
+         "faults:\n  - {at: 1s, kill: b}\n",
+         "6:20:"},
+        {"type.yaml",
+         "name: x\nhosts: [a]\ncluster: {w: [a]}\nrun: {command: true}\ntimeout: [1]\n", "5:10:"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char path[4096];
@@ -257,9 +267,10 @@ FL_TEST_ROOT_T(engine_run, sigkill_then_gc_leaves_nothing, 60)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     /* The kernel takes the hosts down with the harness (PDEATHSIG, anchor). */
-    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "processes of run %s outlived the harness",
-                  g.run_id);
-    FL_ASSERT_MSG(fl_test_wait_until(inits_gone, &st, 5000), "host inits or the switch outlived the harness");
+    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000),
+                  "processes of run %s outlived the harness", g.run_id);
+    FL_ASSERT_MSG(fl_test_wait_until(inits_gone, &st, 5000),
+                  "host inits or the switch outlived the harness");
     fl_state_free(&st);
 
     char *out;
@@ -275,7 +286,8 @@ FL_TEST_ROOT_T(engine_run, sigkill_then_gc_leaves_nothing, 60)
     FL_ASSERT(strstr(mounts, g.run_id) == NULL);
     free(mounts);
     char sql[512];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'", g.run_id);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'",
+             g.run_id);
     FL_ASSERT_EQ(db_count(sql), 1);
     /* a second gc finds nothing */
     rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
@@ -352,8 +364,9 @@ FL_TEST_ROOT_T(engine_run, kill_at_a_call_then_gc_cleans, 60)
     const char *scns[] = {"long.yaml", "crash.yaml"};
     for (int c = 0; c < 2; c++) {
         char *out;
-        int rc = fl_test_sh(&out, "strace -o /dev/null -e inject=%s:signal=KILL:when=1 "
-                                  "%s run -q --out %s/out%d --db %s/fl.db %s 2>&1",
+        int rc = fl_test_sh(&out,
+                            "strace -o /dev/null -e inject=%s:signal=KILL:when=1 "
+                            "%s run -q --out %s/out%d --db %s/fl.db %s 2>&1",
                             calls[c], fl_test_bin("faultline"), fl_test_dir(), c, fl_test_dir(),
                             scn(scns[c]));
         FL_ASSERT_MSG(rc == 128 + SIGKILL, "%s: strace exited %d: %s", calls[c], rc, out);
@@ -370,9 +383,10 @@ FL_TEST_ROOT_T(engine_run, kill_at_a_call_then_gc_cleans, 60)
         closedir(d);
         FL_REQUIRE_MSG(g.run_id[0], "%s: no run directory", calls[c]);
         snprintf(g.dir, sizeof g.dir, "%s/%s", g.runs, g.run_id);
-        FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000), "%s: processes of run %s outlived the harness",
-                      calls[c], g.run_id);
-        rc = fl_test_sh(&out, "%s gc --out %s/out%d 2>&1", fl_test_bin("faultline"), fl_test_dir(), c);
+        FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000),
+                      "%s: processes of run %s outlived the harness", calls[c], g.run_id);
+        rc = fl_test_sh(&out, "%s gc --out %s/out%d 2>&1", fl_test_bin("faultline"), fl_test_dir(),
+                        c);
         FL_ASSERT_MSG(rc == 0, "%s: gc exited %d: %s", calls[c], rc, out);
         FL_ASSERT_CONTAINS(out, g.run_id);
         free(out);
@@ -406,7 +420,9 @@ FL_TEST_ROOT_T(engine_run, passing_run_leaves_nothing_behind, 60)
         closedir(d);
     FL_ASSERT_EQ(left, 0);
     char *id;
-    FL_REQUIRE_EQ(fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()), 0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(&id, "sqlite3 %s/fl.db 'SELECT run_id FROM runs' | tr -d '\\n'", fl_test_dir()),
+        0);
     FL_REQUIRE(id[0] != 0);
     FL_ASSERT_EQ(fl_test_count_run_processes(id), 0);
     free(id);
@@ -419,7 +435,8 @@ FL_TEST_ROOT_T(engine_run, kill_for_relaunches_and_pause_freezes, 60)
     FL_ASSERT_EQ(db_count("SELECT count(*) FROM processes WHERE job='node'"), 2);
     /* the napper was frozen for the 300 ms between its two events */
     FL_ASSERT_GE(db_count("SELECT e.t_ms - b.t_ms FROM events b, events e "
-                          "WHERE b.kind='nap.begin' AND e.kind='nap.end'"), 300);
+                          "WHERE b.kind='nap.begin' AND e.kind='nap.end'"),
+                 300);
 }
 
 static bool file_has(void *arg)
@@ -455,9 +472,10 @@ FL_TEST_ROOT_T(engine_run, sigterm_stops_run_and_cleans_up, 60)
     struct stat sb;
     FL_ASSERT_MSG(stat(cg, &sb) != 0, "cgroup %s left", cg);
     char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error' AND reason='interrupted'",
-             g.run_id);
+    snprintf(
+        sql, sizeof sql,
+        "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error' AND reason='interrupted'",
+        g.run_id);
     FL_ASSERT_EQ(db_count(sql), 1);
     fl_state_free(&st);
 }
@@ -495,7 +513,8 @@ FL_TEST_ROOT_T(engine_run, shell_and_exec_reach_a_host, 60)
             snprintf(g.run_id, sizeof g.run_id, "%s", e->d_name);
     closedir(d);
     char *out;
-    int rc = fl_test_sh(&out, "%s exec --out %s/out %s b -- sh -c 'hostname; echo from-exec > note' 2>&1",
+    int rc = fl_test_sh(&out,
+                        "%s exec --out %s/out %s b -- sh -c 'hostname; echo from-exec > note' 2>&1",
                         fl_test_bin("faultline"), fl_test_dir(), g.run_id);
     FL_ASSERT_MSG(rc == 0, "exec exited %d: %s", rc, out);
     FL_ASSERT_STREQ(out, "b\n");
@@ -514,7 +533,8 @@ FL_TEST_ROOT_T(engine_run, shell_and_exec_reach_a_host, 60)
     char hint[4400];
     snprintf(hint, sizeof hint, "/out %s HOST -- CMD", g.run_id);
     char bin_exec[4200];
-    snprintf(bin_exec, sizeof bin_exec, "Another terminal: %s exec --out /", fl_test_bin("faultline"));
+    snprintf(bin_exec, sizeof bin_exec, "Another terminal: %s exec --out /",
+             fl_test_bin("faultline"));
     FL_ASSERT_CONTAINS(text, bin_exec);
     FL_ASSERT_CONTAINS(text, hint);
     free(text);
@@ -544,7 +564,8 @@ FL_TEST_ROOT_T(engine_run, scenario_dir_under_tmp_visible_in_hosts, 60)
     f = fopen(path, "w");
     fputs("name: it-scenario-dir\nhosts: [a]\ncluster: {reader: [a]}\n"
           "run: {command: 'cat {scenario_dir}/data.txt'}\n"
-          "expect: {all: {reader: {exit: 0, log_matches: '^from-the-scenario-dir$'}}}\n", f);
+          "expect: {all: {reader: {exit: 0, log_matches: '^from-the-scenario-dir$'}}}\n",
+          f);
     fclose(f);
     char *out;
     int rc = run(&out, path);
@@ -567,7 +588,8 @@ FL_TEST_ROOT_T(engine_run, shell_applies_no_faults_and_has_no_timeout, 60)
           "run: {command: 'sleep 30', grace: 100ms}\n"
           "faults:\n"
           "  - {at: 0s, crash_host: a}\n"
-          "  - {after: {event: x.go}, kill: b}\n", f);
+          "  - {after: {event: x.go}, kill: b}\n",
+          f);
     fclose(f);
     char *out;
     int rc = fl_test_sh(&out,
@@ -596,7 +618,8 @@ FL_TEST_ROOT_T(engine_run, last_event_before_exit_is_recorded, 120)
     FILE *f = fopen(path, "w");
     FL_REQUIRE(f != NULL);
     fputs("name: it-last-event\nhosts: [a]\ncluster: {w: [a]}\n"
-          "run: {command: '{bin}/faultline emit last.words'}\n", f);
+          "run: {command: '{bin}/faultline emit last.words'}\n",
+          f);
     fclose(f);
     char *out;
     int rc = fl_test_sh(&out, "%s run -q --out %s/o --db %s/fl.db --repeat 100 %s 2>&1",
@@ -606,6 +629,6 @@ FL_TEST_ROOT_T(engine_run, last_event_before_exit_is_recorded, 120)
     char db[4096];
     snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs"), 100);
-    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(DISTINCT run) FROM events WHERE kind='last.words'"),
-                 100);
+    FL_ASSERT_EQ(
+        fl_test_db_int(db, "SELECT count(DISTINCT run) FROM events WHERE kind='last.words'"), 100);
 }

@@ -47,8 +47,9 @@ static char *run_seed(const char *seed, int min_runs, const char *const *errors)
     if (nfiles(seed) == 0)
         FL_SKIP("no scenarios/seeds/%s-*.yaml", seed);
     char *out;
-    int rc = fl_test_sh(&out, "%s run --out %s/out --db %s/fl.db %s/scenarios/seeds/%s-*.yaml 2>&1",
-                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), seed);
+    int rc =
+        fl_test_sh(&out, "%s run --out %s/out --db %s/fl.db %s/scenarios/seeds/%s-*.yaml 2>&1",
+                   fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root(), seed);
     FL_ASSERT_MSG(rc == 0, "faultline run of %s exited %d:\n%s", seed, rc, out);
     int runs = db_int("SELECT count(*) FROM runs");
     FL_ASSERT_GE(runs, min_runs);
@@ -64,14 +65,16 @@ static char *run_seed(const char *seed, int min_runs, const char *const *errors)
     snprintf(upper, sizeof upper, "S%s", seed + 1);
     for (size_t i = 0; errors && errors[i]; i++) {
         bool found = false;
-        for (const char *l = out; l && *l && !found; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        for (const char *l = out; l && *l && !found;
+             l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
             size_t n = strcspn(l, "\n");
             char *line = strndup(l, n);
             found = !strncmp(line, upper, 4) && strstr(line, errors[i]) && strstr(line, "legacy") &&
                     strstr(line, "PASS");
             free(line);
         }
-        FL_ASSERT_MSG(found, "no %s legacy row of the table shows \"%s\":\n%s", upper, errors[i], out);
+        FL_ASSERT_MSG(found, "no %s legacy row of the table shows \"%s\":\n%s", upper, errors[i],
+                      out);
     }
     return out;
 }
@@ -81,8 +84,7 @@ FL_TEST_ROOT_T(engine_seeds, s000_shard_save_on_ps_disk, 120)
     static const char *const errs[] = {
         "NotFoundError: ./train_logs/model.ckpt-0_temp_",
         "/part-00000-of-00002.data-00000-of-00001; No such file or directory",
-        "/part-00000-of-00006.data-00000-of-00001; No such file or directory",
-        NULL};
+        "/part-00000-of-00006.data-00000-of-00001; No such file or directory", NULL};
     char *out = run_seed("s000", 10, errs);
     /* legacy passes with one ps on the chief's disk and with a shared logdir */
     FL_ASSERT_EQ(db_int("SELECT count(*) FROM runs WHERE variant = 'protocol=legacy' AND "
@@ -94,13 +96,14 @@ FL_TEST_ROOT_T(engine_seeds, s000_shard_save_on_ps_disk, 120)
 
 FL_TEST_ROOT_T(engine_seeds, s001_merge_on_last_ps, 120)
 {
-    static const char *const errs[] = {
-        "/part-00000-of-00002.index; No such file or directory", NULL};
+    static const char *const errs[] = {"/part-00000-of-00002.index; No such file or directory",
+                                       NULL};
     char *out = run_seed("s001", 6, errs);
     /* the device of the merge is the last ps */
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM checks WHERE name = 'log_matches' AND "
-                        "observed LIKE '%MergeV2Checkpoints[_device=\"/job:ps/replica:0/task:1/cpu:0\"]%'"),
-                 1);
+    FL_ASSERT_EQ(
+        db_int("SELECT count(*) FROM checks WHERE name = 'log_matches' AND "
+               "observed LIKE '%MergeV2Checkpoints[_device=\"/job:ps/replica:0/task:1/cpu:0\"]%'"),
+        1);
     free(out);
 }
 
@@ -124,7 +127,8 @@ FL_TEST_ROOT_T(engine_seeds, s003_thread_limit_abort, 120)
         "failed: Resource temporarily unavailable",
         NULL};
     char *out = run_seed("s003", 2, errs);
-    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job = 'chief' AND signal = 6 AND core_dumped = 1"),
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job = 'chief' AND signal = 6 AND "
+                        "core_dumped = 1"),
                  1);
     free(out);
 }

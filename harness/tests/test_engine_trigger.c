@@ -43,7 +43,7 @@ FL_TEST(engine_trigger, at_due_only_from_its_time)
     FL_ASSERT(!fl_trig_due(t, 1499));
     FL_ASSERT(fl_trig_due(t, 1500));
     FL_ASSERT(fl_trig_due(t, 99999));
-    FL_ASSERT(!fl_trig_due(&s->faults[1].trigger, 99999));  /* not a time trigger */
+    FL_ASSERT(!fl_trig_due(&s->faults[1].trigger, 99999)); /* not a time trigger */
     fl_scenario_free(s);
 }
 
@@ -56,19 +56,19 @@ FL_TEST(engine_trigger, event_matches_kind_host_and_where)
     char l1[] = "EVENT save.shard_written shard=1 step=50";
     parse(l1, &ev);
     FL_ASSERT(fl_trig_event_matches(t, a, ps, 0, &ev));
-    FL_ASSERT(!fl_trig_event_matches(t, b, ps, 1, &ev));      /* other host */
+    FL_ASSERT(!fl_trig_event_matches(t, b, ps, 1, &ev)); /* other host */
     char l2[] = "EVENT save.shard_written shard=0 step=50";
     parse(l2, &ev);
-    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev));      /* other shard */
+    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev)); /* other shard */
     char l3[] = "EVENT save.shard_written step=50";
     parse(l3, &ev);
-    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev));      /* no shard at all */
+    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev)); /* no shard at all */
     char l4[] = "SYNC 7 save.shard_written shard=\"1\"";
     parse(l4, &ev);
-    FL_ASSERT(fl_trig_event_matches(t, a, ps, 0, &ev));       /* quoted value, sync */
+    FL_ASSERT(fl_trig_event_matches(t, a, ps, 0, &ev)); /* quoted value, sync */
     char l5[] = "EVENT save.shard_written_x shard=1";
     parse(l5, &ev);
-    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev));      /* kind is exact */
+    FL_ASSERT(!fl_trig_event_matches(t, a, ps, 0, &ev)); /* kind is exact */
     fl_scenario_free(s);
 }
 
@@ -94,7 +94,8 @@ FL_TEST(engine_trigger, log_line_matches_regex_on_its_host)
 {
     struct fl_scenario *s = load();
     const struct fl_scn_trigger *t = &s->faults[3].trigger;
-    int a = fl_scn_host_find(s, "a"), b = fl_scn_host_find(s, "b"), w = fl_scn_job_find(s, "worker");
+    int a = fl_scn_host_find(s, "a"), b = fl_scn_host_find(s, "b"),
+        w = fl_scn_job_find(s, "worker");
     FL_ASSERT(fl_trig_line_matches(t, b, w, 0, "step 100"));
     FL_ASSERT(!fl_trig_line_matches(t, b, w, 0, "step 101"));
     FL_ASSERT(!fl_trig_line_matches(t, a, w, 0, "step 100"));

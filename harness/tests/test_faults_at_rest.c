@@ -26,11 +26,15 @@ FL_TEST_ROOT_T(faults_at_rest, corrupt_and_truncate_change_target_files_only, 60
 {
     require_setup();
     fl_test_scenario_passes("disk-at-rest.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='corrupt' AND target='a' "
-                        "AND detail GLOB 'path=data/[*].bin bytes=8: data/1.bin@*,*,*,*,*,*,*,* "
-                        "data/2.bin@*,*,*,*,*,*,*,*' AND error IS NULL"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='truncate' AND target='a' "
-                        "AND detail='path=t.log size=100: t.log 4096->100' AND error IS NULL"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE kind='corrupt' AND target='a' "
+                     "AND detail GLOB 'path=data/[*].bin bytes=8: data/1.bin@*,*,*,*,*,*,*,* "
+                     "data/2.bin@*,*,*,*,*,*,*,*' AND error IS NULL"),
+                 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE kind='truncate' AND target='a' "
+                     "AND detail='path=t.log size=100: t.log 4096->100' AND error IS NULL"),
+                 1);
 }
 
 /* A glob that matches nothing: the run ends in ERROR, the message names the
@@ -39,15 +43,19 @@ FL_TEST_ROOT_T(faults_at_rest, no_match_is_error_naming_host_and_glob, 60)
 {
     require_setup();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "cd %s && %s run --out out --db fl.db %s/harness/tests/scenarios/disk-at-rest-nomatch.yaml 2>&1",
+    int rc = fl_test_sh(&out,
+                        "cd %s && %s run --out out --db fl.db "
+                        "%s/harness/tests/scenarios/disk-at-rest-nomatch.yaml 2>&1",
                         fl_test_dir(), fl_test_bin("faultline"), fl_test_root());
     FL_ASSERT_NE(rc, 0);
     FL_ASSERT_MSG(out && strstr(out, "ERROR") &&
                       strstr(out, "fault 1 (corrupt a, line 13): host a: corrupt: no file matches"),
                   "output: %s", out ? out : "");
     char *q = NULL;
-    fl_test_sh(&q, "sqlite3 %s/fl.db \"SELECT error FROM faults WHERE kind='corrupt'\"", fl_test_dir());
-    FL_ASSERT_MSG(q && strstr(q, "host a: corrupt: no file matches 'train_logs/model.ckpt-*.data-*' in its workdir ("),
+    fl_test_sh(&q, "sqlite3 %s/fl.db \"SELECT error FROM faults WHERE kind='corrupt'\"",
+               fl_test_dir());
+    FL_ASSERT_MSG(q && strstr(q, "host a: corrupt: no file matches "
+                                 "'train_logs/model.ckpt-*.data-*' in its workdir ("),
                   "error row: %s", q ? q : "");
     free(out);
     free(q);
@@ -66,9 +74,11 @@ FL_TEST_ROOT_T(faults_at_rest, psrt_robust_restores_from_other_copy, 90)
 {
     require_psrt();
     fl_test_scenario_passes("disk-corrupt-robust.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='corrupt' AND target='ps0' "
-                        "AND detail LIKE 'path=train_logs/ps0/model.ckpt-*.data-* bytes=16: "
-                        "train_logs/ps0/model.ckpt-%.data-00000-of-00001@%' AND error IS NULL"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE kind='corrupt' AND target='ps0' "
+                     "AND detail LIKE 'path=train_logs/ps0/model.ckpt-*.data-* bytes=16: "
+                     "train_logs/ps0/model.ckpt-%.data-00000-of-00001@%' AND error IS NULL"),
+                 1);
 }
 
 /* legacy: the one copy corrupted: the relaunched chief's restore fails with

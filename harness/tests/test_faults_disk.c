@@ -31,9 +31,12 @@ FL_TEST_ROOT_T(faults_disk, write_enospc_on_target_host_only, 60)
 {
     require_setup();
     fl_test_scenario_passes("disk-write.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
-                        "AND detail='call=write errno=ENOSPC for=1000ms' AND error IS NULL"), 1);
-    int held = fl_test_scenario_db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='disk'");
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
+                     "AND detail='call=write errno=ENOSPC for=1000ms' AND error IS NULL"),
+                 1);
+    int held =
+        fl_test_scenario_db_int("SELECT healed_ms - applied_ms FROM faults WHERE kind='disk'");
     FL_ASSERT_GE(held, 1000);
     FL_ASSERT_LT(held, 1500);
 }
@@ -68,9 +71,11 @@ FL_TEST_ROOT_T(faults_disk, psrt_point_fails_robust_save, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("disk-psrt-point.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='ps0' "
-                        "AND detail='point=psrt/save/shard_write errno=ENOSPC' AND error IS NULL "
-                        "AND healed_ms IS NULL"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE kind='disk' AND target='ps0' "
+                     "AND detail='point=psrt/save/shard_write errno=ENOSPC' AND error IS NULL "
+                     "AND healed_ms IS NULL"),
+                 1);
 }
 
 static void require_probe(void)
@@ -86,7 +91,8 @@ static int io_tenths(const char *phase)
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT CAST(ROUND(CAST(substr(attrs, 4) AS REAL) * 10) AS INTEGER) FROM events "
-             "WHERE kind='io.%s' AND host='a'", phase);
+             "WHERE kind='io.%s' AND host='a'",
+             phase);
     return fl_test_scenario_db_int(sql);
 }
 
@@ -98,15 +104,17 @@ FL_TEST_ROOT_T(faults_disk, fsync_delay_slows_target_host_only, 60)
     require_probe();
     fl_test_scenario_passes("disk-slow.yaml");
     int before = io_tenths("before"), during = io_tenths("during"), after = io_tenths("after");
-    printf("fsync avg: before %.1f ms, during %.1f ms, after %.1f ms\n", before / 10.0, during / 10.0,
-                after / 10.0);
+    printf("fsync avg: before %.1f ms, during %.1f ms, after %.1f ms\n", before / 10.0,
+           during / 10.0, after / 10.0);
     FL_ASSERT_LT(before, 100);
-    FL_ASSERT_GE(during - before, 490);         /* the delay, per call */
+    FL_ASSERT_GE(during - before, 490); /* the delay, per call */
     FL_ASSERT_LT(during - before, 800);
     FL_ASSERT_LT(after, 100);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
-                        "AND detail='call=fsync delay=50ms for=1500ms' AND error IS NULL "
-                        "AND healed_ms IS NOT NULL"), 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
+                                "AND detail='call=fsync delay=50ms for=1500ms' AND error IS NULL "
+                                "AND healed_ms IS NOT NULL"),
+        1);
 }
 
 /* call: write, short: 1K on host a: one write() of 10000 bytes writes
@@ -116,8 +124,10 @@ FL_TEST_ROOT_T(faults_disk, short_write_truncates_careless_writer, 60)
 {
     require_probe();
     fl_test_scenario_passes("disk-short.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
-                        "AND detail='call=write short=1024B' AND error IS NULL"), 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' AND target='a' "
+                                "AND detail='call=write short=1024B' AND error IS NULL"),
+        1);
 }
 
 /* call: write, short: 1000 on psrt's ps and chief from the start (softmax:
@@ -131,6 +141,7 @@ FL_TEST_ROOT_T(faults_disk, psrt_saves_survive_short_writes, 90)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("disk-short-psrt.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='disk' "
-                        "AND detail='call=write short=1000B' AND error IS NULL"), 2);
+                                         "AND detail='call=write short=1000B' AND error IS NULL"),
+                 2);
     FL_ASSERT_GE(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done'"), 2);
 }

@@ -41,15 +41,17 @@ FL_TEST_ROOT_T(faults_durable, crash_loses_unsynced_writes, 90)
     if (access("/usr/bin/python3", X_OK) != 0)
         FL_SKIP("needs python3");
     fl_test_scenario_passes("unsynced-writes.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int(
-                     "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
-                     "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND f.error IS NULL "
-                     "AND f.detail = 'for=100ms unsynced=lose: 4 entries lost, 2 files rolled back, "
-                     "0 entries back, 16 bytes unsynced: -a.txt -b.txt ~e.txt 12->5 ~h.txt 1->0 -sub/'"),
-                 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int(
-                     "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
-                     "WHERE r.variant = 'unsynced=keep' AND f.detail = 'for=100ms'"), 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
+            "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND f.error IS NULL "
+            "AND f.detail = 'for=100ms unsynced=lose: 4 entries lost, 2 files rolled back, "
+            "0 entries back, 16 bytes unsynced: -a.txt -b.txt ~e.txt 12->5 ~h.txt 1->0 -sub/'"),
+        1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
+                                "WHERE r.variant = 'unsynced=keep' AND f.detail = 'for=100ms'"),
+        1);
 }
 
 /* truncate: and corrupt: at rest change the synced copy too: they survive
@@ -59,10 +61,12 @@ FL_TEST_ROOT_T(faults_durable, crash_keeps_changes_at_rest, 60)
 {
     require_setup();
     fl_test_scenario_passes("unsynced-at-rest.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int(
-                     "SELECT count(*) FROM faults WHERE kind = 'crash_host' AND detail LIKE "
-                     "'for=100ms unsynced=lose: 2 entries lost, 0 files rolled back, 0 entries back, "
-                     "% bytes unsynced: -bg.log -notes.txt'"), 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM faults WHERE kind = 'crash_host' AND detail LIKE "
+            "'for=100ms unsynced=lose: 2 entries lost, 0 files rolled back, 0 entries back, "
+            "% bytes unsynced: -bg.log -notes.txt'"),
+        1);
 }
 
 /* An fsync that fails (a disk: fault on fsync, libfiu's preload after
@@ -88,7 +92,8 @@ FL_TEST_ROOT_T(faults_durable, robust_ps_crash_keeps_reported, 90)
     FL_ASSERT_EQ(fl_test_scenario_db_int(
                      "SELECT count(*) FROM faults WHERE kind = 'crash_host' AND target = 'ps1' AND "
                      "error IS NULL AND detail LIKE 'for=100ms unsynced=lose: 0 entries lost, "
-                     "0 files rolled back, %'"), 1);
+                     "0 files rolled back, %'"),
+                 1);
 }
 
 /* The same crash of ps1 while the chief's host is replaced (its disk
@@ -120,7 +125,8 @@ FL_TEST_ROOT_T(faults_durable, robust_chief_crash_keeps_reported, 90)
     FL_ASSERT_EQ(fl_test_scenario_db_int(
                      "SELECT count(*) FROM faults WHERE kind = 'crash_host' AND target = 'w0' AND "
                      "error IS NULL AND detail LIKE 'for=100ms unsynced=lose: 0 entries lost, "
-                     "0 files rolled back, %'"), 1);
+                     "0 files rolled back, %'"),
+                 1);
 }
 
 /* psrt legacy (TensorFlow 1.x: no fsync): a crash of the chief's machine
@@ -135,7 +141,8 @@ FL_TEST_ROOT_T(faults_durable, legacy_chief_crash_starts_over, 90)
                      "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
                      "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND "
                      "f.detail LIKE 'for=100ms unsynced=lose: 6 entries lost, 0 files rolled back, "
-                     "0 entries back, % bytes unsynced: -train_logs/'"), 1);
+                     "0 entries back, % bytes unsynced: -train_logs/'"),
+                 1);
 }
 
 /* Paths under dir whose name is durable or fl_sync_preload.so. */
@@ -215,16 +222,17 @@ FL_TEST_ROOT_T(faults_durable, nothing_left_behind, 90)
     fclose(f);
     snprintf(out, sizeof out, "%s/o1", fl_test_dir());
     char *o = NULL;
-    int rc = fl_test_sh(&o, "%s run -q --out %s --no-db %s 2>&1", fl_test_bin("faultline"), out, path);
-    FL_ASSERT_MSG(rc == 1 && o && strstr(o, "FAIL") && strstr(o, "host h crashed"), "exit %d: %s", rc,
-                  o ? o : "");
+    int rc =
+        fl_test_sh(&o, "%s run -q --out %s --no-db %s 2>&1", fl_test_bin("faultline"), out, path);
+    FL_ASSERT_MSG(rc == 1 && o && strstr(o, "FAIL") && strstr(o, "host h crashed"), "exit %d: %s",
+                  rc, o ? o : "");
     free(o);
     char logs[4200];
     snprintf(logs, sizeof logs, "%s/runs", out);
     FL_ASSERT_EQ(count_layer_files(logs), 0);
     o = NULL;
     fl_test_sh(&o, "ls %s/runs/*/logs/ | wc -l", out);
-    FL_ASSERT_MSG(o && atoi(o) == 2, "logs kept: %s", o ? o : "");   /* gen 0 and 1 */
+    FL_ASSERT_MSG(o && atoi(o) == 2, "logs kept: %s", o ? o : ""); /* gen 0 and 1 */
     free(o);
 
     /* passes with --keep: the disk is kept, the store is not */
@@ -236,7 +244,8 @@ FL_TEST_ROOT_T(faults_durable, nothing_left_behind, 90)
     fclose(f);
     snprintf(out, sizeof out, "%s/o2", fl_test_dir());
     o = NULL;
-    rc = fl_test_sh(&o, "%s run -q --keep --out %s --no-db %s 2>&1", fl_test_bin("faultline"), out, path);
+    rc = fl_test_sh(&o, "%s run -q --keep --out %s --no-db %s 2>&1", fl_test_bin("faultline"), out,
+                    path);
     FL_ASSERT_MSG(rc == 0, "exit %d: %s", rc, o ? o : "");
     free(o);
     snprintf(logs, sizeof logs, "%s/runs", out);
@@ -249,7 +258,7 @@ FL_TEST_ROOT_T(faults_durable, nothing_left_behind, 90)
     /* killed while its host is tracked: gc removes the rest */
     struct up_ctx u = {0};
     snprintf(u.runs, sizeof u.runs, "%s/o3/runs", fl_test_dir());
-    snprintf(text, sizeof text, scn, "at: 29s", "never");     /* the crash never comes */
+    snprintf(text, sizeof text, scn, "at: 29s", "never"); /* the crash never comes */
     snprintf(path, sizeof path, "%s/long.yaml", fl_test_dir());
     f = fopen(path, "w");
     FL_REQUIRE(f);
@@ -269,8 +278,8 @@ FL_TEST_ROOT_T(faults_durable, nothing_left_behind, 90)
     FL_REQUIRE_MSG(fl_test_wait_until(task_up, &u, 20000), "the run did not come up");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    FL_ASSERT_MSG(fl_test_wait_until(run_gone, &u, 5000), "processes of run %s outlived the harness",
-                  u.run_id);
+    FL_ASSERT_MSG(fl_test_wait_until(run_gone, &u, 5000),
+                  "processes of run %s outlived the harness", u.run_id);
     /* the store lived on the run's tmpfs, in the harness's mount namespace */
     FL_ASSERT_EQ(count_layer_files(u.dir), 0);
     o = NULL;
@@ -290,8 +299,9 @@ FL_TEST_ROOT_T(faults_durable, relaunch_after_pause_of_crashed_task, 90)
 {
     require_setup();
     char *out = NULL;
-    int rc = fl_test_sh(&out, "timeout -s KILL 40 %s run -q --out %s/o --no-db "
-                              "%s/harness/tests/scenarios/pause-after-crash.yaml 2>&1",
+    int rc = fl_test_sh(&out,
+                        "timeout -s KILL 40 %s run -q --out %s/o --no-db "
+                        "%s/harness/tests/scenarios/pause-after-crash.yaml 2>&1",
                         fl_test_bin("faultline"), fl_test_dir(), fl_test_root());
     if (rc != 0)
         fl_test_sh(NULL, "%s gc --out %s/o", fl_test_bin("faultline"), fl_test_dir());

@@ -36,7 +36,10 @@ FL_TEST(faults_kinds, list_names_every_kind_once)
     fl_fault_kind_list(buf, sizeof buf, " or ");
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
         snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s",
-                 k == 1 ? "" : k == FL_SCN_ACT_COUNT - 1 ? " or " : ", ", fl_fault_kinds[k]->name);
+                 k == 1                      ? ""
+                 : k == FL_SCN_ACT_COUNT - 1 ? " or "
+                                             : ", ",
+                 fl_fault_kinds[k]->name);
     FL_ASSERT_STREQ(buf, want);
     /* the kinds a scenario file has always had, in the order of the docs */
     FL_ASSERT(strstr(buf, "kill, pause, restart, replace, crash_host, partition, limit, disk, "

@@ -37,9 +37,10 @@ FL_TEST_ROOT(faults_limit, fds_reach_running_process_and_lift)
     if (system("python3 -c '' 2>/dev/null") != 0)
         FL_SKIP("needs python3 for the probe");
     fl_test_scenario_passes("limit-fds.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='limit' AND "
-                                         "detail LIKE 'fds=32 for=1000ms%' AND healed_ms IS NOT NULL"),
-                 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE kind='limit' AND "
+                                "detail LIKE 'fds=32 for=1000ms%' AND healed_ms IS NOT NULL"),
+        1);
 }
 
 /* Entries of dir that are directories (cgroups), -1 when dir is missing. */
@@ -72,8 +73,8 @@ FL_TEST_ROOT(faults_limit, memory_oom_kills_only_on_limited_host)
     /* the run's memory cgroup is gone (another checkout's runs may have
      * theirs there: no more than before) */
     int after = subdirs(root);
-    FL_ASSERT_MSG(after <= (before < 0 ? 0 : before), "%s: %d cgroups before the run, %d after", root,
-                  before, after);
+    FL_ASSERT_MSG(after <= (before < 0 ? 0 : before), "%s: %d cgroups before the run, %d after",
+                  root, before, after);
 }
 
 FL_TEST_ROOT(faults_limit, psrt_ps_out_of_fds_then_accepts)

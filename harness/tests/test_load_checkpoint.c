@@ -15,15 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEAD                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, ps1, w0, w1]\n"                                              \
-    "cluster:\n"                                                               \
-    "  ps: [ps0, ps1]\n"                                                       \
-    "  worker: [w0, w1]\n"                                                     \
-    "run:\n"                                                                   \
-    "  command: \"sleep 1\"\n"                                                 \
-    "variants:\n"                                                              \
+#define HEAD                      \
+    "name: t\n"                   \
+    "hosts: [ps0, ps1, w0, w1]\n" \
+    "cluster:\n"                  \
+    "  ps: [ps0, ps1]\n"          \
+    "  worker: [w0, w1]\n"        \
+    "run:\n"                      \
+    "  command: \"sleep 1\"\n"    \
+    "variants:\n"                 \
     "  protocol: [legacy, robust]\n"
 
 static struct fl_scenario *load(const char *text, char *err, size_t len, int *rc)
@@ -35,23 +35,22 @@ static struct fl_scenario *load(const char *text, char *err, size_t len, int *rc
 
 FL_TEST(load_checkpoint, checkpoint_mapping_and_list_load_every_field)
 {
-    const char *text = HEAD
-        "expect:\n"
-        "  robust:\n"
-        "    checkpoint:\n"
-        "      host: chief\n"
-        "      dir: train_logs\n"
-        "      verify: true\n"
-        "      restorable: yes\n"
-        "      copies:\n"
-        "        - {host: ps0, dir: train_logs/ps0}\n"
-        "        - {host: \"ps:1\", prefix: /tmp/x/model.ckpt-3}\n"
-        "      latest_step: last_reported\n"
-        "      restores_latest: true\n"
-        "  legacy:\n"
-        "    checkpoint:\n"
-        "      - {host: ps1, prefix: train_logs/model.ckpt-300, verify: true}\n"
-        "      - {host: w1, dir: logs, latest_step: 300}\n";
+    const char *text = HEAD "expect:\n"
+                            "  robust:\n"
+                            "    checkpoint:\n"
+                            "      host: chief\n"
+                            "      dir: train_logs\n"
+                            "      verify: true\n"
+                            "      restorable: yes\n"
+                            "      copies:\n"
+                            "        - {host: ps0, dir: train_logs/ps0}\n"
+                            "        - {host: \"ps:1\", prefix: /tmp/x/model.ckpt-3}\n"
+                            "      latest_step: last_reported\n"
+                            "      restores_latest: true\n"
+                            "  legacy:\n"
+                            "    checkpoint:\n"
+                            "      - {host: ps1, prefix: train_logs/model.ckpt-300, verify: true}\n"
+                            "      - {host: w1, dir: logs, latest_step: 300}\n";
     char err[1024] = "";
     int rc;
     struct fl_scenario *s = load(text, err, sizeof err, &rc);
@@ -116,8 +115,8 @@ FL_TEST(load_checkpoint, checkpoint_limits_are_errors_not_truncation)
     char longp[400];
     memset(longp, 'a', sizeof longp - 1);
     longp[sizeof longp - 1] = 0;
-    snprintf(text, sizeof text, HEAD "expect:\n  all:\n    checkpoint: {host: w0, dir: %s, verify: true}\n",
-             longp);
+    snprintf(text, sizeof text,
+             HEAD "expect:\n  all:\n    checkpoint: {host: w0, dir: %s, verify: true}\n", longp);
     s = load(text, err, sizeof err, &rc);
     FL_ASSERT_EQ(rc, -EINVAL);
     FL_ASSERT_STREQ(err, "s.yaml:12:33: checkpoint 'dir' is longer than 255 characters");
@@ -130,8 +129,9 @@ FL_TEST(load_checkpoint, checkpoint_is_not_a_selector_and_suggested_as_target)
     struct fl_scenario *s = load(HEAD "expect:\n  checkpoint: {host: w0}\n", err, sizeof err, &rc);
     FL_ASSERT_EQ(rc, -EINVAL);
     FL_ASSERT(s == NULL);
-    FL_ASSERT_STREQ(err, "s.yaml:11:3: 'checkpoint' is a target, not a variant selector: write all: "
-                         "{checkpoint: ...}");
+    FL_ASSERT_STREQ(err,
+                    "s.yaml:11:3: 'checkpoint' is a target, not a variant selector: write all: "
+                    "{checkpoint: ...}");
     s = load(HEAD "expect:\n  all:\n    chekpoint: {host: w0}\n", err, sizeof err, &rc);
     FL_ASSERT_EQ(rc, -EINVAL);
     FL_ASSERT_STREQ(err, "s.yaml:12:5: unknown expectation target 'chekpoint' (did you mean "

@@ -10,13 +10,13 @@
 
 #include <errno.h>
 
-#define BASE                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, ps1, w0]\n"                                                  \
-    "cluster:\n"                                                               \
-    "  ps: [ps0, ps1]\n"                                                       \
-    "  worker: [w0]\n"                                                         \
-    "run:\n"                                                                   \
+#define BASE                  \
+    "name: t\n"               \
+    "hosts: [ps0, ps1, w0]\n" \
+    "cluster:\n"              \
+    "  ps: [ps0, ps1]\n"      \
+    "  worker: [w0]\n"        \
+    "run:\n"                  \
     "  command: \"sleep 1\"\n"
 
 static struct fl_scenario *load(const char *text)
@@ -30,10 +30,13 @@ static struct fl_scenario *load(const char *text)
 
 FL_TEST(load_disk, load_call_point_errno_probability)
 {
-    struct fl_scenario *s = load(BASE "faults:\n"
-                                 "  - {at: 1s, disk: {host: ps1, call: write, errno: ENOSPC, probability: 50%}, for: 2s}\n"
-                                 "  - {at: 1s, disk: {host: \"ps:0\", point: psrt/save/shard_write}}\n"
-                                 "  - {at: 1s, disk: {host: chief, call: posix/io/sync/fsync, errno: 5, probability: 0.25}}\n");
+    struct fl_scenario *s = load(
+        BASE
+        "faults:\n"
+        "  - {at: 1s, disk: {host: ps1, call: write, errno: ENOSPC, probability: 50%}, for: 2s}\n"
+        "  - {at: 1s, disk: {host: \"ps:0\", point: psrt/save/shard_write}}\n"
+        "  - {at: 1s, disk: {host: chief, call: posix/io/sync/fsync, errno: 5, probability: "
+        "0.25}}\n");
     FL_REQUIRE_EQ(s->n_faults, 3);
     const struct fl_scn_action *a = &s->faults[0].action;
     FL_ASSERT_EQ(a->kind, FL_SCN_ACT_DISK);
@@ -48,11 +51,11 @@ FL_TEST(load_disk, load_call_point_errno_probability)
     FL_ASSERT_EQ(a->target.kind, FL_SCN_TGT_TASK);
     FL_ASSERT_STREQ(a->disk.call, "");
     FL_ASSERT_STREQ(a->disk.point, "psrt/save/shard_write");
-    FL_ASSERT_EQ(a->disk.err, EIO);             /* the default */
+    FL_ASSERT_EQ(a->disk.err, EIO); /* the default */
     FL_ASSERT(a->disk.probability == 1);
     a = &s->faults[2].action;
     FL_ASSERT_EQ(a->target.task, s->chief_task);
-    FL_ASSERT_STREQ(a->disk.call, "fsync");     /* a point name is taken as its call */
+    FL_ASSERT_STREQ(a->disk.call, "fsync"); /* a point name is taken as its call */
     FL_ASSERT_EQ(a->disk.err, 5);
     FL_ASSERT(a->disk.probability > 0.249 && a->disk.probability < 0.251);
     FL_ASSERT_STREQ(fl_scn_action_kind_name(a->kind), "disk");
@@ -62,10 +65,12 @@ FL_TEST(load_disk, load_call_point_errno_probability)
 
 FL_TEST(load_disk, load_delay_and_short)
 {
-    struct fl_scenario *s = load(BASE "faults:\n"
-                                 "  - {at: 1s, disk: {host: ps1, call: fsync, delay: 50ms, probability: 10%}, for: 2s}\n"
-                                 "  - {at: 1s, disk: {host: ps0, call: write, short: 1K}}\n"
-                                 "  - {at: 1s, disk: {host: w0, call: pwrite, short: 12.5%}}\n");
+    struct fl_scenario *s = load(
+        BASE
+        "faults:\n"
+        "  - {at: 1s, disk: {host: ps1, call: fsync, delay: 50ms, probability: 10%}, for: 2s}\n"
+        "  - {at: 1s, disk: {host: ps0, call: write, short: 1K}}\n"
+        "  - {at: 1s, disk: {host: w0, call: pwrite, short: 12.5%}}\n");
     FL_REQUIRE_EQ(s->n_faults, 3);
     const struct fl_scn_disk *d = &s->faults[0].action.disk;
     FL_ASSERT_STREQ(d->call, "fsync");

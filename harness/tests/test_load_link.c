@@ -25,12 +25,12 @@ static struct fl_scenario *load(const char *faults)
 
 FL_TEST(load_link, load_scopes_loss_and_rate)
 {
-    struct fl_scenario *s = load(
-        "  - {at: 1s, link: {hosts: [a, b, c], loss: 30%}, for: 2s}\n"
-        "  - {at: 1s, link: {from: [a], to: [b, c], loss: 0.5%, rate: 10mbit}}\n"
-        "  - {at: 1s, link: {from: c, to: a, rate: 1.5mbps}}\n"
-        "  - {at: 1s, link: {host: 'x:1', loss: 100%}}\n"
-        "  - {at: 1s, link: {hosts: [a, b], rate: 500Kbit}}\n");
+    struct fl_scenario *s =
+        load("  - {at: 1s, link: {hosts: [a, b, c], loss: 30%}, for: 2s}\n"
+             "  - {at: 1s, link: {from: [a], to: [b, c], loss: 0.5%, rate: 10mbit}}\n"
+             "  - {at: 1s, link: {from: c, to: a, rate: 1.5mbps}}\n"
+             "  - {at: 1s, link: {host: 'x:1', loss: 100%}}\n"
+             "  - {at: 1s, link: {hosts: [a, b], rate: 500Kbit}}\n");
     FL_REQUIRE_EQ(s->n_faults, 5);
     const struct fl_scn_action *a = &s->faults[0].action;
     FL_ASSERT_EQ(a->kind, FL_SCN_ACT_LINK);
@@ -49,7 +49,7 @@ FL_TEST(load_link, load_scopes_loss_and_rate)
     FL_ASSERT_EQ(s->faults[2].action.link.rate_bit, 12000000);
     a = &s->faults[3].action;
     FL_ASSERT_EQ(a->link.scope, FL_SCN_LINK_HOST);
-    FL_ASSERT_EQ(a->host, 1);           /* x:1 runs on b */
+    FL_ASSERT_EQ(a->host, 1); /* x:1 runs on b */
     FL_ASSERT_EQ(a->link.loss_bp, 10000);
     FL_ASSERT_EQ(s->faults[4].action.link.rate_bit, 500000);
     fl_scenario_free(s);
@@ -57,9 +57,8 @@ FL_TEST(load_link, load_scopes_loss_and_rate)
 
 FL_TEST(load_link, load_down_and_flap)
 {
-    struct fl_scenario *s = load(
-        "  - {at: 1s, link: {host: a, down: true}, for: 1s}\n"
-        "  - {at: 1s, link: {host: chief, flap: {period: 200ms}}}\n");
+    struct fl_scenario *s = load("  - {at: 1s, link: {host: a, down: true}, for: 1s}\n"
+                                 "  - {at: 1s, link: {host: chief, flap: {period: 200ms}}}\n");
     FL_ASSERT(s->faults[0].action.link.down);
     FL_ASSERT_EQ(s->faults[0].action.link.flap_ms, 0);
     FL_ASSERT_EQ(s->faults[1].action.link.scope, FL_SCN_LINK_HOST);
@@ -70,18 +69,19 @@ FL_TEST(load_link, load_down_and_flap)
 
 FL_TEST(load_link, load_emulator_keys)
 {
-    struct fl_scenario *s = load(
-        "  - {at: 1s, link: {from: a, to: b, delay: 20ms, jitter: 5ms, loss: 1%}}\n"
-        "  - {at: 1s, link: {hosts: [a, b], delay: 10ms, reorder: 25%, duplicate: 0.5%, corrupt: 1%}}\n"
-        "  - {at: 1s, link: {host: c, loss: {p: 5%, burst: 3}}, for: 1s}\n"
-        "  - {at: 1s, link: {from: a, to: c, delay: 0ms, rate: 10mbit}}\n");
+    struct fl_scenario *s =
+        load("  - {at: 1s, link: {from: a, to: b, delay: 20ms, jitter: 5ms, loss: 1%}}\n"
+             "  - {at: 1s, link: {hosts: [a, b], delay: 10ms, reorder: 25%, duplicate: 0.5%, "
+             "corrupt: 1%}}\n"
+             "  - {at: 1s, link: {host: c, loss: {p: 5%, burst: 3}}, for: 1s}\n"
+             "  - {at: 1s, link: {from: a, to: c, delay: 0ms, rate: 10mbit}}\n");
     FL_REQUIRE_EQ(s->n_faults, 4);
     const struct fl_scn_link *lk = &s->faults[0].action.link;
     FL_ASSERT(lk->emu);
     FL_ASSERT_EQ(lk->delay_ms, 20);
     FL_ASSERT_EQ(lk->jitter_ms, 5);
     FL_ASSERT_EQ(lk->loss_bp, 100);
-    FL_ASSERT_EQ(lk->burst, 0);         /* plain loss: nft, not the emulator */
+    FL_ASSERT_EQ(lk->burst, 0); /* plain loss: nft, not the emulator */
     lk = &s->faults[1].action.link;
     FL_ASSERT_EQ(lk->scope, FL_SCN_LINK_BETWEEN);
     FL_ASSERT_EQ(lk->reorder_bp, 2500);

@@ -26,13 +26,13 @@ static void expect_error(const char *text, const char *msg)
     fl_scenario_free(s);
 }
 
-#define BASE                                                                   \
-    "name: t\n"                                                                \
-    "hosts: [ps0, ps1, w0, w1]\n"                                              \
-    "cluster:\n"                                                               \
-    "  ps: [ps0, ps1]\n"                                                       \
-    "  worker: [w0, w1]\n"                                                     \
-    "run:\n"                                                                   \
+#define BASE                      \
+    "name: t\n"                   \
+    "hosts: [ps0, ps1, w0, w1]\n" \
+    "cluster:\n"                  \
+    "  ps: [ps0, ps1]\n"          \
+    "  worker: [w0, w1]\n"        \
+    "run:\n"                      \
     "  command: \"sleep 1\"\n"
 
 /* BASE is 7 lines: what follows starts on line 8. */
@@ -189,7 +189,7 @@ FL_TEST(load_scenario, load_full_faults)
     FL_ASSERT_EQ(f[7].action.kind, FL_SCN_ACT_RESTART);
     FL_ASSERT_EQ(f[7].action.host, 0);
     FL_ASSERT_EQ(f[8].action.kind, FL_SCN_ACT_REPLACE);
-    FL_ASSERT_EQ(f[8].action.host, 1);          /* "ps:1" names its host */
+    FL_ASSERT_EQ(f[8].action.host, 1); /* "ps:1" names its host */
     FL_ASSERT_EQ(f[8].action.target.task, 1);
     FL_ASSERT_EQ(f[9].action.kind, FL_SCN_ACT_LIMIT);
     FL_ASSERT_EQ(f[9].action.host, 2);
@@ -206,7 +206,8 @@ FL_TEST(load_scenario, load_full_fault_variants_apply)
     /* 2 x 3 variants: protocol slowest, threads fastest. */
     FL_REQUIRE_EQ(fl_scn_variant_count(s), 6);
     FL_ASSERT_STREQ(fl_scn_variant_name(s, 0, name, sizeof name), "protocol=legacy,threads=pool");
-    FL_ASSERT_STREQ(fl_scn_variant_name(s, 4, name, sizeof name), "protocol=robust,threads=per_request");
+    FL_ASSERT_STREQ(fl_scn_variant_name(s, 4, name, sizeof name),
+                    "protocol=robust,threads=per_request");
     /* f[5]: variant: legacy -> 0,1,2 */
     for (size_t v = 0; v < 6; v++)
         FL_ASSERT_EQ(fl_scn_fault_applies(s, &s->faults[5], v), v < 3);
@@ -253,7 +254,7 @@ FL_TEST(load_scenario, load_full_expectations)
     FL_ASSERT_EQ(x[1].events[0].min, 1);
     FL_ASSERT_EQ(x[1].events[0].max, -1);
     FL_ASSERT_EQ(x[1].events[1].host, -1);
-    FL_ASSERT_EQ(x[1].events[1].min, 0);      /* only max given */
+    FL_ASSERT_EQ(x[1].events[1].min, 0); /* only max given */
     FL_ASSERT_EQ(x[1].events[1].max, 0);
     FL_ASSERT_EQ(x[1].events[2].job, 0);
     FL_ASSERT_EQ(x[1].events[2].min, 2);
@@ -285,7 +286,7 @@ FL_TEST(load_scenario, load_full_expectations)
     FL_ASSERT(!fl_scn_check_covers(s, &x[0].checks[0], 3));
     FL_ASSERT(fl_scn_check_covers(s, &x[0].checks[1], 1));
     FL_ASSERT(!fl_scn_check_covers(s, &x[0].checks[1], 2));
-    FL_ASSERT(fl_scn_check_covers(s, &x[2].checks[1], 3));   /* w1 runs worker:1 */
+    FL_ASSERT(fl_scn_check_covers(s, &x[2].checks[1], 3)); /* w1 runs worker:1 */
     FL_ASSERT(!fl_scn_check_covers(s, &x[2].checks[1], 4));
     fl_scenario_free(s);
 }
@@ -354,7 +355,7 @@ FL_TEST(load_scenario, load_invalid_files_report_exact_place_and_message)
     FL_REQUIRE_EQ(fl_scenario_list(".", &list, &n, err, sizeof err), 0);
     FL_REQUIRE_GE(n, 60);
     for (size_t i = 0; i < n; i++) {
-        const char *name = list[i] + 2;     /* "./x.yaml" */
+        const char *name = list[i] + 2; /* "./x.yaml" */
         char want[1024] = "", *nl;
         FILE *f = fopen(name, "r");
         FL_REQUIRE(f != NULL);
@@ -363,7 +364,8 @@ FL_TEST(load_scenario, load_invalid_files_report_exact_place_and_message)
         fclose(f);
         if ((nl = strchr(want, '\n')))
             *nl = 0;
-        FL_REQUIRE_MSG(strncmp(want, "# expect: ", 10) == 0, "%s: first line is not '# expect: ...'", name);
+        FL_REQUIRE_MSG(strncmp(want, "# expect: ", 10) == 0,
+                       "%s: first line is not '# expect: ...'", name);
         struct fl_scenario *s = NULL;
         err[0] = 0;
         int rc = fl_scenario_load(name, &s, err, sizeof err);
@@ -395,7 +397,8 @@ FL_TEST(load_scenario, load_error_too_many_hosts)
     for (int i = 0; i <= FL_SCN_MAX_HOSTS; i++)
         n += (size_t)snprintf(text + n, cap - n, "%sh%d", i ? "," : "", i);
     n += (size_t)snprintf(text + n, cap - n, "]\ncluster: {ps: [h0]}\nrun: {command: x}\n");
-    expect_error(text, "s.yaml:2:8: too many hosts (1024): a run has at most 1023, the ports of its network bridge");
+    expect_error(text, "s.yaml:2:8: too many hosts (1024): a run has at most 1023, the ports of "
+                       "its network bridge");
     /* one fewer loads */
     char *last = strstr(text, ",h1023]");
     FL_REQUIRE(last != NULL);
@@ -410,7 +413,8 @@ FL_TEST(load_scenario, load_error_too_many_hosts)
 
 FL_TEST(load_scenario, load_error_empty_buffer)
 {
-    expect_error("", "s.yaml:1:1: empty scenario (expected a mapping with name, hosts, cluster and run)");
+    expect_error(
+        "", "s.yaml:1:1: empty scenario (expected a mapping with name, hosts, cluster and run)");
 }
 
 FL_TEST(load_scenario, load_error_nul_byte)
@@ -418,7 +422,8 @@ FL_TEST(load_scenario, load_error_nul_byte)
     char err[256];
     struct fl_scenario *s = NULL;
     static const char text[] = "name: t\nab\0c\n";
-    FL_ASSERT_EQ(fl_scenario_load_mem("s.yaml", text, sizeof text - 1, &s, err, sizeof err), -EINVAL);
+    FL_ASSERT_EQ(fl_scenario_load_mem("s.yaml", text, sizeof text - 1, &s, err, sizeof err),
+                 -EINVAL);
     FL_ASSERT_STREQ(err, "s.yaml:2:3: the file contains a NUL byte (not a text file)");
 }
 
@@ -428,8 +433,9 @@ FL_TEST(load_scenario, load_error_unknown_key_suggests)
                  "s.yaml:9:14: unknown fault kind 'kil' (did you mean 'kill'?)");
     expect_error(BASE "faults:\n  - {at: 1s, crash: ps0}\n",
                  "s.yaml:9:14: unknown fault kind 'crash' (did you mean 'crash_host'?)");
-    expect_error(BASE "expect:\n  all:\n    chief: {exti: 0}\n",
-                 "s.yaml:10:13: unknown key 'exti' in expectations of 'chief' (did you mean 'exit'?)");
+    expect_error(
+        BASE "expect:\n  all:\n    chief: {exti: 0}\n",
+        "s.yaml:10:13: unknown key 'exti' in expectations of 'chief' (did you mean 'exit'?)");
     /* No close key: the valid ones are listed. */
     expect_error(BASE "shared:\n  - {path: x, hosts: [ps0], zzzzzz: 1}\n",
                  "s.yaml:9:29: unknown key 'zzzzzz' in shared entry (expected path, hosts)");
@@ -455,14 +461,20 @@ FL_TEST(load_scenario, load_error_regex_syntax_and_shape)
                  "s.yaml:10:24: bad regex in 'log_matches': Unmatched ( or \\(");
     /* Stacked repetitions are undefined in POSIX and explode in glibc. */
     expect_error(BASE "expect:\n  all:\n    all: {log_matches: 'a++'}\n",
-                 "s.yaml:10:24: bad regex in 'log_matches': stacked repetition operators (like 'a+*') are not supported");
+                 "s.yaml:10:24: bad regex in 'log_matches': stacked repetition operators (like "
+                 "'a+*') are not supported");
     expect_error(BASE "expect:\n  all:\n    all: {log_not_matches: '((a{99}){99}){99}'}\n",
-                 "s.yaml:10:28: bad regex in 'log_not_matches': too complex (nested repetitions expand too far)");
+                 "s.yaml:10:28: bad regex in 'log_not_matches': too complex (nested repetitions "
+                 "expand too far)");
     /* \d is rewritten to [0-9]; GNU \w, \s and \b work as in grep -E. */
     char err[512];
     struct fl_scenario *s = NULL;
-    FL_REQUIRE_EQ(load_str(BASE "expect:\n  all:\n    all: {log_matches: '^\\d{4}-\\d{2} \\w+\\s[[:digit:]\\d]\\b'}\n",
-                           &s, err, sizeof err), 0);
+    FL_REQUIRE_EQ(
+        load_str(
+            BASE
+            "expect:\n  all:\n    all: {log_matches: '^\\d{4}-\\d{2} \\w+\\s[[:digit:]\\d]\\b'}\n",
+            &s, err, sizeof err),
+        0);
     const regex_t *re = &s->expects[0].checks[0].log_matches.re;
     FL_ASSERT_EQ(regexec(re, "2024-05 step 7", 0, NULL, 0), 0);
     FL_ASSERT_NE(regexec(re, "2024-0x step 7", 0, NULL, 0), 0);
@@ -479,15 +491,17 @@ FL_TEST(load_scenario, load_error_template_columns)
     expect_error("name: t\nhosts: [a]\ncluster: {x: [a]}\nrun:\n  command: \"{{nope}} {nope}\"\n",
                  "s.yaml:5:22: unknown placeholder '{nope}'");
     /* Literal block: the line inside the block. */
-    expect_error("name: t\nhosts: [a]\ncluster: {x: [a]}\nrun:\n  command: |\n    a {job}\n    b {x_hots}\n",
-                 "s.yaml:7:7: unknown placeholder '{x_hots}' (did you mean '{x_hosts}'?)");
+    expect_error(
+        "name: t\nhosts: [a]\ncluster: {x: [a]}\nrun:\n  command: |\n    a {job}\n    b {x_hots}\n",
+        "s.yaml:7:7: unknown placeholder '{x_hots}' (did you mean '{x_hosts}'?)");
     /* {<job>_count} and variant keys are known. */
     char err[512];
     struct fl_scenario *s = NULL;
     FL_ASSERT_EQ(load_str("name: t\nhosts: [a]\ncluster: {x: [a]}\nvariants: {mode: [m1]}\n"
                           "run: {command: 'echo {x_count} {x_hosts} {mode} {run_id} {seed} {bin} "
                           "{scenario_dir} {workdir} {addr} {chief}'}\n",
-                          &s, err, sizeof err), 0);
+                          &s, err, sizeof err),
+                 0);
     fl_scenario_free(s);
 }
 
@@ -500,13 +514,15 @@ FL_TEST(load_scenario, load_error_hosts_and_jobs)
     expect_error("name: t\nhosts: [a]\ncluster: {x: a}\n",
                  "s.yaml:3:14: job 'x' must be a list, not 'a'");
     expect_error("name: t\nhosts: [a]\ncluster: {Bad: [a]}\n",
-                 "s.yaml:3:11: bad job name 'Bad' (lower-case letters, digits and '_', starting with a letter)");
+                 "s.yaml:3:11: bad job name 'Bad' (lower-case letters, digits and '_', starting "
+                 "with a letter)");
 }
 
 FL_TEST(load_scenario, load_error_link_jitter_needs_delay)
 {
-    expect_error(BASE "faults:\n  - {at: 1s, link: {from: w0, to: ps0, jitter: 5ms}}\n",
-                 "s.yaml:9:40: 'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
+    expect_error(
+        BASE "faults:\n  - {at: 1s, link: {from: w0, to: ps0, jitter: 5ms}}\n",
+        "s.yaml:9:40: 'jitter' varies a delay: set 'delay' too (e.g. delay: 20ms, jitter: 5ms)");
 }
 
 FL_TEST(load_scenario, load_error_missing_file)

@@ -70,9 +70,15 @@ static struct fl_rec_run *begin(struct fl_rec *rec, const char *run_id, const ch
 {
     struct fl_rec_run *run = NULL;
     struct fl_rec_run_info info = {
-        .run_id = run_id, .scenario = scenario, .scenario_file = "scenarios/x.yaml",
-        .variant = variant, .scenario_hash = "abc123", .seed = 42, .git_rev = rev,
-        .hostname = "testhost", .started_at_ms = started,
+        .run_id = run_id,
+        .scenario = scenario,
+        .scenario_file = "scenarios/x.yaml",
+        .variant = variant,
+        .scenario_hash = "abc123",
+        .seed = 42,
+        .git_rev = rev,
+        .hostname = "testhost",
+        .started_at_ms = started,
     };
     int rc = fl_rec_run_begin(rec, &info, &run);
     FL_REQUIRE_MSG(rc == 0, "fl_rec_run_begin(%s) = %d: %s", run_id, rc, fl_rec_errmsg(rec));
@@ -89,9 +95,9 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
     FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "2");
     FL_ASSERT_STREQ(q1(db, "PRAGMA journal_mode"), "wal");
     FL_ASSERT_STREQ(q1(db, "PRAGMA foreign_keys"), "1");
-    for (const char *const *t = (const char *const[]){"runs", "processes", "events", "faults",
-                                                       "checks", "ckpt_ops", "saves", "restores",
-                                                       "exports", NULL};
+    for (const char *const *t =
+             (const char *const[]){"runs", "processes", "events", "faults", "checks", "ckpt_ops",
+                                   "saves", "restores", "exports", NULL};
          *t; t++)
         FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", *t), "1");
     FL_ASSERT_STREQ(fl_rec_path(rec), path);
@@ -185,8 +191,8 @@ FL_TEST(record_db, run_roundtrip_all_tables)
 {
     struct fl_rec *rec = open_ok(db_path("r.db"), NULL);
     sqlite3 *db = fl_rec_db(rec);
-    struct fl_rec_run *run = begin(rec, "20261121-114203-ab12cd", "seed-001",
-                                   "protocol=legacy", "0123456789ab", 1763725323000);
+    struct fl_rec_run *run = begin(rec, "20261121-114203-ab12cd", "seed-001", "protocol=legacy",
+                                   "0123456789ab", 1763725323000);
     int64_t id = fl_rec_run_rowid(run);
     FL_ASSERT_STREQ(fl_rec_run_id(run), "20261121-114203-ab12cd");
     /* The running row is committed at once: another connection sees it. */
@@ -195,27 +201,44 @@ FL_TEST(record_db, run_roundtrip_all_tables)
     FL_ASSERT_STREQ(q1(other, "SELECT verdict FROM runs WHERE id = %lld", (long long)id),
                     "running");
 
-    int p0 = fl_rec_proc_start(run, &(struct fl_rec_proc){
-        .host = "ps0", .job = "ps", .task = 0, .pid = 101, .command = "psrt --job_name=ps",
-        .started_ms = 3, .log_path = "/run/x/ps0.log", .generation = 0});
-    int p1 = fl_rec_proc_start(run, &(struct fl_rec_proc){
-        .host = "w0", .job = "worker", .task = 0, .pid = 102, .command = "psrt --job_name=worker",
-        .started_ms = 4, .generation = 1});
+    int p0 = fl_rec_proc_start(run, &(struct fl_rec_proc){.host = "ps0",
+                                                          .job = "ps",
+                                                          .task = 0,
+                                                          .pid = 101,
+                                                          .command = "psrt --job_name=ps",
+                                                          .started_ms = 3,
+                                                          .log_path = "/run/x/ps0.log",
+                                                          .generation = 0});
+    int p1 = fl_rec_proc_start(run, &(struct fl_rec_proc){.host = "w0",
+                                                          .job = "worker",
+                                                          .task = 0,
+                                                          .pid = 102,
+                                                          .command = "psrt --job_name=worker",
+                                                          .started_ms = 4,
+                                                          .generation = 1});
     FL_ASSERT_EQ(p0, 0);
     FL_ASSERT_EQ(p1, 1);
     FL_ASSERT_EQ(fl_rec_event(run, 100, "w0", "worker", 0, "save.begin", "step=50", true), 0);
     FL_ASSERT_EQ(fl_rec_event(run, 120, "ps0", "ps", 0, "save.shard_written", "shard=0", false), 0);
     FL_ASSERT_EQ(fl_rec_event(run, 350, "w0", "worker", 0, "save.done",
-                              "step=50 prefix=./train_logs/model.ckpt-50", false), 0);
+                              "step=50 prefix=./train_logs/model.ckpt-50", false),
+                 0);
     FL_ASSERT_EQ(fl_rec_event(run, 400, "ps1", "ps", 1, "restore.failed",
                               "step=24 error=\"Unsuccessful TensorSliceReader constructor\"",
-                              false), 0);
-    FL_ASSERT_EQ(fl_rec_event(run, 500, "w0", "worker", 0, "export.begin", "prefix=model/1", false), 0);
-    int f0 = fl_rec_fault_applied(run, &(struct fl_rec_fault){
-        .index = 0, .kind = "kill", .target = "ps1", .detail = "signal=SIGKILL", .applied_ms = 200});
-    int f1 = fl_rec_fault_applied(run, &(struct fl_rec_fault){
-        .index = 1, .kind = "partition", .target = "[ps0,w0]|[ps1]", .applied_ms = 300,
-        .error = "nft: No such file"});
+                              false),
+                 0);
+    FL_ASSERT_EQ(fl_rec_event(run, 500, "w0", "worker", 0, "export.begin", "prefix=model/1", false),
+                 0);
+    int f0 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 0,
+                                                              .kind = "kill",
+                                                              .target = "ps1",
+                                                              .detail = "signal=SIGKILL",
+                                                              .applied_ms = 200});
+    int f1 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
+                                                              .kind = "partition",
+                                                              .target = "[ps0,w0]|[ps1]",
+                                                              .applied_ms = 300,
+                                                              .error = "nft: No such file"});
     FL_ASSERT_EQ(f0, 0);
     FL_ASSERT_EQ(f1, 1);
     FL_ASSERT_EQ(fl_rec_fault_healed(run, f1, 3300), 0);
@@ -223,14 +246,26 @@ FL_TEST(record_db, run_roundtrip_all_tables)
     FL_ASSERT_EQ(fl_rec_proc_end(run, p0, 900, -1, 9, true), 0);
     FL_ASSERT_EQ(fl_rec_proc_end(run, p1, 950, 0, 0, false), 0);
     FL_ASSERT_EQ(fl_rec_proc_end(run, 7, 950, 0, 0, false), -EINVAL);
-    FL_ASSERT_EQ(fl_rec_check(run, &(struct fl_rec_check){
-        .name = "fails_with", .target = "chief", .passed = true,
-        .expected = "NotFoundError", .observed = "NotFoundError: ./train_logs", .line = 27}), 0);
-    FL_ASSERT_EQ(fl_rec_check(run, &(struct fl_rec_check){
-        .name = "exit", .target = "ps:1", .passed = false, .expected = "0", .observed = "SIGKILL"}), 0);
-    FL_ASSERT_EQ(fl_rec_ckpt_op(run, &(struct fl_rec_ckpt_op){
-        .kind = "restore", .host = "checker", .step = 50, .outcome = "ok", .started_ms = -1,
-        .duration_ms = 12}), 0);
+    FL_ASSERT_EQ(fl_rec_check(run, &(struct fl_rec_check){.name = "fails_with",
+                                                          .target = "chief",
+                                                          .passed = true,
+                                                          .expected = "NotFoundError",
+                                                          .observed = "NotFoundError: ./train_logs",
+                                                          .line = 27}),
+                 0);
+    FL_ASSERT_EQ(fl_rec_check(run, &(struct fl_rec_check){.name = "exit",
+                                                          .target = "ps:1",
+                                                          .passed = false,
+                                                          .expected = "0",
+                                                          .observed = "SIGKILL"}),
+                 0);
+    FL_ASSERT_EQ(fl_rec_ckpt_op(run, &(struct fl_rec_ckpt_op){.kind = "restore",
+                                                              .host = "checker",
+                                                              .step = 50,
+                                                              .outcome = "ok",
+                                                              .started_ms = -1,
+                                                              .duration_ms = 12}),
+                 0);
     FL_ASSERT_EQ(fl_rec_ckpt_op(run, &(struct fl_rec_ckpt_op){.kind = "backup", .outcome = "ok"}),
                  -EINVAL);
     FL_ASSERT_EQ(fl_rec_run_end(run, "pass", "expected failure observed", 3200), 0);
@@ -241,11 +276,12 @@ FL_TEST(record_db, run_roundtrip_all_tables)
                            "started_at||'|'||duration_ms||'|'||verdict||'|'||reason FROM runs"),
                     "20261121-114203-ab12cd|seed-001|scenarios/x.yaml|protocol=legacy|abc123|42|"
                     "0123456789ab|testhost|1763725323000|3200|pass|expected failure observed");
-    FL_ASSERT_STREQ(q1(db, "SELECT group_concat(proc_no||','||host||','||job||','||task||','||pid"
-                           "||','||command||','||started_ms||','||ended_ms||','||"
-                           "ifnull(exit_code,'-')||','||ifnull(signal,'-')||','||core_dumped||','||"
-                           "ifnull(log_path,'-')||','||generation, ';') FROM "
-                           "(SELECT * FROM processes WHERE run = %lld ORDER BY proc_no)",
+    FL_ASSERT_STREQ(q1(db,
+                       "SELECT group_concat(proc_no||','||host||','||job||','||task||','||pid"
+                       "||','||command||','||started_ms||','||ended_ms||','||"
+                       "ifnull(exit_code,'-')||','||ifnull(signal,'-')||','||core_dumped||','||"
+                       "ifnull(log_path,'-')||','||generation, ';') FROM "
+                       "(SELECT * FROM processes WHERE run = %lld ORDER BY proc_no)",
                        (long long)id),
                     "0,ps0,ps,0,101,psrt --job_name=ps,3,900,-,9,1,/run/x/ps0.log,0;"
                     "1,w0,worker,0,102,psrt --job_name=worker,4,950,0,-,0,-,1");
@@ -315,7 +351,8 @@ FL_TEST(record_db, flush_waits_for_row_threshold)
     FL_ASSERT_EQ(fl_rec_flush(rec), 0);
     FL_ASSERT_STREQ(q1(other, "SELECT count(*) FROM events"), "11");
     FL_ASSERT_STREQ(q1(other, "SELECT count(*) FROM events WHERE job IS NULL AND task IS NULL"
-                              " AND attrs IS NULL"), "11");
+                              " AND attrs IS NULL"),
+                    "11");
     FL_ASSERT_EQ(fl_rec_run_end(run, "fail", "x", 1), 0);
     sqlite3_close(other);
     fl_rec_close(rec);
@@ -394,7 +431,7 @@ FL_TEST_T(record_db, concurrent_processes_both_record, 120)
             struct fl_rec_opts opts = {.flush_rows = 50};
             char err[256], id[32], c;
             close(go[1]);
-            if (read(go[0], &c, 1) != 0)   /* released when the parent closes */
+            if (read(go[0], &c, 1) != 0) /* released when the parent closes */
                 _exit(10);
             if (fl_rec_open(&rec, path, &opts, err, sizeof err)) {
                 fprintf(stderr, "child %d: %s\n", i, err);
@@ -420,8 +457,8 @@ FL_TEST_T(record_db, concurrent_processes_both_record, 120)
     for (int i = 0; i < NPROC; i++) {
         int status;
         FL_REQUIRE(waitpid(pids[i], &status, 0) == pids[i]);
-        FL_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                      "child %d: status 0x%x", i, status);
+        FL_ASSERT_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d: status 0x%x", i,
+                      status);
     }
     struct fl_rec *rec = open_ok(path, NULL);
     sqlite3 *db = fl_rec_db(rec);
@@ -444,8 +481,8 @@ FL_TEST_T(record_db, events_are_cheap, 120)
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (int i = 0; i < N; i++)
-        FL_REQUIRE_EQ(fl_rec_event(run, i, "ps0", "ps", 0, "train.step", "step=12 loss=0.25",
-                                   false), 0);
+        FL_REQUIRE_EQ(
+            fl_rec_event(run, i, "ps0", "ps", 0, "train.step", "step=12 loss=0.25", false), 0);
     FL_REQUIRE_EQ(fl_rec_run_end(run, "pass", NULL, 1), 0);
     clock_gettime(CLOCK_MONOTONIC, &b);
     double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
@@ -520,11 +557,12 @@ FL_TEST(record_db, run_end_records_verdict_when_batch_fails)
 {
     struct fl_rec *rec = open_ok(db_path("poison.db"), NULL);
     sqlite3 *db = fl_rec_db(rec);
-    FL_REQUIRE_EQ(sqlite3_exec(db,
-                               "CREATE TEMP TRIGGER poison BEFORE INSERT ON main.events"
-                               " WHEN NEW.kind = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
-                               NULL, NULL, NULL),
-                  SQLITE_OK);
+    FL_REQUIRE_EQ(
+        sqlite3_exec(db,
+                     "CREATE TEMP TRIGGER poison BEFORE INSERT ON main.events"
+                     " WHEN NEW.kind = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
     struct fl_rec_run *run = begin(rec, "p1", "s", "", NULL, 0);
     FL_REQUIRE_EQ(fl_rec_event(run, 1, "h", NULL, -1, "poison", NULL, false), 0);
     FL_ASSERT(fl_rec_run_end(run, "fail", "ps:1 exited 1", 77) < 0);

@@ -18,37 +18,60 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define T0 1795258800000LL   /* 2026-11-21 11:00:00 UTC */
+#define T0 1795258800000LL /* 2026-11-21 11:00:00 UTC */
 
 static void record(struct fl_rec *rec, const char *id, const char *variant, const char *rev,
                    int64_t started, const char *verdict, bool details)
 {
     struct fl_rec_run *run;
-    struct fl_rec_run_info info = {.run_id = id, .scenario = "s001-2ps-3w",
-                                   .variant = variant, .git_rev = rev, .seed = 1,
+    struct fl_rec_run_info info = {.run_id = id,
+                                   .scenario = "s001-2ps-3w",
+                                   .variant = variant,
+                                   .git_rev = rev,
+                                   .seed = 1,
                                    .started_at_ms = started};
     FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
     if (details) {
-        int p = fl_rec_proc_start(run, &(struct fl_rec_proc){
-            .host = "ps1", .job = "ps", .task = 1, .pid = 7, .command = "psrt", .started_ms = 1});
-        int w = fl_rec_proc_start(run, &(struct fl_rec_proc){
-            .host = "w0", .job = "worker", .task = 0, .pid = 8, .command = "psrt", .started_ms = 2});
+        int p = fl_rec_proc_start(run, &(struct fl_rec_proc){.host = "ps1",
+                                                             .job = "ps",
+                                                             .task = 1,
+                                                             .pid = 7,
+                                                             .command = "psrt",
+                                                             .started_ms = 1});
+        int w = fl_rec_proc_start(run, &(struct fl_rec_proc){.host = "w0",
+                                                             .job = "worker",
+                                                             .task = 0,
+                                                             .pid = 8,
+                                                             .command = "psrt",
+                                                             .started_ms = 2});
         fl_rec_event(run, 100, "w0", "worker", 0, "save.begin", "step=50", true);
-        fl_rec_event(run, 180, "w0", "worker", 0, "save.done", "step=50 prefix=./train_logs/m-50", false);
+        fl_rec_event(run, 180, "w0", "worker", 0, "save.done", "step=50 prefix=./train_logs/m-50",
+                     false);
         fl_rec_event(run, 300, "w0", "worker", 0, "save.begin", "step=100", false);
-        fl_rec_event(run, 310, "w0", "worker", 0, "save.failed", "step=100 error=\"NotFoundError: x\"", false);
-        int f = fl_rec_fault_applied(run, &(struct fl_rec_fault){
-            .index = 0, .kind = "partition", .target = "[ps0,w0]|[ps1]", .applied_ms = 200});
-        fl_rec_fault_applied(run, &(struct fl_rec_fault){
-            .index = 1, .kind = "kill", .target = "ps1", .detail = "signal=SIGKILL", .applied_ms = 250});
+        fl_rec_event(run, 310, "w0", "worker", 0, "save.failed",
+                     "step=100 error=\"NotFoundError: x\"", false);
+        int f = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 0,
+                                                                 .kind = "partition",
+                                                                 .target = "[ps0,w0]|[ps1]",
+                                                                 .applied_ms = 200});
+        fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
+                                                         .kind = "kill",
+                                                         .target = "ps1",
+                                                         .detail = "signal=SIGKILL",
+                                                         .applied_ms = 250});
         fl_rec_fault_healed(run, f, 1200);
         fl_rec_proc_end(run, p, 251, -1, 9, false);
         fl_rec_proc_end(run, w, 400, 1, 0, false);
-        fl_rec_check(run, &(struct fl_rec_check){.name = "exit", .target = "all", .passed = false,
-                                                 .expected = "0", .observed = "ps:1 SIGKILL", .line = 20});
+        fl_rec_check(run, &(struct fl_rec_check){.name = "exit",
+                                                 .target = "all",
+                                                 .passed = false,
+                                                 .expected = "0",
+                                                 .observed = "ps:1 SIGKILL",
+                                                 .line = 20});
     }
     if (verdict)
-        FL_REQUIRE_EQ(fl_rec_run_end(run, verdict, strcmp(verdict, "pass") ? "why" : NULL, 1000), 0);
+        FL_REQUIRE_EQ(fl_rec_run_end(run, verdict, strcmp(verdict, "pass") ? "why" : NULL, 1000),
+                      0);
 }
 
 /* Runs every statement of sql; returns the number of result rows of the last
@@ -98,7 +121,8 @@ FL_TEST(record_schema_doc, schema_doc_queries_run)
     snprintf(dbpath, sizeof dbpath, "%s/q.db", fl_test_dir());
     FL_REQUIRE_EQ(fl_rec_open(&rec, dbpath, NULL, err, sizeof err), 0);
     int64_t now = (int64_t)time(NULL) * 1000;
-    record(rec, "20261121-114203-ab12cd", "protocol=legacy", "aaaa1111bbbb", now - 3000, "fail", true);
+    record(rec, "20261121-114203-ab12cd", "protocol=legacy", "aaaa1111bbbb", now - 3000, "fail",
+           true);
     record(rec, "r-robust", "protocol=robust", "aaaa1111bbbb", now - 2000, "pass", true);
     record(rec, "r-later", "protocol=legacy", "cccc2222dddd", now - 1000, "pass", false);
     record(rec, "r-running", "protocol=legacy", "cccc2222dddd", now, NULL, false);
@@ -129,8 +153,10 @@ FL_TEST(record_schema_doc, schema_doc_queries_run)
     /* The last block deletes runs older than 30 days, with cascades. */
     char buf[64];
     sqlite3_stmt *st;
-    FL_REQUIRE_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM runs) || ' ' ||"
-                                         " (SELECT count(*) FROM events)", -1, &st, NULL),
+    FL_REQUIRE_EQ(sqlite3_prepare_v2(db,
+                                     "SELECT (SELECT count(*) FROM runs) || ' ' ||"
+                                     " (SELECT count(*) FROM events)",
+                                     -1, &st, NULL),
                   SQLITE_OK);
     FL_REQUIRE_EQ(sqlite3_step(st), SQLITE_ROW);
     snprintf(buf, sizeof buf, "%s", sqlite3_column_text(st, 0));
@@ -139,7 +165,6 @@ FL_TEST(record_schema_doc, schema_doc_queries_run)
     free(doc);
     fl_rec_close(rec);
 }
-
 
 /* Adds each `name` of a table row's first cell ("| `run`, `proc_no` | ...")
  * to cols (a space-separated list, " a b c "). */
@@ -242,8 +267,10 @@ FL_TEST(record_schema_doc, schema_doc_tables_match_the_database)
     FL_ASSERT_GE(nsections, 6);
     /* and every table of the database has its section */
     sqlite3_stmt *st;
-    FL_REQUIRE_EQ(sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                         "AND name NOT LIKE 'sqlite_%'", -1, &st, NULL),
+    FL_REQUIRE_EQ(sqlite3_prepare_v2(db,
+                                     "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                     "AND name NOT LIKE 'sqlite_%'",
+                                     -1, &st, NULL),
                   SQLITE_OK);
     while (sqlite3_step(st) == SQLITE_ROW) {
         char w[80];

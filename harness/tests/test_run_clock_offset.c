@@ -18,7 +18,8 @@ static long long clock_read(const char *host)
     char sql[256];
     snprintf(sql, sizeof sql,
              "SELECT CAST(substr(attrs, 5) AS INTEGER) - 1700000000 FROM events "
-             "WHERE kind='clock.read' AND host='%s'", host);
+             "WHERE kind='clock.read' AND host='%s'",
+             host);
     return fl_test_scenario_db_int(sql) + 1700000000LL;
 }
 
@@ -46,10 +47,12 @@ FL_TEST_ROOT_T(run_clock_offset, date_on_offset_host_is_ahead, 60)
 static int drift_rate_milli(const char *host)
 {
     char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT (CAST(substr(b.attrs, 4) AS INTEGER) - CAST(substr(a.attrs, 4) AS INTEGER)) * 1000 "
-             "/ (b.t_ms - a.t_ms) FROM events a, events b WHERE a.kind='clock.t1' AND b.kind='clock.t2' "
-             "AND a.host='%s' AND b.host='%s'", host, host);
+    snprintf(
+        sql, sizeof sql,
+        "SELECT (CAST(substr(b.attrs, 4) AS INTEGER) - CAST(substr(a.attrs, 4) AS INTEGER)) * 1000 "
+        "/ (b.t_ms - a.t_ms) FROM events a, events b WHERE a.kind='clock.t1' AND b.kind='clock.t2' "
+        "AND a.host='%s' AND b.host='%s'",
+        host, host);
     return fl_test_scenario_db_int(sql);
 }
 
@@ -59,8 +62,10 @@ static int drift_error_ms(const char *host, const char *kind, int offset_ms, int
 {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT CAST(substr(e.attrs, 4) AS INTEGER) - (r.started_at + e.t_ms) - %d - e.t_ms * %d / 100 "
-             "FROM events e, runs r WHERE e.kind='%s' AND e.host='%s'", offset_ms, drift_pct, kind, host);
+             "SELECT CAST(substr(e.attrs, 4) AS INTEGER) - (r.started_at + e.t_ms) - %d - e.t_ms * "
+             "%d / 100 "
+             "FROM events e, runs r WHERE e.kind='%s' AND e.host='%s'",
+             offset_ms, drift_pct, kind, host);
     return fl_test_scenario_db_int(sql);
 }
 
@@ -86,7 +91,8 @@ FL_TEST_ROOT_T(run_clock_offset, drift_runs_host_clock_fast_or_slow, 60)
      * and an emit (a few ms; 60 ms allowed on a loaded machine) */
     const char *kinds[] = {"clock.t1", "clock.t2"};
     for (int i = 0; i < 2; i++) {
-        int ea = drift_error_ms("a", kinds[i], 0, 50), eb = drift_error_ms("b", kinds[i], 3600000, -20);
+        int ea = drift_error_ms("a", kinds[i], 0, 50),
+            eb = drift_error_ms("b", kinds[i], 3600000, -20);
         printf("%s: a off by %d ms, b off by %d ms\n", kinds[i], ea, eb);
         FL_ASSERT_LE(abs(ea), 60);
         FL_ASSERT_LE(abs(eb), 60);

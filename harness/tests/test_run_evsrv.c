@@ -163,10 +163,8 @@ FL_TEST(run_evsrv, parse_hello_event_sync)
 FL_TEST(run_evsrv, parse_rejects_bad_lines_with_reason)
 {
     static const char *bad[][2] = {
-        {"BOGUS x", "unknown line type"},
-        {"SYNC x train.step", "sequence number"},
-        {"EVENT Bad!Kind", "bad event kind"},
-        {"EVENT k novalue", "has no '=value'"},
+        {"BOGUS x", "unknown line type"},     {"SYNC x train.step", "sequence number"},
+        {"EVENT Bad!Kind", "bad event kind"}, {"EVENT k novalue", "has no '=value'"},
         {"EVENT k a=\"open", "unterminated"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

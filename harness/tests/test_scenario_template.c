@@ -69,11 +69,15 @@ FL_TEST(scenario_template, expand_errors_name_placeholder_and_column)
 {
     expand_err("a {nope} b", "column 3: unknown placeholder '{nope}'");
     expand_err("{job}{Job}", "column 6: unknown placeholder '{Job}'");
-    expand_err("x {", "column 3: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("x {",
+               "column 3: '{' does not start a placeholder (write '{{' for a literal brace)");
     expand_err("{}", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{a-b}", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{job", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
-    expand_err("{ job }", "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{a-b}",
+               "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{job",
+               "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
+    expand_err("{ job }",
+               "column 1: '{' does not start a placeholder (write '{{' for a literal brace)");
     expand_err("ab}c", "column 3: unmatched '}' (write '}}' for a literal brace)");
     expand_err("{job}}", "column 6: unmatched '}' (write '}}' for a literal brace)");
 }
@@ -84,7 +88,8 @@ FL_TEST(scenario_template, check_reports_offsets)
     char err[256];
 
     FL_ASSERT_EQ(fl_tmpl_check("{job} {task}", known, NULL, &off, &len, err, sizeof err), 0);
-    FL_ASSERT_EQ(fl_tmpl_check("x {job} {wat} y", known, NULL, &off, &len, err, sizeof err), -EINVAL);
+    FL_ASSERT_EQ(fl_tmpl_check("x {job} {wat} y", known, NULL, &off, &len, err, sizeof err),
+                 -EINVAL);
     FL_ASSERT_EQ(off, 8);
     FL_ASSERT_EQ(len, 5);
     FL_ASSERT_STREQ(err, "unknown placeholder '{wat}'");

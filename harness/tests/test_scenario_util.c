@@ -31,8 +31,10 @@ FL_TEST(scenario_util, variant_count_and_names)
     FL_ASSERT_EQ(fl_scn_variant_count(s), 12);
     FL_ASSERT_STREQ(fl_scn_variant_name(s, 0, b, sizeof b), "protocol=legacy,threads=pool,size=s");
     FL_ASSERT_STREQ(fl_scn_variant_name(s, 1, b, sizeof b), "protocol=legacy,threads=pool,size=m");
-    FL_ASSERT_STREQ(fl_scn_variant_name(s, 3, b, sizeof b), "protocol=legacy,threads=per_request,size=s");
-    FL_ASSERT_STREQ(fl_scn_variant_name(s, 11, b, sizeof b), "protocol=robust,threads=per_request,size=l");
+    FL_ASSERT_STREQ(fl_scn_variant_name(s, 3, b, sizeof b),
+                    "protocol=legacy,threads=per_request,size=s");
+    FL_ASSERT_STREQ(fl_scn_variant_name(s, 11, b, sizeof b),
+                    "protocol=robust,threads=per_request,size=l");
     FL_ASSERT_EQ(fl_scn_variant_value(s, 7, 0), 1);
     FL_ASSERT_EQ(fl_scn_variant_value(s, 7, 1), 0);
     FL_ASSERT_EQ(fl_scn_variant_value(s, 7, 2), 1);
@@ -84,9 +86,11 @@ FL_TEST(scenario_util, selector_parse_and_match)
     fl_scn_selector_free(&sel);
 
     FL_ASSERT_EQ(fl_scn_selector_parse(s, "protocol=legasy", &sel, err, sizeof err), -EINVAL);
-    FL_ASSERT_STREQ(err, "unknown value 'legasy' for variant key 'protocol' (did you mean 'legacy'?)");
+    FL_ASSERT_STREQ(err,
+                    "unknown value 'legasy' for variant key 'protocol' (did you mean 'legacy'?)");
     FL_ASSERT_EQ(fl_scn_selector_parse(s, "protocol=zzzzzz", &sel, err, sizeof err), -EINVAL);
-    FL_ASSERT_STREQ(err, "unknown value 'zzzzzz' for variant key 'protocol' (values: legacy, robust)");
+    FL_ASSERT_STREQ(err,
+                    "unknown value 'zzzzzz' for variant key 'protocol' (values: legacy, robust)");
     FL_ASSERT_EQ(fl_scn_selector_parse(s, "thread=pool", &sel, err, sizeof err), -ENOENT);
     FL_ASSERT_STREQ(err, "unknown variant key 'thread' (did you mean 'threads'?)");
     FL_ASSERT_EQ(fl_scn_selector_parse(s, "robst", &sel, err, sizeof err), -EINVAL);
@@ -115,10 +119,12 @@ FL_TEST(scenario_util, variant_filter_combines_options)
     FL_ASSERT_EQ(count_matches(s, &f), 4);
     FL_ASSERT_STREQ(f.text, "size=s size=l protocol=legacy");
     FL_ASSERT_EQ(fl_scn_variant_filter_add(s, &f, "protocol=legasy", err, sizeof err), -EINVAL);
-    FL_ASSERT_STREQ(err, "--variant protocol=legasy: unknown value 'legasy' for variant key 'protocol' (did you mean 'legacy'?)");
+    FL_ASSERT_STREQ(err, "--variant protocol=legasy: unknown value 'legasy' for variant key "
+                         "'protocol' (did you mean 'legacy'?)");
     FL_ASSERT_EQ(fl_scn_variant_filter_add(s, &f, "protcol=legacy", err, sizeof err), -ENOENT);
-    FL_ASSERT_STREQ(err, "--variant protcol=legacy: unknown variant key 'protcol' (did you mean 'protocol'?)");
-    FL_ASSERT_EQ(count_matches(s, &f), 4);   /* failed adds change nothing */
+    FL_ASSERT_STREQ(
+        err, "--variant protcol=legacy: unknown variant key 'protcol' (did you mean 'protocol'?)");
+    FL_ASSERT_EQ(count_matches(s, &f), 4); /* failed adds change nothing */
     fl_scn_selector_free(&f);
     fl_scenario_free(s);
 }
@@ -130,7 +136,8 @@ FL_TEST(scenario_util, variant_none_is_default)
     struct fl_scn_selector sel;
     FL_REQUIRE_EQ(load_str("name: t\nhosts: [a]\ncluster: {x: [a]}\nrun: {command: 'true'}\n"
                            "expect:\n  default: {all: {exit: 0}}\n",
-                           &s, err, sizeof err), 0);
+                           &s, err, sizeof err),
+                  0);
     FL_ASSERT_EQ(fl_scn_variant_count(s), 1);
     FL_ASSERT(fl_scn_selector_match(s, &s->expects[0].sel, 0));
     FL_ASSERT_EQ(fl_scn_selector_parse(s, "legacy", &sel, err, sizeof err), -ENOENT);
@@ -145,20 +152,26 @@ FL_TEST(scenario_util, expand_task_placeholders)
 {
     struct fl_scenario *s = load_valid("full.yaml");
     const char *addrs[] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"};
-    struct fl_scn_run_ctx ctx = {.run_id = "r42", .seed = 7, .bin = "/opt/fl/bin", .host_addrs = addrs};
+    struct fl_scn_run_ctx ctx = {
+        .run_id = "r42", .seed = 7, .bin = "/opt/fl/bin", .host_addrs = addrs};
     char *out = NULL, err[512];
 
     /* worker:2 on w0 (second task there), variant 4 = robust/per_request. */
     FL_REQUIRE_EQ(fl_scn_expand(s, 4, 4, &ctx, s->jobs[1].command, &out, err, sizeof err), 0);
-    FL_ASSERT_STREQ(out, "sh -c 'echo worker:2'   --ps=ps0:3000,ps1:3000 "
-                         "--workers=w0:3000,w1:3000,w0:3001 --n=3   --proto=robust --threads=per_request");
+    FL_ASSERT_STREQ(
+        out, "sh -c 'echo worker:2'   --ps=ps0:3000,ps1:3000 "
+             "--workers=w0:3000,w1:3000,w0:3001 --n=3   --proto=robust --threads=per_request");
     free(out);
-    FL_REQUIRE_EQ(fl_scn_expand(s, 4, 4, &ctx,
-                                "{job} {task} {host} {addr} {port} {chief} {run_id} {seed} {workdir} {bin} {ps_count}",
-                                &out, err, sizeof err), 0);
+    FL_REQUIRE_EQ(
+        fl_scn_expand(
+            s, 4, 4, &ctx,
+            "{job} {task} {host} {addr} {port} {chief} {run_id} {seed} {workdir} {bin} {ps_count}",
+            &out, err, sizeof err),
+        0);
     FL_ASSERT_STREQ(out, "worker 2 w0 10.0.0.3 3001 0 r42 7 /srv/work /opt/fl/bin 2");
     free(out);
-    FL_REQUIRE_EQ(fl_scn_expand(s, 2, 0, &ctx, "{chief}{{x}}{scenario_dir}", &out, err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_scn_expand(s, 2, 0, &ctx, "{chief}{{x}}{scenario_dir}", &out, err, sizeof err),
+                  0);
     char want[4200];
     snprintf(want, sizeof want, "1{x}%s", s->dir);
     FL_ASSERT_STREQ(out, want);
@@ -168,7 +181,8 @@ FL_TEST(scenario_util, expand_task_placeholders)
     FL_ASSERT(out == NULL);
     FL_ASSERT_EQ(fl_scn_expand(s, 9, 0, &ctx, "x", &out, err, sizeof err), -EINVAL);
     /* Without a context: empty run-time values, the scenario's seed. */
-    FL_REQUIRE_EQ(fl_scn_expand(s, 0, 0, NULL, "[{run_id}][{addr}][{seed}]", &out, err, sizeof err), 0);
+    FL_REQUIRE_EQ(fl_scn_expand(s, 0, 0, NULL, "[{run_id}][{addr}][{seed}]", &out, err, sizeof err),
+                  0);
     FL_ASSERT_STREQ(out, "[][][42]");
     free(out);
     fl_scenario_free(s);
@@ -179,8 +193,11 @@ FL_TEST(scenario_util, list_recurses_sorted_yaml_only)
     const char *d = fl_test_dir();
     char **list = NULL, err[512];
     size_t n = 0;
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "cd %s && mkdir -p b/c a .hidden && touch z.yaml a/y.yml b/c/x.yaml "
-                                   "b/readme.md .hidden/h.yaml b/c/w.yaml.bak", d), 0);
+    FL_REQUIRE_EQ(fl_test_sh(NULL,
+                             "cd %s && mkdir -p b/c a .hidden && touch z.yaml a/y.yml b/c/x.yaml "
+                             "b/readme.md .hidden/h.yaml b/c/w.yaml.bak",
+                             d),
+                  0);
     FL_REQUIRE_EQ(fl_scenario_list(d, &list, &n, err, sizeof err), 0);
     FL_REQUIRE_EQ(n, 3);
     char want[3][4200];

@@ -35,7 +35,8 @@ FL_TEST(soak_min, minimize_keeps_exactly_the_needed_faults_within_budget)
 FL_TEST(soak_min, failure_class_ignores_numbers_not_what_failed)
 {
     char a[256], b[256];
-    fl_soak_failure_class("fail", "worker:1: exit: expected exit 0, observed killed by SIGTERM (s.yaml:15)",
+    fl_soak_failure_class("fail",
+                          "worker:1: exit: expected exit 0, observed killed by SIGTERM (s.yaml:15)",
                           a, sizeof a);
     FL_ASSERT_STREQ(a, "fail worker:1: exit");
     fl_soak_failure_class("fail", "timed out after 20.0 s; x", b, sizeof b);
@@ -44,13 +45,19 @@ FL_TEST(soak_min, failure_class_ignores_numbers_not_what_failed)
     fl_soak_failure_class("error", "host w0: clone failed after 3 ms", b, sizeof b);
     FL_ASSERT_STREQ(a, b);
     /* a path holding the run's id: the same failure in every run */
-    fl_soak_failure_class("error", "host a: corrupt: no file matches 'x*' in its workdir "
-                          "(o/runs/20261121-203137-cfa4b2/fs/hosts/a/disk)", a, sizeof a);
-    fl_soak_failure_class("error", "host a: corrupt: no file matches 'x*' in its workdir "
-                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/a/disk)", b, sizeof b);
+    fl_soak_failure_class("error",
+                          "host a: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203137-cfa4b2/fs/hosts/a/disk)",
+                          a, sizeof a);
+    fl_soak_failure_class("error",
+                          "host a: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/a/disk)",
+                          b, sizeof b);
     FL_ASSERT_STREQ(a, b);
     /* but not another host's */
-    fl_soak_failure_class("error", "host b: corrupt: no file matches 'x*' in its workdir "
-                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/b/disk)", b, sizeof b);
+    fl_soak_failure_class("error",
+                          "host b: corrupt: no file matches 'x*' in its workdir "
+                          "(o/runs/20261121-203139-0e5dd1/fs/hosts/b/disk)",
+                          b, sizeof b);
     FL_ASSERT(strcmp(a, b) != 0);
 }

@@ -40,7 +40,8 @@ static bool same_schedule(const struct fl_soak_schedule *a, const struct fl_soak
         return false;
     for (size_t i = 0; i < a->n; i++)
         if (a->faults[i].entry != b->faults[i].entry || a->faults[i].at_ms != b->faults[i].at_ms ||
-            a->faults[i].target != b->faults[i].target || a->faults[i].for_ms != b->faults[i].for_ms)
+            a->faults[i].target != b->faults[i].target ||
+            a->faults[i].for_ms != b->faults[i].for_ms)
             return false;
     return true;
 }
@@ -196,7 +197,8 @@ FL_TEST(soak_profile, load_invalid_profiles_report_exact_place_and_message)
         fclose(f);
         if ((nl = strchr(want, '\n')))
             *nl = 0;
-        FL_REQUIRE_MSG(strncmp(want, "# expect: ", 10) == 0, "%s: no '# expect: ' line", de->d_name);
+        FL_REQUIRE_MSG(strncmp(want, "# expect: ", 10) == 0, "%s: no '# expect: ' line",
+                       de->d_name);
         struct fl_soak_profile *p = NULL;
         int rc = fl_soak_profile_load(de->d_name, &p, err, sizeof err);
         FL_ASSERT_MSG(rc == -EINVAL, "%s: rc %d", de->d_name, rc);

@@ -67,12 +67,13 @@ static void freeze_stops_and_thaws(const char *parent)
     int rc = fl_cgroup_freeze(cg, true, 2000);
     FL_ASSERT_EQ(rc, 0);
     at = *counter;
-    sleep_ms(200);              /* the window in which it must not move */
+    sleep_ms(200); /* the window in which it must not move */
     FL_ASSERT_MSG(*counter == at, "counter moved while frozen: %lu -> %lu", at, *counter);
     rc = fl_cgroup_freeze(cg, false, 0);
     FL_ASSERT_EQ(rc, 0);
     void *arg1[2] = {(void *)counter, &at};
-    FL_ASSERT_MSG(fl_test_wait_until(counter_moved, arg1, 5000), "counter still at %lu after the thaw", at);
+    FL_ASSERT_MSG(fl_test_wait_until(counter_moved, arg1, 5000),
+                  "counter still at %lu after the thaw", at);
     /* frozen again, then killed: it dies once thawed */
     FL_ASSERT_EQ(fl_cgroup_freeze(cg, true, 2000), 0);
     FL_ASSERT_EQ(fl_cgroup_signal(cg, SIGKILL), 1);
@@ -105,7 +106,8 @@ FL_TEST_ROOT_T(sys_cgroup, freeze_v2_stops_a_setsid_process_and_thaws_it, 30)
         struct statfs sf;
         char f[128];
         snprintf(f, sizeof f, "%s/cgroup.procs", roots[i]);
-        if (statfs(roots[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC && access(f, W_OK) == 0) {
+        if (statfs(roots[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC &&
+            access(f, W_OK) == 0) {
             freeze_stops_and_thaws(roots[i]);
             return;
         }

@@ -54,10 +54,10 @@ FL_TEST(sys_durable_store, store_records_files_dirs_ranges)
 
     snprintf(p, sizeof p, "%s/f", disk);
     put(p, "first");
-    int fd = open(p, O_WRONLY);             /* write-only: read through our own descriptor */
+    int fd = open(p, O_WRONLY); /* write-only: read through our own descriptor */
     FL_REQUIRE(fd >= 0);
     FL_ASSERT_EQ(fl_dstore_sync_fd(&st, fd), 0);
-    FL_ASSERT_EQ(lseek(fd, 0, SEEK_CUR), 0);   /* the caller's offset untouched */
+    FL_ASSERT_EQ(lseek(fd, 0, SEEK_CUR), 0); /* the caller's offset untouched */
     char *d = data_of(&st, p);
     FL_ASSERT_STREQ(d, "first");
     free(d);
@@ -66,7 +66,7 @@ FL_TEST(sys_durable_store, store_records_files_dirs_ranges)
     FL_REQUIRE(pwrite(fd, "tail", 4, 5) == 4);
     FL_ASSERT_EQ(fl_dstore_sync_range(&st, fd, 1, 2), 0);
     d = data_of(&st, p);
-    FL_ASSERT_STREQ(d, "fXYst\0");              /* "tail" not synced, but the size is */
+    FL_ASSERT_STREQ(d, "fXYst\0"); /* "tail" not synced, but the size is */
     FL_ASSERT_EQ(strlen(d), 5);
     free(d);
     close(fd);
@@ -148,25 +148,29 @@ FL_TEST(sys_durable_store, preload_records_syncs)
     FL_REQUIRE_EQ(fl_dstore_reset(store), 0);
     struct stat ds;
     FL_REQUIRE_EQ(stat(disk, &ds), 0);
-    snprintf(env, sizeof env, "cd %s && LD_PRELOAD=%s FAULTLINE_DURABLE_STORE=%s "
-             "FAULTLINE_DURABLE_ROOT=%s FAULTLINE_DURABLE_DEV=%llu", disk, lib, store, disk,
-             (unsigned long long)ds.st_dev);
+    snprintf(env, sizeof env,
+             "cd %s && LD_PRELOAD=%s FAULTLINE_DURABLE_STORE=%s "
+             "FAULTLINE_DURABLE_ROOT=%s FAULTLINE_DURABLE_DEV=%llu",
+             disk, lib, store, disk, (unsigned long long)ds.st_dev);
     /* f1 fsynced, f2 not, the directory fsynced; f3 written O_DSYNC */
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "%s /usr/bin/python3 -c '\n"
-                                   "import os\n"
-                                   "def w(n, t, s):\n"
-                                   "    fd = os.open(n, os.O_WRONLY | os.O_CREAT, 0o644)\n"
-                                   "    os.write(fd, t)\n"
-                                   "    if s: os.fsync(fd)\n"
-                                   "    os.close(fd)\n"
-                                   "w(\"f1\", b\"one\", True)\n"
-                                   "w(\"f2\", b\"two\", False)\n"
-                                   "d = os.open(\".\", os.O_RDONLY)\n"
-                                   "os.fsync(d)\n"
-                                   "fd = os.open(\"f3\", os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o644)\n"
-                                   "os.write(fd, b\"abc\")\n"
-                                   "os.pwrite(fd, b\"Z\", 1)\n"
-                                   "'", env), 0);
+    FL_REQUIRE_EQ(fl_test_sh(NULL,
+                             "%s /usr/bin/python3 -c '\n"
+                             "import os\n"
+                             "def w(n, t, s):\n"
+                             "    fd = os.open(n, os.O_WRONLY | os.O_CREAT, 0o644)\n"
+                             "    os.write(fd, t)\n"
+                             "    if s: os.fsync(fd)\n"
+                             "    os.close(fd)\n"
+                             "w(\"f1\", b\"one\", True)\n"
+                             "w(\"f2\", b\"two\", False)\n"
+                             "d = os.open(\".\", os.O_RDONLY)\n"
+                             "os.fsync(d)\n"
+                             "fd = os.open(\"f3\", os.O_WRONLY | os.O_CREAT | os.O_DSYNC, 0o644)\n"
+                             "os.write(fd, b\"abc\")\n"
+                             "os.pwrite(fd, b\"Z\", 1)\n"
+                             "'",
+                             env),
+                  0);
     struct fl_dstore st;
     FL_REQUIRE_EQ(fl_dstore_open(&st, store, ds.st_dev), 0);
     const char *want1[][2] = {{"f1", "one"}, {"f2", "none"}, {"f3", "aZc"}};
@@ -180,7 +184,7 @@ FL_TEST(sys_durable_store, preload_records_syncs)
     struct fl_dstore_ent *ents;
     size_t n;
     FL_REQUIRE_EQ(fl_dstore_read_dir(&st, ds.st_ino, &ents, &n), 0);
-    FL_ASSERT_EQ(n, 2);                         /* f1, f2: f3 came after */
+    FL_ASSERT_EQ(n, 2); /* f1, f2: f3 came after */
     fl_dstore_ents_free(ents, n);
     /* syncfs: everything */
     FL_REQUIRE_EQ(fl_test_sh(NULL, "%s sync -f .", env), 0);
@@ -193,12 +197,15 @@ FL_TEST(sys_durable_store, preload_records_syncs)
     fl_dstore_ents_free(ents, n);
     /* another device (the DEV number with a digit appended): an fsync
      * records nothing; then sync records it */
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "%s1 /usr/bin/python3 -c '\n"
-                                   "import os\n"
-                                   "fd = os.open(\"f4\", os.O_WRONLY | os.O_CREAT, 0o644)\n"
-                                   "os.write(fd, b\"four\")\n"
-                                   "os.fsync(fd)\n"
-                                   "'", env), 0);
+    FL_REQUIRE_EQ(fl_test_sh(NULL,
+                             "%s1 /usr/bin/python3 -c '\n"
+                             "import os\n"
+                             "fd = os.open(\"f4\", os.O_WRONLY | os.O_CREAT, 0o644)\n"
+                             "os.write(fd, b\"four\")\n"
+                             "os.fsync(fd)\n"
+                             "'",
+                             env),
+                  0);
     snprintf(p, sizeof p, "%s/f4", disk);
     d = data_of(&st, p);
     FL_ASSERT_STREQ(d, "none");

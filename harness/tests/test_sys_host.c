@@ -32,14 +32,15 @@ FL_TEST_ROOT(sys_host, up_batch_error_names_the_failed_mount_not_the_fabric)
     struct fl_fabric *fab = NULL;
     FL_REQUIRE_MSG(fl_fabric_create(&fab, "t-upfail", err, sizeof err) == 0, "%s", err);
     for (int round = 0; round < 20; round++) {
-        struct fl_host h = {.spec = {.name = "h0", .idx = 0, .disk_dir = disk, .tmp_dir = tmp,
-                                     .workdir = wd},
-                            .pidfd = -1};
+        struct fl_host h = {
+            .spec = {.name = "h0", .idx = 0, .disk_dir = disk, .tmp_dir = tmp, .workdir = wd},
+            .pidfd = -1};
         struct fl_host *hp = &h;
         int rc = fl_host_up_batch(&hp, 1, fab, err, sizeof err);
         FL_ASSERT(rc < 0);
         FL_ASSERT_MSG(strstr(err, "host h0: mount disk at workdir ") &&
-                      strstr(err, "No such file or directory"), "round %d: %s", round, err);
+                          strstr(err, "No such file or directory"),
+                      "round %d: %s", round, err);
         pid_t init = h.pid;
         fl_host_kill(&h);
         while (waitpid(init, NULL, 0) < 0 && errno == EINTR)

@@ -52,7 +52,7 @@ FL_TEST(sys_shared_leftovers, workdir_mark_on_topmost_made)
     FL_REQUIRE_EQ(fl_workdir_make(w), 0);
     FL_ASSERT_EQ(fl_workdir_remove(w), 1);
     FL_ASSERT(!exists("%s/kept/x", d));
-    FL_ASSERT(exists("%s/kept", d));            /* not ours */
+    FL_ASSERT(exists("%s/kept", d)); /* not ours */
 }
 
 FL_TEST(sys_shared_leftovers, workdir_not_made_is_kept)
@@ -76,7 +76,7 @@ FL_TEST(sys_shared_leftovers, workdir_with_files_is_kept_and_stays_marked)
     FL_ASSERT_EQ(fl_workdir_remove(w), -ENOTEMPTY);
     FL_ASSERT(exists("%s", f));
     unlink(f);
-    FL_ASSERT_EQ(fl_workdir_remove(w), 1);     /* still ours: removed now */
+    FL_ASSERT_EQ(fl_workdir_remove(w), 1); /* still ours: removed now */
     FL_ASSERT(!exists("%s/m", fl_test_dir()));
 }
 
@@ -96,10 +96,10 @@ FL_TEST(sys_shared_leftovers, lock_last_only_without_other_holders)
     }
     close(p[1]);
     char c;
-    FL_REQUIRE_EQ(read(p[0], &c, 1), 1);        /* the other "run" holds it */
+    FL_REQUIRE_EQ(read(p[0], &c, 1), 1); /* the other "run" holds it */
     int fd = fl_runs_lock(false);
     FL_REQUIRE_GE(fd, 0);
-    FL_ASSERT(!fl_runs_lock_try_last(fd));      /* closes fd */
+    FL_ASSERT(!fl_runs_lock_try_last(fd)); /* closes fd */
     FL_ASSERT_EQ(fl_runs_lock(true), -EWOULDBLOCK);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -147,7 +147,7 @@ FL_TEST_ROOT(sys_shared_leftovers, run_keeps_workdir_another_run_holds)
     fl_test_need_root();
     private_lock();
     rm_tree("/srv/fl-test-made");
-    int fd = fl_runs_lock(false);               /* "another run" */
+    int fd = fl_runs_lock(false); /* "another run" */
     FL_REQUIRE_GE(fd, 0);
     fl_test_scenario_passes("workdir-made.yaml");
     FL_ASSERT_MSG(access("/srv/fl-test-made/" FL_WORKDIR_MARK, F_OK) == 0,
@@ -185,7 +185,7 @@ FL_TEST_ROOT_T(sys_shared_leftovers, gc_removes_workdir_of_killed_run, 60)
     FL_ASSERT(access("/srv/fl-test-gc/" FL_WORKDIR_MARK, F_OK) == 0);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    FL_ASSERT(access("/srv/fl-test-gc/wd", F_OK) == 0);     /* the killed run could not */
+    FL_ASSERT(access("/srv/fl-test-gc/wd", F_OK) == 0); /* the killed run could not */
     char *out;
     int rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);

@@ -50,7 +50,7 @@ __attribute__((constructor)) static void fl_clock_preload_init(void)
         return;
     double now_ms = (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
     double p = strtod(ppm, NULL);
-    double o = strtod(off, NULL) + (now_ms - strtod(t0, NULL)) * p / 1e6;     /* ms */
+    double o = strtod(off, NULL) + (now_ms - strtod(t0, NULL)) * p / 1e6; /* ms */
     char v[64];
     snprintf(v, sizeof v, "%+.6f x%.9f", o / 1e3, 1 + p / 1e6);
     setenv("FAKETIME", v, 1);

@@ -109,6 +109,7 @@ int main(int argc, char **argv)
         return do_write(argv[1], argv[2], atol(argv[3]), 0);
     if (argc == 4 && !strcmp(argv[1], "write-all"))
         return do_write(argv[1], argv[2], atol(argv[3]), 1);
-    fprintf(stderr, "usage: fl-disk-probe time write|fsync|read FILE N | write-once FILE SIZE | write-all FILE SIZE\n");
+    fprintf(stderr, "usage: fl-disk-probe time write|fsync|read FILE N | write-once FILE SIZE | "
+                    "write-all FILE SIZE\n");
     return 2;
 }

@@ -120,10 +120,10 @@ static size_t iov_len(const struct iovec *iov, int cnt)
     return n;
 }
 
-#define NEXT(name)                                                             \
-    static __typeof__(&name) next_##name;                                      \
-    if (!next_##name)                                                          \
-        next_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+#define NEXT(name)                        \
+    static __typeof__(&name) next_##name; \
+    if (!next_##name)                     \
+    next_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
 ssize_t read(int fd, void *buf, size_t count)
 {
@@ -224,7 +224,7 @@ static void apply_state(void)
         return;
     long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return;                 /* no state yet: nothing enabled */
+        return; /* no state yet: nothing enabled */
     char buf[8192];
     size_t n = 0;
     for (;;) {
@@ -237,7 +237,7 @@ static void apply_state(void)
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *why;
-        fiu_rc_string(line, &why);  /* "disable" of a point never enabled fails: fine */
+        fiu_rc_string(line, &why); /* "disable" of a point never enabled fails: fine */
     }
 }
 

@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr, "usage: fl-probe listen|connect|wait-connect|udp-recv|udp-send|forks ...\n");
+        fprintf(stderr,
+                "usage: fl-probe listen|connect|wait-connect|udp-recv|udp-send|forks ...\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -97,7 +98,8 @@ int main(int argc, char **argv)
             int c = accept(fd, NULL, NULL);
             if (c < 0)
                 continue;
-            if (write(c, "hi\n", 3) < 0) { /* peer gone */ }
+            if (write(c, "hi\n", 3) < 0) { /* peer gone */
+            }
             close(c);
         }
     }

@@ -58,16 +58,16 @@
 
 static const char *store_path, *root_path;
 static dev_t disk_dev;
-static int any_sync_fd;             /* an O_SYNC/O_DSYNC descriptor was seen */
-static __thread int in_layer;       /* recording: our own calls pass through */
+static int any_sync_fd;       /* an O_SYNC/O_DSYNC descriptor was seen */
+static __thread int in_layer; /* recording: our own calls pass through */
 
 /* built with -fvisibility=hidden: only the wrappers are the program's */
 #define EXPORT __attribute__((visibility("default")))
 
-#define NEXT(name)                                                             \
-    static __typeof__(&name) next_##name;                                      \
-    if (!next_##name)                                                          \
-        next_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+#define NEXT(name)                        \
+    static __typeof__(&name) next_##name; \
+    if (!next_##name)                     \
+    next_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
 static void failed(const char *what, int fd, int rc)
 {
@@ -76,8 +76,10 @@ static void failed(const char *what, int fd, int rc)
              strerror(-rc));
     static int said;
     if (!said++)
-        fprintf(stderr, "fl_sync_preload: could not record %s (unsynced: lose will not rebuild "
-                        "this disk)\n", why);
+        fprintf(stderr,
+                "fl_sync_preload: could not record %s (unsynced: lose will not rebuild "
+                "this disk)\n",
+                why);
     struct fl_dstore st;
     if (fl_dstore_open(&st, store_path, disk_dev) == 0) {
         fl_dstore_mark_broken(&st, why);
@@ -136,7 +138,7 @@ static void record_write(int fd, off_t off, ssize_t n, int force)
         return;
     }
     if (fl & O_APPEND)
-        off = sb.st_size - n;       /* appended, whatever the offset said */
+        off = sb.st_size - n; /* appended, whatever the offset said */
     else if (off < 0)
         off = lseek(fd, 0, SEEK_CUR) - n;
     in_layer = 1;
@@ -263,13 +265,13 @@ EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off
 
 /* ---- opens: only to notice O_SYNC / O_DSYNC --------------------------- */
 
-#define MODE_ARG(flags)                                                        \
-    mode_t mode = 0;                                                           \
-    if ((flags) & (O_CREAT | O_TMPFILE)) {                                     \
-        va_list ap;                                                            \
-        va_start(ap, flags);                                                   \
-        mode = (mode_t)va_arg(ap, unsigned);                                   \
-        va_end(ap);                                                            \
+#define MODE_ARG(flags)                      \
+    mode_t mode = 0;                         \
+    if ((flags) & (O_CREAT | O_TMPFILE)) {   \
+        va_list ap;                          \
+        va_start(ap, flags);                 \
+        mode = (mode_t)va_arg(ap, unsigned); \
+        va_end(ap);                          \
     }
 
 EXPORT int open(const char *path, int flags, ...)

@@ -68,7 +68,7 @@ static __attribute__((unused)) int socket_in(pid_t pid, int type)
 /* Host idx's fabric address, port. */
 static __attribute__((unused)) struct sockaddr_in sin_of(int idx, int port)
 {
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = fl_fabric_addr(idx);
     return a;
 }

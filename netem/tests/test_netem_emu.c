@@ -51,13 +51,13 @@ static uint64_t now_ns(void)
  * (now when the kernel gave none).  Returns recvmsg's result. */
 static ssize_t recv_stamped(int fd, struct dgram *d, uint64_t *at_ns)
 {
-    struct iovec iov = { .iov_base = d, .iov_len = sizeof *d };
+    struct iovec iov = {.iov_base = d, .iov_len = sizeof *d};
     union {
         char buf[CMSG_SPACE(sizeof(struct timespec))];
         struct cmsghdr align;
     } c;
-    struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-                        .msg_controllen = sizeof c.buf };
+    struct msghdr m = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
     ssize_t n = recvmsg(fd, &m, MSG_DONTWAIT);
     *at_ns = now_ns();
     if (n < 0)
@@ -107,7 +107,7 @@ static void env_up(struct env *e)
     /* both ways resolved (ARP) before any fault */
     for (int i = 0; i < 2; i++) {
         struct sockaddr_in a = sin_of(1 - i, 7000);
-        struct pollfd p = { .fd = e->udp[1 - i], .events = POLLIN };
+        struct pollfd p = {.fd = e->udp[1 - i], .events = POLLIN};
         int ok = 0;
         for (int t = 0; t < 40 && !ok; t++) {
             sendto(e->udp[i], "x", 1, 0, (struct sockaddr *)&a, sizeof a);
@@ -132,7 +132,7 @@ static void env_down(struct env *e)
 static int apply_emu(struct env *e, enum fl_link_scope scope, const struct fl_emu_params *p)
 {
     static const int a0[] = {0}, b1[] = {1}, both[] = {0, 1};
-    struct fl_link_spec s = { .scope = scope, .emu = p };
+    struct fl_link_spec s = {.scope = scope, .emu = p};
     if (scope == FL_LINK_ONEWAY) {
         s.a = a0, s.na = 1, s.b = b1, s.nb = 1;
     } else {
@@ -168,7 +168,7 @@ static int send_recv(struct env *e, int from, int n, int gap_us, int quiet_ms, u
             }
         } while (now_ns() < until);
     }
-    struct pollfd p = { .fd = e->udp[to], .events = POLLIN };
+    struct pollfd p = {.fd = e->udp[to], .events = POLLIN};
     while (got < max && poll(&p, 1, quiet_ms) == 1)
         while (got < max && recv_stamped(e->udp[to], &d, &at) == sizeof d) {
             seq[got] = d.seq;
@@ -206,7 +206,7 @@ FL_TEST_ROOT_T(netem_emu, delay_50ms_one_way_only, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .delay_us = 50000, .seed = 1 };
+    struct fl_emu_params p = {.delay_us = 50000, .seed = 1};
     apply_emu(&e, FL_LINK_ONEWAY, &p);
     int n = send_recv(&e, 0, 50, 2000, 300, seqs, dly, MAXA);
     int64_t lo, hi;
@@ -227,7 +227,7 @@ FL_TEST_ROOT_T(netem_emu, jitter_within_bounds_order_kept, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .delay_us = 30000, .jitter_us = 10000, .seed = 2 };
+    struct fl_emu_params p = {.delay_us = 30000, .jitter_us = 10000, .seed = 2};
     apply_emu(&e, FL_LINK_BETWEEN, &p);
     /* 1 ms apart, far closer than the 20 ms jitter range: order is kept by the queue only */
     int n = send_recv(&e, 0, 200, 1000, 300, seqs, dly, MAXA);
@@ -247,14 +247,15 @@ FL_TEST_ROOT_T(netem_emu, reorder_sends_some_ahead, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .delay_us = 20000, .reorder_bp = 3000, .seed = 3 };
+    struct fl_emu_params p = {.delay_us = 20000, .reorder_bp = 3000, .seed = 3};
     int id = apply_emu(&e, FL_LINK_ONEWAY, &p);
     (void)id;
     int n = send_recv(&e, 0, 200, 1000, 300, seqs, dly, MAXA);
     int ooo = out_of_order(seqs, n), fast = 0;
     for (int i = 0; i < n; i++)
         fast += dly[i] < 10000;
-    printf("delay 20ms reorder 30%%: %d of 200, %d at once, %d arrivals out of order\n", n, fast, ooo);
+    printf("delay 20ms reorder 30%%: %d of 200, %d at once, %d arrivals out of order\n", n, fast,
+           ooo);
     FL_ASSERT_EQ(n, 200);
     FL_ASSERT_MSG(fast >= 30 && fast <= 90, "%d of 200 sent at once", fast);
     FL_ASSERT_MSG(ooo >= 10, "%d out of order", ooo);
@@ -265,7 +266,7 @@ FL_TEST_ROOT_T(netem_emu, duplicate_half_arrive_twice, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .duplicate_bp = 5000, .seed = 4 };
+    struct fl_emu_params p = {.duplicate_bp = 5000, .seed = 4};
     apply_emu(&e, FL_LINK_ONEWAY, &p);
     int n = send_recv(&e, 0, 400, 200, 300, seqs, dly, MAXA);
     printf("duplicate 50%%: 400 sent, %d arrived (%d twice)\n", n, n - 400);
@@ -277,7 +278,7 @@ FL_TEST_ROOT_T(netem_emu, corrupt_all_udp_dropped_by_checksum, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .corrupt_bp = 10000, .seed = 5 };
+    struct fl_emu_params p = {.corrupt_bp = 10000, .seed = 5};
     int id = apply_emu(&e, FL_LINK_ONEWAY, &p);
     (void)id;
     int n = send_recv(&e, 0, 100, 200, 300, seqs, dly, MAXA);
@@ -294,7 +295,7 @@ FL_TEST_ROOT_T(netem_emu, gilbert_loss_comes_in_runs, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .ge_loss_bp = 2000, .ge_burst = 5, .seed = 6 };
+    struct fl_emu_params p = {.ge_loss_bp = 2000, .ge_burst = 5, .seed = 6};
     apply_emu(&e, FL_LINK_ONEWAY, &p);
     int n = send_recv(&e, 0, 2000, 100, 300, seqs, dly, MAXA);
     /* runs of missing sequence numbers */
@@ -322,14 +323,14 @@ FL_TEST_ROOT_T(netem_emu, heal_releases_held_at_once_and_removes_rules, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .delay_us = 2000000, .seed = 7 };
+    struct fl_emu_params p = {.delay_us = 2000000, .seed = 7};
     int id = apply_emu(&e, FL_LINK_ONEWAY, &p);
     int n = send_recv(&e, 0, 10, 1000, 100, seqs, dly, MAXA);
-    FL_ASSERT_EQ(n, 0);         /* held: 2 s */
+    FL_ASSERT_EQ(n, 0); /* held: 2 s */
     char err[512] = "";
     uint64_t t0 = now_ns();
     FL_REQUIRE_EQ(fl_links_heal(e.l, id, err, sizeof err), 0);
-    struct pollfd pf = { .fd = e.udp[1], .events = POLLIN };
+    struct pollfd pf = {.fd = e.udp[1], .events = POLLIN};
     struct dgram d;
     int got = 0, in_order = 1;
     while (got < 10 && poll(&pf, 1, 1000) == 1)
@@ -338,7 +339,7 @@ FL_TEST_ROOT_T(netem_emu, heal_releases_held_at_once_and_removes_rules, 60)
     double ms = (double)(now_ns() - t0) / 1e6;
     printf("heal: %d held datagrams arrived %.1f ms after it\n", got, ms);
     FL_ASSERT_EQ(got, 10);
-    FL_ASSERT(in_order);        /* released in the order they were held */
+    FL_ASSERT(in_order); /* released in the order they were held */
     FL_ASSERT_MSG(ms < 500, "%.1f ms", ms);
     char *out = NULL;
     fl_test_sh(&out, "nsenter -t %d -n nft list ruleset", (int)fl_fabric_switch_pid(e.f));
@@ -356,7 +357,7 @@ FL_TEST_ROOT_T(netem_emu, queue_without_reader_bypasses, 60)
     env_up(&e);
     char err[512] = "";
     pid_t sw = fl_fabric_switch_pid(e.f);
-    struct fl_nfq_match m = { .saddr = fl_fabric_addr(0), .daddr = fl_fabric_addr(1) };
+    struct fl_nfq_match m = {.saddr = fl_fabric_addr(0), .daddr = fl_fabric_addr(1)};
     uint64_t h = 0;
     FL_REQUIRE_MSG(fl_nfq_rule_add(sw, 4242, &m, 1, &h, err, sizeof err) == 0, "%s", err);
     char *out = NULL;
@@ -376,17 +377,18 @@ FL_TEST_ROOT_T(netem_emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params slow = { .delay_us = 300000, .seed = 8 }, fast = { .delay_us = 100000, .seed = 9 };
-    apply_emu(&e, FL_LINK_ONEWAY, &slow);                   /* a->b 300 ms, first */
-    int both = apply_emu(&e, FL_LINK_BETWEEN, &fast);       /* a<->b 100 ms */
+    struct fl_emu_params slow = {.delay_us = 300000, .seed = 8},
+                         fast = {.delay_us = 100000, .seed = 9};
+    apply_emu(&e, FL_LINK_ONEWAY, &slow);             /* a->b 300 ms, first */
+    int both = apply_emu(&e, FL_LINK_BETWEEN, &fast); /* a<->b 100 ms */
     struct sockaddr_in to_b = sin_of(1, 7000);
-    struct dgram d = { .seq = 1, .sent_ns = now_ns() };
+    struct dgram d = {.seq = 1, .sent_ns = now_ns()};
     sendto(e.udp[0], &d, sizeof d, 0, (struct sockaddr *)&to_b, sizeof to_b);
     /* b->a goes by the second fault only */
     struct sockaddr_in to_a = sin_of(0, 7000);
-    struct dgram r = { .seq = 2, .sent_ns = now_ns() };
+    struct dgram r = {.seq = 2, .sent_ns = now_ns()};
     sendto(e.udp[1], &r, sizeof r, 0, (struct sockaddr *)&to_a, sizeof to_a);
-    struct pollfd pa = { .fd = e.udp[0], .events = POLLIN };
+    struct pollfd pa = {.fd = e.udp[0], .events = POLLIN};
     FL_REQUIRE_MSG(poll(&pa, 1, 2000) == 1, "b->a never arrived");
     FL_REQUIRE(recv(e.udp[0], &r, sizeof r, 0) == sizeof r);
     int64_t ba = (int64_t)(now_ns() - r.sent_ns) / 1000;
@@ -394,7 +396,7 @@ FL_TEST_ROOT_T(netem_emu, heal_of_one_fault_keeps_anothers_held_packets, 60)
     char err[512] = "";
     /* a->b is held by the first (300 ms): heal the second meanwhile */
     FL_REQUIRE_EQ(fl_links_heal(e.l, both, err, sizeof err), 0);
-    struct pollfd pf = { .fd = e.udp[1], .events = POLLIN };
+    struct pollfd pf = {.fd = e.udp[1], .events = POLLIN};
     FL_REQUIRE_MSG(poll(&pf, 1, 2000) == 1, "the held a->b datagram never arrived");
     FL_REQUIRE(recv(e.udp[1], &d, sizeof d, 0) == sizeof d);
     int64_t us = (int64_t)(now_ns() - d.sent_ns) / 1000;
@@ -411,31 +413,33 @@ FL_TEST_ROOT_T(netem_emu, heal_of_partition_loss_rate_keeps_held_packets, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = { .delay_us = 1000000, .seed = 11 };
-    apply_emu(&e, FL_LINK_ONEWAY, &p);                      /* a->b held 1 s */
+    struct fl_emu_params p = {.delay_us = 1000000, .seed = 11};
+    apply_emu(&e, FL_LINK_ONEWAY, &p); /* a->b held 1 s */
     struct sockaddr_in to_b = sin_of(1, 7000);
-    struct dgram d = { .seq = 1, .sent_ns = now_ns() };
-    FL_REQUIRE(sendto(e.udp[0], &d, sizeof d, 0, (struct sockaddr *)&to_b, sizeof to_b) == sizeof d);
+    struct dgram d = {.seq = 1, .sent_ns = now_ns()};
+    FL_REQUIRE(sendto(e.udp[0], &d, sizeof d, 0, (struct sockaddr *)&to_b, sizeof to_b) ==
+               sizeof d);
     char err[512] = "";
     static const int a0[] = {0}, b1[] = {1};
     /* b->a loss and a->b rate: neither drops the held a->b packet by itself */
-    struct fl_link_spec loss = { .scope = FL_LINK_ONEWAY, .a = b1, .na = 1, .b = a0, .nb = 1,
-                                 .loss_bp = 5000 };
-    struct fl_link_spec rate = { .scope = FL_LINK_ONEWAY, .a = a0, .na = 1, .b = b1, .nb = 1,
-                                 .rate_bit = 100000000 };
+    struct fl_link_spec loss = {
+        .scope = FL_LINK_ONEWAY, .a = b1, .na = 1, .b = a0, .nb = 1, .loss_bp = 5000};
+    struct fl_link_spec rate = {
+        .scope = FL_LINK_ONEWAY, .a = a0, .na = 1, .b = b1, .nb = 1, .rate_bit = 100000000};
     int lid = 0, rid = 0, pid = 0;
     FL_REQUIRE_MSG(fl_links_apply(e.l, &loss, &lid, err, sizeof err) == 0, "loss: %s", err);
     FL_REQUIRE_MSG(fl_links_apply(e.l, &rate, &rid, err, sizeof err) == 0, "rate: %s", err);
-    const int *groups[] = { a0, b1 };
-    size_t sizes[] = { 1, 1 };
-    FL_REQUIRE_MSG(fl_fabric_partition(e.f, groups, sizes, 2, &pid, err, sizeof err) == 0, "%s", err);
+    const int *groups[] = {a0, b1};
+    size_t sizes[] = {1, 1};
+    FL_REQUIRE_MSG(fl_fabric_partition(e.f, groups, sizes, 2, &pid, err, sizeof err) == 0, "%s",
+                   err);
     FL_REQUIRE_MSG(fl_links_heal(e.l, lid, err, sizeof err) == 0, "heal loss: %s", err);
     FL_REQUIRE_MSG(fl_links_heal(e.l, rid, err, sizeof err) == 0, "heal rate: %s", err);
     FL_REQUIRE_MSG(fl_fabric_heal(e.f, pid, err, sizeof err) == 0, "heal partition: %s", err);
     uint64_t healed_us = (now_ns() - d.sent_ns) / 1000;
     FL_REQUIRE_MSG(healed_us < 900000, "the heals took %lu us: the packet was released already",
                    (unsigned long)healed_us);
-    struct pollfd pf = { .fd = e.udp[1], .events = POLLIN };
+    struct pollfd pf = {.fd = e.udp[1], .events = POLLIN};
     FL_ASSERT_MSG(poll(&pf, 1, 3000) == 1, "the held a->b datagram never arrived");
     if (recv(e.udp[1], &d, sizeof d, MSG_DONTWAIT) == sizeof d) {
         int64_t us = (int64_t)(now_ns() - d.sent_ns) / 1000;
@@ -446,7 +450,8 @@ FL_TEST_ROOT_T(netem_emu, heal_of_partition_loss_rate_keeps_held_packets, 60)
     char *out = NULL;
     fl_test_sh(&out, "nsenter -t %d -n nft list table bridge " FL_FABRIC_NFT_TABLE,
                (int)fl_fabric_switch_pid(e.f));
-    FL_ASSERT_MSG(out && !strstr(out, "chain p") && !strstr(out, "jump"), "table: %s", out ? out : "");
+    FL_ASSERT_MSG(out && !strstr(out, "chain p") && !strstr(out, "jump"), "table: %s",
+                  out ? out : "");
     free(out);
     env_down(&e);
 }

@@ -66,7 +66,7 @@ static int connect_from(pid_t pid, int to_idx, int port, int ms)
         close(s);
         return rc;
     }
-    struct pollfd p = { .fd = s, .events = POLLOUT };
+    struct pollfd p = {.fd = s, .events = POLLOUT};
     rc = poll(&p, 1, ms);
     if (rc == 0) {
         close(s);
@@ -101,7 +101,7 @@ static bool udp_reaches(int from, int to, int to_idx, int port, int ms)
     struct sockaddr_in a = sin_of(to_idx, port);
     for (int waited = 0; waited < ms; waited += 100) {
         sendto(from, "x", 1, 0, (struct sockaddr *)&a, sizeof a);
-        struct pollfd p = { .fd = to, .events = POLLIN };
+        struct pollfd p = {.fd = to, .events = POLLIN};
         if (poll(&p, 1, 100) == 1) {
             char c;
             while (recv(to, &c, 1, 0) == 1)
@@ -161,14 +161,14 @@ FL_TEST(netem_fabric, addr_is_rfc2544_host_idx_plus_one)
     FL_ASSERT_EQ(fl_fabric_addr(FL_FABRIC_MAX_HOSTS), 0);
     FL_ASSERT_EQ(ntohl(fl_fabric_addr(3)), 0xC6120004u);
     FL_ASSERT_STREQ(fl_fabric_port_name(17, b, sizeof b), "h17");
-    unsigned char mac[6], want[6] = { 0x02, 0x46, 0x4c, 0x00, 0x01, 0x02 };
+    unsigned char mac[6], want[6] = {0x02, 0x46, 0x4c, 0x00, 0x01, 0x02};
     fl_fabric_mac(0x102, mac);
     FL_ASSERT_MEMEQ(mac, want, 6);
 }
 
 FL_TEST_ROOT(netem_fabric, connect_succeeds_between_attached_hosts)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     env_up(&e, 3);
     int l = listen_in(e.host[1], 1, 7000);
     FL_REQUIRE(l >= 0);
@@ -180,12 +180,15 @@ FL_TEST_ROOT(netem_fabric, connect_succeeds_between_attached_hosts)
     /* No IPv6 link-local addresses on eth0 nor on the switch's ports and
      * bridge (no DAD/RS/MLD floods); lo keeps ::1. */
     char *out = NULL;
-    fl_test_sh(&out, "cat /proc/%d/net/if_inet6 /proc/%d/net/if_inet6 | awk '{print $6}' | sort | tr '\\n' ' '",
-               (int)e.host[0], (int)fl_fabric_switch_pid(e.f));
+    fl_test_sh(
+        &out,
+        "cat /proc/%d/net/if_inet6 /proc/%d/net/if_inet6 | awk '{print $6}' | sort | tr '\\n' ' '",
+        (int)e.host[0], (int)fl_fabric_switch_pid(e.f));
     FL_ASSERT_STREQ(out, "lo ");
     free(out);
     /* The host's view: eth0 with its address and MAC, lo up. */
-    fl_test_sh(&out, "nsenter -t %d -n ip -o -4 addr show dev eth0 | awk '{print $4}'", (int)e.host[2]);
+    fl_test_sh(&out, "nsenter -t %d -n ip -o -4 addr show dev eth0 | awk '{print $4}'",
+               (int)e.host[2]);
     FL_ASSERT_STREQ(out, "198.18.0.3/15\n");
     free(out);
     fl_test_sh(&out, "nsenter -t %d -n ip -o link show eth0 | grep -o 'link/ether [0-9a-f:]*'",
@@ -197,7 +200,7 @@ FL_TEST_ROOT(netem_fabric, connect_succeeds_between_attached_hosts)
 
 FL_TEST_ROOT(netem_fabric, partition_drops_both_ways_until_heal)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 3);
     int lb = listen_in(e.host[1], 1, 7000);
@@ -205,9 +208,9 @@ FL_TEST_ROOT(netem_fabric, partition_drops_both_ways_until_heal)
     FL_REQUIRE(la >= 0 && lb >= 0);
     FL_REQUIRE_EQ(connect_from(e.host[0], 1, 7000, 2000), 0);
 
-    int ga[] = { 0 }, gb[] = { 1 };
-    const int *groups[] = { ga, gb };
-    size_t sizes[] = { 1, 1 };
+    int ga[] = {0}, gb[] = {1};
+    const int *groups[] = {ga, gb};
+    size_t sizes[] = {1, 1};
     int id = 0;
     int rc = fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "partition: %d %s", rc, err);
@@ -230,14 +233,14 @@ FL_TEST_ROOT(netem_fabric, partition_drops_both_ways_until_heal)
 
 FL_TEST_ROOT(netem_fabric, partition_heal_removes_only_its_rules)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 3);
     int l1 = listen_in(e.host[1], 1, 7000), l2 = listen_in(e.host[2], 2, 7000);
     FL_REQUIRE(l1 >= 0 && l2 >= 0);
-    int g0[] = { 0 }, g1[] = { 1 }, g2[] = { 2 };
-    const int *p1[] = { g0, g1 }, *p2[] = { g0, g2 };
-    size_t sizes[] = { 1, 1 };
+    int g0[] = {0}, g1[] = {1}, g2[] = {2};
+    const int *p1[] = {g0, g1}, *p2[] = {g0, g2};
+    size_t sizes[] = {1, 1};
     int id1 = 0, id2 = 0;
     FL_REQUIRE_EQ(fl_fabric_partition(e.f, p1, sizes, 2, &id1, err, sizeof err), 0);
     FL_REQUIRE_EQ(fl_fabric_partition(e.f, p2, sizes, 2, &id2, err, sizeof err), 0);
@@ -252,12 +255,12 @@ FL_TEST_ROOT(netem_fabric, partition_heal_removes_only_its_rules)
 
 FL_TEST_ROOT(netem_fabric, partition_rejects_bad_groups)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 1);
-    int g0[] = { 0, 1 }, g1[] = { 1 };
-    const int *groups[] = { g0, g1 };
-    size_t sizes[] = { 2, 1 };
+    int g0[] = {0, 1}, g1[] = {1};
+    const int *groups[] = {g0, g1};
+    size_t sizes[] = {2, 1};
     int id = 0;
     FL_ASSERT_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), -EINVAL);
     FL_ASSERT_CONTAINS(err, "host 1 is named twice");
@@ -269,13 +272,13 @@ FL_TEST_ROOT(netem_fabric, partition_rejects_bad_groups)
 
 FL_TEST_ROOT(netem_fabric, block_drops_one_direction_only)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 2);
     int ua = udp_in(e.host[0], 0, 9000), ub = udp_in(e.host[1], 1, 9000);
     FL_REQUIRE(ua >= 0 && ub >= 0);
     FL_ASSERT(udp_reaches(ua, ub, 1, 9000, 2000));
-    int from[] = { 0 }, to[] = { 1 };
+    int from[] = {0}, to[] = {1};
     int id = 0;
     int rc = fl_fabric_block(e.f, from, 1, to, 1, &id, err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "block: %d %s", rc, err);
@@ -292,10 +295,10 @@ FL_TEST_ROOT(netem_fabric, block_holds_with_cold_arp_cache)
 {
     /* The reverse direction works even when neither side has resolved the
      * other yet (ARP passes; only IP from `from` to `to` is dropped). */
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 2);
-    int from[] = { 0 }, to[] = { 1 };
+    int from[] = {0}, to[] = {1};
     int id = 0;
     FL_REQUIRE_EQ(fl_fabric_block(e.f, from, 1, to, 1, &id, err, sizeof err), 0);
     int ua = udp_in(e.host[0], 0, 9000), ub = udp_in(e.host[1], 1, 9000);
@@ -309,7 +312,7 @@ FL_TEST_ROOT(netem_fabric, block_holds_with_cold_arp_cache)
 
 FL_TEST_ROOT(netem_fabric, reattach_works_for_restarted_host)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 2);
     FL_ASSERT_EQ(connect_from(e.host[0], 1, 7001, 2000), -ECONNREFUSED);
@@ -350,12 +353,12 @@ FL_TEST_ROOT(netem_fabric, reattach_works_for_restarted_host)
 FL_TEST_ROOT(netem_fabric, partition_holds_across_host_restart)
 {
     /* Rules match port names, so a restarted host is still cut off. */
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 2);
-    int g0[] = { 0 }, g1[] = { 1 };
-    const int *groups[] = { g0, g1 };
-    size_t sizes[] = { 1, 1 };
+    int g0[] = {0}, g1[] = {1};
+    const int *groups[] = {g0, g1};
+    size_t sizes[] = {1, 1};
     int id = 0;
     FL_REQUIRE_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), 0);
     host_kill(e.host[1]);
@@ -371,7 +374,7 @@ FL_TEST_ROOT(netem_fabric, partition_holds_across_host_restart)
 
 FL_TEST_ROOT(netem_fabric, commit_error_names_host_interface_and_call)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     char err[256] = "";
     env_up(&e, 1);
     /* A host that already has an eth0 at our ifindex: the create fails. */
@@ -420,11 +423,11 @@ FL_TEST_ROOT(netem_fabric, destroy_leaves_nothing_in_root_netns)
     char *nft_before = NULL, *nft_after = NULL;
     fl_test_sh(&nft_before, "nft list tables");
     int fds_before = count_fds();
-    struct env e = { 0 };
+    struct env e = {0};
     env_up(&e, 3);
-    int g0[] = { 0 }, g1[] = { 1, 2 };
-    const int *groups[] = { g0, g1 };
-    size_t sizes[] = { 1, 2 };
+    int g0[] = {0}, g1[] = {1, 2};
+    const int *groups[] = {g0, g1};
+    size_t sizes[] = {1, 2};
     int id;
     char err[256];
     FL_REQUIRE_EQ(fl_fabric_partition(e.f, groups, sizes, 2, &id, err, sizeof err), 0);
@@ -486,7 +489,7 @@ FL_TEST_ROOT(netem_fabric, holder_dies_with_its_creator)
             alive = 0;
             break;
         }
-        struct timespec ts = { 0, 5000000 };
+        struct timespec ts = {0, 5000000};
         nanosleep(&ts, NULL);
     }
     FL_ASSERT_EQ(alive, 0);
@@ -495,7 +498,7 @@ FL_TEST_ROOT(netem_fabric, holder_dies_with_its_creator)
 
 FL_TEST_ROOT_T(netem_fabric, scale_64_hosts_all_reachable, 120)
 {
-    struct env e = { 0 };
+    struct env e = {0};
     env_up(&e, 64);
     /* First contact right after commit: a port not yet forwarding would
      * cost a 1 s ARP or SYN retransmission. */
@@ -515,7 +518,7 @@ FL_TEST_ROOT(netem_fabric, reachable_at_once_after_commit)
 {
     /* Ports forward as soon as commit returns: the first SYN is answered
      * (a lost first SYN would show as a ~1 s retransmission). */
-    struct env e = { 0 };
+    struct env e = {0};
     env_up(&e, 2);
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -555,7 +558,8 @@ FL_TEST_ROOT_T(netem_fabric, commit_256_hosts_timing, 120)
     rc = fl_fabric_commit(f, err, sizeof err);
     double w2 = clock_s(CLOCK_MONOTONIC), c2 = clock_s(CLOCK_THREAD_CPUTIME_ID);
     FL_REQUIRE_MSG(rc == 0, "commit: %s", err);
-    fprintf(stderr, "fabric: %d hosts: create %.1f ms, attach+commit %.1f ms wall, "
+    fprintf(stderr,
+            "fabric: %d hosts: create %.1f ms, attach+commit %.1f ms wall, "
             "create+commit %.1f ms CPU of this thread\n",
             N, (w1 - w0) * 1e3, (w2 - w1) * 1e3, (c2 - c0) * 1e3);
     FL_ASSERT_LT((w2 - w1) * 1e3, 2000);

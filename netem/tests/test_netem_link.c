@@ -34,7 +34,7 @@ struct env {
     struct fl_links *l;
     pid_t host[4];
     int n;
-    int udp[4];                 /* bound UDP socket of each host, port 7000 */
+    int udp[4]; /* bound UDP socket of each host, port 7000 */
 };
 
 static int64_t now_ms(void)
@@ -58,7 +58,7 @@ static int udp_count(struct env *e, int from, int to, int n)
         while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) >= 0)
             got++;
     }
-    struct pollfd p = { .fd = e->udp[to], .events = POLLIN };
+    struct pollfd p = {.fd = e->udp[to], .events = POLLIN};
     while (poll(&p, 1, 300) == 1)
         while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) >= 0)
             got++;
@@ -72,7 +72,7 @@ static bool udp_reaches(struct env *e, int from, int to, int ms)
     char c;
     for (int64_t end = now_ms() + ms; now_ms() < end;) {
         sendto(e->udp[from], "x", 1, 0, (struct sockaddr *)&a, sizeof a);
-        struct pollfd p = { .fd = e->udp[to], .events = POLLIN };
+        struct pollfd p = {.fd = e->udp[to], .events = POLLIN};
         if (poll(&p, 1, 50) == 1) {
             while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) >= 0)
                 ;
@@ -129,8 +129,14 @@ static int apply(struct env *e, enum fl_link_scope scope, const int *a, size_t n
                  size_t nb, unsigned loss_bp, uint64_t rate, bool down)
 {
     char err[512] = "";
-    struct fl_link_spec s = { .scope = scope, .a = a, .na = na, .b = b, .nb = nb,
-                              .loss_bp = loss_bp, .rate_bit = rate, .down = down };
+    struct fl_link_spec s = {.scope = scope,
+                             .a = a,
+                             .na = na,
+                             .b = b,
+                             .nb = nb,
+                             .loss_bp = loss_bp,
+                             .rate_bit = rate,
+                             .down = down};
     int id = 0;
     int rc = fl_links_apply(e->l, &s, &id, err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "fl_links_apply: %d %s", rc, err);
@@ -149,14 +155,15 @@ FL_TEST_ROOT_T(netem_link, loss_50_percent_drops_about_half_both_ways_until_heal
 {
     struct env e;
     env_up(&e, 2);
-    int ab[] = { 0, 1 };
+    int ab[] = {0, 1};
     int id = apply(&e, FL_LINK_BETWEEN, ab, 2, NULL, 0, 5000, 0, false);
     int g01 = udp_count(&e, 0, 1, 400), g10 = udp_count(&e, 1, 0, 400);
     printf("loss 50%%: 0->1 %d/400 delivered, 1->0 %d/400\n", g01, g10);
     FL_ASSERT_MSG(g01 >= 100 && g01 <= 300, "0->1 delivered %d of 400 with 50%% loss", g01);
     FL_ASSERT_MSG(g10 >= 100 && g10 <= 300, "1->0 delivered %d of 400 with 50%% loss", g10);
     char *out = NULL;
-    fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c 'numgen random mod 10000 < 5000 drop'",
+    fl_test_sh(&out,
+               "nsenter -t %d -n nft list ruleset | grep -c 'numgen random mod 10000 < 5000 drop'",
                (int)fl_fabric_switch_pid(e.f));
     FL_ASSERT_STREQ(out, "1\n");
     free(out);
@@ -173,7 +180,7 @@ FL_TEST_ROOT_T(netem_link, loss_oneway_drops_only_from_to, 60)
 {
     struct env e;
     env_up(&e, 3);
-    int from[] = { 0 }, to[] = { 1 };
+    int from[] = {0}, to[] = {1};
     int id = apply(&e, FL_LINK_ONEWAY, from, 1, to, 1, 10000, 0, false);
     FL_ASSERT_EQ(udp_count(&e, 0, 1, 100), 0);
     FL_ASSERT_EQ(udp_count(&e, 1, 0, 100), 100);
@@ -188,7 +195,7 @@ FL_TEST_ROOT_T(netem_link, loss_host_covers_every_peer_of_the_host, 60)
 {
     struct env e;
     env_up(&e, 3);
-    int h[] = { 0 };
+    int h[] = {0};
     int id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 10000, 0, false);
     FL_ASSERT_EQ(udp_count(&e, 0, 1, 50), 0);
     FL_ASSERT_EQ(udp_count(&e, 2, 0, 50), 0);
@@ -219,7 +226,7 @@ static double tcp_rate(struct env *e, int from, int to, int port, int ms)
     long long got = 0;
     int64_t t0 = now_ms(), end = t0 + ms;
     while (now_ms() < end) {
-        struct pollfd p[2] = { { .fd = c, .events = POLLOUT }, { .fd = s, .events = POLLIN } };
+        struct pollfd p[2] = {{.fd = c, .events = POLLOUT}, {.fd = s, .events = POLLIN}};
         if (poll(p, 2, 50) <= 0)
             continue;
         if (p[0].revents & POLLOUT)
@@ -242,12 +249,13 @@ FL_TEST_ROOT_T(netem_link, rate_20mbit_limits_tcp_both_ways_until_heal, 90)
     struct env e;
     env_up(&e, 3);
     double free_rate = tcp_rate(&e, 0, 1, 7100, 1000);
-    int ab[] = { 0, 1 };
+    int ab[] = {0, 1};
     int id = apply(&e, FL_LINK_BETWEEN, ab, 2, NULL, 0, 0, 20000000, false);
     double r01 = tcp_rate(&e, 0, 1, 7101, 3000);
     double r10 = tcp_rate(&e, 1, 0, 7102, 3000);
     double r21 = tcp_rate(&e, 2, 1, 7103, 1000);
-    printf("unlimited %.0f Mbit/s; rate 20mbit: 0->1 %.1f Mbit/s, 1->0 %.1f Mbit/s; 2->1 (not covered) %.0f Mbit/s\n",
+    printf("unlimited %.0f Mbit/s; rate 20mbit: 0->1 %.1f Mbit/s, 1->0 %.1f Mbit/s; 2->1 (not "
+           "covered) %.0f Mbit/s\n",
            free_rate, r01, r10, r21);
     FL_ASSERT_MSG(free_rate > 100, "unlimited rate %.1f Mbit/s", free_rate);
     FL_ASSERT_MSG(r01 > 10 && r01 < 24, "0->1 at 20mbit: %.1f Mbit/s", r01);
@@ -262,7 +270,8 @@ FL_TEST_ROOT_T(netem_link, rate_20mbit_limits_tcp_both_ways_until_heal, 90)
     double healed = tcp_rate(&e, 0, 1, 7104, 1000);
     printf("healed: %.0f Mbit/s\n", healed);
     FL_ASSERT_MSG(healed > 60, "healed rate %.1f Mbit/s", healed);
-    fl_test_sh(&out, "nsenter -t %d -n tc class show dev h1 | wc -l", (int)fl_fabric_switch_pid(e.f));
+    fl_test_sh(&out, "nsenter -t %d -n tc class show dev h1 | wc -l",
+               (int)fl_fabric_switch_pid(e.f));
     FL_ASSERT_STREQ(out, "0\n");
     free(out);
     env_down(&e);
@@ -272,7 +281,7 @@ FL_TEST_ROOT_T(netem_link, down_blocks_host_until_heal, 60)
 {
     struct env e;
     env_up(&e, 3);
-    int h[] = { 1 };
+    int h[] = {1};
     int id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 0, 0, true);
     FL_ASSERT(fl_links_port_is_down(e.l, 1));
     FL_ASSERT_EQ(udp_count(&e, 0, 1, 50), 0);
@@ -302,7 +311,7 @@ FL_TEST_ROOT_T(netem_link, port_remade_gets_class_and_down_back, 60)
     struct env e;
     char err[512] = "";
     env_up(&e, 3);
-    int ab[] = { 0, 1 }, h2[] = { 2 };
+    int ab[] = {0, 1}, h2[] = {2};
     apply(&e, FL_LINK_BETWEEN, ab, 2, NULL, 0, 0, 5000000, false);
     apply(&e, FL_LINK_HOST, h2, 1, NULL, 0, 0, 0, true);
     for (int i = 1; i <= 2; i++) {
@@ -335,15 +344,15 @@ FL_TEST_ROOT(netem_link, apply_rejects_bad_specs)
     struct env e;
     char err[256];
     env_up(&e, 2);
-    int ab[] = { 0, 1 }, bad[] = { 5000 };
+    int ab[] = {0, 1}, bad[] = {5000};
     int id;
-    struct fl_link_spec s = { .scope = FL_LINK_HOST, .a = ab, .na = 1, .rate_bit = 1000000 };
+    struct fl_link_spec s = {.scope = FL_LINK_HOST, .a = ab, .na = 1, .rate_bit = 1000000};
     FL_ASSERT_EQ(fl_links_apply(e.l, &s, &id, err, sizeof err), -EINVAL);
-    s = (struct fl_link_spec){ .scope = FL_LINK_BETWEEN, .a = ab, .na = 2, .down = true };
+    s = (struct fl_link_spec){.scope = FL_LINK_BETWEEN, .a = ab, .na = 2, .down = true};
     FL_ASSERT_EQ(fl_links_apply(e.l, &s, &id, err, sizeof err), -EINVAL);
-    s = (struct fl_link_spec){ .scope = FL_LINK_BETWEEN, .a = bad, .na = 1, .loss_bp = 1 };
+    s = (struct fl_link_spec){.scope = FL_LINK_BETWEEN, .a = bad, .na = 1, .loss_bp = 1};
     FL_ASSERT_EQ(fl_links_apply(e.l, &s, &id, err, sizeof err), -EINVAL);
-    s = (struct fl_link_spec){ .scope = FL_LINK_BETWEEN, .a = ab, .na = 2 };
+    s = (struct fl_link_spec){.scope = FL_LINK_BETWEEN, .a = ab, .na = 2};
     FL_ASSERT_EQ(fl_links_apply(e.l, &s, &id, err, sizeof err), -EINVAL);
     env_down(&e);
 }
@@ -359,10 +368,11 @@ FL_TEST_ROOT(netem_link, loss_rules_for_1000_hosts_apply)
     for (int i = 0; i < 1000; i++)
         many[i] = i;
     int id = apply(&e, FL_LINK_BETWEEN, many, 1000, NULL, 0, 2500, 0, false);
-    int from[] = { 0 };
+    int from[] = {0};
     int id2 = apply(&e, FL_LINK_ONEWAY, from, 1, many + 1, 999, 100, 0, false);
     char *out = NULL;
-    fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c '\"h999\"'", (int)fl_fabric_switch_pid(e.f));
+    fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c '\"h999\"'",
+               (int)fl_fabric_switch_pid(e.f));
     FL_ASSERT_STREQ(out, "2\n");
     free(out);
     FL_ASSERT_EQ(fl_links_heal(e.l, id, err, sizeof err), 0);

@@ -47,26 +47,25 @@ static void assert_self_contained(const char *h)
     FL_ASSERT_EQ(count(h, "http"), count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
 }
 
-static const char *probe_yaml =
-    "name: html-report-probe\n"
-    "about: a client on host a cuts itself off from b for a while\n"
-    "hosts: [a, b]\n"
-    "cluster:\n"
-    "  server: [b]\n"
-    "  client: [a]\n"
-    "run:\n"
-    "  stop_when: [client]\n"
-    "  server: {command: \"sleep 60\"}\n"
-    "  client:\n"
-    "    command: >\n"
-    "      {bin}/faultline emit --sync cut.now && sleep 0.3 &&\n"
-    "      {bin}/faultline emit step.done n=1 && echo CLIENT-DONE\n"
-    "faults:\n"
-    "  - {after: {event: cut.now}, partition: [[a], [b]], for: 100ms}\n"
-    "expect:\n"
-    "  all:\n"
-    "    client: {exit: 0, log_matches: '^CLIENT-DONE$'}\n"
-    "    events: [{event: step.done, host: a, min: 1, max: 1}]\n";
+static const char *probe_yaml = "name: html-report-probe\n"
+                                "about: a client on host a cuts itself off from b for a while\n"
+                                "hosts: [a, b]\n"
+                                "cluster:\n"
+                                "  server: [b]\n"
+                                "  client: [a]\n"
+                                "run:\n"
+                                "  stop_when: [client]\n"
+                                "  server: {command: \"sleep 60\"}\n"
+                                "  client:\n"
+                                "    command: >\n"
+                                "      {bin}/faultline emit --sync cut.now && sleep 0.3 &&\n"
+                                "      {bin}/faultline emit step.done n=1 && echo CLIENT-DONE\n"
+                                "faults:\n"
+                                "  - {after: {event: cut.now}, partition: [[a], [b]], for: 100ms}\n"
+                                "expect:\n"
+                                "  all:\n"
+                                "    client: {exit: 0, log_matches: '^CLIENT-DONE$'}\n"
+                                "    events: [{event: step.done, host: a, min: 1, max: 1}]\n";
 
 FL_TEST_ROOT_T(reports_html, real_run_has_lanes_fault_events_verdict, 120)
 {
@@ -79,8 +78,10 @@ FL_TEST_ROOT_T(reports_html, real_run_has_lanes_fault_events_verdict, 120)
     fputs(probe_yaml, f);
     fclose(f);
 
-    int rc = fl_test_sh(&out, "cd %s && %s run -q --out o --db fl.db --html rep/run.html "
-                        "probe.yaml 2>&1", d, fl_test_bin("faultline"));
+    int rc = fl_test_sh(&out,
+                        "cd %s && %s run -q --out o --db fl.db --html rep/run.html "
+                        "probe.yaml 2>&1",
+                        d, fl_test_bin("faultline"));
     FL_REQUIRE_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_CONTAINS(out, "report: rep/run.html\n");
     free(out);
@@ -144,8 +145,11 @@ static struct fl_rec_run *begin(struct fl_rec *rec, const char *id, const char *
                                 const char *variant, int64_t started)
 {
     struct fl_rec_run *run;
-    struct fl_rec_run_info info = {.run_id = id, .scenario = scenario, .variant = variant,
-                                   .git_rev = "aaaa1111bbbb", .seed = 42,
+    struct fl_rec_run_info info = {.run_id = id,
+                                   .scenario = scenario,
+                                   .variant = variant,
+                                   .git_rev = "aaaa1111bbbb",
+                                   .seed = 42,
                                    .started_at_ms = started};
     FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
     return run;
@@ -155,18 +159,28 @@ FL_TEST(reports_html, hostile_text_is_escaped)
 {
     struct fl_rec *rec = open_rec("fl.db");
     struct fl_rec_run *run = begin(rec, "r-<x>", "<script>alert(1)</script>", "v=\"q\"&w", T0);
-    struct fl_rec_proc p = {.host = "h<1>", .job = "j&", .task = 0, .pid = 7,
-                            .command = "echo '</title><script>'", .started_ms = 5};
+    struct fl_rec_proc p = {.host = "h<1>",
+                            .job = "j&",
+                            .task = 0,
+                            .pid = 7,
+                            .command = "echo '</title><script>'",
+                            .started_ms = 5};
     int no = fl_rec_proc_start(run, &p);
     FL_REQUIRE(no >= 0);
     FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 50, 3, 0, false), 0);
-    FL_REQUIRE_EQ(fl_rec_event(run, 20, "h<1>", "j&", 0, "say<b>", "msg='<b>' bad=\xff\x01 ok=é",
-                               false), 0);
-    struct fl_rec_fault fa = {.index = 0, .kind = "kill", .target = "h<1>",
-                              .detail = "signal=\"<SIG>\"", .applied_ms = 10};
+    FL_REQUIRE_EQ(
+        fl_rec_event(run, 20, "h<1>", "j&", 0, "say<b>", "msg='<b>' bad=\xff\x01 ok=é", false), 0);
+    struct fl_rec_fault fa = {.index = 0,
+                              .kind = "kill",
+                              .target = "h<1>",
+                              .detail = "signal=\"<SIG>\"",
+                              .applied_ms = 10};
     FL_REQUIRE(fl_rec_fault_applied(run, &fa) >= 0);
-    struct fl_rec_check c = {.name = "log_matches", .target = "j&:0", .passed = false,
-                             .expected = "output matching /<script>/", .observed = "</td>"};
+    struct fl_rec_check c = {.name = "log_matches",
+                             .target = "j&:0",
+                             .passed = false,
+                             .expected = "output matching /<script>/",
+                             .observed = "</td>"};
     FL_REQUIRE_EQ(fl_rec_check(run, &c), 0);
     FL_REQUIRE_EQ(fl_rec_run_end(run, "fail", "<img src=x onerror=alert(1)>", 60), 0);
 
@@ -198,21 +212,27 @@ FL_TEST(reports_html, timeline_marks_instant_unhealed_running_and_relaunch)
 {
     struct fl_rec *rec = open_rec("fl.db");
     struct fl_rec_run *run = begin(rec, "r1", "marks", "", T0);
-    struct fl_rec_proc p = {.host = "w0", .job = "chief", .task = 0, .pid = 7,
-                            .command = "x", .started_ms = 0};
+    struct fl_rec_proc p = {
+        .host = "w0", .job = "chief", .task = 0, .pid = 7, .command = "x", .started_ms = 0};
     int no = fl_rec_proc_start(run, &p);
     FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 400, -1, 9, false), 0);
     p.generation = 1;
     p.started_ms = 500;
-    FL_REQUIRE(fl_rec_proc_start(run, &p) >= 0);         /* never reaped */
+    FL_REQUIRE(fl_rec_proc_start(run, &p) >= 0); /* never reaped */
     struct fl_rec_proc q = {.host = "ps0", .job = "ps", .task = 0, .pid = 8, .command = "y"};
     no = fl_rec_proc_start(run, &q);
     FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 900, 1, 0, false), 0);
-    struct fl_rec_fault k = {.index = 0, .kind = "kill", .target = "chief:0",
-                             .detail = "signal=SIGKILL", .applied_ms = 400};
+    struct fl_rec_fault k = {.index = 0,
+                             .kind = "kill",
+                             .target = "chief:0",
+                             .detail = "signal=SIGKILL",
+                             .applied_ms = 400};
     FL_REQUIRE(fl_rec_fault_applied(run, &k) >= 0);
-    struct fl_rec_fault l = {.index = 1, .kind = "link", .target = "ps0<->w0",
-                             .detail = "down for=5000ms", .applied_ms = 600};
+    struct fl_rec_fault l = {.index = 1,
+                             .kind = "link",
+                             .target = "ps0<->w0",
+                             .detail = "down for=5000ms",
+                             .applied_ms = 600};
     FL_REQUIRE(fl_rec_fault_applied(run, &l) >= 0);
     /* an event from a task with no process of its own gets its own lane */
     FL_REQUIRE_EQ(fl_rec_event(run, 700, "w0", "worker", 0, "save.begin", "step=1", true), 0);
@@ -223,12 +243,12 @@ FL_TEST(reports_html, timeline_marks_instant_unhealed_running_and_relaunch)
     FL_ASSERT_EQ(fl_report_html(fl_rec_db(rec), path, NULL, err, sizeof err), 1);
     fl_rec_close(rec);
     char *h = slurp(path);
-    FL_ASSERT_EQ(count(h, "class=\"llabel\""), 3);      /* w0 chief:0, ps0 ps:0, w0 worker:0 */
+    FL_ASSERT_EQ(count(h, "class=\"llabel\""), 3); /* w0 chief:0, ps0 ps:0, w0 worker:0 */
     FL_ASSERT_CONTAINS(h, "<title>w0  worker:0</title>");
-    FL_ASSERT_EQ(count(h, "<path class=\"fmark\""), 1);  /* the kill: a mark */
-    FL_ASSERT_EQ(count(h, "<rect class=\"fline\""), 1);  /* ... over chief:0's lane */
+    FL_ASSERT_EQ(count(h, "<path class=\"fmark\""), 1);         /* the kill: a mark */
+    FL_ASSERT_EQ(count(h, "<rect class=\"fline\""), 1);         /* ... over chief:0's lane */
     FL_ASSERT_EQ(count(h, "<rect class=\"fbar unhealed\""), 1); /* the link, never healed */
-    FL_ASSERT_EQ(count(h, "<rect class=\"fband\""), 3);  /* over ps0's lane and w0's two */
+    FL_ASSERT_EQ(count(h, "<rect class=\"fband\""), 3);         /* over ps0's lane and w0's two */
     FL_ASSERT_CONTAINS(h, "<rect class=\"proc prun\"");
     FL_ASSERT_CONTAINS(h, "still running at the end");
     FL_ASSERT_CONTAINS(h, ">SIGKILL</text>");
@@ -261,7 +281,7 @@ FL_TEST(reports_html, empty_and_missing_database_say_so)
     FL_ASSERT_CONTAINS(out, "--db PATH reads another");
     free(out);
     snprintf(path, sizeof path, "%s/nope", d);
-    FL_ASSERT(stat(path, &st) < 0);                      /* reading creates nothing */
+    FL_ASSERT(stat(path, &st) < 0); /* reading creates nothing */
 }
 
 FL_TEST(reports_html, selection_last_ids_and_failing_first)
@@ -269,10 +289,10 @@ FL_TEST(reports_html, selection_last_ids_and_failing_first)
     const char *d = fl_test_dir();
     struct fl_rec *rec = open_rec("fl.db");
     FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "run-old", "sc-old", "", T0), "pass", NULL, 10), 0);
-    FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "run-mid", "sc-mid", "", T0 + 1000), "fail",
-                                 "it broke", 10), 0);
-    FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "run-new", "sc-new", "", T0 + 2000), "pass", NULL,
-                                 10), 0);
+    FL_REQUIRE_EQ(
+        fl_rec_run_end(begin(rec, "run-mid", "sc-mid", "", T0 + 1000), "fail", "it broke", 10), 0);
+    FL_REQUIRE_EQ(fl_rec_run_end(begin(rec, "run-new", "sc-new", "", T0 + 2000), "pass", NULL, 10),
+                  0);
     fl_rec_close(rec);
     const char *bin = fl_test_bin("faultline");
     char *out = NULL, path[4096];
@@ -296,8 +316,8 @@ FL_TEST(reports_html, selection_last_ids_and_failing_first)
     FL_ASSERT(!strstr(h, "sc-mid") && !strstr(h, "sc-new"));
     free(h);
 
-    FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s run-old nope 2>&1", bin, d,
-                            path), 2);
+    FL_ASSERT_EQ(
+        fl_test_sh(&out, "%s report --db %s/fl.db --out %s run-old nope 2>&1", bin, d, path), 2);
     FL_ASSERT_CONTAINS(out, "no run 'nope' in database ");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --last 2 run-old 2>&1", bin, d), 2);
@@ -307,12 +327,13 @@ FL_TEST(reports_html, selection_last_ids_and_failing_first)
     FL_ASSERT_CONTAINS(out, "--last wants a number");
     free(out);
     /* --since REV: every run since the first at that revision (all three here) */
-    FL_REQUIRE_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since aaaa1111", bin, d,
-                             path), 0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since aaaa1111", bin, d, path), 0);
     FL_ASSERT_CONTAINS(out, ": 3 runs (");
     free(out);
-    FL_ASSERT_EQ(fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since 0123abcd 2>&1", bin,
-                            d, path), 2);
+    FL_ASSERT_EQ(
+        fl_test_sh(&out, "%s report --db %s/fl.db --out %s --since 0123abcd 2>&1", bin, d, path),
+        2);
     FL_ASSERT_CONTAINS(out, "no run recorded at revision 0123abcd in database ");
     free(out);
     /* --out naming a directory: said, and nothing left behind */
@@ -331,8 +352,8 @@ FL_TEST(reports_html, help_lists_the_command_and_its_options)
     FL_ASSERT_CONTAINS(out, "  report  ");
     free(out);
     FL_REQUIRE_EQ(fl_test_sh(&out, "%s report --help", fl_test_bin("faultline")), 0);
-    const char *opts[] = {"--db PATH", "--out FILE", "RUN-ID...", "--last N", "--since REV",
-                          "run --html FILE"};
+    const char *opts[] = {"--db PATH", "--out FILE",  "RUN-ID...",
+                          "--last N",  "--since REV", "run --html FILE"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         FL_ASSERT_CONTAINS(out, opts[i]);
     free(out);
@@ -355,8 +376,11 @@ FL_TEST(reports_html, history_counts_squares_and_streak)
         char id[16];
         snprintf(id, sizeof id, "a-%d", i);
         struct fl_rec_run *run;
-        struct fl_rec_run_info info = {.run_id = id, .scenario = "sc-a", .variant = "p=1",
-                                       .git_rev = revs[i], .seed = 1,
+        struct fl_rec_run_info info = {.run_id = id,
+                                       .scenario = "sc-a",
+                                       .variant = "p=1",
+                                       .git_rev = revs[i],
+                                       .seed = 1,
                                        .started_at_ms = T0 + i * 1000};
         FL_REQUIRE_EQ(fl_rec_run_begin(rec, &info, &run), 0);
         FL_REQUIRE_EQ(fl_rec_run_end(run, verdicts[i], i == 3 ? "it <broke>" : NULL, 10), 0);

@@ -14,19 +14,24 @@
 FL_TEST(reports_seeds, seed_labels_split_name_and_variant)
 {
     char seed[16], layout[128], proto[32];
-    struct fl_report_row r = {.scenario = "s004-relaunch-ps", .variant = "protocol=robust,disk=fresh"};
-    FL_REQUIRE(fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
+    struct fl_report_row r = {.scenario = "s004-relaunch-ps",
+                              .variant = "protocol=robust,disk=fresh"};
+    FL_REQUIRE(
+        fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
     FL_ASSERT_STREQ(seed, "S004");
     FL_ASSERT_STREQ(layout, "relaunch-ps disk=fresh");
     FL_ASSERT_STREQ(proto, "robust");
     r = (struct fl_report_row){.scenario = "s000-2ps-5w", .variant = "protocol=legacy"};
-    FL_REQUIRE(fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
+    FL_REQUIRE(
+        fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
     FL_ASSERT_STREQ(layout, "2ps-5w");
     FL_ASSERT_STREQ(proto, "legacy");
     r = (struct fl_report_row){.scenario = "s123-x", .variant = ""};
-    FL_REQUIRE(fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
+    FL_REQUIRE(
+        fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto, sizeof proto));
     FL_ASSERT_STREQ(proto, "-");
-    static const char *const not_seeds[] = {"seed-001-x", "s00-x", "s0000-x", "s000", "s000-", "tour"};
+    static const char *const not_seeds[] = {"seed-001-x", "s00-x", "s0000-x",
+                                            "s000",       "s000-", "tour"};
     for (size_t i = 0; i < sizeof not_seeds / sizeof *not_seeds; i++) {
         r = (struct fl_report_row){.scenario = not_seeds[i]};
         FL_ASSERT_MSG(!fl_report_seed_labels(&r, seed, sizeof seed, layout, sizeof layout, proto,
@@ -42,10 +47,19 @@ FL_TEST(reports_seeds, seed_table_columns_and_whole_observed)
     longobs[sizeof longobs - 1] = 0;
     memcpy(longobs, "NotFoundError: ", 15);
     struct fl_report_row rows[2] = {
-        {.scenario = "s001-2ps-3w", .variant = "protocol=legacy", .expected = "chief fails_with x",
-         .observed = longobs, .verdict = "pass", .duration_ms = 100},
-        {.scenario = "s001-2ps-3w", .variant = "protocol=robust", .expected = "checkpoint",
-         .observed = "verified", .verdict = "fail", .duration_ms = 200, .reason = "why"},
+        {.scenario = "s001-2ps-3w",
+         .variant = "protocol=legacy",
+         .expected = "chief fails_with x",
+         .observed = longobs,
+         .verdict = "pass",
+         .duration_ms = 100},
+        {.scenario = "s001-2ps-3w",
+         .variant = "protocol=robust",
+         .expected = "checkpoint",
+         .observed = "verified",
+         .verdict = "fail",
+         .duration_ms = 200,
+         .reason = "why"},
     };
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
     char *s = NULL;

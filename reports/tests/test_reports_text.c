@@ -22,13 +22,13 @@
 #include <unistd.h>
 
 /* Output of fn(out) as a string (malloc'd). */
-#define CAPTURE(var, stmt)                                                     \
-    do {                                                                       \
-        size_t cap_len_;                                                       \
-        FILE *out = open_memstream(&(var), &cap_len_);                         \
-        FL_REQUIRE(out);                                                       \
-        stmt;                                                                  \
-        fclose(out);                                                           \
+#define CAPTURE(var, stmt)                             \
+    do {                                               \
+        size_t cap_len_;                               \
+        FILE *out = open_memstream(&(var), &cap_len_); \
+        FL_REQUIRE(out);                               \
+        stmt;                                          \
+        fclose(out);                                   \
     } while (0)
 
 static int nlines(const char *s)
@@ -63,22 +63,37 @@ static const char *line(const char *s, int idx)
 }
 
 static const struct fl_report_row rows3[] = {
-    {.scenario = "seed-001-merge-needs-shared-fs", .variant = "protocol=legacy",
-     .expected = "chief fails_with NotFoundError", .observed = "NotFoundError: ./train_logs",
-     .verdict = "pass", .duration_ms = 3200, .reason = "expected failure observed"},
-    {.scenario = "seed-001-merge-needs-shared-fs", .variant = "protocol=robust",
-     .expected = "all exit 0", .observed = "ps:1 exit 1", .verdict = "fail", .duration_ms = 2100,
+    {.scenario = "seed-001-merge-needs-shared-fs",
+     .variant = "protocol=legacy",
+     .expected = "chief fails_with NotFoundError",
+     .observed = "NotFoundError: ./train_logs",
+     .verdict = "pass",
+     .duration_ms = 3200,
+     .reason = "expected failure observed"},
+    {.scenario = "seed-001-merge-needs-shared-fs",
+     .variant = "protocol=robust",
+     .expected = "all exit 0",
+     .observed = "ps:1 exit 1",
+     .verdict = "fail",
+     .duration_ms = 2100,
      .reason = "ps:1 exited 1, expected 0"},
-    {.scenario = "kill", .variant = "", .expected = "all exit 0", .observed = "-",
-     .verdict = "error", .duration_ms = 200, .reason = "cannot create namespace: EPERM"},
+    {.scenario = "kill",
+     .variant = "",
+     .expected = "all exit 0",
+     .observed = "-",
+     .verdict = "error",
+     .duration_ms = 200,
+     .reason = "cannot create namespace: EPERM"},
 };
 
 FL_TEST(reports_text, verdict_line_format)
 {
     char *s = NULL;
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
-    struct fl_report_row r = {.scenario = "seed-001", .variant = "protocol=legacy",
-                              .verdict = "pass", .duration_ms = 3200,
+    struct fl_report_row r = {.scenario = "seed-001",
+                              .variant = "protocol=legacy",
+                              .verdict = "pass",
+                              .duration_ms = 3200,
                               .observed = "NotFoundError: x",
                               .reason = "expected failure observed: NotFoundError ..."};
     CAPTURE(s, fl_report_verdict_line(out, &r));
@@ -87,7 +102,9 @@ FL_TEST(reports_text, verdict_line_format)
     free(s);
 
     /* No variant, no reason: the observed text; newlines flattened. */
-    r = (struct fl_report_row){.scenario = "kill", .verdict = "error", .duration_ms = 65000,
+    r = (struct fl_report_row){.scenario = "kill",
+                               .verdict = "error",
+                               .duration_ms = 65000,
                                .observed = "line one\nline two"};
     CAPTURE(s, fl_report_verdict_line(out, &r));
     FL_ASSERT_STREQ(s, "ERROR kill  1m05s  (line one line two)\n");
@@ -97,8 +114,8 @@ FL_TEST(reports_text, verdict_line_format)
     char longr[400];
     memset(longr, 'x', sizeof longr - 1);
     longr[sizeof longr - 1] = '\0';
-    r = (struct fl_report_row){.scenario = "s", .verdict = "fail", .duration_ms = 1,
-                               .reason = longr};
+    r = (struct fl_report_row){
+        .scenario = "s", .verdict = "fail", .duration_ms = 1, .reason = longr};
     CAPTURE(s, fl_report_verdict_line(out, &r));
     FL_ASSERT(strlen(s) < 130);
     FL_ASSERT_CONTAINS(s, "xxx...)\n");
@@ -148,10 +165,19 @@ FL_TEST(reports_text, summary_truncates_long_cells)
     reason[sizeof reason - 1] = '\0';
     /* Multibyte text is cut on a character boundary and measured in characters. */
     struct fl_report_row r[2] = {
-        {.scenario = "s", .variant = "v=1", .expected = "e", .observed = "o", .verdict = "fail",
-         .duration_ms = 10, .reason = reason},
-        {.scenario = "s", .variant = "v=2", .expected = "é→ü", .observed = "o",
-         .verdict = "pass", .duration_ms = 10},
+        {.scenario = "s",
+         .variant = "v=1",
+         .expected = "e",
+         .observed = "o",
+         .verdict = "fail",
+         .duration_ms = 10,
+         .reason = reason},
+        {.scenario = "s",
+         .variant = "v=2",
+         .expected = "é→ü",
+         .observed = "o",
+         .verdict = "pass",
+         .duration_ms = 10},
     };
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
     CAPTURE(s, FL_ASSERT_EQ(fl_report_summary(out, r, 2), 0));
@@ -197,7 +223,7 @@ FL_TEST(reports_text, summary_colours_only_on_a_tty)
     size_t got = 0;
     ssize_t n;
     while (got < sizeof buf - 1 && (n = read(master, buf + got, sizeof buf - 1 - got)) > 0)
-        got += (size_t)n;     /* read fails with EIO once the slave is closed and drained */
+        got += (size_t)n; /* read fails with EIO once the slave is closed and drained */
     buf[got] = '\0';
     close(master);
     FL_ASSERT_CONTAINS(buf, "\033[32mPASS\033[0m");
@@ -242,11 +268,16 @@ FL_TEST(reports_text, junit_escaped_and_well_formed)
 {
     char path[4096], *x = NULL, *o = NULL;
     snprintf(path, sizeof path, "%s/reports/ci/junit.xml", fl_test_dir());
-    struct fl_report_row r[4] = {rows3[0], rows3[1], rows3[2],
+    struct fl_report_row r[4] = {rows3[0],
+                                 rows3[1],
+                                 rows3[2],
                                  {.scenario = "seed-001-merge-needs-shared-fs",
-                                  .variant = "protocol=<robust>&'x'", .verdict = "fail",
-                                  .expected = "exit \"0\"", .observed = "bad\x01\xff\xfe byte ]]>",
-                                  .duration_ms = 1500, .run_id = "20261121-114203-ab12cd",
+                                  .variant = "protocol=<robust>&'x'",
+                                  .verdict = "fail",
+                                  .expected = "exit \"0\"",
+                                  .observed = "bad\x01\xff\xfe byte ]]>",
+                                  .duration_ms = 1500,
+                                  .run_id = "20261121-114203-ab12cd",
                                   .run_dir = "out/runs/20261121-114203-ab12cd",
                                   .reason = "<tag> & \"quote\"\nsecond line é"}};
     FL_REQUIRE_EQ(fl_report_junit(path, r, 4), 0);
@@ -283,8 +314,8 @@ FL_TEST(reports_text, junit_escaped_and_well_formed)
     FL_ASSERT_EQ(fl_test_sh(&o, "xmllint --xpath 'count(//testcase)' '%s'", path), 0);
     FL_ASSERT_STREQ(o, "4\n");
     free(o);
-    FL_ASSERT_EQ(fl_test_sh(&o, "xmllint --xpath 'string((//testcase)[3]/failure/@message)' '%s'",
-                            path), 0);
+    FL_ASSERT_EQ(
+        fl_test_sh(&o, "xmllint --xpath 'string((//testcase)[3]/failure/@message)' '%s'", path), 0);
     FL_ASSERT_STREQ(o, "<tag> & \"quote\"\nsecond line é\n");
     free(o);
     free(x);
@@ -316,11 +347,14 @@ struct fake_run {
 static const struct fake_run fake[] = {
     {"r1", "seed-000", "protocol=legacy", "aaaa1111bbbb", "pass", NULL, T0 + 0, 3200},
     {"r2", "seed-000", "protocol=robust", "aaaa1111bbbb", "pass", NULL, T0 + 1000, 4100},
-    {"r3", "seed-001", "protocol=legacy", "aaaa1111bbbb", "fail", "chief exited 0, expected NotFoundError", T0 + 2000, 2500},
-    {"r4", "seed-000", "protocol=legacy", "cccc2222dddd", "fail", "merge: NotFoundError", T0 + 60000, 3300},
+    {"r3", "seed-001", "protocol=legacy", "aaaa1111bbbb", "fail",
+     "chief exited 0, expected NotFoundError", T0 + 2000, 2500},
+    {"r4", "seed-000", "protocol=legacy", "cccc2222dddd", "fail", "merge: NotFoundError",
+     T0 + 60000, 3300},
     {"r5", "seed-000", "protocol=robust", "cccc2222dddd", "pass", NULL, T0 + 61000, 4000},
     {"r6", "seed-001", "protocol=legacy", "cccc2222dddd", "pass", NULL, T0 + 62000, 2600},
-    {"r7", "seed-000", "protocol=legacy", "eeee3333ffff", "error", "harness killed", T0 + 120000, -1},
+    {"r7", "seed-000", "protocol=legacy", "eeee3333ffff", "error", "harness killed", T0 + 120000,
+     -1},
     {"r8", "seed-000", "protocol=legacy", "eeee3333ffff", "running", NULL, T0 + 180000, -1},
 };
 
@@ -332,8 +366,10 @@ static sqlite3 *fake_db(struct fl_rec **recp)
     for (size_t i = 0; i < sizeof fake / sizeof fake[0]; i++) {
         const struct fake_run *f = &fake[i];
         struct fl_rec_run *run;
-        struct fl_rec_run_info info = {.run_id = f->id, .scenario = f->scenario,
-                                       .variant = f->variant, .git_rev = f->rev,
+        struct fl_rec_run_info info = {.run_id = f->id,
+                                       .scenario = f->scenario,
+                                       .variant = f->variant,
+                                       .git_rev = f->rev,
                                        .started_at_ms = f->started};
         FL_REQUIRE_EQ(fl_rec_run_begin(*recp, &info, &run), 0);
         /* A 'running' one is left as a killed harness leaves it (handle dropped). */
@@ -434,8 +470,8 @@ FL_TEST(reports_text, history_counts_failures_per_variant)
                                 "PASS     FP");
     free(s);
 
-    struct fl_report_history_opts o = {.scenario = "seed-000", .variant = "protocol=legacy",
-                                       .last = 2};
+    struct fl_report_history_opts o = {
+        .scenario = "seed-000", .variant = "protocol=legacy", .last = 2};
     CAPTURE(s, n = fl_report_history(db, out, &o));
     FL_ASSERT_EQ(n, 1);
     FL_ASSERT(!strcmp(line(s, 1) + strlen(line(s, 1)) - 4, "  ER"));

@@ -33,12 +33,12 @@
 
 /* ---- errors ---------------------------------------------------------- */
 
-#define CKPT_ERR_PATH_MAX  4096
+#define CKPT_ERR_PATH_MAX 4096
 #define CKPT_ERR_ENTRY_MAX 256
-#define CKPT_ERR_MSG_MAX   (CKPT_ERR_PATH_MAX + 1024)
+#define CKPT_ERR_MSG_MAX (CKPT_ERR_PATH_MAX + 1024)
 
 struct ckpt_err {
-    int  code;                      /* negative errno; 0 = no error */
+    int code;                       /* negative errno; 0 = no error */
     char call[16];                  /* failing system call ("open", "rename",
                                        ...) or "" for a format/argument error */
     char path[CKPT_ERR_PATH_MAX];   /* the file or directory concerned, or "" */
@@ -59,23 +59,23 @@ char *ckpt_err_tf(const struct ckpt_err *e, char *buf, size_t len);
 
 /* Values are TensorFlow's DataType enum (types.proto). */
 enum ckpt_dtype {
-    CKPT_DT_INVALID    = 0,
-    CKPT_DT_FLOAT      = 1,
-    CKPT_DT_DOUBLE     = 2,
-    CKPT_DT_INT32      = 3,
-    CKPT_DT_UINT8      = 4,
-    CKPT_DT_INT16      = 5,
-    CKPT_DT_INT8       = 6,
-    CKPT_DT_STRING     = 7,
-    CKPT_DT_COMPLEX64  = 8,
-    CKPT_DT_INT64      = 9,
-    CKPT_DT_BOOL       = 10,
-    CKPT_DT_BFLOAT16   = 14,
-    CKPT_DT_UINT16     = 17,
+    CKPT_DT_INVALID = 0,
+    CKPT_DT_FLOAT = 1,
+    CKPT_DT_DOUBLE = 2,
+    CKPT_DT_INT32 = 3,
+    CKPT_DT_UINT8 = 4,
+    CKPT_DT_INT16 = 5,
+    CKPT_DT_INT8 = 6,
+    CKPT_DT_STRING = 7,
+    CKPT_DT_COMPLEX64 = 8,
+    CKPT_DT_INT64 = 9,
+    CKPT_DT_BOOL = 10,
+    CKPT_DT_BFLOAT16 = 14,
+    CKPT_DT_UINT16 = 17,
     CKPT_DT_COMPLEX128 = 18,
-    CKPT_DT_HALF       = 19,
-    CKPT_DT_UINT32     = 22,
-    CKPT_DT_UINT64     = 23,
+    CKPT_DT_HALF = 19,
+    CKPT_DT_UINT32 = 22,
+    CKPT_DT_UINT64 = 23,
 };
 
 /* TensorFlow's name ("float", "double", "int32", "uint8", "string",
@@ -106,9 +106,9 @@ struct ckpt_slice {
 /* ---- file names (TensorFlow's) --------------------------------------- */
 
 /* All return malloc'd strings (NULL when out of memory). */
-char *ckpt_index_name(const char *prefix);                           /* P.index */
-char *ckpt_data_name(const char *prefix, int shard, int nshards);    /* P.data-%05d-of-%05d */
-char *ckpt_shard_name(const char *prefix, int shard, int nshards);   /* P-%05d-of-%05d */
+char *ckpt_index_name(const char *prefix);                         /* P.index */
+char *ckpt_data_name(const char *prefix, int shard, int nshards);  /* P.data-%05d-of-%05d */
+char *ckpt_shard_name(const char *prefix, int shard, int nshards); /* P-%05d-of-%05d */
 /* "<prefix>_temp_<32 hex>/part", the prefix under which TensorFlow's sharded
  * Saver writes each shard's part bundle before merging.  hex32 is a 32 char
  * lowercase hex string, or NULL for a random one (uuid4().hex style). */
@@ -126,12 +126,12 @@ struct ckpt_writer;
 
 enum {
     /* Directory creation at open, for dirname(prefix): */
-    CKPT_W_MKDIR   = 1u << 0, /* create the last component only, as TensorFlow's
+    CKPT_W_MKDIR = 1u << 0,   /* create the last component only, as TensorFlow's
                                  BundleWriter (non-recursive CreateDir) */
     CKPT_W_MKDIR_P = 1u << 1, /* create every missing component */
     /* Index blocks: snappy compressed when that saves >= 1/8 (LevelDB rule).
      * TensorFlow writes them uncompressed; byte identity needs this off. */
-    CKPT_W_SNAPPY  = 1u << 2,
+    CKPT_W_SNAPPY = 1u << 2,
     /* By default the writer asks the kernel to start writing the data file
      * back every 16 MiB (sync_file_range), so that a CKPT_SYNC finish waits
      * for little; this turns that off. */
@@ -146,8 +146,8 @@ enum {
 
 struct ckpt_writer_opts {
     unsigned flags;          /* CKPT_W_* */
-    size_t   block_size;     /* index data block size; 0 = 262144 (TensorFlow) */
-    size_t   buffer_size;    /* data file write buffer; 0 = 8 MiB */
+    size_t block_size;       /* index data block size; 0 = 262144 (TensorFlow) */
+    size_t buffer_size;      /* data file write buffer; 0 = 8 MiB */
     unsigned data_alignment; /* pad each tensor's start; 0 or 1 = none (TF default) */
 };
 
@@ -174,23 +174,20 @@ bool ckpt_writer_is_direct(const struct ckpt_writer *w);
  * elements(shape) * ckpt_dtype_size(dtype).  Names must be unique and not "".
  * Tensors are stored in the data file in the order added; the index is sorted
  * by name at finish. */
-int ckpt_writer_add(struct ckpt_writer *w, const char *name, int dtype,
-                    int rank, const int64_t *dims, const void *data, size_t len,
-                    struct ckpt_err *err);
+int ckpt_writer_add(struct ckpt_writer *w, const char *name, int dtype, int rank,
+                    const int64_t *dims, const void *data, size_t len, struct ckpt_err *err);
 
 /* Adds a string tensor of elements(shape) strings: strs[i] of lens[i] bytes
  * (lens NULL = NUL-terminated strings).  TensorFlow's layout: varint64
  * lengths, masked crc32c of the lengths, then the bytes. */
-int ckpt_writer_add_strings(struct ckpt_writer *w, const char *name, int rank,
-                            const int64_t *dims, const char *const *strs,
-                            const size_t *lens, struct ckpt_err *err);
+int ckpt_writer_add_strings(struct ckpt_writer *w, const char *name, int rank, const int64_t *dims,
+                            const char *const *strs, const size_t *lens, struct ckpt_err *err);
 
 /* Streams a fixed-size-dtype tensor in pieces: begin, append any number of
  * times, end.  The pieces must add up to exactly the tensor's byte size. */
-int ckpt_writer_begin(struct ckpt_writer *w, const char *name, int dtype,
-                      int rank, const int64_t *dims, struct ckpt_err *err);
-int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len,
-                       struct ckpt_err *err);
+int ckpt_writer_begin(struct ckpt_writer *w, const char *name, int dtype, int rank,
+                      const int64_t *dims, struct ckpt_err *err);
+int ckpt_writer_append(struct ckpt_writer *w, const void *data, size_t len, struct ckpt_err *err);
 int ckpt_writer_end(struct ckpt_writer *w, struct ckpt_err *err);
 
 /* Bytes written to the data file so far. */
@@ -221,25 +218,25 @@ struct ckpt_reader;
 
 struct ckpt_header {
     int32_t num_shards;
-    int     endianness;      /* 0 little, 1 big */
+    int endianness; /* 0 little, 1 big */
     int32_t producer;
     int32_t min_consumer;
-    int     nbad_consumers;
+    int nbad_consumers;
     const int32_t *bad_consumers;
 };
 
 struct ckpt_entry {
-    const char *name;        /* NUL-terminated (slice keys may hold NULs:
-                                use name_len) */
-    size_t   name_len;
-    int      dtype;
-    int      rank;           /* -1 when the shape proto says unknown_rank */
+    const char *name; /* NUL-terminated (slice keys may hold NULs:
+                         use name_len) */
+    size_t name_len;
+    int dtype;
+    int rank; /* -1 when the shape proto says unknown_rank */
     const int64_t *dims;
-    int32_t  shard_id;
-    int64_t  offset;
-    int64_t  size;
-    uint32_t crc32c;         /* masked, as stored */
-    int      nslices;        /* > 0: a partitioned tensor's full entry */
+    int32_t shard_id;
+    int64_t offset;
+    int64_t size;
+    uint32_t crc32c; /* masked, as stored */
+    int nslices;     /* > 0: a partitioned tensor's full entry */
     const struct ckpt_slice *slices;
 };
 
@@ -259,13 +256,13 @@ const struct ckpt_entry *ckpt_reader_find(const struct ckpt_reader *r, const cha
  * and checks the crc: on any mismatch returns -EBADMSG and buf's contents
  * are unspecified.  For fixed-size dtypes also checks size == elements *
  * dtype size.  Returns 0. */
-int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *ent,
-                     void *buf, size_t buflen, struct ckpt_err *err);
+int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *ent, void *buf, size_t buflen,
+                     struct ckpt_err *err);
 /* Reads stored bytes [off, off+len) of a tensor without checking the crc
  * (which covers the whole tensor): for partial restores.  -EINVAL if the
  * range is outside the tensor. */
-int ckpt_reader_read_range(struct ckpt_reader *r, const struct ckpt_entry *ent,
-                           uint64_t off, void *buf, size_t len, struct ckpt_err *err);
+int ckpt_reader_read_range(struct ckpt_reader *r, const struct ckpt_entry *ent, uint64_t off,
+                           void *buf, size_t len, struct ckpt_err *err);
 
 /* A decoded string tensor: n strings, strs[i] of lens[i] bytes (each also
  * NUL-terminated).  One allocation: free with ckpt_strings_free. */
@@ -293,7 +290,7 @@ enum {
     CKPT_MERGE_DELETE_OLD_DIRS = 1u << 0, /* rmdir each part's directory (if not
                                              the merged one), errors ignored:
                                              MergeV2Checkpoints' default */
-    CKPT_MERGE_SYNC            = 1u << 1, /* fsync the merged index and the
+    CKPT_MERGE_SYNC = 1u << 1,            /* fsync the merged index and the
                                              directories touched */
 };
 
@@ -306,7 +303,7 @@ enum {
  * missing fails with -ENOENT, err->call "stat" and err->path the index path
  * (TensorFlow: "NotFoundError: PATH; No such file or directory"), before
  * anything is renamed.  Returns the number of tensors merged. */
-int ckpt_merge(const char *const *prefixes, size_t nprefixes,
-               const char *merged_prefix, unsigned flags, struct ckpt_err *err);
+int ckpt_merge(const char *const *prefixes, size_t nprefixes, const char *merged_prefix,
+               unsigned flags, struct ckpt_err *err);
 
 #endif

@@ -37,7 +37,7 @@
 struct mentry {
     char *name;
     size_t nlen;
-    struct ckpt_entry e;     /* name/dims point into this struct's allocations */
+    struct ckpt_entry e; /* name/dims point into this struct's allocations */
     int64_t *dims;
     struct ckpt_slice *slices;
     int cap_slices;
@@ -126,8 +126,7 @@ static int add_slices(struct merge *m, struct mentry *me, const struct ckpt_entr
         d->nextents = e->slices[i].nextents;
         d->extents = NULL;
         if (d->nextents) {
-            struct ckpt_extent *x =
-                ckpt_arena_alloc(&m->arena, (size_t)d->nextents * sizeof *x);
+            struct ckpt_extent *x = ckpt_arena_alloc(&m->arena, (size_t)d->nextents * sizeof *x);
             if (!x)
                 return -ENOMEM;
             memcpy(x, e->slices[i].extents, (size_t)d->nextents * sizeof *x);
@@ -197,7 +196,8 @@ static int merge_one(struct merge *m, const char *prefix, struct ckpt_err *err)
                 rc = ckpt_err_set(err, -ENOMEM, NULL, index, NULL, 0, "out of memory");
                 goto cleanup;
             }
-            memcpy(m->first_bad, h->bad_consumers, (size_t)h->nbad_consumers * sizeof *m->first_bad);
+            memcpy(m->first_bad, h->bad_consumers,
+                   (size_t)h->nbad_consumers * sizeof *m->first_bad);
         }
         m->first.bad_consumers = m->first_bad;
     } else {
@@ -209,7 +209,8 @@ static int merge_one(struct merge *m, const char *prefix, struct ckpt_err *err)
         if (!same_version(h, &m->first)) {
             rc = ckpt_err_set(err, -EINVAL, NULL, index, NULL, 0,
                               "Merging bundles with different format versions: merged producer %d "
-                              "vs. curr producer %d", m->first.producer, h->producer);
+                              "vs. curr producer %d",
+                              m->first.producer, h->producer);
             goto cleanup;
         }
     }
@@ -225,9 +226,11 @@ static int merge_one(struct merge *m, const char *prefix, struct ckpt_err *err)
         }
         if (old) {
             if (e->nslices == 0) {
-                rc = ckpt_err_set(err, -EINVAL, NULL, index, e->name, e->name_len,
-                                  "Duplicate tensor keyed by %s; attempting to merge in a non-slice "
-                                  "bundle entry", e->name);
+                rc =
+                    ckpt_err_set(err, -EINVAL, NULL, index, e->name, e->name_len,
+                                 "Duplicate tensor keyed by %s; attempting to merge in a non-slice "
+                                 "bundle entry",
+                                 e->name);
                 goto cleanup;
             }
             bool same = old->e.dtype == e->dtype && old->e.rank == e->rank;
@@ -303,7 +306,8 @@ cleanup:
 
 static int by_name(const void *a, const void *b)
 {
-    const struct mentry *x = *(const struct mentry *const *)a, *y = *(const struct mentry *const *)b;
+    const struct mentry *x = *(const struct mentry *const *)a,
+                        *y = *(const struct mentry *const *)b;
     size_t min = x->nlen < y->nlen ? x->nlen : y->nlen;
     int c = memcmp(x->name, y->name, min);
     if (c)

@@ -215,8 +215,7 @@ static int skip(struct pb *r, uint32_t field, unsigned wt)
     uint64_t v;
     struct pb sub;
     switch (wt) {
-    case WT_VARINT:
-        return get_varint(r, field, &v);
+    case WT_VARINT: return get_varint(r, field, &v);
     case WT_I64:
         if (r->end - r->p < 8)
             return bad(r, "field %u: truncated fixed64", field);
@@ -227,8 +226,7 @@ static int skip(struct pb *r, uint32_t field, unsigned wt)
             return bad(r, "field %u: truncated fixed32", field);
         r->p += 4;
         return 0;
-    case WT_LEN:
-        return get_len(r, field, &sub, r->msg);
+    case WT_LEN: return get_len(r, field, &sub, r->msg);
     }
     return bad(r, "field %u: unsupported wire type %u", field, wt);
 }
@@ -367,8 +365,8 @@ done:
     return rc;
 }
 
-int ckpt_pb_decode_entry(const uint8_t *p, size_t n, struct ckpt_arena *a,
-                         struct ckpt_entry *e, char *why, size_t whylen)
+int ckpt_pb_decode_entry(const uint8_t *p, size_t n, struct ckpt_arena *a, struct ckpt_entry *e,
+                         char *why, size_t whylen)
 {
     struct pb r = {p, p + n, "BundleEntryProto", why, whylen};
     struct i64v dims = {0};
@@ -389,7 +387,10 @@ int ckpt_pb_decode_entry(const uint8_t *p, size_t n, struct ckpt_arena *a,
     e->slices = NULL;
     while ((rc = next_field(&r, &f, &wt)) == 0) {
         switch (f) {
-        case 1: case 3: case 4: case 5:
+        case 1:
+        case 3:
+        case 4:
+        case 5:
             if ((rc = want(&r, f, wt, WT_VARINT)) || (rc = get_varint(&r, f, &v)))
                 goto done;
             if (f == 1)
@@ -496,8 +497,8 @@ static int bad_consumer(struct pb *s, struct pb *q, uint32_t sf, struct i64v *ba
     return i64v_push(badc, (int32_t)v);
 }
 
-int ckpt_pb_decode_header(const uint8_t *p, size_t n, struct ckpt_arena *a,
-                          struct ckpt_header *h, char *why, size_t whylen)
+int ckpt_pb_decode_header(const uint8_t *p, size_t n, struct ckpt_arena *a, struct ckpt_header *h,
+                          char *why, size_t whylen)
 {
     struct pb r = {p, p + n, "BundleHeaderProto", why, whylen};
     struct i64v badc = {0};

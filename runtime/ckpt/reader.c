@@ -74,22 +74,26 @@ static int check_entry(struct ckpt_reader *r, struct ckpt_entry *e)
 {
     const char *dn = ckpt_dtype_name(e->dtype);
     if (e->dtype == CKPT_DT_INVALID)
-        return entry_err(r, r->err, -EBADMSG, NULL, e, "entry has dtype 0 (DT_INVALID): corrupt index");
+        return entry_err(r, r->err, -EBADMSG, NULL, e,
+                         "entry has dtype 0 (DT_INVALID): corrupt index");
     if (e->rank < 0)
-        return entry_err(r, r->err, -EBADMSG, NULL, e, "entry has an unknown-rank shape: corrupt index");
+        return entry_err(r, r->err, -EBADMSG, NULL, e,
+                         "entry has an unknown-rank shape: corrupt index");
     for (int i = 0; i < e->rank; i++)
         if (e->dims[i] < 0)
             return entry_err(r, r->err, -EBADMSG, NULL, e, "dimension %d is %lld: corrupt index", i,
                              (long long)e->dims[i]);
     int64_t nelem = ckpt_shape_elements(e->rank, e->dims);
     if (nelem < 0)
-        return entry_err(r, r->err, -EBADMSG, NULL, e, "shape has too many elements: corrupt index");
+        return entry_err(r, r->err, -EBADMSG, NULL, e,
+                         "shape has too many elements: corrupt index");
     if (e->nslices > 0) {
         for (int s = 0; s < e->nslices; s++) {
             const struct ckpt_slice *sl = &e->slices[s];
             if (sl->nextents != e->rank)
                 return entry_err(r, r->err, -EBADMSG, NULL, e,
-                                 "slice %d has %d extents for a rank %d tensor", s, sl->nextents, e->rank);
+                                 "slice %d has %d extents for a rank %d tensor", s, sl->nextents,
+                                 e->rank);
             for (int i = 0; i < sl->nextents; i++) {
                 const struct ckpt_extent *x = &sl->extents[i];
                 if (x->length == -1 && x->start == 0)
@@ -97,15 +101,17 @@ static int check_entry(struct ckpt_reader *r, struct ckpt_entry *e)
                 if (x->start < 0 || x->length < 0 || x->start > e->dims[i] ||
                     x->length > e->dims[i] - x->start)
                     return entry_err(r, r->err, -EBADMSG, NULL, e,
-                                     "slice %d extent %d [%lld, +%lld) is outside dimension %lld", s, i,
-                                     (long long)x->start, (long long)x->length, (long long)e->dims[i]);
+                                     "slice %d extent %d [%lld, +%lld) is outside dimension %lld",
+                                     s, i, (long long)x->start, (long long)x->length,
+                                     (long long)e->dims[i]);
             }
         }
         return 0;
     }
     if (e->shard_id < 0 || e->shard_id >= r->hdr.num_shards)
-        return entry_err(r, r->err, -EBADMSG, NULL, e, "shard %d out of range (bundle has %d shards)",
-                         e->shard_id, r->hdr.num_shards);
+        return entry_err(r, r->err, -EBADMSG, NULL, e,
+                         "shard %d out of range (bundle has %d shards)", e->shard_id,
+                         r->hdr.num_shards);
     if (e->offset < 0 || e->size < 0 || e->size > INT64_MAX - e->offset)
         return entry_err(r, r->err, -EBADMSG, NULL, e, "bad offset %lld / size %lld",
                          (long long)e->offset, (long long)e->size);
@@ -115,7 +121,8 @@ static int check_entry(struct ckpt_reader *r, struct ckpt_entry *e)
             return entry_err(r, r->err, -EBADMSG, NULL, e,
                              "stored size %lld does not match %lld %s elements (%lld bytes)",
                              (long long)e->size, (long long)nelem, dn,
-                             nelem > INT64_MAX / (int64_t)es ? -1LL : (long long)(nelem * (int64_t)es));
+                             nelem > INT64_MAX / (int64_t)es ? -1LL
+                                                             : (long long)(nelem * (int64_t)es));
     } else if (e->dtype == CKPT_DT_STRING) {
         if (!(e->size == 0 && nelem == 0) && (nelem > INT64_MAX - 4 || e->size < nelem + 4))
             return entry_err(r, r->err, -EBADMSG, NULL, e,
@@ -145,7 +152,8 @@ static int check_header(struct ckpt_reader *r)
     if (h->min_consumer > 1)
         return entry_err(r, r->err, -ENOTSUP, NULL, NULL,
                          "header: checkpoint min consumer version %d above current version 1: "
-                         "written by a newer format", h->min_consumer);
+                         "written by a newer format",
+                         h->min_consumer);
     for (int i = 0; i < h->nbad_consumers; i++)
         if (h->bad_consumers[i] == 1)
             return entry_err(r, r->err, -ENOTSUP, NULL, NULL,
@@ -161,12 +169,14 @@ static int on_kv(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val,
     if (!r->have_header) {
         if (klen != 0) {
             struct ckpt_entry fake = {.name = (const char *)key, .name_len = klen};
-            return entry_err(r, r->err, -EBADMSG, NULL, &fake,
-                             "first key is not the bundle header (key \"\"): not a tensor bundle index");
+            return entry_err(
+                r, r->err, -EBADMSG, NULL, &fake,
+                "first key is not the bundle header (key \"\"): not a tensor bundle index");
         }
         if ((rc = ckpt_pb_decode_header(val, vlen, &r->arena, &r->hdr, why, sizeof why)))
-            return rc == -ENOMEM ? ckpt_err_set(r->err, rc, NULL, r->index_path, NULL, 0, "out of memory")
-                                 : entry_err(r, r->err, rc, NULL, NULL, "header entry: %s", why);
+            return rc == -ENOMEM
+                       ? ckpt_err_set(r->err, rc, NULL, r->index_path, NULL, 0, "out of memory")
+                       : entry_err(r, r->err, rc, NULL, NULL, "header entry: %s", why);
         r->have_header = true;
         return check_header(r);
     }
@@ -186,8 +196,9 @@ static int on_kv(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val,
     e->name_len = klen;
     if ((rc = ckpt_pb_decode_entry(val, vlen, &r->arena, e, why, sizeof why))) {
         struct ckpt_entry named = {.name = (const char *)key, .name_len = klen};
-        return rc == -ENOMEM ? ckpt_err_set(r->err, rc, NULL, r->index_path, NULL, 0, "out of memory")
-                             : entry_err(r, r->err, rc, NULL, &named, "entry not parseable: %s", why);
+        return rc == -ENOMEM
+                   ? ckpt_err_set(r->err, rc, NULL, r->index_path, NULL, 0, "out of memory")
+                   : entry_err(r, r->err, rc, NULL, &named, "entry not parseable: %s", why);
     }
     if ((rc = check_entry(r, e)))
         return rc;
@@ -195,7 +206,8 @@ static int on_kv(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val,
     return 0;
 }
 
-static int finish_open(struct ckpt_reader *r, const uint8_t *index, size_t len, struct ckpt_err *err)
+static int finish_open(struct ckpt_reader *r, const uint8_t *index, size_t len,
+                       struct ckpt_err *err)
 {
     char why[1024] = "";
     r->err = err;
@@ -205,8 +217,9 @@ static int finish_open(struct ckpt_reader *r, const uint8_t *index, size_t len, 
     if (rc)
         return rc; /* filled by on_kv */
     if (!r->have_header)
-        return ckpt_err_set(err, -EBADMSG, NULL, r->index_path, NULL, 0,
-                            "table has no bundle header entry (key \"\"): not a tensor bundle index");
+        return ckpt_err_set(
+            err, -EBADMSG, NULL, r->index_path, NULL, 0,
+            "table has no bundle header entry (key \"\"): not a tensor bundle index");
     r->nshards = r->hdr.num_shards;
     r->shards = calloc((size_t)r->nshards, sizeof *r->shards);
     if (!r->shards)
@@ -372,7 +385,8 @@ static int shard_fd(struct ckpt_reader *r, const struct ckpt_entry *e, struct ck
             posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     }
     if (s->fd < 0) {
-        ckpt_err_set(err, s->err, "open", path, e->name, e->name_len, "open: %s", strerror(-s->err));
+        ckpt_err_set(err, s->err, "open", path, e->name, e->name_len, "open: %s",
+                     strerror(-s->err));
         return s->err;
     }
     return s->fd;
@@ -399,7 +413,8 @@ static int read_at(struct ckpt_reader *r, const struct ckpt_entry *e, uint64_t o
     int rc = ckpt_pread_all(fd, buf, len, abs, &got);
     if (rc < 0) {
         const char *path = shard_path(r, e->shard_id);
-        return ckpt_err_set(err, rc, "pread", path, e->name, e->name_len, "read: %s", strerror(-rc));
+        return ckpt_err_set(err, rc, "pread", path, e->name, e->name_len, "read: %s",
+                            strerror(-rc));
     }
     if (got < len) {
         struct stat st;
@@ -440,9 +455,11 @@ static int readable(struct ckpt_reader *r, const struct ckpt_entry *e, struct ck
 {
     if (e->nslices > 0)
         return entry_err(r, err, -ENOTSUP, NULL, e,
-                         "partitioned tensor saved as %d slices: read the slice entries", e->nslices);
+                         "partitioned tensor saved as %d slices: read the slice entries",
+                         e->nslices);
     if (!ckpt_dtype_name(e->dtype))
-        return entry_err(r, err, -ENOTSUP, NULL, e, "dtype %d is not supported by this reader", e->dtype);
+        return entry_err(r, err, -ENOTSUP, NULL, e, "dtype %d is not supported by this reader",
+                         e->dtype);
     return check_extent(r, e, err);
 }
 
@@ -514,7 +531,8 @@ static int check_read_strings(struct ckpt_reader *r, const struct ckpt_entry *e,
 {
     char why[256];
     uint64_t n = (uint64_t)ckpt_shape_elements(e->rank, e->dims);
-    int rc = ckpt_strings_check(buf, (size_t)e->size, n, e->crc32c, lens, data_off, why, sizeof why);
+    int rc =
+        ckpt_strings_check(buf, (size_t)e->size, n, e->crc32c, lens, data_off, why, sizeof why);
     if (rc)
         return entry_err(r, err, rc, shard_path(r, e->shard_id), e, "%s", why);
     return 0;
@@ -539,8 +557,8 @@ static int read_crc(struct ckpt_reader *r, const struct ckpt_entry *e, uint8_t *
     if (crc != ckpt_crc_unmask(e->crc32c))
         return entry_err(r, err, -EBADMSG, shard_path(r, e->shard_id), e,
                          "checksum mismatch (stored 0x%08x, computed 0x%08x over %lld bytes at "
-                         "offset %lld)", ckpt_crc_unmask(e->crc32c), crc, (long long)e->size,
-                         (long long)e->offset);
+                         "offset %lld)",
+                         ckpt_crc_unmask(e->crc32c), crc, (long long)e->size, (long long)e->offset);
     return 0;
 }
 
@@ -551,8 +569,8 @@ int ckpt_reader_read(struct ckpt_reader *r, const struct ckpt_entry *e, void *bu
     if ((rc = readable(r, e, err)))
         return rc;
     if ((uint64_t)e->size > buflen)
-        return entry_err(r, err, -EINVAL, NULL, e, "buffer of %zu bytes for a %lld byte tensor", buflen,
-                         (long long)e->size);
+        return entry_err(r, err, -EINVAL, NULL, e, "buffer of %zu bytes for a %lld byte tensor",
+                         buflen, (long long)e->size);
     if (e->dtype == CKPT_DT_STRING) {
         if ((rc = read_at(r, e, 0, buf, (size_t)e->size, err)))
             return rc;
@@ -568,7 +586,8 @@ int ckpt_reader_read_range(struct ckpt_reader *r, const struct ckpt_entry *e, ui
     if ((rc = readable(r, e, err)))
         return rc;
     if (off > (uint64_t)e->size || len > (uint64_t)e->size - off)
-        return entry_err(r, err, -EINVAL, NULL, e, "range [%llu, +%zu) is outside the %lld stored bytes",
+        return entry_err(r, err, -EINVAL, NULL, e,
+                         "range [%llu, +%zu) is outside the %lld stored bytes",
                          (unsigned long long)off, len, (long long)e->size);
     return read_at(r, e, off, buf, len, err);
 }
@@ -630,7 +649,8 @@ void ckpt_strings_free(struct ckpt_strings *s)
     free(s);
 }
 
-int ckpt_reader_verify_entry(struct ckpt_reader *r, const struct ckpt_entry *e, struct ckpt_err *err)
+int ckpt_reader_verify_entry(struct ckpt_reader *r, const struct ckpt_entry *e,
+                             struct ckpt_err *err)
 {
     int rc;
     if ((rc = readable(r, e, err)))

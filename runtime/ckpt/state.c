@@ -138,8 +138,18 @@ static int parse_string(struct tk *t, char **out)
             case 'r': ckpt_buf_putc(&b, '\r'); break;
             case 't': ckpt_buf_putc(&b, '\t'); break;
             case 'v': ckpt_buf_putc(&b, '\v'); break;
-            case '\\': case '?': case '\'': case '"': ckpt_buf_putc(&b, (uint8_t)c); break;
-            case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+            case '\\':
+            case '?':
+            case '\'':
+            case '"': ckpt_buf_putc(&b, (uint8_t)c); break;
+            case '0':
+            case '1':
+            case '2':
+            case '3':
+            case '4':
+            case '5':
+            case '6':
+            case '7': {
                 int v = c - '0';
                 for (int k = 0; k < 2 && t->p < t->end && *t->p >= '0' && *t->p <= '7'; k++)
                     v = v * 8 + (*t->p++ - '0');
@@ -150,7 +160,8 @@ static int parse_string(struct tk *t, char **out)
                 ckpt_buf_putc(&b, (uint8_t)v);
                 break;
             }
-            case 'x': case 'X': {
+            case 'x':
+            case 'X': {
                 int v = 0, k = 0;
                 while (k < 2 && t->p < t->end && hexval(*t->p) >= 0) {
                     v = v * 16 + hexval(*t->p++);
@@ -163,7 +174,8 @@ static int parse_string(struct tk *t, char **out)
                 ckpt_buf_putc(&b, (uint8_t)v);
                 break;
             }
-            case 'u': case 'U': {
+            case 'u':
+            case 'U': {
                 int want = c == 'u' ? 4 : 8;
                 uint32_t v = 0;
                 for (int k = 0; k < want; k++) {
@@ -180,9 +192,7 @@ static int parse_string(struct tk *t, char **out)
                 put_utf8(&b, v);
                 break;
             }
-            default:
-                rc = perr(t, "unknown escape \\%c", c);
-                goto done;
+            default: rc = perr(t, "unknown escape \\%c", c); goto done;
             }
         }
         skip_ws(t);
@@ -206,7 +216,8 @@ done:
 static int parse_double(struct tk *t, double *out)
 {
     const char *s = t->p;
-    while (t->p < t->end && (is_ident(*t->p, false) || *t->p == '-' || *t->p == '+' || *t->p == '.'))
+    while (t->p < t->end &&
+           (is_ident(*t->p, false) || *t->p == '-' || *t->p == '+' || *t->p == '.'))
         t->p++;
     size_t n = (size_t)(t->p - s);
     char buf[64];
@@ -293,9 +304,9 @@ static int parse_value(struct tk *t, struct ckpt_state *st, int f)
 int ckpt_state_parse(const char *text, size_t len, const char *name, struct ckpt_state *st,
                      struct ckpt_err *err)
 {
-    static const char *const fields[] = {NULL, "model_checkpoint_path", "all_model_checkpoint_paths",
-                                         "all_model_checkpoint_timestamps",
-                                         "last_preserved_timestamp"};
+    static const char *const fields[] = {
+        NULL, "model_checkpoint_path", "all_model_checkpoint_paths",
+        "all_model_checkpoint_timestamps", "last_preserved_timestamp"};
     struct tk t = {text, text + len, text, text, 1, name ? name : "checkpoint", err};
     int rc = 0;
     memset(st, 0, sizeof *st);
@@ -390,8 +401,10 @@ int ckpt_state_read(const char *path, struct ckpt_state *st, struct ckpt_err *er
         goto cleanup;
     }
     if (sb.st_size > MAX_STATE_FILE) {
-        rc = ckpt_err_set(err, -EFBIG, NULL, file, NULL, 0, "%lld bytes: too large for a checkpoint "
-                          "state file", (long long)sb.st_size);
+        rc = ckpt_err_set(err, -EFBIG, NULL, file, NULL, 0,
+                          "%lld bytes: too large for a checkpoint "
+                          "state file",
+                          (long long)sb.st_size);
         goto cleanup;
     }
     text = malloc((size_t)sb.st_size + 1);

@@ -22,13 +22,13 @@
 #include "runtime/ckpt/bundle.h"
 
 struct ckpt_state {
-    char   *model_checkpoint_path;        /* NULL when absent */
-    char  **all_model_checkpoint_paths;   /* oldest first */
-    size_t  n_all;
+    char *model_checkpoint_path;       /* NULL when absent */
+    char **all_model_checkpoint_paths; /* oldest first */
+    size_t n_all;
     double *all_model_checkpoint_timestamps;
-    size_t  n_timestamps;
-    double  last_preserved_timestamp;
-    bool    has_last_preserved_timestamp;
+    size_t n_timestamps;
+    double last_preserved_timestamp;
+    bool has_last_preserved_timestamp;
 };
 
 /* File name TensorFlow uses in the checkpoint directory. */
@@ -40,8 +40,8 @@ struct ckpt_state {
  * *st is overwritten (not freed first). */
 int ckpt_state_read(const char *path, struct ckpt_state *st, struct ckpt_err *err);
 /* Parses text; name is used in messages. */
-int ckpt_state_parse(const char *text, size_t len, const char *name,
-                     struct ckpt_state *st, struct ckpt_err *err);
+int ckpt_state_parse(const char *text, size_t len, const char *name, struct ckpt_state *st,
+                     struct ckpt_err *err);
 /* Text format as protobuf's text_format.MessageToString prints it. malloc'd. */
 char *ckpt_state_format(const struct ckpt_state *st);
 /* Writes DIR/checkpoint atomically; flags: CKPT_SYNC. */

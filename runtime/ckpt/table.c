@@ -85,7 +85,8 @@ static size_t bb_estimate(const struct blockb *b)
     return b->buf.len + b->nr * 4 + 4;
 }
 
-static void bb_add(struct blockb *b, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
+static void bb_add(struct blockb *b, const uint8_t *key, size_t klen, const uint8_t *val,
+                   size_t vlen)
 {
     static const uint8_t empty[1];
     size_t shared = 0;
@@ -253,7 +254,8 @@ static void short_successor(struct ckpt_buf *key)
     }
 }
 
-int ckpt_tbl_add(struct ckpt_tbl_builder *t, const void *key, size_t klen, const void *val, size_t vlen)
+int ckpt_tbl_add(struct ckpt_tbl_builder *t, const void *key, size_t klen, const void *val,
+                 size_t vlen)
 {
     if (t->err)
         return t->err;
@@ -368,16 +370,18 @@ static int read_block(struct walk *w, const struct handle *h, const char *what,
     *owned = NULL;
     if (h->off > limit || h->size > limit - h->off ||
         CKPT_TBL_TRAILER_LEN > limit - h->off - h->size)
-        return wbad(w, "%s: handle (offset %llu, size %llu) points past the blocks area "
-                       "(%zu bytes before the footer): file truncated or corrupt",
+        return wbad(w,
+                    "%s: handle (offset %llu, size %llu) points past the blocks area "
+                    "(%zu bytes before the footer): file truncated or corrupt",
                     what, (unsigned long long)h->off, (unsigned long long)h->size, limit);
     const uint8_t *b = w->file + h->off;
     uint8_t type = b[h->size];
     uint32_t stored = ckpt_crc_unmask(ckpt_get32le(b + h->size + 1));
     uint32_t crc = ckpt_crc32c_extend(ckpt_crc32c(b, h->size), &type, 1);
     if (crc != stored)
-        return wbad(w, "%s (offset %llu, %llu bytes): block checksum mismatch "
-                       "(stored 0x%08x, computed 0x%08x)",
+        return wbad(w,
+                    "%s (offset %llu, %llu bytes): block checksum mismatch "
+                    "(stored 0x%08x, computed 0x%08x)",
                     what, (unsigned long long)h->off, (unsigned long long)h->size, stored, crc);
     if (type == 0) {
         *contents = b;
@@ -385,23 +389,23 @@ static int read_block(struct walk *w, const struct handle *h, const char *what,
         return 0;
     }
     if (type != 1)
-        return wbad(w, "%s (offset %llu): unknown block compression type %u",
-                    what, (unsigned long long)h->off, type);
+        return wbad(w, "%s (offset %llu): unknown block compression type %u", what,
+                    (unsigned long long)h->off, type);
     size_t ulen;
     if (snappy_uncompressed_length((const char *)b, h->size, &ulen) != SNAPPY_OK)
-        return wbad(w, "%s (offset %llu): snappy block has no valid length header",
-                    what, (unsigned long long)h->off);
+        return wbad(w, "%s (offset %llu): snappy block has no valid length header", what,
+                    (unsigned long long)h->off);
     if (ulen > ((size_t)1 << 30) || ulen > 32 * h->size + 64)
-        return wbad(w, "%s (offset %llu): snappy block claims %zu bytes from %llu",
-                    what, (unsigned long long)h->off, ulen, (unsigned long long)h->size);
+        return wbad(w, "%s (offset %llu): snappy block claims %zu bytes from %llu", what,
+                    (unsigned long long)h->off, ulen, (unsigned long long)h->size);
     uint8_t *u = malloc(ulen ? ulen : 1);
     if (!u)
         return -ENOMEM;
     size_t got = ulen;
     if (snappy_uncompress((const char *)b, h->size, (char *)u, &got) != SNAPPY_OK || got != ulen) {
         free(u);
-        return wbad(w, "%s (offset %llu): snappy data does not decompress",
-                    what, (unsigned long long)h->off);
+        return wbad(w, "%s (offset %llu): snappy data does not decompress", what,
+                    (unsigned long long)h->off);
     }
     *owned = u;
     *contents = u;
@@ -413,8 +417,8 @@ typedef int (*entry_fn)(struct walk *w, void *arg, const uint8_t *key, size_t kl
                         const uint8_t *val, size_t vlen);
 
 /* Walks the entries of one block's contents, checking structure. */
-static int walk_block(struct walk *w, const char *what, const uint8_t *b, size_t n,
-                      entry_fn fn, void *arg)
+static int walk_block(struct walk *w, const char *what, const uint8_t *b, size_t n, entry_fn fn,
+                      void *arg)
 {
     struct ckpt_buf key = {0};
     int rc = 0;
@@ -443,7 +447,8 @@ static int walk_block(struct walk *w, const char *what, const uint8_t *b, size_t
             goto done;
         }
         if (nonshared > (uint64_t)(end - p) || vlen > (uint64_t)(end - p) - nonshared) {
-            rc = wbad(w, "%s: entry %zu at byte %zu: key/value (%llu + %llu bytes) overruns the block",
+            rc = wbad(w,
+                      "%s: entry %zu at byte %zu: key/value (%llu + %llu bytes) overruns the block",
                       what, idx, at, (unsigned long long)nonshared, (unsigned long long)vlen);
             goto done;
         }
@@ -467,8 +472,8 @@ static int walk_block(struct walk *w, const char *what, const uint8_t *b, size_t
         idx++;
     }
     if (ri != nr && !(idx == 0 && nr == 1 && ckpt_get32le(b + rstart) == 0))
-        rc = wbad(w, "%s: restart point %u (offset %u) is not at an entry boundary",
-                  what, ri, ckpt_get32le(b + rstart + 4 * ri));
+        rc = wbad(w, "%s: restart point %u (offset %u) is not at an entry boundary", what, ri,
+                  ckpt_get32le(b + rstart + 4 * ri));
 done:
     ckpt_buf_free(&key);
     return rc;
@@ -484,8 +489,7 @@ static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 }
 
 /* Reads the block at h and walks its entries. */
-static int walk_at(struct walk *w, const struct handle *h, const char *what, entry_fn fn,
-                   void *arg)
+static int walk_at(struct walk *w, const struct handle *h, const char *what, entry_fn fn, void *arg)
 {
     const uint8_t *contents = NULL;
     size_t n = 0;
@@ -566,12 +570,17 @@ static int index_entry(struct walk *w, void *arg, const uint8_t *key, size_t kle
 static int meta_entry(struct walk *w, void *arg, const uint8_t *key, size_t klen,
                       const uint8_t *val, size_t vlen)
 {
-    (void)w; (void)arg; (void)key; (void)klen; (void)val; (void)vlen;
+    (void)w;
+    (void)arg;
+    (void)key;
+    (void)klen;
+    (void)val;
+    (void)vlen;
     return 0; /* TensorFlow writes none; other meta blocks are ignored */
 }
 
-int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
-                  char *why, size_t whylen)
+int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx, char *why,
+                  size_t whylen)
 {
     struct walk w = {file, len, why, whylen, cb, ctx, {0}, false};
     struct ictx ic = {0, {0}};
@@ -579,13 +588,16 @@ int ckpt_tbl_walk(const uint8_t *file, size_t len, ckpt_tbl_cb cb, void *ctx,
     int rc;
 
     if (len < CKPT_TBL_FOOTER_LEN)
-        return wbad(&w, "file is %zu bytes, shorter than a table footer (48 bytes): truncated "
-                        "or not a tensor bundle index", len);
+        return wbad(&w,
+                    "file is %zu bytes, shorter than a table footer (48 bytes): truncated "
+                    "or not a tensor bundle index",
+                    len);
     const uint8_t *foot = file + len - CKPT_TBL_FOOTER_LEN;
     uint64_t magic = (uint64_t)ckpt_get32le(foot + 40) | (uint64_t)ckpt_get32le(foot + 44) << 32;
     if (magic != CKPT_TBL_MAGIC)
-        return wbad(&w, "bad table magic number 0x%016llx at the end of the file (expected "
-                        "0x%016llx): truncated or not a tensor bundle index",
+        return wbad(&w,
+                    "bad table magic number 0x%016llx at the end of the file (expected "
+                    "0x%016llx): truncated or not a tensor bundle index",
                     (unsigned long long)magic, (unsigned long long)CKPT_TBL_MAGIC);
     const uint8_t *p = foot;
     if (decode_handle(&p, foot + 40, &mh) < 0 || decode_handle(&p, foot + 40, &ih) < 0)

@@ -106,7 +106,7 @@ int ckpt_varint_get(const uint8_t **pp, const uint8_t *end, uint64_t *v)
     for (int shift = 0; shift < 70 && p < end; shift += 7) {
         uint8_t c = *p++;
         if (shift == 63 && c > 1)
-            return -1;          /* more than 64 bits */
+            return -1; /* more than 64 bits */
         r |= (uint64_t)(c & 0x7f) << shift;
         if (!(c & 0x80)) {
             *pp = p;
@@ -216,11 +216,11 @@ int ckpt_err_set(struct ckpt_err *e, int code, const char *call, const char *pat
 
     size_t o = 0, cap = sizeof e->msg;
     int n;
-#define ADD(...)                                                               \
-    do {                                                                       \
-        n = snprintf(e->msg + o, cap - o, __VA_ARGS__);                        \
-        if (n > 0)                                                             \
-            o = (size_t)n < cap - o ? o + (size_t)n : cap - 1;                 \
+#define ADD(...)                                               \
+    do {                                                       \
+        n = snprintf(e->msg + o, cap - o, __VA_ARGS__);        \
+        if (n > 0)                                             \
+            o = (size_t)n < cap - o ? o + (size_t)n : cap - 1; \
     } while (0)
     e->msg[0] = 0;
     if (path && *path)
@@ -246,28 +246,37 @@ int ckpt_err_set(struct ckpt_err *e, int code, const char *call, const char *pat
 const char *ckpt_err_tf_class(int code)
 {
     switch (-code) {
-    case 0:
-        return "OK";
-    case ENOENT: case ENOTDIR: case ENODEV: case ENXIO:
-        return "NotFoundError";
-    case EEXIST:
-        return "AlreadyExistsError";
-    case EACCES: case EPERM: case EROFS:
-        return "PermissionDeniedError";
-    case ENOSPC: case EDQUOT: case EMFILE: case ENFILE: case ENOMEM: case EFBIG:
-        return "ResourceExhaustedError";
-    case EINVAL: case ENAMETOOLONG: case EISDIR: case E2BIG: case ERANGE:
-        return "InvalidArgumentError";
-    case EBADMSG:
-        return "DataLossError";
-    case ENOTSUP:
-        return "UnimplementedError";
-    case EAGAIN: case EBUSY: case ETIMEDOUT: case EIO: case ECONNREFUSED:
-        return "UnavailableError";
-    case ENOTEMPTY: case EXDEV: case ESPIPE:
-        return "FailedPreconditionError";
-    default:
-        return "UnknownError";
+    case 0: return "OK";
+    case ENOENT:
+    case ENOTDIR:
+    case ENODEV:
+    case ENXIO: return "NotFoundError";
+    case EEXIST: return "AlreadyExistsError";
+    case EACCES:
+    case EPERM:
+    case EROFS: return "PermissionDeniedError";
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case EFBIG: return "ResourceExhaustedError";
+    case EINVAL:
+    case ENAMETOOLONG:
+    case EISDIR:
+    case E2BIG:
+    case ERANGE: return "InvalidArgumentError";
+    case EBADMSG: return "DataLossError";
+    case ENOTSUP: return "UnimplementedError";
+    case EAGAIN:
+    case EBUSY:
+    case ETIMEDOUT:
+    case EIO:
+    case ECONNREFUSED: return "UnavailableError";
+    case ENOTEMPTY:
+    case EXDEV:
+    case ESPIPE: return "FailedPreconditionError";
+    default: return "UnknownError";
     }
 }
 
@@ -280,8 +289,7 @@ char *ckpt_err_tf(const struct ckpt_err *e, char *buf, size_t len)
         return buf;
     }
     if (e->call[0] && e->path[0])
-        snprintf(buf, len, "%s: %s; %s", ckpt_err_tf_class(e->code), e->path,
-                 strerror(-e->code));
+        snprintf(buf, len, "%s: %s; %s", ckpt_err_tf_class(e->code), e->path, strerror(-e->code));
     else
         snprintf(buf, len, "%s: %s", ckpt_err_tf_class(e->code), e->msg);
     return buf;
@@ -294,14 +302,22 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    {CKPT_DT_FLOAT, "float", 4},       {CKPT_DT_DOUBLE, "double", 8},
-    {CKPT_DT_INT32, "int32", 4},       {CKPT_DT_UINT8, "uint8", 1},
-    {CKPT_DT_INT16, "int16", 2},       {CKPT_DT_INT8, "int8", 1},
-    {CKPT_DT_STRING, "string", 0},     {CKPT_DT_COMPLEX64, "complex64", 8},
-    {CKPT_DT_INT64, "int64", 8},       {CKPT_DT_BOOL, "bool", 1},
-    {CKPT_DT_BFLOAT16, "bfloat16", 2}, {CKPT_DT_UINT16, "uint16", 2},
-    {CKPT_DT_COMPLEX128, "complex128", 16}, {CKPT_DT_HALF, "half", 2},
-    {CKPT_DT_UINT32, "uint32", 4},     {CKPT_DT_UINT64, "uint64", 8},
+    {CKPT_DT_FLOAT, "float", 4},
+    {CKPT_DT_DOUBLE, "double", 8},
+    {CKPT_DT_INT32, "int32", 4},
+    {CKPT_DT_UINT8, "uint8", 1},
+    {CKPT_DT_INT16, "int16", 2},
+    {CKPT_DT_INT8, "int8", 1},
+    {CKPT_DT_STRING, "string", 0},
+    {CKPT_DT_COMPLEX64, "complex64", 8},
+    {CKPT_DT_INT64, "int64", 8},
+    {CKPT_DT_BOOL, "bool", 1},
+    {CKPT_DT_BFLOAT16, "bfloat16", 2},
+    {CKPT_DT_UINT16, "uint16", 2},
+    {CKPT_DT_COMPLEX128, "complex128", 16},
+    {CKPT_DT_HALF, "half", 2},
+    {CKPT_DT_UINT32, "uint32", 4},
+    {CKPT_DT_UINT64, "uint64", 8},
 };
 
 const char *ckpt_dtype_name(int dt)
@@ -463,14 +479,14 @@ int ckpt_fsync_ancestors(const char *dir)
         return -ENOMEM;
     while (rc == 0 && strcmp(p, ".") != 0) {
         char *slash = strrchr(p, '/');
-        if (!slash) {           /* "a": its parent is "." */
+        if (!slash) { /* "a": its parent is "." */
             rc = ckpt_fsync_dir(".");
             break;
         }
-        if (slash == p)         /* "/a": the root's entries are the system's */
+        if (slash == p) /* "/a": the root's entries are the system's */
             break;
         *slash = 0;
-        if (slash[-1] == '/')   /* "a//b": the same directory again */
+        if (slash[-1] == '/') /* "a//b": the same directory again */
             continue;
         rc = ckpt_fsync_dir(p);
     }
@@ -533,8 +549,8 @@ void ckpt_random_hex(char *out, size_t nhex)
     out[nhex] = 0;
 }
 
-int ckpt_write_file_atomic(const char *final, const char *tmp_suffix,
-                           const void *p, size_t n, bool sync, struct ckpt_err *err)
+int ckpt_write_file_atomic(const char *final, const char *tmp_suffix, const void *p, size_t n,
+                           bool sync, struct ckpt_err *err)
 {
     char *tmp = NULL, *dir = NULL;
     int fd = -1, rc = 0;

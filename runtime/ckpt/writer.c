@@ -76,8 +76,8 @@ struct ckpt_writer {
     uint8_t *buf;
     size_t bufcap, buflen;
     uint64_t size;
-    uint64_t flushed;     /* bytes handed to write(2) */
-    uint64_t wb_started;  /* writeback started up to here */
+    uint64_t flushed;    /* bytes handed to write(2) */
+    uint64_t wb_started; /* writeback started up to here */
     struct wentry *ents;
     size_t n, cap;
     size_t *hash; /* open addressing: entry index + 1, 0 = empty */
@@ -86,13 +86,13 @@ struct ckpt_writer {
     struct ckpt_err fail;
     /* direct path */
     bool direct;
-    uint8_t *dbuf[2];     /* buf == dbuf[fill] */
+    uint8_t *dbuf[2]; /* buf == dbuf[fill] */
     int fill;
     aio_context_t aio;
-    bool inflight;        /* dbuf[!fill] is being written */
+    bool inflight; /* dbuf[!fill] is being written */
     struct iocb cb;
-    uint64_t sized;       /* the file's size is at least this (see direct_submit) */
-    const char *dcall;    /* the call a direct-path failure came from */
+    uint64_t sized;    /* the file's size is at least this (see direct_submit) */
+    const char *dcall; /* the call a direct-path failure came from */
     /* the tensor being streamed */
     size_t cur;
     uint64_t cur_expected, cur_written;
@@ -396,7 +396,8 @@ int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
     }
     w->buf = aligned_alloc(4096, (w->bufcap + 4095) & ~(size_t)4095);
     if (!w->buf) {
-        rc = ckpt_err_set(err, -ENOMEM, NULL, prefix, NULL, 0, "out of memory for the write buffer");
+        rc =
+            ckpt_err_set(err, -ENOMEM, NULL, prefix, NULL, 0, "out of memory for the write buffer");
         goto cleanup;
     }
     dir = ckpt_dirname(prefix);
@@ -427,8 +428,8 @@ int ckpt_writer_open(struct ckpt_writer **wp, const char *prefix,
         w->fd = open(w->data_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0666);
         if (w->fd < 0 && errno != EINVAL) {
             rc = -errno;
-            ckpt_err_set(err, rc, "open", w->data_final, NULL, 0, "create (as %s): %s",
-                         w->data_tmp, strerror(-rc));
+            ckpt_err_set(err, rc, "open", w->data_final, NULL, 0, "create (as %s): %s", w->data_tmp,
+                         strerror(-rc));
             goto cleanup;
         }
         if (w->fd >= 0 && syscall(SYS_io_setup, 1U, &w->aio) == 0 &&
@@ -647,9 +648,8 @@ int ckpt_writer_add(struct ckpt_writer *w, const char *name, int dtype, int rank
     return ckpt_writer_end(w, err);
 }
 
-int ckpt_writer_add_strings(struct ckpt_writer *w, const char *name, int rank,
-                            const int64_t *dims, const char *const *strs,
-                            const size_t *lens, struct ckpt_err *err)
+int ckpt_writer_add_strings(struct ckpt_writer *w, const char *name, int rank, const int64_t *dims,
+                            const char *const *strs, const size_t *lens, struct ckpt_err *err)
 {
     int64_t nelem;
     int rc;
@@ -714,7 +714,7 @@ uint64_t ckpt_writer_data_size(const struct ckpt_writer *w)
 static void free_writer(struct ckpt_writer *w)
 {
     if (w->direct) {
-        direct_wait(w);     /* the kernel must be done with our buffers */
+        direct_wait(w); /* the kernel must be done with our buffers */
         syscall(SYS_io_destroy, w->aio);
         if (w->buf == w->dbuf[1])
             w->buf = w->dbuf[0];
@@ -805,8 +805,14 @@ static int build_index(struct ckpt_writer *w, struct ckpt_buf *out)
     for (size_t i = 0; i < w->n; i++) {
         const struct wentry *we = &w->ents[order[i]];
         struct ckpt_entry e = {
-            .name = we->name, .name_len = we->nlen, .dtype = we->dtype, .rank = we->rank,
-            .dims = we->dims, .shard_id = 0, .offset = we->offset, .size = we->size,
+            .name = we->name,
+            .name_len = we->nlen,
+            .dtype = we->dtype,
+            .rank = we->rank,
+            .dims = we->dims,
+            .shard_id = 0,
+            .offset = we->offset,
+            .size = we->size,
             .crc32c = we->crc,
         };
         v.len = 0;
@@ -849,14 +855,16 @@ int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *e
     }
     if (sync && fsync(w->fd) < 0) {
         rc = -errno;
-        fail(w, err, rc, "fsync", w->data_final, NULL, "fsync (as %s): %s", w->data_tmp, strerror(-rc));
+        fail(w, err, rc, "fsync", w->data_final, NULL, "fsync (as %s): %s", w->data_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     rc = close(w->fd);
     w->fd = -1;
     if (rc < 0) {
         rc = -errno;
-        fail(w, err, rc, "close", w->data_final, NULL, "close (as %s): %s", w->data_tmp, strerror(-rc));
+        fail(w, err, rc, "close", w->data_final, NULL, "close (as %s): %s", w->data_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     if ((rc = build_index(w, &idx)) < 0) {
@@ -866,34 +874,40 @@ int ckpt_writer_finish(struct ckpt_writer *w, unsigned flags, struct ckpt_err *e
     ifd = open(w->index_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (ifd < 0) {
         rc = -errno;
-        fail(w, err, rc, "open", w->index_final, NULL, "create (as %s): %s", w->index_tmp, strerror(-rc));
+        fail(w, err, rc, "open", w->index_final, NULL, "create (as %s): %s", w->index_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     if ((rc = ckpt_write_all(ifd, idx.p, idx.len)) < 0) {
-        fail(w, err, rc, "write", w->index_final, NULL, "write (as %s): %s", w->index_tmp, strerror(-rc));
+        fail(w, err, rc, "write", w->index_final, NULL, "write (as %s): %s", w->index_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     if (sync && fsync(ifd) < 0) {
         rc = -errno;
-        fail(w, err, rc, "fsync", w->index_final, NULL, "fsync (as %s): %s", w->index_tmp, strerror(-rc));
+        fail(w, err, rc, "fsync", w->index_final, NULL, "fsync (as %s): %s", w->index_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     rc = close(ifd);
     ifd = -1;
     if (rc < 0) {
         rc = -errno;
-        fail(w, err, rc, "close", w->index_final, NULL, "close (as %s): %s", w->index_tmp, strerror(-rc));
+        fail(w, err, rc, "close", w->index_final, NULL, "close (as %s): %s", w->index_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     if (rename(w->data_tmp, w->data_final) < 0) {
         rc = -errno;
-        fail(w, err, rc, "rename", w->data_final, NULL, "rename from %s: %s", w->data_tmp, strerror(-rc));
+        fail(w, err, rc, "rename", w->data_final, NULL, "rename from %s: %s", w->data_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     data_renamed = true;
     if (rename(w->index_tmp, w->index_final) < 0) {
         rc = -errno;
-        fail(w, err, rc, "rename", w->index_final, NULL, "rename from %s: %s", w->index_tmp, strerror(-rc));
+        fail(w, err, rc, "rename", w->index_final, NULL, "rename from %s: %s", w->index_tmp,
+             strerror(-rc));
         goto cleanup;
     }
     if (sync) {

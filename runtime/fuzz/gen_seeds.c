@@ -77,12 +77,12 @@ static void emit_bundle(const char *prefix)
     free(dat);
 }
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != 0) {                                                        \
-            fprintf(stderr, "gen-seeds: %s failed: %s\n", #x, err.msg);        \
-            exit(1);                                                           \
-        }                                                                      \
+#define CHECK(x)                                                        \
+    do {                                                                \
+        if ((x) != 0) {                                                 \
+            fprintf(stderr, "gen-seeds: %s failed: %s\n", #x, err.msg); \
+            exit(1);                                                    \
+        }                                                               \
     } while (0)
 
 int main(int argc, char **argv)
@@ -118,10 +118,10 @@ int main(int argc, char **argv)
         o.flags = variant ? CKPT_W_SNAPPY : 0;
         o.data_alignment = variant ? 8 : 0;
         CHECK(ckpt_writer_open(&w, prefix, &o, &err));
-        static const int dts[] = {CKPT_DT_FLOAT, CKPT_DT_DOUBLE, CKPT_DT_INT32, CKPT_DT_UINT8,
-                                  CKPT_DT_INT16, CKPT_DT_INT8, CKPT_DT_COMPLEX64, CKPT_DT_INT64,
-                                  CKPT_DT_BOOL, CKPT_DT_BFLOAT16, CKPT_DT_UINT16,
-                                  CKPT_DT_COMPLEX128, CKPT_DT_HALF, CKPT_DT_UINT32, CKPT_DT_UINT64};
+        static const int dts[] = {
+            CKPT_DT_FLOAT,  CKPT_DT_DOUBLE,     CKPT_DT_INT32, CKPT_DT_UINT8,  CKPT_DT_INT16,
+            CKPT_DT_INT8,   CKPT_DT_COMPLEX64,  CKPT_DT_INT64, CKPT_DT_BOOL,   CKPT_DT_BFLOAT16,
+            CKPT_DT_UINT16, CKPT_DT_COMPLEX128, CKPT_DT_HALF,  CKPT_DT_UINT32, CKPT_DT_UINT64};
         uint8_t buf[256];
         for (size_t i = 0; i < sizeof buf; i++)
             buf[i] = (uint8_t)(i * 7 + 1);
@@ -166,19 +166,26 @@ int main(int argc, char **argv)
         struct ckpt_tbl_builder *t = ckpt_tbl_new(0, false);
         struct ckpt_buf v = {0}, out = {0};
         int32_t bad[2] = {7, 9};
-        struct ckpt_header h = {.num_shards = 2, .producer = 1, .nbad_consumers = 2, .bad_consumers = bad};
+        struct ckpt_header h = {
+            .num_shards = 2, .producer = 1, .nbad_consumers = 2, .bad_consumers = bad};
         ckpt_pb_encode_header(&v, &h);
         ckpt_tbl_add(t, "", 0, v.p, v.len);
         int64_t dims[2] = {4, 2};
         struct ckpt_extent x0[2] = {{0, 2}, {0, -1}}, x1[2] = {{2, 2}, {0, -1}};
         struct ckpt_slice sl[2] = {{2, x0}, {2, x1}};
-        struct ckpt_entry full = {.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = dims, .nslices = 2, .slices = sl};
+        struct ckpt_entry full = {
+            .dtype = CKPT_DT_FLOAT, .rank = 2, .dims = dims, .nslices = 2, .slices = sl};
         v.len = 0;
         ckpt_pb_encode_entry(&v, &full);
         ckpt_tbl_add(t, "emb", 3, v.p, v.len);
         int64_t pd[2] = {2, 2};
-        struct ckpt_entry part = {.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = pd, .shard_id = 1,
-                                  .offset = 0, .size = 16, .crc32c = 0x12345678};
+        struct ckpt_entry part = {.dtype = CKPT_DT_FLOAT,
+                                  .rank = 2,
+                                  .dims = pd,
+                                  .shard_id = 1,
+                                  .offset = 0,
+                                  .size = 16,
+                                  .crc32c = 0x12345678};
         v.len = 0;
         ckpt_pb_encode_entry(&v, &part);
         ckpt_tbl_add(t, "emb\0slice", 9, v.p, v.len);

@@ -90,8 +90,8 @@ static int bench_table(int argc, char **argv)
     free(big);
     printf("insert_per_s=%.0f warm_insert_per_s=%.0f update_per_s=%.0f lookup_per_s=%.0f "
            "array_update_per_s=%.0f\n",
-           (double)n / (t1 - t0), (double)n / (tw1 - tw0), (double)n / (t3 - t2), (double)n / (tp1 - tp0),
-           (double)n / (t5 - t4));
+           (double)n / (t1 - t0), (double)n / (tw1 - tw0), (double)n / (t3 - t2),
+           (double)n / (tp1 - tp0), (double)n / (t5 - t4));
     return 0;
 }
 
@@ -243,8 +243,11 @@ static int bench_sparse(int argc, char **argv)
                 }
                 miov[nm][k++] = (struct iovec){pk[p], pn[p] * 8};
                 miov[nm][k++] = (struct iovec){pg[p], pn[p] * 4};
-                mc[nm] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PUSH,
-                                             .iov = miov[nm], .niov = k, .resp = &rbuf[nm],
+                mc[nm] = (struct psrt_mcall){.c = w->conn[p],
+                                             .op = PSRT_OP_PUSH,
+                                             .iov = miov[nm],
+                                             .niov = k,
+                                             .resp = &rbuf[nm],
                                              .err = &merr[nm]};
                 nm++;
             }
@@ -331,7 +334,8 @@ static int bench_dense(int argc, char **argv)
     double secs = atof(arg(argc, argv, "--secs", "3"));
     char extra[128];
     struct bench bw;
-    snprintf(extra, sizeof extra, "--dense_floats=%s", arg(argc, argv, "--dense_floats", "4194304"));
+    snprintf(extra, sizeof extra, "--dense_floats=%s",
+             arg(argc, argv, "--dense_floats", "4194304"));
     if (!hosts)
         return 2;
     struct psrt_worker *w = bench_worker(&bw, hosts, "bench_dense", extra, true);
@@ -369,11 +373,19 @@ static int bench_dense(int argc, char **argv)
     while (t - t0 < secs) {
         int n = 0;
         for (int p = 0; p < nps; p++) {
-            mc[n] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PUSH, .iov = piov[p],
-                                        .niov = 3, .resp = &rb[n], .err = &merr[n]};
+            mc[n] = (struct psrt_mcall){.c = w->conn[p],
+                                        .op = PSRT_OP_PUSH,
+                                        .iov = piov[p],
+                                        .niov = 3,
+                                        .resp = &rb[n],
+                                        .err = &merr[n]};
             n++;
-            mc[n] = (struct psrt_mcall){.c = w->conn[p], .op = PSRT_OP_PULL, .iov = liov[p],
-                                        .niov = 1, .resp = &rb[n], .err = &merr[n]};
+            mc[n] = (struct psrt_mcall){.c = w->conn[p],
+                                        .op = PSRT_OP_PULL,
+                                        .iov = liov[p],
+                                        .niov = 1,
+                                        .resp = &rb[n],
+                                        .err = &merr[n]};
             n++;
         }
         int rc = psrt_conn_multi(mc, n, 60);
@@ -443,8 +455,8 @@ static int bench_robust(int argc, char **argv)
             return 1;
         }
     }
-    printf("bytes=%llu save_s=%.3f second_save_s=%.3f restore_s=%.3f\n",
-           (unsigned long long)bytes, save_s, second_s, restore_s);
+    printf("bytes=%llu save_s=%.3f second_save_s=%.3f restore_s=%.3f\n", (unsigned long long)bytes,
+           save_s, second_s, restore_s);
     return 0;
 }
 

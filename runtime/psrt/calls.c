@@ -34,8 +34,7 @@ void psrt_call_status_err(struct psrt_call *c, struct psrt_buf *resp)
         memcpy(c->err.msg, resp->p, n);
     else
         n = (size_t)snprintf(c->err.msg, sizeof c->err.msg, "%s: %s failed on %s",
-                             psrt_err_class(c->status), psrt_op_name(c->op),
-                             psrt_ps_device(c->ps));
+                             psrt_err_class(c->status), psrt_op_name(c->op), psrt_ps_device(c->ps));
     c->err.msg[n] = 0;
 }
 
@@ -75,9 +74,13 @@ int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
             int k = n - done < 64 ? n - done : 64;
             for (int i = 0; i < k; i++) {
                 struct psrt_call *c = &calls[done + i];
-                m[i] = (struct psrt_mcall){.c = w->conn[c->ps], .op = c->op, .flags = c->flags,
-                                           .iov = c->iov, .niov = c->niov,
-                                           .resp = &w->resp[c->ps], .err = &c->err};
+                m[i] = (struct psrt_mcall){.c = w->conn[c->ps],
+                                           .op = c->op,
+                                           .flags = c->flags,
+                                           .iov = c->iov,
+                                           .niov = c->niov,
+                                           .resp = &w->resp[c->ps],
+                                           .err = &c->err};
                 if (c->timeout > timeout)
                     timeout = c->timeout;
             }
@@ -121,9 +124,10 @@ int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
      * Pull and Push would be malformed, so say so once, plainly */
     psrt_flags_layout(w->f, ours, sizeof ours);
     if (strcmp(theirs, ours)) {
-        psrt_err_set(err, -EINVAL, "%s serves %s; this worker has %s: give every task the same "
-                     "--model, --ps_hosts and model size flags", psrt_conn_peer(w->conn[p]),
-                     theirs, ours);
+        psrt_err_set(err, -EINVAL,
+                     "%s serves %s; this worker has %s: give every task the same "
+                     "--model, --ps_hosts and model size flags",
+                     psrt_conn_peer(w->conn[p]), theirs, ours);
         return -EINVAL;
     }
     return 0;

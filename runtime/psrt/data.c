@@ -23,7 +23,10 @@ void psrt_rng_seed(struct psrt_rng *r, uint64_t seed)
         r->s[i] = splitmix(&x);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 uint64_t psrt_rng_u64(struct psrt_rng *r)
 {

@@ -23,7 +23,7 @@
 static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static int ev_fd = -1;
 static unsigned long long ev_seq;
-static char *ev_sync;   /* comma list, or "*" */
+static char *ev_sync; /* comma list, or "*" */
 
 static bool is_sync(const char *kind)
 {
@@ -124,8 +124,8 @@ void psrt_ev_open(const char *job, int task)
     else
         gethostname(host, sizeof host - 1);
     char line[512];
-    int n = snprintf(line, sizeof line, "HELLO host=%s job=%s task=%d pid=%d\n",
-                     psrt_ev_q(host), job, task, (int)getpid());
+    int n = snprintf(line, sizeof line, "HELLO host=%s job=%s task=%d pid=%d\n", psrt_ev_q(host),
+                     job, task, (int)getpid());
     int r = write_all(line, (size_t)n);
     if (r)
         ev_fail("HELLO", -r);

@@ -59,8 +59,7 @@ static void mkdir_err(struct psrt_err *err, int r, const char *dir, const char *
 {
     struct stat st;
     if (r == -ENOTDIR && !strcmp(failed, dir) && stat(dir, &st) == 0 && !S_ISDIR(st.st_mode))
-        psrt_err_set(err, r, "creating export directory %s: it exists and is not a directory",
-                     dir);
+        psrt_err_set(err, r, "creating export directory %s: it exists and is not a directory", dir);
     else
         psrt_err_set(err, r, "creating export directory %s: mkdir %s: %s", dir, failed,
                      strerror(-r));
@@ -175,8 +174,8 @@ static int export_robust(struct psrt_worker *w, const char *dir, struct psrt_err
     int order[256], n = psrt_model_shards(&w->m, order);
     struct psrt_call calls[256];
     for (int i = 0; i < n; i++)
-        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SNAPSHOT,
-                                      .timeout = psrt_flags_bulk_timeout(f)};
+        calls[i] = (struct psrt_call){
+            .ps = order[i], .op = PSRT_OP_SNAPSHOT, .timeout = psrt_flags_bulk_timeout(f)};
     int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;

@@ -32,29 +32,77 @@ const char *psrt_err_class(int code)
 {
     switch (-code) {
     case 0: return "OK";
-    case EINVAL: case ENAMETOOLONG: case E2BIG: case EDESTADDRREQ: case EDOM: case EFAULT:
-    case EILSEQ: case ENOPROTOOPT: case ENOTSOCK: case ENOTTY: case EPROTOTYPE: case ESPIPE:
-        return "InvalidArgumentError";
-    case ETIMEDOUT: case ETIME: return "DeadlineExceededError";
-    case ENODEV: case ENOENT: case ENXIO: case ESRCH: return "NotFoundError";
-    case EEXIST: case EADDRNOTAVAIL: case EALREADY: return "AlreadyExistsError";
-    case EPERM: case EACCES: case EROFS: return "PermissionDeniedError";
-    case ENOTEMPTY: case EISDIR: case ENOTDIR: case EADDRINUSE: case EBADF: case EBUSY:
-    case ECHILD: case EISCONN: case ENOTBLK: case ENOTCONN: case EPIPE: case ESHUTDOWN:
-    case ETXTBSY:
-        return "FailedPreconditionError";
-    case ENOSPC: case EMFILE: case EMLINK: case ENFILE: case ENOBUFS: case ENODATA:
-    case ENOMEM: case ENOSR: case EUSERS: case EDQUOT:
-        return "ResourceExhaustedError";
-    case EFBIG: case EOVERFLOW: case ERANGE: return "OutOfRangeError";
-    case ENOSYS: case ENOTSUP: case EAFNOSUPPORT: case EPFNOSUPPORT: case EPROTONOSUPPORT:
-    case ESOCKTNOSUPPORT: case EXDEV:
-        return "UnimplementedError";
-    case EAGAIN: case ECONNREFUSED: case ECONNABORTED: case ECONNRESET: case EINTR:
-    case EHOSTDOWN: case EHOSTUNREACH: case ENETDOWN: case ENETRESET: case ENETUNREACH:
-    case ENOLCK: case ENOLINK:
-        return "UnavailableError";
-    case EDEADLK: case ESTALE: return "AbortedError";
+    case EINVAL:
+    case ENAMETOOLONG:
+    case E2BIG:
+    case EDESTADDRREQ:
+    case EDOM:
+    case EFAULT:
+    case EILSEQ:
+    case ENOPROTOOPT:
+    case ENOTSOCK:
+    case ENOTTY:
+    case EPROTOTYPE:
+    case ESPIPE: return "InvalidArgumentError";
+    case ETIMEDOUT:
+    case ETIME: return "DeadlineExceededError";
+    case ENODEV:
+    case ENOENT:
+    case ENXIO:
+    case ESRCH: return "NotFoundError";
+    case EEXIST:
+    case EADDRNOTAVAIL:
+    case EALREADY: return "AlreadyExistsError";
+    case EPERM:
+    case EACCES:
+    case EROFS: return "PermissionDeniedError";
+    case ENOTEMPTY:
+    case EISDIR:
+    case ENOTDIR:
+    case EADDRINUSE:
+    case EBADF:
+    case EBUSY:
+    case ECHILD:
+    case EISCONN:
+    case ENOTBLK:
+    case ENOTCONN:
+    case EPIPE:
+    case ESHUTDOWN:
+    case ETXTBSY: return "FailedPreconditionError";
+    case ENOSPC:
+    case EMFILE:
+    case EMLINK:
+    case ENFILE:
+    case ENOBUFS:
+    case ENODATA:
+    case ENOMEM:
+    case ENOSR:
+    case EUSERS:
+    case EDQUOT: return "ResourceExhaustedError";
+    case EFBIG:
+    case EOVERFLOW:
+    case ERANGE: return "OutOfRangeError";
+    case ENOSYS:
+    case ENOTSUP:
+    case EAFNOSUPPORT:
+    case EPFNOSUPPORT:
+    case EPROTONOSUPPORT:
+    case ESOCKTNOSUPPORT:
+    case EXDEV: return "UnimplementedError";
+    case EAGAIN:
+    case ECONNREFUSED:
+    case ECONNABORTED:
+    case ECONNRESET:
+    case EINTR:
+    case EHOSTDOWN:
+    case EHOSTUNREACH:
+    case ENETDOWN:
+    case ENETRESET:
+    case ENETUNREACH:
+    case ENOLCK:
+    case ENOLINK: return "UnavailableError";
+    case EDEADLK:
+    case ESTALE: return "AbortedError";
     case ECANCELED: return "CancelledError";
     case EBADMSG: return "DataLossError";
     case EPROTO: return "InternalError";
@@ -143,21 +191,21 @@ double psrt_now(void)
 
 /* ---- fault points ------------------------------------------------------ */
 const char *const psrt_fault_points[] = {
-    "psrt/save/begin",        /* chief, before any shard is written */
-    "psrt/save/shard_write",  /* ps, writing its shard (legacy part, robust local shard) */
-    "psrt/save/shard_sync",   /* ps, robust: fsync of its local shard */
-    "psrt/save/merge",        /* last ps, legacy MergeV2Checkpoints */
-    "psrt/save/chief_write",  /* chief, robust: writing its full copy */
-    "psrt/save/commit",       /* ps, robust: local state file update */
-    "psrt/save/state",        /* chief: `checkpoint` state file */
-    "psrt/save/gc",           /* deleting checkpoints beyond max_to_keep */
-    "psrt/restore/find",      /* chief: choosing the checkpoint */
-    "psrt/restore/read",      /* ps: reading its tensors */
-    "psrt/restore/load",      /* ps: loading tensors sent by the chief */
-    "psrt/export/write",      /* writing the export's variables */
-    "psrt/export/signature",  /* writing the signature file */
-    "psrt/rpc/send",          /* any frame sent (fails the call) */
-    "psrt/rpc/recv",          /* any frame received */
+    "psrt/save/begin",       /* chief, before any shard is written */
+    "psrt/save/shard_write", /* ps, writing its shard (legacy part, robust local shard) */
+    "psrt/save/shard_sync",  /* ps, robust: fsync of its local shard */
+    "psrt/save/merge",       /* last ps, legacy MergeV2Checkpoints */
+    "psrt/save/chief_write", /* chief, robust: writing its full copy */
+    "psrt/save/commit",      /* ps, robust: local state file update */
+    "psrt/save/state",       /* chief: `checkpoint` state file */
+    "psrt/save/gc",          /* deleting checkpoints beyond max_to_keep */
+    "psrt/restore/find",     /* chief: choosing the checkpoint */
+    "psrt/restore/read",     /* ps: reading its tensors */
+    "psrt/restore/load",     /* ps: loading tensors sent by the chief */
+    "psrt/export/write",     /* writing the export's variables */
+    "psrt/export/signature", /* writing the signature file */
+    "psrt/rpc/send",         /* any frame sent (fails the call) */
+    "psrt/rpc/recv",         /* any frame received */
     NULL,
 };
 
@@ -219,8 +267,8 @@ void psrt_fault_init(void)
     if (!fifo || !*fifo)
         fifo = getenv("FIU_CTRL_FIFO");
     if (fifo && *fifo && fiu_rc_fifo(fifo) < 0)
-        psrt_log("fault points: cannot open remote control fifo %s-%d: %s", fifo,
-                 (int)getpid(), strerror(errno));
+        psrt_log("fault points: cannot open remote control fifo %s-%d: %s", fifo, (int)getpid(),
+                 strerror(errno));
     const char *en = getenv("PSRT_FIU");
     if (en && *en) {
         char *copy = strdup(en), *save = NULL;

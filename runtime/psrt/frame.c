@@ -32,10 +32,26 @@ uint32_t psrt_crc32c(uint32_t crc, const void *p, size_t n)
     return ckpt_crc32c_extend(crc, p, n);
 }
 
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static void put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static uint32_t get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 void psrt_frame_encode(uint8_t out[PSRT_FRAME_HDR], const struct psrt_frame_hdr *h)
 {
@@ -139,8 +155,14 @@ void psrt_buf_put(struct psrt_buf *b, const void *p, size_t n)
     b->len += n;
 }
 
-void psrt_buf_u32(struct psrt_buf *b, uint32_t v) { psrt_buf_put(b, &v, 4); }
-void psrt_buf_u64(struct psrt_buf *b, uint64_t v) { psrt_buf_put(b, &v, 8); }
+void psrt_buf_u32(struct psrt_buf *b, uint32_t v)
+{
+    psrt_buf_put(b, &v, 4);
+}
+void psrt_buf_u64(struct psrt_buf *b, uint64_t v)
+{
+    psrt_buf_put(b, &v, 8);
+}
 
 void psrt_buf_str(struct psrt_buf *b, const char *s)
 {

@@ -36,28 +36,27 @@ struct opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: psrt inspect [--values[=N]] [--verify] [--json] PREFIX|DIR|STATEFILE\n"
-            "\n"
-            "Lists the tensors of a TensorFlow V2 checkpoint (tensor bundle): name, dtype,\n"
-            "shape, shard, offset, size and whether the stored crc32c matches.\n"
-            "\n"
-            "  PREFIX      a bundle prefix (PREFIX.index + PREFIX.data-*), or PREFIX.index\n"
-            "  DIR         a directory: its `checkpoint` state file is shown and the\n"
-            "              model_checkpoint_path it names is inspected; without one,\n"
-            "              every *.index in DIR\n"
-            "  STATEFILE   a `checkpoint` state file\n"
-            "\n"
-            "  --values[=N]  print tensor values (at most N elements per tensor)\n"
-            "  --verify      also fail on a tensor that cannot be checked (unknown dtype)\n"
-            "                and end with a verdict line per bundle\n"
-            "  --json        one JSON document on stdout\n"
-            "  -h, --help    this text\n"
-            "\n"
-            "Every tensor's crc, data file and string layout is checked either way.\n"
-            "\n"
-            "Exit status: 0 ok; 1 unreadable, or a tensor corrupt or missing (with or\n"
-            "without --verify), or (--verify) a tensor that could not be checked; 2 usage.\n");
+    fprintf(f, "usage: psrt inspect [--values[=N]] [--verify] [--json] PREFIX|DIR|STATEFILE\n"
+               "\n"
+               "Lists the tensors of a TensorFlow V2 checkpoint (tensor bundle): name, dtype,\n"
+               "shape, shard, offset, size and whether the stored crc32c matches.\n"
+               "\n"
+               "  PREFIX      a bundle prefix (PREFIX.index + PREFIX.data-*), or PREFIX.index\n"
+               "  DIR         a directory: its `checkpoint` state file is shown and the\n"
+               "              model_checkpoint_path it names is inspected; without one,\n"
+               "              every *.index in DIR\n"
+               "  STATEFILE   a `checkpoint` state file\n"
+               "\n"
+               "  --values[=N]  print tensor values (at most N elements per tensor)\n"
+               "  --verify      also fail on a tensor that cannot be checked (unknown dtype)\n"
+               "                and end with a verdict line per bundle\n"
+               "  --json        one JSON document on stdout\n"
+               "  -h, --help    this text\n"
+               "\n"
+               "Every tensor's crc, data file and string layout is checked either way.\n"
+               "\n"
+               "Exit status: 0 ok; 1 unreadable, or a tensor corrupt or missing (with or\n"
+               "without --verify), or (--verify) a tensor that could not be checked; 2 usage.\n");
 }
 
 /* ---- output helpers ---- */
@@ -149,8 +148,18 @@ static void print_real(FILE *f, double v, bool json, bool single)
 static void print_elem(FILE *f, int dt, const uint8_t *p, bool json)
 {
     union {
-        float f32; double f64; int8_t i8; int16_t i16; int32_t i32; int64_t i64;
-        uint8_t u8; uint16_t u16; uint32_t u32; uint64_t u64; float c64[2]; double c128[2];
+        float f32;
+        double f64;
+        int8_t i8;
+        int16_t i16;
+        int32_t i32;
+        int64_t i64;
+        uint8_t u8;
+        uint16_t u16;
+        uint32_t u32;
+        uint64_t u64;
+        float c64[2];
+        double c128[2];
     } u;
     memcpy(&u, p, ckpt_dtype_size(dt));
     switch (dt) {
@@ -233,8 +242,7 @@ static bool first_bundle = true;
 
 /* A bundle or state file that could not be read: with --json, its error
  * between before and after on stdout; the message on stderr; 1. */
-static int unreadable(const struct opts *o, const char *before, const char *msg,
-                      const char *after)
+static int unreadable(const struct opts *o, const char *before, const char *msg, const char *after)
 {
     if (o->json) {
         fputs(before, stdout);
@@ -262,8 +270,9 @@ static int inspect_bundle(const char *prefix, const struct opts *o)
     const struct ckpt_header *h = ckpt_reader_header(r);
     size_t n = ckpt_reader_count(r);
     if (o->json) {
-        fprintf(f, ", \"num_shards\": %d, \"endianness\": \"%s\", \"version\": {\"producer\": %d, "
-                   "\"min_consumer\": %d}, \"tensors\": [",
+        fprintf(f,
+                ", \"num_shards\": %d, \"endianness\": \"%s\", \"version\": {\"producer\": %d, "
+                "\"min_consumer\": %d}, \"tensors\": [",
                 h->num_shards, h->endianness ? "big" : "little", h->producer, h->min_consumer);
     } else {
         fprintf(f, "bundle %s: %zu tensor%s, %d shard%s, %s-endian, format version %d\n", prefix, n,
@@ -303,8 +312,9 @@ static int inspect_bundle(const char *prefix, const struct opts *o)
             if (e->nslices > 0) {
                 fprintf(f, ", \"slices\": %d", e->nslices);
             } else {
-                fprintf(f, ", \"shard\": %d, \"offset\": %" PRId64 ", \"size\": %" PRId64
-                           ", \"crc32c_stored\": \"0x%08x\"",
+                fprintf(f,
+                        ", \"shard\": %d, \"offset\": %" PRId64 ", \"size\": %" PRId64
+                        ", \"crc32c_stored\": \"0x%08x\"",
                         e->shard_id, e->offset, e->size, e->crc32c);
             }
             fprintf(f, ", \"crc\": \"%s\"", strcmp(status, "BAD") ? status : "bad");
@@ -324,7 +334,8 @@ static int inspect_bundle(const char *prefix, const struct opts *o)
         } else {
             fputs("  ", f);
             print_name(f, e, false);
-            fprintf(f, "%*s  %-8s %-12s", w > (int)e->name_len ? w - (int)e->name_len : 0, "", dn, shape);
+            fprintf(f, "%*s  %-8s %-12s", w > (int)e->name_len ? w - (int)e->name_len : 0, "", dn,
+                    shape);
             if (e->nslices > 0)
                 fprintf(f, " partitioned: %d slices\n", e->nslices);
             else
@@ -348,7 +359,8 @@ static int inspect_bundle(const char *prefix, const struct opts *o)
     if (o->json)
         fprintf(f, "%s], \"ok\": %s}", n ? "\n    " : "", bad ? "false" : "true");
     else if (o->verify)
-        fprintf(f, "%s: %s\n", prefix, bad ? "CORRUPT or incomplete" : "verified: every crc matches");
+        fprintf(f, "%s: %s\n", prefix,
+                bad ? "CORRUPT or incomplete" : "verified: every crc matches");
     ckpt_reader_close(r);
     return bad;
 }
@@ -411,7 +423,8 @@ static void print_state(const char *file, const struct ckpt_state *st, const str
         for (size_t i = 0; i < st->n_all; i++) {
             if (i)
                 fputs(", ", f);
-            json_str(f, st->all_model_checkpoint_paths[i], strlen(st->all_model_checkpoint_paths[i]));
+            json_str(f, st->all_model_checkpoint_paths[i],
+                     strlen(st->all_model_checkpoint_paths[i]));
         }
         fputs("]}, ", f);
         return;
@@ -536,10 +549,10 @@ int psrt_inspect_main(int argc, char **argv)
         if (optind == argc)
             usage(stderr);
         else
-            fprintf(stderr, "psrt inspect: expected one PREFIX|DIR|STATEFILE, got %d: '%s' "
-                            "and '%s'%s (see psrt inspect --help)\n",
-                    argc - optind, argv[optind], argv[optind + 1],
-                    argc - optind > 2 ? "..." : "");
+            fprintf(stderr,
+                    "psrt inspect: expected one PREFIX|DIR|STATEFILE, got %d: '%s' "
+                    "and '%s'%s (see psrt inspect --help)\n",
+                    argc - optind, argv[optind], argv[optind + 1], argc - optind > 2 ? "..." : "");
         return 2;
     }
     int rc = inspect_target(argv[optind], &o);

@@ -37,8 +37,8 @@ static double true_weight(uint64_t raw)
 
 static void define(struct psrt_model *m)
 {
-    psrt_model_add_var(m, "sparse_lr/weights", PSRT_VAR_SPARSE, 2, m->features, 1,
-                       PSRT_INIT_ZERO, 0);
+    psrt_model_add_var(m, "sparse_lr/weights", PSRT_VAR_SPARSE, 2, m->features, 1, PSRT_INIT_ZERO,
+                       0);
     psrt_model_add_var(m, "sparse_lr/bias", PSRT_VAR_DENSE, 1, 1, 0, PSRT_INIT_ZERO, 0);
 }
 

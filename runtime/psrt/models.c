@@ -13,9 +13,9 @@
 
 const struct psrt_model_ops *psrt_model_find(const char *name)
 {
-    static const struct psrt_model_ops *const all[] = {
-        &psrt_model_linear, &psrt_model_softmax, &psrt_model_sparse_lr, &psrt_model_bench_dense,
-        NULL};
+    static const struct psrt_model_ops *const all[] = {&psrt_model_linear, &psrt_model_softmax,
+                                                       &psrt_model_sparse_lr,
+                                                       &psrt_model_bench_dense, NULL};
     for (int i = 0; all[i]; i++)
         if (!strcmp(all[i]->name, name))
             return all[i];

@@ -143,8 +143,8 @@ void psrt_optim_apply(const struct psrt_optim *o, float *w, float *const *s, con
         psrt_optim_advance(o, pw);
 }
 
-void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s,
-                          const float *g, int64_t n, const struct psrt_adam_pow *pw)
+void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s, const float *g,
+                          int64_t n, const struct psrt_adam_pow *pw)
 {
     apply_n(o, w, s, g, n, pw ? pw->b1p : o->beta1, pw ? pw->b2p : o->beta2);
 }

@@ -82,8 +82,10 @@ int psrt_predict_main(int argc, char **argv)
             fprintf(stderr, "psrt predict: flag --model needs a value (an export directory)\n");
             return 2;
         } else {
-            fprintf(stderr, "psrt predict: unexpected argument '%s' (usage: psrt predict "
-                            "--model DIR < inputs)\n", argv[i]);
+            fprintf(stderr,
+                    "psrt predict: unexpected argument '%s' (usage: psrt predict "
+                    "--model DIR < inputs)\n",
+                    argv[i]);
             return 2;
         }
     }
@@ -94,8 +96,10 @@ int psrt_predict_main(int argc, char **argv)
     char vdir[4096], path[4400];
     int r = find_version(dir, vdir, sizeof vdir);
     if (r) {
-        fprintf(stderr, "psrt predict: %s: no export (no signature.txt in it or in a numeric "
-                        "version directory): %s\n", dir, strerror(-r));
+        fprintf(stderr,
+                "psrt predict: %s: no export (no signature.txt in it or in a numeric "
+                "version directory): %s\n",
+                dir, strerror(-r));
         return 1;
     }
     snprintf(path, sizeof path, "%s/signature.txt", vdir);

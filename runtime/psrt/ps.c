@@ -80,7 +80,7 @@ struct spares {
         void *p;
         size_t len;
     } b[SPARE_MAX];
-    int nsizes;              /* the sizes worth keeping, one per tensor */
+    int nsizes; /* the sizes worth keeping, one per tensor */
     size_t sizes[SPARE_MAX];
 };
 
@@ -151,8 +151,8 @@ struct ps {
     int task;
     uint64_t incarnation;
     pthread_rwlock_t state;
-    atomic_int ready;        /* PS_UNINITIALIZED, PS_INITIALIZED, PS_OPEN */
-    atomic_bool done;        /* the chief said training is over */
+    atomic_int ready; /* PS_UNINITIALIZED, PS_INITIALIZED, PS_OPEN */
+    atomic_bool done; /* the chief said training is over */
     pthread_mutex_t step_mu;
     int64_t global_step;
     int ndense;
@@ -248,19 +248,19 @@ static int snapshot(struct ps *ps, struct psrt_tl *l)
     l->owns = true;
     int nslots = psrt_optim_nslots(ps->opt.kind);
     char name[200];
-#define ADD(nm, dt, rk, dims, src, len)                                                     \
-    do {                                                                                    \
-        size_t len_ = (len);                                                                \
-        void *c_ = spare_take(&ps->spare, len_);                                            \
-        if (!c_)                                                                            \
-            c_ = psrt_alloc_big(len_);                                                      \
-        if (!c_)                                                                            \
-            goto oom;                                                                       \
-        memcpy(c_, (src), len_);                                                            \
-        if (!psrt_tl_add(l, (nm), (dt), (rk), (dims), c_, len_)) {                          \
-            free(c_);                                                                       \
-            goto oom;                                                                       \
-        }                                                                                   \
+#define ADD(nm, dt, rk, dims, src, len)                            \
+    do {                                                           \
+        size_t len_ = (len);                                       \
+        void *c_ = spare_take(&ps->spare, len_);                   \
+        if (!c_)                                                   \
+            c_ = psrt_alloc_big(len_);                             \
+        if (!c_)                                                   \
+            goto oom;                                              \
+        memcpy(c_, (src), len_);                                   \
+        if (!psrt_tl_add(l, (nm), (dt), (rk), (dims), c_, len_)) { \
+            free(c_);                                              \
+            goto oom;                                              \
+        }                                                          \
     } while (0)
     if (ps->task == 0) {
         int64_t gs = ps->global_step;
@@ -991,8 +991,8 @@ static void h_rcommit(struct ps *ps, struct psrt_buf *req, struct psrt_reply *re
      * commit came), and temporary files of a write killed with this ps */
     int swept = psrt_state_sweep(ps->robust_dir, step);
     if (swept)
-        psrt_log("removed %d file%s of uncommitted checkpoints in %s", swept,
-                 swept == 1 ? "" : "s", ps->robust_dir);
+        psrt_log("removed %d file%s of uncommitted checkpoints in %s", swept, swept == 1 ? "" : "s",
+                 ps->robust_dir);
 }
 
 /* RobustAbort: i64 step, str name, str keep.  The chief abandoned the save
@@ -1091,7 +1091,8 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     }
     if (!r && name[0] && !strchr(name, '/')) {
         struct psrt_err werr = {0};
-        if (robust_write(ps, &l, name, &werr) || robust_commit(ps, name, keep ? (int)keep : 5, NULL, &werr))
+        if (robust_write(ps, &l, name, &werr) ||
+            robust_commit(ps, name, keep ? (int)keep : 5, NULL, &werr))
             psrt_log("could not keep a local copy of %s: %s", name, werr.msg);
     }
     psrt_tl_free(&l);
@@ -1102,11 +1103,11 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     psrt_log("loaded %s (step %lld) from the chief", name[0] ? name : "variables", (long long)step);
 }
 
-static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
-                    struct psrt_reply *rep)
+static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
 {
     struct ps *ps = ctx;
-    if (atomic_load(&ps->done) && (op == PSRT_OP_PULL || op == PSRT_OP_PUSH || op == PSRT_OP_PING)) {
+    if (atomic_load(&ps->done) &&
+        (op == PSRT_OP_PULL || op == PSRT_OP_PUSH || op == PSRT_OP_PING)) {
         static const char msg[] = "OutOfRangeError: training is done (the chief shut this ps down)";
         rep->status = -ESHUTDOWN;
         psrt_buf_put(&rep->out, msg, sizeof msg - 1);
@@ -1159,8 +1160,8 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
     psrt_optim_default(&ps->opt, psrt_optim_parse(f->optimizer), (float)f->learning_rate);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ps->incarnation = psrt_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^
-                                 ((uint64_t)getpid() << 40));
+    ps->incarnation =
+        psrt_mix64((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 40));
     pthread_rwlockattr_t ra;
     pthread_rwlockattr_init(&ra);
     pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -1204,12 +1205,16 @@ int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_
     return 0;
 oom:
     if (v && v->kind == PSRT_VAR_SPARSE)
-        psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d: sparse table %s "
-                     "(lower --sparse_features)", f->task, v->name);
+        psrt_err_set(err, -ENOMEM,
+                     "no memory for the variables of ps task %d: sparse table %s "
+                     "(lower --sparse_features)",
+                     f->task, v->name);
     else if (v)
-        psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d: %s, %" PRId64
-                     " floats (%.1f GiB with its %d slot%s)%s", f->task, v->name, v->n,
-                     (double)v->n * 4 * (nslots + 1) / (1u << 30), nslots, nslots == 1 ? "" : "s",
+        psrt_err_set(err, -ENOMEM,
+                     "no memory for the variables of ps task %d: %s, %" PRId64
+                     " floats (%.1f GiB with its %d slot%s)%s",
+                     f->task, v->name, v->n, (double)v->n * 4 * (nslots + 1) / (1u << 30), nslots,
+                     nslots == 1 ? "" : "s",
                      !strcmp(f->model, "bench_dense") ? "; lower --dense_floats" : "");
     else
         psrt_err_set(err, -ENOMEM, "no memory for the variables of ps task %d", f->task);
@@ -1229,9 +1234,15 @@ int psrt_ps_serve(struct psrt_ps *p, int port, struct psrt_err *err)
     return r;
 }
 
-int psrt_ps_port(struct psrt_ps *p) { return psrt_server_port(((struct ps *)p)->srv); }
+int psrt_ps_port(struct psrt_ps *p)
+{
+    return psrt_server_port(((struct ps *)p)->srv);
+}
 
-void psrt_ps_wait(struct psrt_ps *p) { psrt_server_wait(((struct ps *)p)->srv); }
+void psrt_ps_wait(struct psrt_ps *p)
+{
+    psrt_server_wait(((struct ps *)p)->srv);
+}
 
 int psrt_ps_main(const struct psrt_flags *f)
 {

@@ -66,7 +66,7 @@ void psrt_err_add_call(struct psrt_err *e);
 /* Logging: "psrt <job>:<task>: message" on stderr, one line. */
 void psrt_log_init(const char *job, int task);
 void psrt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-double psrt_now(void);           /* CLOCK_MONOTONIC seconds */
+double psrt_now(void); /* CLOCK_MONOTONIC seconds */
 /* PSRT_BENCH_DEBUG is set: timing lines for the benchmarks (looked up once). */
 bool psrt_bench_debug(void);
 
@@ -92,27 +92,27 @@ struct psrt_flags {
     int batch_size;
     double learning_rate;
     long long max_steps;
-    long long save_steps;        /* 0 = off */
-    double save_secs;            /* 0 = off */
+    long long save_steps; /* 0 = off */
+    double save_secs;     /* 0 = off */
     int max_to_keep;
-    int max_failed_saves;        /* robust: the chief stops at this many in a row */
-    double failed_saves_secs;    /* robust: ...and the first of them this long ago */
-    double finish_retry_secs;    /* robust: final save and export retried this long */
-    int protocol;                /* PSRT_LEGACY / PSRT_ROBUST */
-    int rpc_threads;             /* PSRT_POOL / PSRT_PER_REQUEST */
+    int max_failed_saves;     /* robust: the chief stops at this many in a row */
+    double failed_saves_secs; /* robust: ...and the first of them this long ago */
+    double finish_retry_secs; /* robust: final save and export retried this long */
+    int protocol;             /* PSRT_LEGACY / PSRT_ROBUST */
+    int rpc_threads;          /* PSRT_POOL / PSRT_PER_REQUEST */
     int pool_threads;
-    char export_dir[1024];       /* "" = no export */
+    char export_dir[1024]; /* "" = no export */
     int export_version;
     uint64_t seed;
-    double rpc_timeout;          /* seconds, one call */
-    double connect_timeout;      /* seconds, first contact with a peer */
-    double reconnect_timeout;    /* seconds, a peer lost during training */
+    double rpc_timeout;       /* seconds, one call */
+    double connect_timeout;   /* seconds, first contact with a peer */
+    double reconnect_timeout; /* seconds, a peer lost during training */
     bool ps_exit_on_chief_done;
-    bool sharded_save;           /* legacy: Saver(sharded=True) (default) or False */
-    long long log_every;         /* chief logs/reports loss every N of its steps */
-    int64_t sparse_features;     /* hashed feature space of sparse_lr */
-    int64_t dense_floats;        /* bench_dense: floats per variable */
-    double step_delay;           /* seconds each worker sleeps per step (tests) */
+    bool sharded_save;       /* legacy: Saver(sharded=True) (default) or False */
+    long long log_every;     /* chief logs/reports loss every N of its steps */
+    int64_t sparse_features; /* hashed feature space of sparse_lr */
+    int64_t dense_floats;    /* bench_dense: floats per variable */
+    double step_delay;       /* seconds each worker sleeps per step (tests) */
 };
 
 /* Parses argv[0..argc) (argv[0] is not a flag).  0, or -EINVAL with a
@@ -138,10 +138,10 @@ int psrt_flags_hostports(const char *s, struct psrt_hostport **out, int *n);
  *   0 magic "PSRT" | 4 version | 5 kind | 6 op (u16) | 8 status (i32)
  *  12 flags (u32)  | 16 id (u64) | 24 len (u64) | 32 payload crc32c | 36 header crc32c
  * All little endian.  The header crc covers bytes 0..35. */
-#define PSRT_FRAME_MAGIC   0x54525350u /* "PSRT" */
+#define PSRT_FRAME_MAGIC 0x54525350u /* "PSRT" */
 #define PSRT_FRAME_VERSION 1
-#define PSRT_FRAME_HDR     40
-#define PSRT_FRAME_MAX     (8ull << 30)
+#define PSRT_FRAME_HDR 40
+#define PSRT_FRAME_MAX (8ull << 30)
 /* PSRT_KIND_STREAM: a request whose payload follows in segments (below), so
  * that a sender can start before it knows the whole payload; its len field
  * is only the sender's estimate of the total (the receiver reserves that
@@ -198,23 +198,23 @@ void psrt_buf_skip_align8(struct psrt_buf *b);
 
 /* ---- RPC (rpc.c) -------------------------------------------------------- */
 enum psrt_op {
-    PSRT_OP_PING = 1,      /* -> incarnation u64, ready u32, step u64, task u32, layout str */
-    PSRT_OP_INIT,          /* chief: initialise every variable */
-    PSRT_OP_PULL,          /* dense values + sparse rows; may reserve a step */
-    PSRT_OP_PUSH,          /* gradients, applied by the optimizer */
-    PSRT_OP_SAVE_SHARD,    /* legacy: SaveV2 of this ps's variables to a path */
-    PSRT_OP_MERGE,         /* legacy: MergeV2Checkpoints on this ps */
-    PSRT_OP_RESTORE,       /* restore from this ps's own disk (legacy or robust) */
-    PSRT_OP_SNAPSHOT,      /* all of this ps's tensors, serialised */
-    PSRT_OP_RSAVE,         /* robust: write shard locally, durable; return it */
-    PSRT_OP_RCOMMIT,       /* robust: mark a step committed in the local state */
-    PSRT_OP_RQUERY,        /* robust: committed steps held locally */
-    PSRT_OP_LOAD,          /* load serialised tensors (restore from a replica) */
-    PSRT_OP_SHUTDOWN,      /* chief done: exit 0 */
-    PSRT_OP_ECHO,          /* bench/tests: returns the payload */
-    PSRT_OP_BENCH_SINK,    /* bench: discards the payload */
-    PSRT_OP_OPEN,          /* chief: the model is ready, every worker may train */
-    PSRT_OP_RABORT,        /* robust: drop the local copy of an abandoned save */
+    PSRT_OP_PING = 1,   /* -> incarnation u64, ready u32, step u64, task u32, layout str */
+    PSRT_OP_INIT,       /* chief: initialise every variable */
+    PSRT_OP_PULL,       /* dense values + sparse rows; may reserve a step */
+    PSRT_OP_PUSH,       /* gradients, applied by the optimizer */
+    PSRT_OP_SAVE_SHARD, /* legacy: SaveV2 of this ps's variables to a path */
+    PSRT_OP_MERGE,      /* legacy: MergeV2Checkpoints on this ps */
+    PSRT_OP_RESTORE,    /* restore from this ps's own disk (legacy or robust) */
+    PSRT_OP_SNAPSHOT,   /* all of this ps's tensors, serialised */
+    PSRT_OP_RSAVE,      /* robust: write shard locally, durable; return it */
+    PSRT_OP_RCOMMIT,    /* robust: mark a step committed in the local state */
+    PSRT_OP_RQUERY,     /* robust: committed steps held locally */
+    PSRT_OP_LOAD,       /* load serialised tensors (restore from a replica) */
+    PSRT_OP_SHUTDOWN,   /* chief done: exit 0 */
+    PSRT_OP_ECHO,       /* bench/tests: returns the payload */
+    PSRT_OP_BENCH_SINK, /* bench: discards the payload */
+    PSRT_OP_OPEN,       /* chief: the model is ready, every worker may train */
+    PSRT_OP_RABORT,     /* robust: drop the local copy of an abandoned save */
     PSRT_OP_MAX
 };
 const char *psrt_op_name(int op);
@@ -236,14 +236,13 @@ bool psrt_conn_is_open(const struct psrt_conn *c);
  * timeout (here and below) is an idle timeout in seconds: -ETIMEDOUT only
  * when that long passes without a byte moving (the peer silent: busy or
  * gone), never because a transfer that keeps moving is long. */
-int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
-                   int niov, double timeout, struct psrt_buf *resp, int32_t *status,
-                   struct psrt_err *err);
+int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov, int niov,
+                   double timeout, struct psrt_buf *resp, int32_t *status, struct psrt_err *err);
 /* The two halves of a call, to overlap calls to several peers. */
-int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
-                   int niov, double timeout, struct psrt_err *err);
-int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp,
-                   int32_t *status, struct psrt_err *err);
+int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov, int niov,
+                   double timeout, struct psrt_err *err);
+int psrt_conn_recv(struct psrt_conn *c, double timeout, struct psrt_buf *resp, int32_t *status,
+                   struct psrt_err *err);
 /* A reply read in pieces, for payloads too big to hold: _begin reads the
  * header (*len payload bytes, *status); _part reads the next n of them
  * into buf (the caller takes exactly *len in all); _end checks the payload
@@ -293,8 +292,8 @@ int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout);
  * as above.  _free also stops a stream that was never ended. */
 #define PSRT_STREAM_IOV 4
 struct psrt_stream;
-int psrt_stream_begin(struct psrt_stream **s, struct psrt_conn **c, int n, int op,
-                      uint32_t flags, const uint64_t *size_hint, size_t max_puts, double idle,
+int psrt_stream_begin(struct psrt_stream **s, struct psrt_conn **c, int n, int op, uint32_t flags,
+                      const uint64_t *size_hint, size_t max_puts, double idle,
                       struct psrt_err *err);
 int psrt_stream_put(struct psrt_stream *s, int i, const struct iovec *iov, int niov);
 int psrt_stream_end(struct psrt_stream *s, struct psrt_buf **resp, int32_t *status);
@@ -310,7 +309,7 @@ uint64_t psrt_conn_take_id(struct psrt_conn *c);
 struct psrt_reply {
     int32_t status;
     struct psrt_buf out;
-    int exit_after;          /* handler asks the server to stop after sending */
+    int exit_after; /* handler asks the server to stop after sending */
     /* Zero-copy replies: when next > 0 the payload is ext[0..next) (which
      * may point into out) instead of out; done(done_arg) runs after the
      * reply was sent (or failed). */
@@ -362,8 +361,8 @@ enum { PSRT_OPT_SGD, PSRT_OPT_ADAGRAD, PSRT_OPT_FTRL, PSRT_OPT_ADAM };
 struct psrt_optim {
     int kind;
     float lr;
-    float init_accum;     /* Adagrad 0.1, FTRL 0.1 */
-    float l1, l2, lr_power; /* FTRL */
+    float init_accum;        /* Adagrad 0.1, FTRL 0.1 */
+    float l1, l2, lr_power;  /* FTRL */
     float beta1, beta2, eps; /* Adam */
 };
 int psrt_optim_parse(const char *name); /* -1 unknown */
@@ -380,8 +379,8 @@ struct psrt_adam_pow {
 void psrt_optim_apply(const struct psrt_optim *o, float *w, float *const *s, const float *g,
                       int64_t n, struct psrt_adam_pow *pw);
 /* One row of width n (sparse apply: lazy for Adam, uses the table's powers). */
-void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s,
-                          const float *g, int64_t n, const struct psrt_adam_pow *pw);
+void psrt_optim_apply_row(const struct psrt_optim *o, float *w, float *const *s, const float *g,
+                          int64_t n, const struct psrt_adam_pow *pw);
 void psrt_optim_advance(const struct psrt_optim *o, struct psrt_adam_pow *pw);
 
 /* ---- sparse rows (table.c) ------------------------------------------------
@@ -391,20 +390,20 @@ void psrt_optim_advance(const struct psrt_optim *o, struct psrt_adam_pow *pw);
 struct psrt_entry {
     uint64_t key;
     uint32_t row;
-    float v;            /* the value when width == 1 */
+    float v; /* the value when width == 1 */
 };
 struct psrt_table {
     struct psrt_entry *e;
-    uint64_t mask;      /* nslots - 1 */
+    uint64_t mask; /* nslots - 1 */
     int bits;
     uint64_t nrows, rowcap;
     int width, nslots_opt;
-    float *val;         /* nrows * width (width > 1 only) */
-    float *slot[2];     /* nrows * width per optimizer slot */
+    float *val;     /* nrows * width (width > 1 only) */
+    float *slot[2]; /* nrows * width per optimizer slot */
     bool has_empty_key;
     struct psrt_entry empty;
     float slot_init[2];
-    void *scratch;      /* bucketed batches */
+    void *scratch; /* bucketed batches */
     size_t scratch_cap;
 };
 #define PSRT_TABLE_EMPTY UINT64_MAX
@@ -432,8 +431,7 @@ struct psrt_kv {
     size_t n;
 };
 int psrt_table_push_blocks(struct psrt_table *t, const struct psrt_optim *o,
-                           const struct psrt_kv *blk, size_t nblk,
-                           const struct psrt_adam_pow *pw);
+                           const struct psrt_kv *blk, size_t nblk, const struct psrt_adam_pow *pw);
 /* Every row sorted by key: malloc'd keys[n], vals[n*width], slots[s][n*width]. */
 int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals, float **slots,
                       uint64_t *n);
@@ -441,20 +439,23 @@ int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals,
  * mixed key). */
 static inline uint64_t psrt_mix64(uint64_t x)
 {
-    x ^= x >> 33; x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
     x ^= x >> 33;
     return x;
 }
 static inline int psrt_row_ps(uint64_t key, int nps)
 {
-    return (int)(((unsigned __int128)psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) * (uint64_t)nps) >> 64);
+    return (int)(((unsigned __int128)psrt_mix64(key ^ 0x9e3779b97f4a7c15ull) * (uint64_t)nps) >>
+                 64);
 }
 /* Splits keys[0..n) by ps (split.c): pk[p] (and pv[p] from vals, pi[p]
  * the input positions, each when non-NULL) get ps p's keys in input order,
  * pn[p] their count. */
-void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
-                    uint64_t **pk, float **pv, uint32_t **pi, size_t *pn);
+void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps, uint64_t **pk,
+                     float **pv, uint32_t **pi, size_t *pn);
 /* The same, appended after the pn[p] entries already there, with input
  * positions counted from base: splitting a batch piece by piece. */
 void psrt_split_keys_append(const uint64_t *keys, const float *vals, size_t n, int nps,
@@ -466,7 +467,7 @@ struct psrt_rng {
 };
 void psrt_rng_seed(struct psrt_rng *r, uint64_t seed);
 uint64_t psrt_rng_u64(struct psrt_rng *r);
-double psrt_rng_uniform(struct psrt_rng *r);   /* [0,1) */
+double psrt_rng_uniform(struct psrt_rng *r); /* [0,1) */
 double psrt_rng_normal(struct psrt_rng *r);
 uint64_t psrt_rng_seed_for(uint64_t seed, uint64_t a, uint64_t b); /* derive */
 
@@ -479,23 +480,23 @@ struct psrt_var {
     char name[96];
     int kind;
     int rank;
-    int64_t dims[2];     /* dense shape; sparse: [features, width] */
-    int64_t n;           /* dense: elements; sparse: width */
+    int64_t dims[2]; /* dense shape; sparse: [features, width] */
+    int64_t n;       /* dense: elements; sparse: width */
     int init;
     float init_a;
-    int ps;              /* owning ps task (dense), -1 sparse (all) */
+    int ps; /* owning ps task (dense), -1 sparse (all) */
 };
 
 /* A batch of examples (layout depends on the model). */
 struct psrt_batch {
     int n;
-    int dim;             /* dense feature width */
-    float *x;            /* n * dim */
-    float *y;            /* n */
-    int nnz;             /* sparse features per example */
-    uint64_t *fkeys;     /* n * nnz feature ids (hashed) */
-    uint32_t *fidx;      /* n * nnz index into keys */
-    uint64_t *keys;      /* unique feature ids */
+    int dim;         /* dense feature width */
+    float *x;        /* n * dim */
+    float *y;        /* n */
+    int nnz;         /* sparse features per example */
+    uint64_t *fkeys; /* n * nnz feature ids (hashed) */
+    uint32_t *fidx;  /* n * nnz index into keys */
+    uint64_t *keys;  /* unique feature ids */
     int64_t nkeys;
     size_t cap_n, cap_keys;
 };
@@ -509,30 +510,30 @@ struct psrt_model_ops {
     const char *default_optimizer;
     double default_lr;
     int default_batch;
-    double target_loss;   /* the final variables' loss on the chief's held-out
-                           * batch at the end ("reached" when at or below) */
+    double target_loss; /* the final variables' loss on the chief's held-out
+                         * batch at the end ("reached" when at or below) */
     void (*define)(struct psrt_model *m);
     /* Batch of n examples of worker `worker` at its local step. */
     int (*batch)(const struct psrt_model *m, struct psrt_batch *b, int n, uint64_t seed);
     /* Loss and gradients: dense[i] values of var i (NULL for sparse),
      * sparse values for b->keys (width floats each); grads likewise. */
-    double (*grad)(const struct psrt_model *m, const struct psrt_batch *b,
-                   float *const *dense, const float *sparse, float **dgrad, float *sgrad);
+    double (*grad)(const struct psrt_model *m, const struct psrt_batch *b, float *const *dense,
+                   const float *sparse, float **dgrad, float *sgrad);
     /* Predicts from one line of input; prints the answer to out.
      * lookup(key) gives a sparse row's value (0 when absent). */
     int (*predict)(const struct psrt_model *m, const char *line, float *const *dense,
-                   float (*lookup)(void *ctx, uint64_t key), void *ctx, FILE *out,
-                   char *err, size_t errlen);
-    const char *input_doc;   /* predict input format */
+                   float (*lookup)(void *ctx, uint64_t key), void *ctx, FILE *out, char *err,
+                   size_t errlen);
+    const char *input_doc; /* predict input format */
 };
 
 struct psrt_model {
     const struct psrt_model_ops *ops;
     int nvars;
     struct psrt_var vars[PSRT_MAX_VARS];
-    int sparse;               /* index of the sparse var or -1 */
+    int sparse; /* index of the sparse var or -1 */
     int nps;
-    int64_t features;         /* sparse_lr hashed feature space */
+    int64_t features; /* sparse_lr hashed feature space */
 };
 const struct psrt_model_ops *psrt_model_find(const char *name);
 extern const struct psrt_model_ops psrt_model_linear, psrt_model_softmax, psrt_model_sparse_lr,
@@ -541,8 +542,8 @@ extern const struct psrt_model_ops psrt_model_linear, psrt_model_softmax, psrt_m
  * 0, then each dense variable round robin (replica_device_setter order),
  * sparse variables on every ps by row. */
 int psrt_model_init(struct psrt_model *m, const char *name, int nps, int64_t features);
-int psrt_model_add_var(struct psrt_model *m, const char *name, int kind, int rank,
-                       int64_t d0, int64_t d1, int init, float init_a);
+int psrt_model_add_var(struct psrt_model *m, const char *name, int kind, int rank, int64_t d0,
+                       int64_t d1, int init, float init_a);
 /* Shard order of the sharded Saver: ps tasks that hold variables, sorted by
  * TensorFlow device name ("/job:ps/replica:0/task:N/device:CPU:0"). Returns
  * count; order[i] = ps task of shard i. */
@@ -552,10 +553,10 @@ bool psrt_model_ps_has_vars(const struct psrt_model *m, int ps);
 /* ---- tensor lists (tensors.c): what a ps saves, restores and sends ---------- */
 struct psrt_tensor {
     char name[160];
-    int dtype;             /* CKPT_DT_* */
+    int dtype; /* CKPT_DT_* */
     int rank;
     int64_t dims[2];
-    void *data;            /* owned when list->owns */
+    void *data; /* owned when list->owns */
     size_t len;
 };
 struct psrt_tl {
@@ -586,8 +587,7 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
  * buffer (one the caller kept from before, already faulted in), else into
  * a new one; l owns them all either way. */
 int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
-                             void *(*take)(void *ctx, size_t len), void *ctx,
-                             struct psrt_err *err);
+                             void *(*take)(void *ctx, size_t len), void *ctx, struct psrt_err *err);
 
 /* ---- kept checkpoints (state.c) ----------------------------------------------- */
 /* Records checkpoint name (as the state lists it: relative to dir, or

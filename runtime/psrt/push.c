@@ -6,9 +6,9 @@
  * piece at a time (PIECE pairs), and each ps's share of a piece is
  * checksummed while still in cache and queued as one block of a
  * PSRT_PUSH_BLOCKS request (stream.c), whose sender thread writes it to the
- * socket while this thread splits the next piece and the ps tasks receive.  The ps applies the blocks as one batch once the whole
- * request has arrived and checked out, so a push is still applied entirely
- * or not at all.
+ * socket while this thread splits the next piece and the ps tasks receive.  The ps applies the
+ * blocks as one batch once the whole request has arrived and checked out, so a push is still
+ * applied entirely or not at all.
  */
 #include "runtime/psrt/worker.h"
 
@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PIECE 65536 /* pairs split per piece: about 1 MB of keys, gradients and
-                            * positions written, so it is still in L2 when sent */
+#define PIECE                                                         \
+    65536 /* pairs split per piece: about 1 MB of keys, gradients and \
+           * positions written, so it is still in L2 when sent */
 
 int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const float *grads,
-                            size_t n, const struct iovec *dense, const uint32_t *nd,
-                            uint64_t **pk, float **pg, uint32_t **pi, size_t *pn,
-                            struct psrt_call *calls)
+                            size_t n, const struct iovec *dense, const uint32_t *nd, uint64_t **pk,
+                            float **pg, uint32_t **pi, size_t *pn, struct psrt_call *calls)
 {
     const int nps = w->nps;
     const size_t npieces = (n + PIECE - 1) / PIECE;
@@ -47,15 +47,16 @@ int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const f
         hdr[p].ndense = nd[p];
         /* the ps reserves this much: its share, generously (hashing
          * spreads keys evenly), and every block's header */
-        hint[p] = 16 + dense[p].iov_len + 8 + (n / (size_t)nps) * 12 / 16 * 17 +
-                  npieces * 16 + 4096;
+        hint[p] =
+            16 + dense[p].iov_len + 8 + (n / (size_t)nps) * 12 / 16 * 17 + npieces * 16 + 4096;
     }
     r = psrt_stream_begin(&s, w->conn, nps, PSRT_OP_PUSH, PSRT_PUSH_BLOCKS, hint, npieces + 1,
                           w->f->rpc_timeout, err);
     if (r)
         goto out;
     for (int p = 0; p < nps; p++) {
-        struct iovec v[3] = {{&hdr[p], 16}, dense[p], {(void *)&zero, (8 - dense[p].iov_len % 8) % 8}};
+        struct iovec v[3] = {
+            {&hdr[p], 16}, dense[p], {(void *)&zero, (8 - dense[p].iov_len % 8) % 8}};
         psrt_stream_put(s, p, v, 3);
     }
     for (size_t c = 0; c < npieces; c++) {
@@ -66,7 +67,9 @@ int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const f
             *k = pn[p] - prev[p];
             if (*k == 0)
                 continue;
-            struct iovec v[4] = {{k, 8}, {pk[p] + prev[p], *k * 8}, {pg[p] + prev[p], *k * 4},
+            struct iovec v[4] = {{k, 8},
+                                 {pk[p] + prev[p], *k * 8},
+                                 {pg[p] + prev[p], *k * 4},
                                  {(void *)&zero, *k % 2 ? 4 : 0}};
             psrt_stream_put(s, p, v, 4);
             prev[p] = pn[p];

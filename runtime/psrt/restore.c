@@ -291,8 +291,8 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
     for (int i = 0; i < n; i++) {
         if (!local[i])
             continue;
-        calls[nl] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RESTORE,
-                                       .timeout = psrt_flags_bulk_timeout(f)};
+        calls[nl] = (struct psrt_call){
+            .ps = order[i], .op = PSRT_OP_RESTORE, .timeout = psrt_flags_bulk_timeout(f)};
         calls[nl].iov[0] = (struct iovec){req.p, req.len};
         calls[nl].niov = 1;
         idx[nl++] = i;
@@ -334,15 +334,16 @@ static int restore_robust(struct psrt_worker *w, long long *step, struct psrt_er
             psrt_buf_free(&lb);
             break;
         }
-        struct psrt_call c = {.ps = order[i], .op = PSRT_OP_LOAD,
-                              .timeout = psrt_flags_bulk_timeout(f)};
+        struct psrt_call c = {
+            .ps = order[i], .op = PSRT_OP_LOAD, .timeout = psrt_flags_bulk_timeout(f)};
         c.iov[0] = (struct iovec){lb.p, lb.len};
         c.niov = 1;
         if (psrt_worker_calls(w, &c, 1) >= 0) {
             *err = c.err;
             r = c.rc ? c.rc : c.status;
         } else {
-            psrt_log("shard %d (ps task %d) restored from the chief's copy %s", i, order[i], prefix);
+            psrt_log("shard %d (ps task %d) restored from the chief's copy %s", i, order[i],
+                     prefix);
         }
         psrt_buf_free(&lb);
     }

@@ -46,13 +46,14 @@
 const char *psrt_op_name(int op)
 {
     static const char *const names[] = {
-        [PSRT_OP_PING] = "Ping", [PSRT_OP_INIT] = "Init", [PSRT_OP_PULL] = "Pull",
-        [PSRT_OP_PUSH] = "Push", [PSRT_OP_SAVE_SHARD] = "SaveV2",
-        [PSRT_OP_MERGE] = "MergeV2Checkpoints", [PSRT_OP_RESTORE] = "RestoreV2",
-        [PSRT_OP_SNAPSHOT] = "Snapshot", [PSRT_OP_RSAVE] = "RobustSave",
-        [PSRT_OP_RCOMMIT] = "RobustCommit", [PSRT_OP_RQUERY] = "RobustQuery",
-        [PSRT_OP_LOAD] = "Load", [PSRT_OP_SHUTDOWN] = "Shutdown", [PSRT_OP_ECHO] = "Echo",
-        [PSRT_OP_BENCH_SINK] = "Sink", [PSRT_OP_OPEN] = "Open",
+        [PSRT_OP_PING] = "Ping",          [PSRT_OP_INIT] = "Init",
+        [PSRT_OP_PULL] = "Pull",          [PSRT_OP_PUSH] = "Push",
+        [PSRT_OP_SAVE_SHARD] = "SaveV2",  [PSRT_OP_MERGE] = "MergeV2Checkpoints",
+        [PSRT_OP_RESTORE] = "RestoreV2",  [PSRT_OP_SNAPSHOT] = "Snapshot",
+        [PSRT_OP_RSAVE] = "RobustSave",   [PSRT_OP_RCOMMIT] = "RobustCommit",
+        [PSRT_OP_RQUERY] = "RobustQuery", [PSRT_OP_LOAD] = "Load",
+        [PSRT_OP_SHUTDOWN] = "Shutdown",  [PSRT_OP_ECHO] = "Echo",
+        [PSRT_OP_BENCH_SINK] = "Sink",    [PSRT_OP_OPEN] = "Open",
         [PSRT_OP_RABORT] = "RobustAbort",
     };
     if (op <= 0 || op >= PSRT_OP_MAX || !names[op])
@@ -163,8 +164,8 @@ static int send_frame(int fd, int kind, int op, int32_t status, uint32_t flags, 
 {
     if (psrt_fault("psrt/rpc/send"))
         return -ECONNRESET;
-    struct psrt_frame_hdr h = {.kind = (uint8_t)kind, .op = (uint16_t)op, .status = status,
-                               .flags = flags, .id = id};
+    struct psrt_frame_hdr h = {
+        .kind = (uint8_t)kind, .op = (uint16_t)op, .status = status, .flags = flags, .id = id};
     uint32_t crc = 0;
     for (int i = 0; i < niov; i++) {
         h.len += iov[i].iov_len;
@@ -277,8 +278,8 @@ struct psrt_conn {
      * accepts and closes at once, e.g. one out of descriptors) makes the
      * next connect wait first, doubling up to 1 s, so that a caller that
      * reconnects and retries on every transport error does not spin. */
-    bool answered;      /* this connection brought a reply */
-    double quick_backoff;   /* wait before the next connect, s (0: none) */
+    bool answered;        /* this connection brought a reply */
+    double quick_backoff; /* wait before the next connect, s (0: none) */
 };
 
 struct psrt_conn *psrt_conn_new(const char *host, int port, const char *peer_name)
@@ -302,9 +303,10 @@ void psrt_conn_close(struct psrt_conn *c)
     if (c && c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
-        c->quick_backoff = c->answered ? 0
-                           : c->quick_backoff < 0.02 ? 0.02
-                           : c->quick_backoff * 2 > 1.0 ? 1.0 : c->quick_backoff * 2;
+        c->quick_backoff = c->answered                  ? 0
+                           : c->quick_backoff < 0.02    ? 0.02
+                           : c->quick_backoff * 2 > 1.0 ? 1.0
+                                                        : c->quick_backoff * 2;
     }
 }
 
@@ -316,10 +318,22 @@ void psrt_conn_free(struct psrt_conn *c)
     free(c);
 }
 
-const char *psrt_conn_peer(const struct psrt_conn *c) { return c->peer; }
-int psrt_conn_fd(const struct psrt_conn *c) { return c->fd; }
-uint64_t psrt_conn_take_id(struct psrt_conn *c) { return c->next_id++; }
-bool psrt_conn_is_open(const struct psrt_conn *c) { return c->fd >= 0; }
+const char *psrt_conn_peer(const struct psrt_conn *c)
+{
+    return c->peer;
+}
+int psrt_conn_fd(const struct psrt_conn *c)
+{
+    return c->fd;
+}
+uint64_t psrt_conn_take_id(struct psrt_conn *c)
+{
+    return c->next_id++;
+}
+bool psrt_conn_is_open(const struct psrt_conn *c)
+{
+    return c->fd >= 0;
+}
 
 static int connect_once(struct psrt_conn *c, double deadline)
 {
@@ -402,8 +416,8 @@ int psrt_conn_connect(struct psrt_conn *c, double timeout, struct psrt_err *err)
     return code;
 }
 
-int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
-                   int niov, double timeout, struct psrt_err *err)
+int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov, int niov,
+                   double timeout, struct psrt_err *err)
 {
     if (c->fd < 0) {
         psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
@@ -423,8 +437,8 @@ int psrt_conn_send(struct psrt_conn *c, int op, uint32_t flags, const struct iov
  * wrong, the connection is closed; returns r. */
 static int recv_fail(struct psrt_conn *c, int r, struct psrt_err *err)
 {
-    const char *what = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
-                       : r == -EPROTO  ? "bad frame (magic, version or kind)"
+    const char *what = r == -EBADMSG    ? "corrupt frame (crc mismatch)"
+                       : r == -EPROTO   ? "bad frame (magic, version or kind)"
                        : r == -EMSGSIZE ? "frame too large"
                                         : strerror(-r);
     psrt_err_set(err, r, "%s: receiving reply: %s", c->peer, what);
@@ -477,8 +491,7 @@ int psrt_conn_recv_begin(struct psrt_conn *c, double timeout, uint64_t *len, int
 }
 
 /* The next n bytes of a streamed reply into buf; *crc extended over them. */
-static int recv_span(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc,
-                     struct psrt_err *err)
+static int recv_span(struct psrt_conn *c, void *buf, size_t n, uint32_t *crc, struct psrt_err *err)
 {
     if (c->fd < 0) {
         psrt_err_set(err, -ENOTCONN, "%s: not connected", c->peer);
@@ -521,9 +534,8 @@ int psrt_conn_recv_end(struct psrt_conn *c, struct psrt_err *err)
     return 0;
 }
 
-int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov,
-                   int niov, double timeout, struct psrt_buf *resp, int32_t *status,
-                   struct psrt_err *err)
+int psrt_conn_call(struct psrt_conn *c, int op, uint32_t flags, const struct iovec *iov, int niov,
+                   double timeout, struct psrt_buf *resp, int32_t *status, struct psrt_err *err)
 {
     int r = psrt_conn_send(c, op, flags, iov, niov, timeout, err);
     if (r)
@@ -553,19 +565,19 @@ struct mconn {
     struct psrt_conn *c;
     int calls[MULTI_MAX];
     int ncalls;
-    int send_i, vi;          /* call being sent, its iovec */
-    int recv_i;              /* call whose reply is being read */
+    int send_i, vi; /* call being sent, its iovec */
+    int recv_i;     /* call whose reply is being read */
     uint8_t hdr_in[PSRT_FRAME_HDR];
     size_t got;
     struct psrt_frame_hdr h;
-    uint32_t crc;            /* over the reply body read so far */
+    uint32_t crc; /* over the reply body read so far */
     bool in_body, dead;
 };
 
 static void mfail(struct psrt_mcall *m, int r, const char *what)
 {
-    const char *why = r == -EBADMSG   ? "corrupt frame (crc mismatch)"
-                      : r == -EPROTO  ? "bad frame (magic, version or kind)"
+    const char *why = r == -EBADMSG    ? "corrupt frame (crc mismatch)"
+                      : r == -EPROTO   ? "bad frame (magic, version or kind)"
                       : r == -EMSGSIZE ? "frame too large"
                                        : strerror(-r);
     psrt_err_set(m->err, r == -EPIPE ? -ECONNRESET : r, "%s: %s %s: %s", m->c->peer, what,
@@ -712,8 +724,10 @@ int psrt_conn_multi(struct psrt_mcall *m, int n, double timeout)
         if (j == nk)
             k[nk++].c = m[i].c;
         k[j].calls[k[j].ncalls++] = i;
-        struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = (uint16_t)m[i].op,
-                                   .flags = m[i].flags, .id = m[i].c->next_id++};
+        struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ,
+                                   .op = (uint16_t)m[i].op,
+                                   .flags = m[i].flags,
+                                   .id = m[i].c->next_id++};
         uint32_t crc = 0;
         struct mcall_state *s = &st[i];
         s->nv = 1;
@@ -797,21 +811,21 @@ struct srv_conn {
 
 struct psrt_server {
     int lfd, epfd, port, mode;
-    int spare;          /* /dev/null held open for the EMFILE refusal, or -1 */
-    bool lfd_off;       /* out of descriptors with no spare: accepts paused */
-    double lfd_on_at;   /* when lfd_off: when to accept again (monotonic s) */
-    double refused_logged;  /* when a refusal was last logged (monotonic s) */
+    int spare;             /* /dev/null held open for the EMFILE refusal, or -1 */
+    bool lfd_off;          /* out of descriptors with no spare: accepts paused */
+    double lfd_on_at;      /* when lfd_off: when to accept again (monotonic s) */
+    double refused_logged; /* when a refusal was last logged (monotonic s) */
     unsigned long long refused;
     psrt_handler h;
     void *ctx;
     struct psrt_pool *pool;
     pthread_t disp;
     atomic_ullong served;
-    atomic_int open;    /* accepted connections not yet closed */
+    atomic_int open; /* accepted connections not yet closed */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool done;
-    double io_timeout;  /* idle timeout reading a request or writing a reply */
+    double io_timeout; /* idle timeout reading a request or writing a reply */
 };
 
 void psrt_server_set_timeout(struct psrt_server *s, double secs)
@@ -878,7 +892,6 @@ static void handle_one(void *arg)
         conn_close(sc);
 }
 
-
 /* accept4 failed with EMFILE or ENFILE: the listening socket stays
  * readable, and a level-triggered epoll would return at once, for ever (a
  * busy loop) while the connection waits in the backlog and its client hangs.
@@ -900,7 +913,7 @@ static bool refuse_one(struct psrt_server *s, int err)
             close(fd);
         s->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0 && s->spare >= 0)
-            return false;       /* nothing waits */
+            return false; /* nothing waits */
     }
     double now = psrt_now();
     if (fd < 0) {
@@ -919,7 +932,8 @@ static bool refuse_one(struct psrt_server *s, int err)
                      strerror(err), s->refused);
         else
             psrt_log("rpc: out of file descriptors (%s): cannot accept connections; trying "
-                     "again every 100 ms", strerror(err));
+                     "again every 100 ms",
+                     strerror(err));
         s->refused_logged = now;
     }
     return fd >= 0;
@@ -997,9 +1011,10 @@ int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, 
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     int r;
-    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
-                              .sin6_addr = in6addr_any};
-    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in6 a6 = {
+        .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port), .sin6_addr = in6addr_any};
+    struct sockaddr_in a4 = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_ANY)};
     const char *what = "socket";
     s->lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1039,7 +1054,7 @@ int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, 
     socklen_t sl = sizeof ss;
     getsockname(s->lfd, (struct sockaddr *)&ss, &sl);
     s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                              : ((struct sockaddr_in *)&ss)->sin_port);
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
     what = "epoll";
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (s->epfd < 0) {
@@ -1061,8 +1076,8 @@ int psrt_server_start(struct psrt_server **sp, const char *bind_host, int port, 
     *sp = s;
     return 0;
 fail:
-    psrt_err_set(err, r, "cannot serve on %s:%d: %s: %s", bind_host ? bind_host : "0.0.0.0",
-                 port, what, strerror(-r));
+    psrt_err_set(err, r, "cannot serve on %s:%d: %s: %s", bind_host ? bind_host : "0.0.0.0", port,
+                 what, strerror(-r));
     if (s->pool)
         psrt_pool_destroy(s->pool);
     if (s->lfd >= 0)
@@ -1075,10 +1090,19 @@ fail:
     return r;
 }
 
-int psrt_server_port(const struct psrt_server *s) { return s->port; }
-uint64_t psrt_server_served(const struct psrt_server *s) { return atomic_load(&s->served); }
+int psrt_server_port(const struct psrt_server *s)
+{
+    return s->port;
+}
+uint64_t psrt_server_served(const struct psrt_server *s)
+{
+    return atomic_load(&s->served);
+}
 
-int psrt_server_open_conns(const struct psrt_server *s) { return atomic_load(&s->open); }
+int psrt_server_open_conns(const struct psrt_server *s)
+{
+    return atomic_load(&s->open);
+}
 
 void psrt_server_wait(struct psrt_server *s)
 {

@@ -34,8 +34,7 @@ static void add_node(struct psrt_err *err, const char *node, const char *op, int
 {
     size_t l = strlen(err->msg);
     snprintf(err->msg + l, sizeof err->msg - l,
-             "\n\t [[Node: %s = %s[_device=\"/job:ps/replica:0/task:%d/cpu:0\"]()]]", node, op,
-             ps);
+             "\n\t [[Node: %s = %s[_device=\"/job:ps/replica:0/task:%d/cpu:0\"]()]]", node, op, ps);
 }
 
 int psrt_legacy_sharded_save(struct psrt_worker *w, const char *saver, const char *prefix,
@@ -136,8 +135,8 @@ static int unsharded_save(struct psrt_worker *w, const char *prefix, struct psrt
     struct psrt_tl all = {0}, parts[256];
     int nparts = 0;
     for (int i = 0; i < n; i++)
-        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_SNAPSHOT,
-                                      .timeout = psrt_flags_bulk_timeout(w->f)};
+        calls[i] = (struct psrt_call){
+            .ps = order[i], .op = PSRT_OP_SNAPSHOT, .timeout = psrt_flags_bulk_timeout(w->f)};
     int bad = psrt_worker_calls(w, calls, n);
     if (bad >= 0) {
         *err = calls[bad].err;
@@ -181,7 +180,8 @@ int psrt_save_legacy(struct psrt_worker *w, long long step, struct psrt_err *err
     psrt_ev("save.begin", "step=%lld prefix=%s", step, psrt_ev_q(prefix));
     int r = 0, fe = psrt_fault("psrt/save/begin");
     if (fe) {
-        psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix, strerror(fe));
+        psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix,
+                     strerror(fe));
         r = -fe;
     }
     if (!r)

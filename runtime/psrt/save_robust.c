@@ -88,8 +88,8 @@ static int sr_align8(struct sreader *sr)
 
 /* 0, a transport error (the connection is closed, err set), -EBADMSG for
  * a reply that does not parse, or a ckpt error (ce set). */
-static int stream_shard(struct sreader *sr, struct ckpt_writer *cw,
-                        uint64_t *bytes, struct ckpt_err *ce)
+static int stream_shard(struct sreader *sr, struct ckpt_writer *cw, uint64_t *bytes,
+                        struct ckpt_err *ce)
 {
     uint32_t n, u;
     int r = sr_read(sr, &n, 4);
@@ -104,8 +104,7 @@ static int stream_shard(struct sreader *sr, struct ckpt_writer *cw,
             return r ? r : -EBADMSG;
         name[u] = 0;
         if ((r = sr_read(sr, &dtype, 4)) || (r = sr_read(sr, &rank, 4)) || rank > 2 ||
-            (r = sr_read(sr, dims, 8 * rank)) || (r = sr_read(sr, &len, 8)) ||
-            (r = sr_align8(sr)))
+            (r = sr_read(sr, dims, 8 * rank)) || (r = sr_read(sr, &len, 8)) || (r = sr_align8(sr)))
             return r ? r : -EBADMSG;
         int64_t el = ckpt_shape_elements((int)rank, dims);
         if (el < 0 || ckpt_dtype_size((int)dtype) == 0 ||
@@ -155,8 +154,8 @@ static void drop_on_ps(struct psrt_worker *w, long long step, const char *name, 
             psrt_log("abandoned save of step %lld: ps task %d keeps its copy (%s)", step, p, e.msg);
             continue;
         }
-        calls[n] = (struct psrt_call){.ps = p, .op = PSRT_OP_RABORT,
-                                      .timeout = psrt_flags_bulk_timeout(f)};
+        calls[n] = (struct psrt_call){
+            .ps = p, .op = PSRT_OP_RABORT, .timeout = psrt_flags_bulk_timeout(f)};
         calls[n].iov[0] = (struct iovec){req.p, req.len};
         calls[n].niov = 1;
         n++;
@@ -207,7 +206,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
 
     fe = psrt_fault("psrt/save/begin");
     if (fe) {
-        psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix, strerror(fe));
+        psrt_err_set(err, -fe, "save of %s: %s (fault point psrt/save/begin)", prefix,
+                     strerror(fe));
         r = -fe;
         goto cleanup;
     }
@@ -276,7 +276,7 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         r = stream_shard(&sr, cw, &bytes, &ce);
         if (!r)
             r = psrt_conn_recv_end(sr.c, err); /* the crc over everything read */
-        else if (ce.msg[0]) { /* the writer's error */
+        else if (ce.msg[0]) {                  /* the writer's error */
             psrt_err_from_ckpt(err, r, &ce);
             psrt_err_add_call(err);
             on = -1;
@@ -312,8 +312,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         snprintf(reported, sizeof reported, "model.ckpt-%lld", w->last_save_step);
     psrt_buf_str(&req, reported);
     for (int i = 0; i < n; i++) {
-        calls[i] = (struct psrt_call){.ps = order[i], .op = PSRT_OP_RCOMMIT,
-                                      .timeout = psrt_flags_bulk_timeout(f)};
+        calls[i] = (struct psrt_call){
+            .ps = order[i], .op = PSRT_OP_RCOMMIT, .timeout = psrt_flags_bulk_timeout(f)};
         calls[i].iov[0] = (struct iovec){req.p, req.len};
         calls[i].niov = 1;
     }
@@ -330,8 +330,8 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
     r = psrt_update_state(w, prefix, CKPT_SYNC, err);
     if (psrt_bench_debug())
         psrt_log("robust save phases: shards received and written %.3f s, chief's copy durable "
-                 "%.3f s, ps commits %.3f s", t_rsave - t0, t_chief - t_rsave,
-                 psrt_now() - t_chief);
+                 "%.3f s, ps commits %.3f s",
+                 t_rsave - t0, t_chief - t_rsave, psrt_now() - t_chief);
 cleanup:
     /* replies never read would answer the next call on those connections */
     for (int i = nread; i < nsent; i++)

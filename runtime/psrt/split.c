@@ -25,8 +25,8 @@ void psrt_split_keys_append(const uint64_t *keys, const float *vals, size_t n, i
     }
 }
 
-void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps,
-                    uint64_t **pk, float **pv, uint32_t **pi, size_t *pn)
+void psrt_split_keys(const uint64_t *keys, const float *vals, size_t n, int nps, uint64_t **pk,
+                     float **pv, uint32_t **pi, size_t *pn)
 {
     for (int p = 0; p < nps; p++)
         pn[p] = 0;

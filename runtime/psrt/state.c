@@ -244,8 +244,8 @@ int psrt_state_drop(const char *dir, const char *name, unsigned fflags, struct p
                 r = ckpt_state_add_path(&nst, last, -1);
             }
         if (!r && last) {
-            bool model_dropped = !st.model_checkpoint_path ||
-                                 !strcmp(st.model_checkpoint_path, name);
+            bool model_dropped =
+                !st.model_checkpoint_path || !strcmp(st.model_checkpoint_path, name);
             r = ckpt_state_set_model(&nst, model_dropped ? last : st.model_checkpoint_path);
             if (!r && (r = ckpt_state_write(dir, &nst, fflags, &ce)))
                 psrt_err_from_ckpt(err, r, &ce);

@@ -43,14 +43,14 @@ struct sitem {
 
 struct sconn {
     struct psrt_conn *c;
-    struct sitem *q;       /* cap items, never moved */
+    struct sitem *q; /* cap items, never moved */
     size_t cap;
     _Atomic size_t qn;     /* published items (caller: store-release) */
     size_t head, head_off; /* sender: q[head] sent up to head_off */
     uint32_t seq;
     _Atomic int rc;
     struct psrt_err *err;
-    double moved;          /* sender: when a byte last went out */
+    double moved; /* sender: when a byte last went out */
 };
 
 struct psrt_stream {
@@ -72,8 +72,8 @@ static void fail(struct psrt_stream *s, struct sconn *k, int r)
     int none = 0;
     r = r == -EPIPE ? -ECONNRESET : r;
     if (atomic_compare_exchange_strong(&k->rc, &none, r))
-        psrt_err_set(k->err, r, "%s: sending %s: %s", psrt_conn_peer(k->c),
-                     psrt_op_name(s->op), strerror(-r));
+        psrt_err_set(k->err, r, "%s: sending %s: %s", psrt_conn_peer(k->c), psrt_op_name(s->op),
+                     strerror(-r));
 }
 
 /* Caller side: appends an item, unpublished. */
@@ -180,9 +180,8 @@ static void *sender(void *arg)
     }
 }
 
-int psrt_stream_begin(struct psrt_stream **sp, struct psrt_conn **c, int n, int op,
-                      uint32_t flags, const uint64_t *size_hint, size_t max_puts, double idle,
-                      struct psrt_err *err)
+int psrt_stream_begin(struct psrt_stream **sp, struct psrt_conn **c, int n, int op, uint32_t flags,
+                      const uint64_t *size_hint, size_t max_puts, double idle, struct psrt_err *err)
 {
     if (n > 256)
         return -EINVAL;
@@ -216,8 +215,10 @@ int psrt_stream_begin(struct psrt_stream **sp, struct psrt_conn **c, int n, int 
             fail(s, k, -ECONNRESET);
             continue;
         }
-        struct psrt_frame_hdr h = {.kind = PSRT_KIND_STREAM, .op = (uint16_t)op,
-                                   .flags = flags, .id = psrt_conn_take_id(k->c),
+        struct psrt_frame_hdr h = {.kind = PSRT_KIND_STREAM,
+                                   .op = (uint16_t)op,
+                                   .flags = flags,
+                                   .id = psrt_conn_take_id(k->c),
                                    .len = size_hint ? size_hint[i] : 0};
         uint8_t hdr[PSRT_FRAME_HDR];
         psrt_frame_encode(hdr, &h);

@@ -61,8 +61,7 @@ static struct psrt_entry *alloc_entries(int bits)
  * fifth of a big batch of updates.  When it returns true the caller probes
  * from s as usual (the key may be absent: a new key always gets there).
  * key must not be EMPTY. */
-static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key,
-                            struct psrt_entry **e)
+static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key, struct psrt_entry **e)
 {
     uint64_t d0 = E[s].key != key, d1 = E[s + 1].key != key;
     __asm__("" : "+r"(d0), "+r"(d1)); /* keep the compiler from branching on them */
@@ -238,7 +237,6 @@ float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
     return value_of(t, e);
 }
 
-
 /* Big SGD batches into a big table: radix-partition the updates by the
  * region of the table they touch (BUCKET_BITS top bits of the slot), then
  * apply them region by region, so that each region's entries stay in cache
@@ -308,8 +306,7 @@ static inline struct psrt_entry *near_place(struct psrt_entry *E, uint64_t s, ui
  * the EMPTY key or when a new row would make the table grow; (size_t)-1 on
  * ENOMEM.  pf: prefetch each update's entry ahead (the caller did not warm
  * the region u touches). */
-static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u, size_t n,
-                           bool pf)
+static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u, size_t n, bool pf)
 {
     struct psrt_entry *E = t->e;
     const uint64_t mask = t->mask, limit = (mask + 1) * 3 / 4;
@@ -355,8 +352,8 @@ static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u,
 /* Applies segment u[0..n) of a bucketed push; *grown once the table had to
  * grow (the rest of this segment went through upsert, and so must every
  * later one: their slots are stale).  pf as for apply_sorted. */
-static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, size_t n,
-                         bool pf, bool *grown)
+static int apply_segment(struct psrt_table *t, float lr, const struct supd *u, size_t n, bool pf,
+                         bool *grown)
 {
     if (*grown)
         return push_upsert(t, lr, u, n);
@@ -414,15 +411,14 @@ static bool scatter_fixed(struct supd *u, size_t *cnt, size_t cap, int bits,
             size_t b = h >> (64 - shift);
             if (cnt[b] == cap)
                 return false;
-            u[b * cap + cnt[b]++] =
-                (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
+            u[b * cap + cnt[b]++] = (struct supd){keys[i], (uint32_t)(h >> (64 - bits)), grads[i]};
         }
     }
     return true;
 }
 
-static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *blk,
-                         size_t nblk, size_t n)
+static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *blk, size_t nblk,
+                         size_t n)
 {
     const int bits = t->bits, shift = BUCKET_BITS; /* bucket = slot >> (bits - BUCKET_BITS) */
     const size_t nb = (size_t)1 << BUCKET_BITS;
@@ -467,8 +463,8 @@ static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *b
             return -ENOMEM;
     }
     if (psrt_bench_debug())
-        fprintf(stderr, "bucketed push: scatter %.1f ms (%s), apply %.1f ms\n",
-                (t1 - t0) * 1e3, fits ? "one pass" : "two passes", (psrt_now() - t1) * 1e3);
+        fprintf(stderr, "bucketed push: scatter %.1f ms (%s), apply %.1f ms\n", (t1 - t0) * 1e3,
+                fits ? "one pass" : "two passes", (psrt_now() - t1) * 1e3);
     return 0;
 }
 
@@ -522,8 +518,7 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
 {
     const size_t w = (size_t)t->width;
     if (w == 1 && n >= BUCKET_MIN && n <= UINT32_MAX && t->bits > BUCKET_BITS + 6 &&
-        t->bits <= 32 &&
-        pull_bucketed((struct psrt_table *)t, keys, n, out) == 0)
+        t->bits <= 32 && pull_bucketed((struct psrt_table *)t, keys, n, out) == 0)
         return;
     uint64_t ring[PF];
     size_t pre = n < PF ? n : PF;
@@ -620,8 +615,7 @@ static int push_plain(struct psrt_table *t, const struct psrt_optim *o, const ui
 }
 
 int psrt_table_push_blocks(struct psrt_table *t, const struct psrt_optim *o,
-                           const struct psrt_kv *blk, size_t nblk,
-                           const struct psrt_adam_pow *pw)
+                           const struct psrt_kv *blk, size_t nblk, const struct psrt_adam_pow *pw)
 {
     const size_t w = (size_t)t->width;
     size_t n = 0;

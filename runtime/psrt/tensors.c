@@ -78,7 +78,7 @@ int psrt_tl_encode_iov(const struct psrt_tl *l, struct psrt_buf *meta, struct io
     size_t start[4096], end[4096];
     if (l->n + 1 > 4096 || 3 * l->n + 1 > maxiov)
         return -ENOSPC;
-    uint64_t off = 0;        /* offset in the stream */
+    uint64_t off = 0; /* offset in the stream */
     size_t chunk = meta->len;
     psrt_buf_u32(meta, (uint32_t)l->n);
     for (int i = 0; i < l->n; i++) {
@@ -188,8 +188,7 @@ int psrt_tl_read_bundle(struct psrt_tl *l, const char *prefix, struct psrt_err *
 }
 
 int psrt_tl_read_bundle_into(struct psrt_tl *l, const char *prefix,
-                             void *(*take)(void *ctx, size_t len), void *ctx,
-                             struct psrt_err *err)
+                             void *(*take)(void *ctx, size_t len), void *ctx, struct psrt_err *err)
 {
     memset(l, 0, sizeof *l);
     l->owns = true;

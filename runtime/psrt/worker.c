@@ -125,8 +125,9 @@ static bool chief_has_copy(const struct psrt_flags *f, long long step)
         return false;
     char prefix[1200];
     psrt_ckpt_prefix(f, step, prefix, sizeof prefix);
-    char *named = st.model_checkpoint_path ? ckpt_state_resolve(f->train_dir,
-                                                                st.model_checkpoint_path) : NULL;
+    char *named = st.model_checkpoint_path
+                      ? ckpt_state_resolve(f->train_dir, st.model_checkpoint_path)
+                      : NULL;
     char *ix = ckpt_index_name(prefix);
     struct stat sb;
     bool ok = named && ix && !strcmp(named, prefix) && stat(ix, &sb) == 0;
@@ -152,8 +153,7 @@ static int prepare(struct psrt_worker *w, struct psrt_err *err)
         w->restored_step = step;
         w->last_save_step = w->save_try_step = step;
         w->last_save_time = w->save_try_time = psrt_now();
-        if (w->f->protocol == PSRT_ROBUST && saving_enabled(w->f) &&
-            !chief_has_copy(w->f, step)) {
+        if (w->f->protocol == PSRT_ROBUST && saving_enabled(w->f) && !chief_has_copy(w->f, step)) {
             psrt_log("restored model.ckpt-%lld from the ps tasks' copies alone (none in %s "
                      "here): saving it again, so that every shard is on two hosts",
                      step, w->f->train_dir);
@@ -237,8 +237,8 @@ static int build_pulls(struct psrt_worker *w, struct psrt_call *calls, uint64_t 
 
 /* Reads the Pull replies into the dense variables and sparse values;
  * *gstep is ps 0's global step.  0, or -EBADMSG naming the peer. */
-static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int n,
-                      long long *gstep, struct psrt_err *err)
+static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int n, long long *gstep,
+                      struct psrt_err *err)
 {
     *gstep = 0;
     for (int i = 0; i < n; i++) {
@@ -262,8 +262,7 @@ static int read_pulls(struct psrt_worker *w, const struct psrt_call *calls, int 
         }
         const float *sv = psrt_buf_get(rb, (size_t)w->pn[p] * 4);
         if (rb->bad || seen != nd) {
-            psrt_err_set(err, -EBADMSG, "malformed Pull reply from %s",
-                         psrt_conn_peer(w->conn[p]));
+            psrt_err_set(err, -EBADMSG, "malformed Pull reply from %s", psrt_conn_peer(w->conn[p]));
             return -EBADMSG;
         }
         for (size_t i2 = 0; i2 < w->pn[p]; i2++)
@@ -464,8 +463,10 @@ static int wait_for_model(struct psrt_worker *w, struct psrt_err *err)
                 psrt_err_set(err, last.code, "model not ready after %g s: %s",
                              w->f->reconnect_timeout, m);
             } else
-                psrt_err_set(err, -ETIMEDOUT, "model not ready after %g s: the chief did not "
-                             "initialize or restore the variables", w->f->reconnect_timeout);
+                psrt_err_set(err, -ETIMEDOUT,
+                             "model not ready after %g s: the chief did not "
+                             "initialize or restore the variables",
+                             w->f->reconnect_timeout);
             return failed >= 0 ? last.code : -ETIMEDOUT;
         }
         sleep_s(back);
@@ -563,7 +564,8 @@ static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_er
             }
             snprintf(err->msg, sizeof err->msg,
                      "%d saves in a row failed%s (--max_failed_saves=%d%s); the last, of step "
-                     "%lld: %s", w->failed_saves, over, f->max_failed_saves, secs, step, last);
+                     "%lld: %s",
+                     w->failed_saves, over, f->max_failed_saves, secs, step, last);
         }
         return r;
     }
@@ -585,8 +587,8 @@ static int save_or_abandon(struct psrt_worker *w, long long step, struct psrt_er
  * be, a bad argument, an operation the filesystem lacks. */
 static bool config_error(int r)
 {
-    return r == -ENOTDIR || r == -EISDIR || r == -ENAMETOOLONG || r == -EINVAL ||
-           r == -ENOSYS || r == -EOPNOTSUPP || r == -ELOOP || r == -EXDEV;
+    return r == -ENOTDIR || r == -EISDIR || r == -ENAMETOOLONG || r == -EINVAL || r == -ENOSYS ||
+           r == -EOPNOTSUPP || r == -ELOOP || r == -EXDEV;
 }
 
 /* The final save (export false) or the export, robust: tried again after
@@ -830,8 +832,10 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
             psrt_err_set(&err, me, "mkdir %s: %s", cmd_dir, strerror(-me));
         } else if (stat(cmd_dir, &tst) < 0 || !S_ISDIR(tst.st_mode)) {
             me = -ENOTDIR;
-            psrt_err_set(&err, me, "%s exists and is not a directory: give --train_dir a "
-                         "directory", cmd_dir);
+            psrt_err_set(&err, me,
+                         "%s exists and is not a directory: give --train_dir a "
+                         "directory",
+                         cmd_dir);
         }
         if (me) {
             print_fatal("creating train_dir", &err);
@@ -881,7 +885,8 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
                 if (r == STEP_DONE)
                     break;
                 if (r) {
-                    print_fatal(w->chief ? "recovering from a lost ps" : "waiting for the model", &err);
+                    print_fatal(w->chief ? "recovering from a lost ps" : "waiting for the model",
+                                &err);
                     return 1;
                 }
                 continue;

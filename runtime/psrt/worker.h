@@ -17,7 +17,7 @@ struct psrt_worker {
     int nps;
     bool chief;
     struct psrt_conn **conn;
-    struct psrt_buf *resp;          /* one reply buffer per ps */
+    struct psrt_buf *resp; /* one reply buffer per ps */
     /* training buffers */
     struct psrt_batch batch;
     float *dense[PSRT_MAX_VARS], *dgrad[PSRT_MAX_VARS];
@@ -30,13 +30,13 @@ struct psrt_worker {
     /* chief */
     long long last_save_step;
     double last_save_time;
-    long long restored_step;        /* -1: none */
+    long long restored_step; /* -1: none */
     /* robust: failed saves abandoned (worker.c, --max_failed_saves) */
-    int failed_saves;               /* in a row; a save that succeeds resets it */
-    double first_failed_time;       /* when the first of them failed */
-    long long save_try_step;        /* the last save attempted (done or abandoned): */
-    double save_try_time;           /* the next is due an interval after it */
-    int save_failed_on;             /* the last failed save's culprit: ps index, -1 chief */
+    int failed_saves;         /* in a row; a save that succeeds resets it */
+    double first_failed_time; /* when the first of them failed */
+    long long save_try_step;  /* the last save attempted (done or abandoned): */
+    double save_try_time;     /* the next is due an interval after it */
+    int save_failed_on;       /* the last failed save's culprit: ps index, -1 chief */
     double losses[20];
     int nloss;
     long long chief_steps;
@@ -63,9 +63,8 @@ int psrt_worker_open_all(struct psrt_worker *w, struct psrt_err *err);
  * gets each ps's result as psrt_worker_calls gives it; returns the first
  * failed ps, or -1 when every ps applied its part. */
 int psrt_worker_push_stream(struct psrt_worker *w, const uint64_t *keys, const float *grads,
-                            size_t n, const struct iovec *dense, const uint32_t *nd,
-                            uint64_t **pk, float **pg, uint32_t **pi, size_t *pn,
-                            struct psrt_call *calls);
+                            size_t n, const struct iovec *dense, const uint32_t *nd, uint64_t **pk,
+                            float **pg, uint32_t **pi, size_t *pn, struct psrt_call *calls);
 
 /* Reconnects to ps p after a transport error (backoff, reconnect timeout). */
 int psrt_worker_reconnect(struct psrt_worker *w, int p, struct psrt_err *err);

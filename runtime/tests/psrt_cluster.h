@@ -72,8 +72,8 @@ static __attribute__((unused)) void pc_init(struct pc *c, int nps, int nw, const
     }
     o = 0;
     for (int i = 0; i < nw; i++)
-        o += (size_t)snprintf(c->worker_hosts + o, sizeof c->worker_hosts - o,
-                              "%s127.0.0.1:%d", i ? "," : "", 40000 + i);
+        o += (size_t)snprintf(c->worker_hosts + o, sizeof c->worker_hosts - o, "%s127.0.0.1:%d",
+                              i ? "," : "", 40000 + i);
     snprintf(c->common, sizeof c->common, "%s", common);
 }
 
@@ -95,14 +95,15 @@ static __attribute__((unused)) const char *pc_dir(const char *name)
 }
 
 struct pc_opts {
-    uid_t uid;              /* run as this uid (0 = as is) */
-    long nproc;             /* RLIMIT_NPROC, with uid */
-    const char *env;        /* "NAME=value" put into the environment */
+    uid_t uid;       /* run as this uid (0 = as is) */
+    long nproc;      /* RLIMIT_NPROC, with uid */
+    const char *env; /* "NAME=value" put into the environment */
 };
 
 /* Starts one task in directory dir_name; its output goes to <dir>.log. */
-static __attribute__((unused)) pid_t pc_start_opts(struct pc *c, const char *job, int task, const char *dir_name,
-                           const char *extra, const struct pc_opts *o)
+static __attribute__((unused)) pid_t pc_start_opts(struct pc *c, const char *job, int task,
+                                                   const char *dir_name, const char *extra,
+                                                   const struct pc_opts *o)
 {
     char logp[PATH_MAX];
     const char *dir = pc_dir(dir_name);
@@ -155,8 +156,8 @@ static __attribute__((unused)) pid_t pc_start_opts(struct pc *c, const char *job
     return pid;
 }
 
-static __attribute__((unused)) pid_t pc_start(struct pc *c, const char *job, int task, const char *dir_name,
-                      const char *extra)
+static __attribute__((unused)) pid_t pc_start(struct pc *c, const char *job, int task,
+                                              const char *dir_name, const char *extra)
 {
     return pc_start_opts(c, job, task, dir_name, extra, NULL);
 }
@@ -213,7 +214,8 @@ static __attribute__((unused)) bool pc_exists(const char *rel)
 }
 
 /* Starts nps ps (dirs ps0..), workers 1.. (dirs w1..) and the chief (w0). */
-static __attribute__((unused)) void pc_start_all(struct pc *c, const char *extra_ps, const char *extra_w)
+static __attribute__((unused)) void pc_start_all(struct pc *c, const char *extra_ps,
+                                                 const char *extra_w)
 {
     char d[32];
     for (int i = 0; i < c->nps; i++) {
@@ -245,8 +247,10 @@ static __attribute__((unused)) void pc_wait_rest(pid_t *pids, char (*dirs)[64], 
                 char rel[80];
                 snprintf(rel, sizeof rel, "%s.log", dirs[i]);
                 char *log = pc_read(rel);
-                FL_ASSERT_MSG(r == 0, "%s %d exited %d (-1: still running 10 s after the chief, "
-                              "killed); its log %s:\n%s", what, i, r, rel, log);
+                FL_ASSERT_MSG(r == 0,
+                              "%s %d exited %d (-1: still running 10 s after the chief, "
+                              "killed); its log %s:\n%s",
+                              what, i, r, rel, log);
                 free(log);
             }
         } else {

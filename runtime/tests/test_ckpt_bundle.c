@@ -94,9 +94,9 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 
 FL_TEST(ckpt_bundle, bundle_roundtrip_every_dtype)
 {
-    static const int dts[] = {CKPT_DT_FLOAT, CKPT_DT_DOUBLE, CKPT_DT_INT32, CKPT_DT_INT64,
-                              CKPT_DT_UINT8, CKPT_DT_BOOL, CKPT_DT_INT8, CKPT_DT_INT16,
-                              CKPT_DT_UINT16, CKPT_DT_UINT32, CKPT_DT_UINT64, CKPT_DT_HALF,
+    static const int dts[] = {CKPT_DT_FLOAT,    CKPT_DT_DOUBLE,    CKPT_DT_INT32,     CKPT_DT_INT64,
+                              CKPT_DT_UINT8,    CKPT_DT_BOOL,      CKPT_DT_INT8,      CKPT_DT_INT16,
+                              CKPT_DT_UINT16,   CKPT_DT_UINT32,    CKPT_DT_UINT64,    CKPT_DT_HALF,
                               CKPT_DT_BFLOAT16, CKPT_DT_COMPLEX64, CKPT_DT_COMPLEX128};
     const size_t nd = sizeof dts / sizeof dts[0];
     struct ckpt_writer *w;
@@ -112,7 +112,8 @@ FL_TEST(ckpt_bundle, bundle_roundtrip_every_dtype)
         if (dts[i] == CKPT_DT_BOOL)
             for (size_t k = 0; k < sizeof data; k++)
                 data[k] &= 1;
-        FL_REQUIRE_EQ(ckpt_writer_add(w, name, dts[i], 3, dims, data, 15 * ckpt_dtype_size(dts[i]), &e), 0);
+        FL_REQUIRE_EQ(
+            ckpt_writer_add(w, name, dts[i], 3, dims, data, 15 * ckpt_dtype_size(dts[i]), &e), 0);
     }
     const char *strs[] = {"", "a", "hello, world", "with\0nul", "\xff\xfe"};
     size_t lens[] = {0, 1, 12, 8, 2};
@@ -380,12 +381,12 @@ FL_TEST(ckpt_bundle, bundle_index_separators_are_shortest)
     char why[256];
     FL_REQUIRE_EQ(ckpt_tbl_blocks(out.p, out.len, b, 4, why, sizeof why), 4);
     const unsigned char *ix = out.p + b[3].off;
-    FL_ASSERT_EQ(ix[0], 0);                /* shared */
-    FL_ASSERT_EQ(ix[1], 3);                /* "abd" */
+    FL_ASSERT_EQ(ix[0], 0); /* shared */
+    FL_ASSERT_EQ(ix[1], 3); /* "abd" */
     FL_ASSERT_MEMEQ(ix + 3, "abd", 3);
     const unsigned char *second = ix + 3 + 3 + ix[2];
     FL_ASSERT_EQ(second[0], 0);
-    FL_ASSERT_EQ(second[1], 1);            /* short successor of "abez": "b" */
+    FL_ASSERT_EQ(second[1], 1); /* short successor of "abez": "b" */
     FL_ASSERT_EQ(second[3], 'b');
     ckpt_buf_free(&out);
     ckpt_tbl_free(t);
@@ -483,8 +484,7 @@ static int write_awkward(const char *prefix, unsigned flags, bool by_fill)
                                "%s", e.msg);
                 FL_REQUIRE(f.p == big + at + step);
             } else {
-                FL_REQUIRE_MSG(ckpt_writer_append(w, big + at, (size_t)step, &e) == 0, "%s",
-                               e.msg);
+                FL_REQUIRE_MSG(ckpt_writer_append(w, big + at, (size_t)step, &e) == 0, "%s", e.msg);
             }
         }
         FL_REQUIRE_EQ(ckpt_writer_end(w, &e), 0);
@@ -511,8 +511,8 @@ FL_TEST(ckpt_bundle, bundle_write_direct_and_fill_give_the_same_bytes)
         for (int o = 0; o < 3; o++) {
             unsigned char *b = slurp(tpath("%s/p%s", other[o], suf[i]), &lb);
             FL_REQUIRE(b != NULL);
-            FL_ASSERT_MSG(la == lb && memcmp(a, b, la) == 0, "%s/p%s differs from b/p%s",
-                          other[o], suf[i], suf[i]);
+            FL_ASSERT_MSG(la == lb && memcmp(a, b, la) == 0, "%s/p%s differs from b/p%s", other[o],
+                          suf[i], suf[i]);
             free(b);
         }
         free(a);
@@ -539,8 +539,8 @@ FL_TEST_ROOT_T(ckpt_bundle, bundle_write_direct_full_disk_says_enospc_and_leaves
     const char *img = tpath("disk.img"), *mnt = tpath("mnt");
     mkdir(mnt, 0755);
     snprintf(cmd, sizeof cmd,
-             "truncate -s 4M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mount -o loop %s %s",
-             img, img, img, mnt);
+             "truncate -s 4M %s && mkfs.ext4 -q -F %s >/dev/null 2>&1 && mount -o loop %s %s", img,
+             img, img, mnt);
     if (system(cmd) != 0)
         FL_SKIP("cannot make and loop-mount a small ext4 (mkfs.ext4, loop devices): %s", cmd);
     static uint8_t data[8 << 20];
@@ -585,12 +585,9 @@ FL_TEST(ckpt_bundle, bundle_write_rejects_bad_arguments)
         int want;
         const char *msg;
     } cases[] = {
-        {0, -EEXIST, "duplicate"},
-        {1, -EINVAL, "8 bytes given"},
-        {2, -EINVAL, "empty tensor name"},
-        {3, -EINVAL, "unknown dtype"},
-        {4, -EINVAL, "bad shape"},
-        {5, -EINVAL, "more than the shape holds"},
+        {0, -EEXIST, "duplicate"},           {1, -EINVAL, "8 bytes given"},
+        {2, -EINVAL, "empty tensor name"},   {3, -EINVAL, "unknown dtype"},
+        {4, -EINVAL, "bad shape"},           {5, -EINVAL, "more than the shape holds"},
         {6, -EINVAL, "ended after 4 bytes"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

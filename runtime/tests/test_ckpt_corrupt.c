@@ -61,11 +61,13 @@ static void write_multi(const char *prefix)
 
 static void expect_clear_error(int rc, const struct ckpt_err *e, const char *path, const char *what)
 {
-    FL_ASSERT_MSG(rc == -EBADMSG, "%s: got %d (%s), want -EBADMSG", what, rc, rc ? e->msg : "success");
+    FL_ASSERT_MSG(rc == -EBADMSG, "%s: got %d (%s), want -EBADMSG", what, rc,
+                  rc ? e->msg : "success");
     if (rc) {
         FL_ASSERT_CONTAINS(e->msg, path);
         FL_ASSERT_EQ(e->code, rc);
-        FL_ASSERT_MSG(strlen(e->msg) > strlen(path) + 10, "%s: message says too little: %s", what, e->msg);
+        FL_ASSERT_MSG(strlen(e->msg) > strlen(path) + 10, "%s: message says too little: %s", what,
+                      e->msg);
     }
 }
 
@@ -82,10 +84,10 @@ FL_TEST(ckpt_corrupt, corrupt_index_truncated_at_every_block_boundary)
     FL_REQUIRE_GE(nb, 5); /* >= 3 data blocks + metaindex + index */
     size_t cuts[1024], nc = 0;
     for (int i = 0; i < nb; i++) {
-        cuts[nc++] = b[i].off;                       /* block start */
-        cuts[nc++] = b[i].off + b[i].size;           /* before the trailer */
-        cuts[nc++] = b[i].off + b[i].size + 1;       /* inside the trailer */
-        cuts[nc++] = b[i].off + b[i].size + 5;       /* after the trailer */
+        cuts[nc++] = b[i].off;                 /* block start */
+        cuts[nc++] = b[i].off + b[i].size;     /* before the trailer */
+        cuts[nc++] = b[i].off + b[i].size + 1; /* inside the trailer */
+        cuts[nc++] = b[i].off + b[i].size + 5; /* after the trailer */
     }
     cuts[nc++] = 0;
     cuts[nc++] = len - 48; /* footer start */
@@ -308,7 +310,8 @@ FL_TEST(ckpt_corrupt, corrupt_foreign_files_are_rejected)
 }
 
 /* Writes an index holding a header and one hand-made entry named "w". */
-static void write_entry_index(const char *idx, const struct ckpt_header *h, const struct ckpt_entry *en)
+static void write_entry_index(const char *idx, const struct ckpt_header *h,
+                              const struct ckpt_entry *en)
 {
     struct ckpt_tbl_builder *t = ckpt_tbl_new(0, false);
     struct ckpt_buf v = {0}, out = {0};
@@ -335,15 +338,25 @@ FL_TEST(ckpt_corrupt, corrupt_entries_inconsistent_with_header_are_rejected)
         struct ckpt_header h;
         const char *want;
     } cases[] = {
-        {{.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = dims, .shard_id = 1, .size = 24}, h, "shard 1 out of range"},
+        {{.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = dims, .shard_id = 1, .size = 24},
+         h,
+         "shard 1 out of range"},
         {{.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = dims, .size = 20}, h, "does not match"},
         {{.dtype = CKPT_DT_FLOAT, .rank = 1, .dims = negdim, .size = 0}, h, "dimension 0 is -4"},
         {{.dtype = 0, .rank = 0, .size = 4}, h, "DT_INVALID"},
-        {{.dtype = CKPT_DT_STRING, .rank = 2, .dims = dims, .size = 5}, h, "too small for 6 strings"},
+        {{.dtype = CKPT_DT_STRING, .rank = 2, .dims = dims, .size = 5},
+         h,
+         "too small for 6 strings"},
         {{.dtype = CKPT_DT_FLOAT, .rank = 0, .offset = -5, .size = 4}, h, "bad offset"},
-        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4}, (struct ckpt_header){.num_shards = 0, .producer = 1}, "num_shards 0"},
-        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4}, (struct ckpt_header){.num_shards = 1, .producer = 1, .min_consumer = 5}, "min consumer"},
-        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4}, (struct ckpt_header){.num_shards = 1, .endianness = 1}, "big-endian"},
+        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4},
+         (struct ckpt_header){.num_shards = 0, .producer = 1},
+         "num_shards 0"},
+        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4},
+         (struct ckpt_header){.num_shards = 1, .producer = 1, .min_consumer = 5},
+         "min consumer"},
+        {{.dtype = CKPT_DT_FLOAT, .rank = 0, .size = 4},
+         (struct ckpt_header){.num_shards = 1, .endianness = 1},
+         "big-endian"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         write_entry_index(idx, &cases[i].h, &cases[i].e);

@@ -43,8 +43,9 @@ FL_TEST(ckpt_crc, crc32c_combine_equals_whole)
     size_t cuts[] = {0, 1, 7, 4096, 65536, 65537, n - 1, n};
     for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
         size_t cut = cuts[c];
-        FL_ASSERT_EQ(ckpt_crc32c_combine(ckpt_crc32c(p, cut), ckpt_crc32c(p + cut, n - cut),
-                                         n - cut), whole);
+        FL_ASSERT_EQ(
+            ckpt_crc32c_combine(ckpt_crc32c(p, cut), ckpt_crc32c(p + cut, n - cut), n - cut),
+            whole);
     }
     /* three spans fold left to right */
     uint32_t a = ckpt_crc32c(p, 1000), b = ckpt_crc32c(p + 1000, 5000),

@@ -21,13 +21,17 @@ FL_TEST(ckpt_inspect, inspect_tensorflow_half_plus_three_prints_values)
     if (!s)
         FL_SKIP("../shared is absent: no TensorFlow reference bundles");
     char *out = NULL;
-    int rc = fl_test_sh(&out, "%s inspect --values %s/testdata/tf-bundles/half_plus_three/variables 2>&1",
+    int rc = fl_test_sh(&out,
+                        "%s inspect --values %s/testdata/tf-bundles/half_plus_three/variables 2>&1",
                         psrt(), s);
     FL_ASSERT_EQ(rc, 0);
     FL_ASSERT_CONTAINS(out, "3 tensors, 1 shard, little-endian");
-    FL_ASSERT_CONTAINS(out, "  a     float    []           shard 0  offset 0  size 4  crc ok\n      = 0.5\n");
-    FL_ASSERT_CONTAINS(out, "  b     float    []           shard 0  offset 4  size 4  crc ok\n      = 3\n");
-    FL_ASSERT_CONTAINS(out, "  c     float    []           shard 0  offset 8  size 4  crc ok\n      = 3\n");
+    FL_ASSERT_CONTAINS(
+        out, "  a     float    []           shard 0  offset 0  size 4  crc ok\n      = 0.5\n");
+    FL_ASSERT_CONTAINS(
+        out, "  b     float    []           shard 0  offset 4  size 4  crc ok\n      = 3\n");
+    FL_ASSERT_CONTAINS(
+        out, "  c     float    []           shard 0  offset 8  size 4  crc ok\n      = 3\n");
     free(out);
     /* the directory form finds variables.index; --verify passes */
     rc = fl_test_sh(&out, "%s inspect --verify %s/testdata/tf-bundles/counter 2>&1", psrt(), s);
@@ -47,8 +51,10 @@ FL_TEST(ckpt_inspect, inspect_tensorflow_checkpoint_state_dir)
     /* the state is read and shown; the checkpoint it names is not on this disk */
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "model_checkpoint_path: /tmp/bad_half_plus_two/00000123/export\n");
-    FL_ASSERT_CONTAINS(out, "all_model_checkpoint_paths[0]: /tmp/bad_half_plus_two/00000123/export\n");
-    FL_ASSERT_CONTAINS(out, "/tmp/bad_half_plus_two/00000123/export.index: open: No such file or directory");
+    FL_ASSERT_CONTAINS(out,
+                       "all_model_checkpoint_paths[0]: /tmp/bad_half_plus_two/00000123/export\n");
+    FL_ASSERT_CONTAINS(
+        out, "/tmp/bad_half_plus_two/00000123/export.index: open: No such file or directory");
     free(out);
 }
 
@@ -94,7 +100,8 @@ FL_TEST(ckpt_inspect, inspect_dir_with_state_file_prints_every_dtype)
     FL_ASSERT_CONTAINS(out, "vocab         string   [3]");
     FL_ASSERT_CONTAINS(out, "= [\"the\", \"quick \\\"brown\\\"\", \"fox\"]\n");
     free(out);
-    rc = fl_test_sh(&out, "%s inspect --values=2 %s/model.ckpt-24.index 2>&1", psrt(), fl_test_dir());
+    rc = fl_test_sh(&out, "%s inspect --values=2 %s/model.ckpt-24.index 2>&1", psrt(),
+                    fl_test_dir());
     FL_ASSERT_EQ(rc, 0);
     FL_ASSERT_CONTAINS(out, "= [1, -2, ... (3 more)]\n");
     FL_ASSERT_CONTAINS(out, "= [\"the\", \"quick \\\"brown\\\"\", ... (1 more)]\n");
@@ -114,11 +121,13 @@ FL_TEST(ckpt_inspect, inspect_verify_fails_on_corruption)
     char *out = NULL;
     int rc = fl_test_sh(&out, "%s inspect --verify %s/model.ckpt-24 2>&1", psrt(), fl_test_dir());
     FL_ASSERT_EQ(rc, 1);
-    FL_ASSERT_CONTAINS(out, "dense/kernel  double   [2,3]        shard 0  offset 8  size 48  crc BAD");
+    FL_ASSERT_CONTAINS(out,
+                       "dense/kernel  double   [2,3]        shard 0  offset 8  size 48  crc BAD");
     FL_ASSERT_CONTAINS(out, "tensor 'dense/kernel': checksum mismatch");
     FL_ASSERT_CONTAINS(out, data);
     FL_ASSERT_CONTAINS(out, "CORRUPT");
-    FL_ASSERT_CONTAINS(out, "ids           int64    [5]          shard 0  offset 56  size 40  crc ok");
+    FL_ASSERT_CONTAINS(out,
+                       "ids           int64    [5]          shard 0  offset 56  size 40  crc ok");
     free(out);
     /* a missing data file */
     unlink(data);
@@ -140,18 +149,21 @@ FL_TEST(ckpt_inspect, inspect_json_parses_with_python)
     if (fl_test_sh(NULL, "python3 -c 'import json' 2>/dev/null") != 0)
         FL_SKIP("python3 is not available to parse the JSON");
     char *out = NULL;
-    int rc = fl_test_sh(&out,
+    int rc = fl_test_sh(
+        &out,
         "%s inspect --json --values %s | python3 -c '"
         "import json,sys\n"
         "d=json.load(sys.stdin)\n"
         "b=d[\"bundles\"][0]\n"
         "t={x[\"name\"]: x for x in b[\"tensors\"]}\n"
         "print(d[\"ok\"], d[\"state\"][\"model_checkpoint_path\"], b[\"num_shards\"], len(t),"
-        " t[\"dense/kernel\"][\"shape\"], t[\"dense/kernel\"][\"values\"][1], t[\"vocab\"][\"values\"][1],"
+        " t[\"dense/kernel\"][\"shape\"], t[\"dense/kernel\"][\"values\"][1], "
+        "t[\"vocab\"][\"values\"][1],"
         " t[\"mask\"][\"values\"], t[\"ids\"][\"crc\"])'",
         psrt(), fl_test_dir());
     FL_ASSERT_EQ(rc, 0);
-    FL_ASSERT_STREQ(out, "True model.ckpt-24 1 5 [2, 3] -1.25 quick \"brown\" [True, False, True, True, False] ok\n");
+    FL_ASSERT_STREQ(out, "True model.ckpt-24 1 5 [2, 3] -1.25 quick \"brown\" [True, False, True, "
+                         "True, False] ok\n");
     free(out);
 }
 
@@ -159,7 +171,8 @@ FL_TEST(ckpt_inspect, inspect_usage)
 {
     char *out = NULL;
     FL_ASSERT_EQ(fl_test_sh(&out, "%s inspect --help", psrt()), 0);
-    FL_ASSERT_CONTAINS(out, "usage: psrt inspect [--values[=N]] [--verify] [--json] PREFIX|DIR|STATEFILE");
+    FL_ASSERT_CONTAINS(
+        out, "usage: psrt inspect [--values[=N]] [--verify] [--json] PREFIX|DIR|STATEFILE");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s inspect 2>&1", psrt()), 2);
     free(out);

@@ -65,10 +65,12 @@ FL_TEST(ckpt_merge, merge_renumbers_shards_and_removes_temp_dir)
     for (int i = 0; i < 3; i++)
         parts[i] = write_part(temp, i, 3, 4);
     FL_ASSERT(exists(tpath("train/model.ckpt-0_temp_" HEX "/part-00001-of-00003.index")));
-    FL_ASSERT(exists(tpath("train/model.ckpt-0_temp_" HEX "/part-00001-of-00003.data-00000-of-00001")));
+    FL_ASSERT(
+        exists(tpath("train/model.ckpt-0_temp_" HEX "/part-00001-of-00003.data-00000-of-00001")));
 
     struct ckpt_err e;
-    FL_ASSERT_EQ(ckpt_merge(parts, 3, prefix, CKPT_MERGE_DELETE_OLD_DIRS | CKPT_MERGE_SYNC, &e), 12);
+    FL_ASSERT_EQ(ckpt_merge(parts, 3, prefix, CKPT_MERGE_DELETE_OLD_DIRS | CKPT_MERGE_SYNC, &e),
+                 12);
     FL_ASSERT(exists(tpath("train/model.ckpt-0.index")));
     for (int i = 0; i < 3; i++)
         FL_ASSERT(exists(tpath("train/model.ckpt-0.data-%05d-of-00003", i)));
@@ -130,7 +132,8 @@ FL_TEST(ckpt_merge, merge_missing_part_index_is_tensorflow_notfound)
     /* nothing was renamed or written */
     FL_ASSERT(!exists(tpath("train_logs/model.ckpt-0.index")));
     FL_ASSERT(exists(tpath("train_logs/model.ckpt-0_temp_" HEX "/part-00001-of-00002.index")));
-    FL_ASSERT(exists(tpath("train_logs/model.ckpt-0_temp_" HEX "/part-00001-of-00002.data-00000-of-00001")));
+    FL_ASSERT(exists(
+        tpath("train_logs/model.ckpt-0_temp_" HEX "/part-00001-of-00002.data-00000-of-00001")));
     free(idx0);
     free(temp);
 }
@@ -186,11 +189,15 @@ static const char *write_slice_part(const char *dir, int i)
     int64_t full[2] = {4, 2}, part[2] = {2, 2};
     struct ckpt_extent x[2] = {{2 * i, 2}, {0, -1}};
     struct ckpt_slice sl = {2, x};
-    struct ckpt_entry fe = {.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = full, .nslices = 1, .slices = &sl};
+    struct ckpt_entry fe = {
+        .dtype = CKPT_DT_FLOAT, .rank = 2, .dims = full, .nslices = 1, .slices = &sl};
     v.len = 0;
     ckpt_pb_encode_entry(&v, &fe);
     ckpt_tbl_add(t, "emb", 3, v.p, v.len);
-    struct ckpt_entry se = {.dtype = CKPT_DT_FLOAT, .rank = 2, .dims = part, .size = 16,
+    struct ckpt_entry se = {.dtype = CKPT_DT_FLOAT,
+                            .rank = 2,
+                            .dims = part,
+                            .size = 16,
                             .crc32c = ckpt_crc_mask(ckpt_crc32c(d, 16))};
     char key[16];
     snprintf(key, sizeof key, "emb/s%d", i);

@@ -24,8 +24,8 @@ FL_TEST(ckpt_proto, proto_entry_encodes_like_tensorflow)
 {
     /* entry "b" of half_plus_three: float scalar at offset 4, size 4 */
     struct ckpt_buf b = {0};
-    struct ckpt_entry e = {.dtype = CKPT_DT_FLOAT, .rank = 0, .offset = 4, .size = 4,
-                           .crc32c = 0xc382d6efu};
+    struct ckpt_entry e = {
+        .dtype = CKPT_DT_FLOAT, .rank = 0, .offset = 4, .size = 4, .crc32c = 0xc382d6efu};
     ckpt_pb_encode_entry(&b, &e);
     static const unsigned char want[] = {0x08, 0x01, 0x12, 0x00, 0x20, 0x04, 0x28,
                                          0x04, 0x35, 0xef, 0xd6, 0x82, 0xc3};
@@ -41,9 +41,15 @@ FL_TEST(ckpt_proto, proto_entry_roundtrips_every_field)
     int64_t dims[3] = {0, 300, 1LL << 40};
     struct ckpt_extent x[3] = {{0, -1}, {5, 0}, {7, 1LL << 33}};
     struct ckpt_slice sl[2] = {{3, x}, {0, NULL}};
-    struct ckpt_entry e = {.dtype = CKPT_DT_INT64, .rank = 3, .dims = dims, .shard_id = 12345,
-                           .offset = 1LL << 45, .size = 99, .crc32c = 0xdeadbeefu,
-                           .nslices = 2, .slices = sl};
+    struct ckpt_entry e = {.dtype = CKPT_DT_INT64,
+                           .rank = 3,
+                           .dims = dims,
+                           .shard_id = 12345,
+                           .offset = 1LL << 45,
+                           .size = 99,
+                           .crc32c = 0xdeadbeefu,
+                           .nslices = 2,
+                           .slices = sl};
     ckpt_pb_encode_entry(&b, &e);
     FL_REQUIRE(!b.oom);
     struct ckpt_entry d;
@@ -73,8 +79,12 @@ FL_TEST(ckpt_proto, proto_header_roundtrips_bad_consumers)
     struct ckpt_buf b = {0};
     struct ckpt_arena a = {0};
     int32_t bad[3] = {2, -1, 70000};
-    struct ckpt_header h = {.num_shards = 7, .endianness = 1, .producer = 3, .min_consumer = 2,
-                            .nbad_consumers = 3, .bad_consumers = bad};
+    struct ckpt_header h = {.num_shards = 7,
+                            .endianness = 1,
+                            .producer = 3,
+                            .min_consumer = 2,
+                            .nbad_consumers = 3,
+                            .bad_consumers = bad};
     ckpt_pb_encode_header(&b, &h);
     struct ckpt_header d;
     char why[256];
@@ -99,8 +109,9 @@ FL_TEST(ckpt_proto, proto_decode_skips_unknown_fields)
 {
     struct ckpt_arena a = {0};
     /* dtype 1, unknown field 15 varint, unknown 16 len-delimited, unknown fixed64, size 4 */
-    static const unsigned char in[] = {0x08, 0x01, 0x78, 0x05, 0x82, 0x01, 0x02, 0xaa, 0xbb,
-                                       0x89, 0x01, 1, 2, 3, 4, 5, 6, 7, 8, 0x28, 0x04};
+    static const unsigned char in[] = {0x08, 0x01, 0x78, 0x05, 0x82, 0x01, 0x02,
+                                       0xaa, 0xbb, 0x89, 0x01, 1,    2,    3,
+                                       4,    5,    6,    7,    8,    0x28, 0x04};
     struct ckpt_entry d;
     char why[256];
     FL_REQUIRE_EQ(ckpt_pb_decode_entry(in, sizeof in, &a, &d, why, sizeof why), 0);
@@ -116,13 +127,17 @@ FL_TEST(ckpt_proto, proto_decode_rejects_truncated_and_mistyped)
     char why[256];
     static const unsigned char trunc_varint[] = {0x08, 0x81};
     static const unsigned char trunc_len[] = {0x12, 0x05, 0x12, 0x00};
-    static const unsigned char wrong_type[] = {0x0a, 0x00};      /* dtype as bytes */
-    static const unsigned char group[] = {0x0b};                 /* start group */
+    static const unsigned char wrong_type[] = {0x0a, 0x00}; /* dtype as bytes */
+    static const unsigned char group[] = {0x0b};            /* start group */
     static const unsigned char field0[] = {0x00, 0x01};
     static const unsigned char trunc_crc[] = {0x35, 0x01, 0x02};
     static const unsigned char overlong[] = {0x20, 0xff, 0xff, 0xff, 0xff, 0xff,
                                              0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-    const struct { const unsigned char *p; size_t n; const char *want; } cases[] = {
+    const struct {
+        const unsigned char *p;
+        size_t n;
+        const char *want;
+    } cases[] = {
         {trunc_varint, sizeof trunc_varint, "truncated"},
         {trunc_len, sizeof trunc_len, "runs past the end"},
         {wrong_type, sizeof wrong_type, "wire type"},
@@ -133,7 +148,8 @@ FL_TEST(ckpt_proto, proto_decode_rejects_truncated_and_mistyped)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         why[0] = 0;
-        FL_ASSERT_EQ(ckpt_pb_decode_entry(cases[i].p, cases[i].n, &a, &d, why, sizeof why), -EBADMSG);
+        FL_ASSERT_EQ(ckpt_pb_decode_entry(cases[i].p, cases[i].n, &a, &d, why, sizeof why),
+                     -EBADMSG);
         FL_ASSERT_CONTAINS(why, cases[i].want);
         FL_ASSERT_CONTAINS(why, "Proto");
     }

@@ -73,14 +73,16 @@ FL_TEST(ckpt_state, state_write_is_atomic_and_roundtrips)
     FL_ASSERT_EQ(count_names(fl_test_dir(), "tmp"), 0);
     char *text = (char *)slurp(tpath("checkpoint"), NULL);
     FL_REQUIRE(text != NULL);
-    FL_ASSERT_CONTAINS(text, "model_checkpoint_path: \"model.ckpt-24\"\n"
-                             "all_model_checkpoint_paths: \"model.ckpt-20\"\n"
-                             "all_model_checkpoint_paths: \"dir with \\\"quotes\\\"/it\\'s\\\\here\\n\\001\\303\\251\"\n"
-                             "all_model_checkpoint_paths: \"model.ckpt-24\"\n"
-                             "all_model_checkpoint_timestamps: 1577836800.5\n"
-                             "all_model_checkpoint_timestamps: 1577836900.25\n"
-                             "all_model_checkpoint_timestamps: 1577837000.0\n"
-                             "last_preserved_timestamp: 1577836700.125\n");
+    FL_ASSERT_CONTAINS(
+        text,
+        "model_checkpoint_path: \"model.ckpt-24\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-20\"\n"
+        "all_model_checkpoint_paths: \"dir with \\\"quotes\\\"/it\\'s\\\\here\\n\\001\\303\\251\"\n"
+        "all_model_checkpoint_paths: \"model.ckpt-24\"\n"
+        "all_model_checkpoint_timestamps: 1577836800.5\n"
+        "all_model_checkpoint_timestamps: 1577836900.25\n"
+        "all_model_checkpoint_timestamps: 1577837000.0\n"
+        "last_preserved_timestamp: 1577836700.125\n");
     free(text);
     FL_REQUIRE_EQ(ckpt_state_read(fl_test_dir(), &back, &e), 0);
     FL_ASSERT_STREQ(back.model_checkpoint_path, "model.ckpt-24");
@@ -103,14 +105,13 @@ FL_TEST(ckpt_state, state_write_is_atomic_and_roundtrips)
 
 FL_TEST(ckpt_state, state_parse_accepts_text_format_variants)
 {
-    const char *text =
-        "# written by hand\n"
-        "model_checkpoint_path :'a\\x41\\101\\u00e9' \"b\" ;\n"
-        "all_model_checkpoint_paths: [\"p1\", 'p2'] ,\n"
-        "all_model_checkpoint_paths: \"p3\"  # trailing comment\n"
-        "all_model_checkpoint_timestamps: [1, 2.5e3, -inf]\n"
-        "last_preserved_timestamp: 7f\n"
-        "model_checkpoint_path: \"last wins\"\n";
+    const char *text = "# written by hand\n"
+                       "model_checkpoint_path :'a\\x41\\101\\u00e9' \"b\" ;\n"
+                       "all_model_checkpoint_paths: [\"p1\", 'p2'] ,\n"
+                       "all_model_checkpoint_paths: \"p3\"  # trailing comment\n"
+                       "all_model_checkpoint_timestamps: [1, 2.5e3, -inf]\n"
+                       "last_preserved_timestamp: 7f\n"
+                       "model_checkpoint_path: \"last wins\"\n";
     struct ckpt_state st;
     struct ckpt_err e;
     FL_REQUIRE_EQ(ckpt_state_parse(text, strlen(text), "t", &st, &e), 0);
@@ -125,7 +126,8 @@ FL_TEST(ckpt_state, state_parse_accepts_text_format_variants)
     ckpt_state_free(&st);
     const char *esc = "model_checkpoint_path: 'a\\x41\\101\\u00e9' \"b\"";
     FL_REQUIRE_EQ(ckpt_state_parse(esc, strlen(esc), "t", &st, &e), 0);
-    FL_ASSERT_STREQ(st.model_checkpoint_path, "aAA\xc3\xa9" "b");
+    FL_ASSERT_STREQ(st.model_checkpoint_path, "aAA\xc3\xa9"
+                                              "b");
     ckpt_state_free(&st);
     FL_REQUIRE_EQ(ckpt_state_parse("", 0, "t", &st, &e), 0);
     FL_ASSERT(st.model_checkpoint_path == NULL);
@@ -138,7 +140,9 @@ FL_TEST(ckpt_state, state_parse_errors_name_line_and_column)
         const char *text;
         const char *want;
     } cases[] = {
-        {"model_checkpoint_path: \"a\"\nbogus_field: \"x\"\n", "line 2 column 1: message type \"tensorflow.CheckpointState\" has no field named \"bogus_field\""},
+        {"model_checkpoint_path: \"a\"\nbogus_field: \"x\"\n",
+         "line 2 column 1: message type \"tensorflow.CheckpointState\" has no field named "
+         "\"bogus_field\""},
         {"model_checkpoint_path \"a\"\n", "line 1 column 23: expected ':'"},
         {"model_checkpoint_path: \"abc\n", "line 1 column 28: unterminated string"},
         {"model_checkpoint_path: 12\n", "expected a string"},
@@ -150,8 +154,9 @@ FL_TEST(ckpt_state, state_parse_errors_name_line_and_column)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct ckpt_state st;
         struct ckpt_err e;
-        FL_ASSERT_EQ(ckpt_state_parse(cases[i].text, strlen(cases[i].text), "dir/checkpoint", &st, &e),
-                     -EBADMSG);
+        FL_ASSERT_EQ(
+            ckpt_state_parse(cases[i].text, strlen(cases[i].text), "dir/checkpoint", &st, &e),
+            -EBADMSG);
         FL_ASSERT_CONTAINS(e.msg, "dir/checkpoint: ");
         FL_ASSERT_CONTAINS(e.msg, cases[i].want);
         FL_ASSERT(st.model_checkpoint_path == NULL && st.n_all == 0);

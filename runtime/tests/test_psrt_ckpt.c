@@ -45,8 +45,7 @@ static void assert_same_tensors(const char *a_rel, const char *b_rel)
         FL_ASSERT_EQ(t->len, la.t[i].len);
         FL_ASSERT_EQ(t->dtype, la.t[i].dtype);
         if (t->len == la.t[i].len)
-            FL_ASSERT_MSG(memcmp(t->data, la.t[i].data, t->len) == 0, "tensor %s differs",
-                          t->name);
+            FL_ASSERT_MSG(memcmp(t->data, la.t[i].data, t->len) == 0, "tensor %s differs", t->name);
     }
     psrt_tl_free(&la);
     psrt_tl_free(&lb);
@@ -62,7 +61,8 @@ static void every_checkpoint_restores_bit_exactly(const char *model)
     char flags[256];
     snprintf(flags, sizeof flags,
              "--model=%s --checkpoint_protocol=robust --save_checkpoint_steps=100 "
-             "--max_steps=400 --connect_timeout_secs=10", model);
+             "--max_steps=400 --connect_timeout_secs=10",
+             model);
     pc_init(&c, 2, 3, flags);
     pc_start_all(&c, NULL, NULL);
     int r = pc_wait_all(&c, 25);
@@ -79,8 +79,7 @@ static void every_checkpoint_restores_bit_exactly(const char *model)
      * -400).  Only the first and the last are certain, and two are enough
      * for both restore paths (k = 0 from the chief's copy, k = 1 from the
      * ps copies). */
-    FL_REQUIRE_MSG(st.n_all >= 2, "%zu checkpoints kept, want the first and the last",
-                   st.n_all);
+    FL_REQUIRE_MSG(st.n_all >= 2, "%zu checkpoints kept, want the first and the last", st.n_all);
     for (size_t k = 0; k < st.n_all; k++) {
         const char *name = st.all_model_checkpoint_paths[k];
         long long step = atoll(strrchr(name, '-') + 1);
@@ -278,7 +277,7 @@ static void s003(const char *threads, int *chief_status, char **log)
 
 FL_TEST_ROOT_T(psrt_ckpt, s003_per_request_aborts_under_task_limit_pool_keeps_training, 60)
 {
-    fl_test_need_root();    /* the chief runs as another uid, with RLIMIT_NPROC 1 */
+    fl_test_need_root(); /* the chief runs as another uid, with RLIMIT_NPROC 1 */
     int st;
     char *log;
     s003("per_request", &st, &log);
@@ -297,36 +296,64 @@ FL_TEST_ROOT_T(psrt_ckpt, s003_per_request_aborts_under_task_limit_pool_keeps_tr
 FL_TEST_CLUSTER(psrt_ckpt, bad_flags_and_unreachable_ps_give_one_line)
 {
     char *out = NULL;
-    int r = fl_test_sh(&out, "%s --job_name=worker --ps_hosts=127.0.0.1:1 "
-                             "--worker_hosts=127.0.0.1:2 --max_steps=ten 2>&1",
+    int r = fl_test_sh(&out,
+                       "%s --job_name=worker --ps_hosts=127.0.0.1:1 "
+                       "--worker_hosts=127.0.0.1:2 --max_steps=ten 2>&1",
                        fl_test_bin("psrt"));
     FL_ASSERT_EQ(r, 2);
     FL_ASSERT_STREQ(out, "psrt: --max_steps=ten: bad value: expected an integer from 0\n");
     free(out);
     int port = pc_free_port();
-    r = fl_test_sh(&out, "cd %s && %s --job_name=worker --ps_hosts=127.0.0.1:%d "
-                         "--worker_hosts=127.0.0.1:2 --connect_timeout_secs=0.5 2>&1",
+    r = fl_test_sh(&out,
+                   "cd %s && %s --job_name=worker --ps_hosts=127.0.0.1:%d "
+                   "--worker_hosts=127.0.0.1:2 --connect_timeout_secs=0.5 2>&1",
                    fl_test_dir(), fl_test_bin("psrt"), port);
     FL_ASSERT_EQ(r, 1);
     char want[256];
-    snprintf(want, sizeof want, "UnavailableError: cannot reach ps task 0 at 127.0.0.1:%d within "
-                                "0.5 s: Connection refused\n", port);
+    snprintf(want, sizeof want,
+             "UnavailableError: cannot reach ps task 0 at 127.0.0.1:%d within "
+             "0.5 s: Connection refused\n",
+             port);
     FL_ASSERT_CONTAINS(out, want);
     free(out);
     r = fl_test_sh(&out, "%s --help", fl_test_bin("psrt"));
     FL_ASSERT_EQ(r, 0);
-    const char *documented[] = {"--job_name", "--task_index", "--ps_hosts", "--worker_hosts",
-                                "--train_dir", "--model", "--optimizer", "--batch_size",
-                                "--learning_rate", "--max_steps", "--save_checkpoint_steps",
-                                "--save_checkpoint_secs", "--max_to_keep",
-                                "--checkpoint_protocol", "--rpc_threads", "--export_dir",
-                                "--seed", "psrt predict", "psrt inspect", "psrt/save/merge",
-                                "psrt/restore/read", "psrt/export/write", "(docs/events.md)",
-                                "--pool_threads", "--export_version", "--rpc_timeout_secs",
-                                "--connect_timeout_secs", "--reconnect_timeout_secs",
-                                "--ps_exit_on_chief_done", "--sharded_save",
-                                "--log_every_steps", "--sparse_features", "--dense_floats",
-                                "--step_delay", "--noname (false)", NULL};
+    const char *documented[] = {"--job_name",
+                                "--task_index",
+                                "--ps_hosts",
+                                "--worker_hosts",
+                                "--train_dir",
+                                "--model",
+                                "--optimizer",
+                                "--batch_size",
+                                "--learning_rate",
+                                "--max_steps",
+                                "--save_checkpoint_steps",
+                                "--save_checkpoint_secs",
+                                "--max_to_keep",
+                                "--checkpoint_protocol",
+                                "--rpc_threads",
+                                "--export_dir",
+                                "--seed",
+                                "psrt predict",
+                                "psrt inspect",
+                                "psrt/save/merge",
+                                "psrt/restore/read",
+                                "psrt/export/write",
+                                "(docs/events.md)",
+                                "--pool_threads",
+                                "--export_version",
+                                "--rpc_timeout_secs",
+                                "--connect_timeout_secs",
+                                "--reconnect_timeout_secs",
+                                "--ps_exit_on_chief_done",
+                                "--sharded_save",
+                                "--log_every_steps",
+                                "--sparse_features",
+                                "--dense_floats",
+                                "--step_delay",
+                                "--noname (false)",
+                                NULL};
     for (int i = 0; documented[i]; i++)
         FL_ASSERT_CONTAINS(out, documented[i]);
     free(out);
@@ -374,18 +401,20 @@ FL_TEST_CLUSTER_T(psrt_ckpt, garbage_peer_is_named_by_a_waiting_worker, 30)
     FL_REQUIRE_EQ(pthread_create(&t, NULL, garbage_server, (void *)(intptr_t)lfd), 0);
     pthread_detach(t);
     char *out = NULL;
-    int r = fl_test_sh(&out, "cd %s && %s --job_name=worker --task_index=1 "
-                             "--ps_hosts=127.0.0.1:%d --worker_hosts=127.0.0.1:2,127.0.0.1:3 "
-                             "--connect_timeout_secs=2 --reconnect_timeout_secs=1 2>&1",
+    int r = fl_test_sh(&out,
+                       "cd %s && %s --job_name=worker --task_index=1 "
+                       "--ps_hosts=127.0.0.1:%d --worker_hosts=127.0.0.1:2,127.0.0.1:3 "
+                       "--connect_timeout_secs=2 --reconnect_timeout_secs=1 2>&1",
                        fl_test_dir(), fl_test_bin("psrt"), port);
     FL_ASSERT_EQ(r, 1);
     char want[256];
-    snprintf(want, sizeof want, "model not ready after 1 s: ps task 0 at 127.0.0.1:%d: "
-                                "receiving reply to Ping: bad frame", port);
+    snprintf(want, sizeof want,
+             "model not ready after 1 s: ps task 0 at 127.0.0.1:%d: "
+             "receiving reply to Ping: bad frame",
+             port);
     FL_ASSERT_CONTAINS(out, want);
     const char *rc1 = strstr(out, "reconnecting");
-    FL_ASSERT_MSG(!rc1 || !strstr(rc1 + 1, "reconnecting"), "a reconnect line per retry:\n%s",
-                  out);
+    FL_ASSERT_MSG(!rc1 || !strstr(rc1 + 1, "reconnecting"), "a reconnect line per retry:\n%s", out);
     free(out);
     shutdown(lfd, SHUT_RDWR);
     close(lfd);
@@ -487,7 +516,7 @@ FL_TEST_ROOT_T(psrt_ckpt, full_disk_fails_save_with_one_line_and_keeps_last_chec
     char *log = pc_read("w0.log");
     FL_ASSERT_EQ(r, 1);
     FL_ASSERT_CONTAINS(log, "ResourceExhaustedError: ");
-    FL_ASSERT_CONTAINS(log, "No space left on device (");    /* the call */
+    FL_ASSERT_CONTAINS(log, "No space left on device ("); /* the call */
     FL_ASSERT_CONTAINS(log, "; free space on that disk"); /* what to do */
     FL_ASSERT_CONTAINS(log, "Saved checkpoint for step 0");
     /* what was reported saved is intact: the state file names a checkpoint

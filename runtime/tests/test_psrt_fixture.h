@@ -59,15 +59,13 @@ static inline void fixture_task(struct ps_fixture *x, const char *model, int mod
     FL_REQUIRE_EQ(psrt_conn_connect(x->c, 5, &e), 0);
 }
 
-static inline void fixture(struct ps_fixture *x, const char *model, int mode,
-                           long long max_steps)
+static inline void fixture(struct ps_fixture *x, const char *model, int mode, long long max_steps)
 {
     fixture_task(x, model, mode, max_steps, 0, 1, "");
 }
 
 /* One call on x->c (the reply in x->resp); the peer's status. */
-static inline int32_t call(struct ps_fixture *x, int op, uint32_t flags, const void *p,
-                           size_t n)
+static inline int32_t call(struct ps_fixture *x, int op, uint32_t flags, const void *p, size_t n)
 {
     struct iovec iov = {(void *)p, n};
     int32_t st = 0;

@@ -58,8 +58,8 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
     FL_ASSERT_EQ(parse("--job_name=ps --bogus --ps_hosts=a:1 --worker_hosts=b:2", &f, err),
                  -EINVAL);
     FL_ASSERT_CONTAINS(err, "unknown flag --bogus");
-    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --batch_size=10x", &f,
-                       err), -EINVAL);
+    FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --batch_size=10x", &f, err),
+                 -EINVAL);
     FL_ASSERT_CONTAINS(err, "--batch_size=10x: bad value: expected an integer from 1 to 1000000");
     FL_ASSERT_EQ(parse("--job_name=ps --ps_hosts=a:1 --worker_hosts=b:2 --max_steps=x", &f, err),
                  -EINVAL);
@@ -75,7 +75,8 @@ FL_TEST(psrt_flags, ps_out_of_memory_names_the_variable_and_flag)
     if (access(b, X_OK) != 0)
         FL_SKIP("%s is not built", b);
     char *out = NULL;
-    int rc = fl_test_sh(&out, "cd %s && ulimit -v 2000000 && exec %s --job_name=ps --task_index=0 "
+    int rc = fl_test_sh(&out,
+                        "cd %s && ulimit -v 2000000 && exec %s --job_name=ps --task_index=0 "
                         "--ps_hosts=127.0.0.1:0 --worker_hosts=127.0.0.1:1 --model=bench_dense "
                         "--dense_floats=1000000000 --optimizer=adagrad 2>&1",
                         fl_test_dir(), b);
@@ -94,7 +95,9 @@ FL_TEST(psrt_flags, bench_usage_mistakes_say_what_is_wrong)
     const char *b = fl_test_bin("psrt");
     if (access(b, X_OK) != 0)
         FL_SKIP("%s is not built", b);
-    static const struct { const char *args, *want; } cases[] = {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
         {"sparse", "psrt bench sparse: --ps_hosts=H:P,... is required"},
         {"dense --secs=1", "psrt bench dense: --ps_hosts=H:P,... is required"},
         {"robust --ps_hosts=127.0.0.1:1", "psrt bench robust: --train_dir=DIR is required"},
@@ -116,7 +119,8 @@ FL_TEST(psrt_flags, bench_usage_mistakes_say_what_is_wrong)
 }
 
 /* A zero timeout, or one under poll's millisecond, would time every call
- * out at once (and a worker would reconnect forever); an int flag past INT_MAX would wrap when stored. */
+ * out at once (and a worker would reconnect forever); an int flag past INT_MAX would wrap when
+ * stored. */
 FL_TEST(psrt_flags, timeouts_must_be_positive_and_ints_must_fit)
 {
     struct psrt_flags f;

@@ -9,8 +9,13 @@
 
 FL_TEST(psrt_frame, roundtrip_and_every_corruption_is_caught)
 {
-    struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ, .op = PSRT_OP_PULL, .status = -5,
-                               .flags = 3, .id = 77, .len = 1234, .pcrc = 0xdeadbeef};
+    struct psrt_frame_hdr h = {.kind = PSRT_KIND_REQ,
+                               .op = PSRT_OP_PULL,
+                               .status = -5,
+                               .flags = 3,
+                               .id = 77,
+                               .len = 1234,
+                               .pcrc = 0xdeadbeef};
     uint8_t buf[PSRT_FRAME_HDR];
     psrt_frame_encode(buf, &h);
     struct psrt_frame_hdr d;

@@ -27,7 +27,9 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_second_ps_lost_in_restore, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-ps-lost-during-recovery.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 2);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"),
+        2);
 }
 
 /* Found by `faultline soak`: a relaunched robust chief gave up when a ps
@@ -40,22 +42,31 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_ps_lost_in_chief_start, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-ps-lost-during-chief-start.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
+                 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"),
+        1);
 }
 
 /* Found while soaking psrt (a probe pinned at the final save): a ps lost
  * while the robust chief saved the final checkpoint made it exit 1
- * ("saving the final checkpoint failed"); it recovers, trains again to max_steps and saves now.  The kill of ps:1
- * is pinned to the chief's save.begin at step 200 (max_steps). */
+ * ("saving the final checkpoint failed"); it recovers, trains again to max_steps and saves now. The
+ * kill of ps:1 is pinned to the chief's save.begin at step 200 (max_steps). */
 FL_TEST_ROOT_T(psrt_lost_tasks, psrt_ps_lost_in_final_save, 60)
 {
     require_setup();
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-ps-lost-during-final-save.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE '%step=200%'"), 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='ps' AND generation=1"),
+        1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE '%step=200%'"),
+        1);
 }
 
 /* Found while soaking psrt (pinned by hand): a save whose commit reached
@@ -69,8 +80,13 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_chief_lost_after_bad_commit, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-chief-lost-after-failed-commit.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 2);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
+                 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"),
+        2);
 }
 
 /* Found while soaking psrt (pinned by hand): with --max_to_keep=1, a ps
@@ -84,8 +100,13 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_chief_lost_keep_one, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-chief-lost-keep-one.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"), 1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
+                 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM events WHERE kind='restore.done' AND attrs LIKE 'step=80 %'"),
+        1);
 }
 
 /* Found while soaking psrt (pinned by hand): a robust chief that restored
@@ -98,6 +119,11 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_chief_replaced_at_end, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-chief-replaced-at-end.yaml");
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM processes WHERE job='chief' AND generation=1"), 1);
-    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE 'step=200 %'"), 2);
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
+                 1);
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM events WHERE kind='save.done' AND attrs LIKE 'step=200 %'"),
+        2);
 }

@@ -12,9 +12,8 @@
 #endif
 
 #define NEAR(a, b) (fabs((double)(a) - (double)(b)) <= 1e-6 * (1 + fabs((double)(b))))
-#define ASSERT_NEAR(a, b)                                                                  \
-    FL_ASSERT_MSG(NEAR(a, b), "%s ~= %s: left %.9g, right %.9g", #a, #b, (double)(a),     \
-                  (double)(b))
+#define ASSERT_NEAR(a, b) \
+    FL_ASSERT_MSG(NEAR(a, b), "%s ~= %s: left %.9g, right %.9g", #a, #b, (double)(a), (double)(b))
 
 FL_TEST(psrt_optim, sgd_matches_hand_computed)
 {

@@ -72,8 +72,8 @@ FL_TEST(psrt_ps, huge_nkeys_is_refused_and_ps_keeps_serving)
     FL_REQUIRE_EQ(call(&x, PSRT_OP_INIT, 0, &seed, 8), 0);
     FL_REQUIRE_EQ(call(&x, PSRT_OP_OPEN, 0, NULL, 0), 0);
     /* counts that wrap, and one merely larger than the keys sent */
-    static const uint64_t huge[] = {1ull << 61, 1ull << 62, (1ull << 62) + 1, UINT64_MAX,
-                                    UINT64_MAX / 8 + 1, 3};
+    static const uint64_t huge[] = {1ull << 61, 1ull << 62,         (1ull << 62) + 1,
+                                    UINT64_MAX, UINT64_MAX / 8 + 1, 3};
     for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
         /* Pull: u64 nkeys, then (here) two keys */
         uint64_t pull[3] = {huge[i], 11, 12};

@@ -84,14 +84,14 @@ FL_TEST(psrt_rpc, out_of_fds_refuses_without_spinning)
     FL_REQUIRE_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     FL_REQUIRE(fd >= 0);
-    FL_REQUIRE_EQ(open("/dev/null", O_RDONLY), -1);     /* none left */
+    FL_REQUIRE_EQ(open("/dev/null", O_RDONLY), -1); /* none left */
     FL_REQUIRE_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     struct pollfd p = {.fd = fd, .events = POLLIN};
     int ready = poll(&p, 1, 5000);
     char c;
     ssize_t got = ready == 1 ? read(fd, &c, 1) : 1;
-    FL_ASSERT_MSG(ready == 1 && got <= 0, "the connection was not refused (poll %d, read %zd)", ready,
-                  got);
+    FL_ASSERT_MSG(ready == 1 && got <= 0, "the connection was not refused (poll %d, read %zd)",
+                  ready, got);
     /* still out of descriptors (the client's socket holds the last), with
      * nothing waiting to be accepted: the process does not spin meanwhile */
     double c0 = cpu_s();
@@ -111,7 +111,7 @@ FL_TEST(psrt_rpc, out_of_fds_refuses_without_spinning)
     psrt_frame_encode(hdr, &h);
     FL_REQUIRE_EQ(write(fd, hdr, sizeof hdr), (ssize_t)sizeof hdr);
     FL_REQUIRE_EQ(write(fd, "abcd", 4), 4);
-    FL_ASSERT_EQ(read(fd, &c, 1), 0);   /* accepted, read, closed for the bad crc */
+    FL_ASSERT_EQ(read(fd, &c, 1), 0); /* accepted, read, closed for the bad crc */
     close(fd);
 }
 
@@ -147,15 +147,16 @@ FL_TEST(psrt_rpc, reconnect_after_unanswered_connection_backs_off)
         FL_REQUIRE_EQ(psrt_conn_connect(c, 5, &e), 0);
         struct psrt_buf resp = {0};
         int32_t st;
-        if (psrt_conn_send(c, PSRT_OP_PING, 0, NULL, 0, 5, &e) || psrt_conn_recv(c, 5, &resp, &st, &e))
+        if (psrt_conn_send(c, PSRT_OP_PING, 0, NULL, 0, 5, &e) ||
+            psrt_conn_recv(c, 5, &resp, &st, &e))
             failed++;
         psrt_buf_free(&resp);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     FL_ASSERT_EQ(failed, 6);
-    FL_ASSERT_MSG(took >= 0.5, "6 reconnects to a peer that closes at once took %.3f s (no backoff)",
-                  took);
+    FL_ASSERT_MSG(took >= 0.5,
+                  "6 reconnects to a peer that closes at once took %.3f s (no backoff)", took);
     psrt_conn_free(c);
     shutdown(lfd, SHUT_RDWR);
     close(lfd);
@@ -201,7 +202,9 @@ FL_TEST(psrt_rpc, streamed_reply_checks_crc_at_the_end)
         uint8_t hdr[PSRT_FRAME_HDR];
         if (fd < 0 || read(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
             _exit(1);
-        struct psrt_frame_hdr h = {.kind = PSRT_KIND_RESP, .op = PSRT_OP_RSAVE, .len = 6,
+        struct psrt_frame_hdr h = {.kind = PSRT_KIND_RESP,
+                                   .op = PSRT_OP_RSAVE,
+                                   .len = 6,
                                    .pcrc = psrt_crc32c(0, "abcdef", 6)};
         psrt_frame_encode(hdr, &h);
         if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr || write(fd, "abcdeX", 6) != 6)
@@ -287,7 +290,10 @@ static pid_t slow_peer(int *port, size_t n, int k, double gap)
             close(fd);
             continue;
         }
-        struct psrt_frame_hdr r = {.kind = PSRT_KIND_RESP, .op = h.op, .id = h.id, .len = n,
+        struct psrt_frame_hdr r = {.kind = PSRT_KIND_RESP,
+                                   .op = h.op,
+                                   .id = h.id,
+                                   .len = n,
                                    .pcrc = psrt_crc32c(0, body, n)};
         psrt_frame_encode(hdr, &r);
         if (write(fd, hdr, sizeof hdr) != (ssize_t)sizeof hdr)
@@ -380,8 +386,12 @@ FL_TEST(psrt_rpc, multi_pipelines_calls_per_connection_in_order)
         for (size_t j = 0; j < n; j++)
             payload[i][j] = (char)(i * 7 + j);
         iov[i] = (struct iovec){payload[i], n};
-        m[i] = (struct psrt_mcall){.c = i % 3 ? x.c : y.c, .op = PSRT_OP_ECHO, .iov = &iov[i],
-                                   .niov = 1, .resp = &resp[i], .err = &err[i]};
+        m[i] = (struct psrt_mcall){.c = i % 3 ? x.c : y.c,
+                                   .op = PSRT_OP_ECHO,
+                                   .iov = &iov[i],
+                                   .niov = 1,
+                                   .resp = &resp[i],
+                                   .err = &err[i]};
     }
     FL_REQUIRE_EQ(psrt_conn_multi(m, N, 10), 0);
     for (int i = 0; i < N; i++) {
@@ -397,10 +407,10 @@ FL_TEST(psrt_rpc, multi_pipelines_calls_per_connection_in_order)
     psrt_conn_close(y.c);
     char one = 1;
     struct iovec o = {&one, 1};
-    m[0] = (struct psrt_mcall){.c = y.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1,
-                               .resp = &resp[0], .err = &err[0]};
-    m[1] = (struct psrt_mcall){.c = x.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1,
-                               .resp = &resp[1], .err = &err[1]};
+    m[0] = (struct psrt_mcall){
+        .c = y.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1, .resp = &resp[0], .err = &err[0]};
+    m[1] = (struct psrt_mcall){
+        .c = x.c, .op = PSRT_OP_ECHO, .iov = &o, .niov = 1, .resp = &resp[1], .err = &err[1]};
     FL_ASSERT_EQ(psrt_conn_multi(m, 2, 5), -ENOTCONN);
     FL_ASSERT_CONTAINS(err[0].msg, "ps task 0 at 127.0.0.1:");
     FL_ASSERT_EQ(m[1].rc, 0);

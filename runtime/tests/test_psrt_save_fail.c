@@ -32,8 +32,10 @@ FL_TEST(psrt_save_fail, failed_save_flags_parse_default_and_show_in_help)
     psrt_flags_free(&f);
     char line[256];
     FL_ASSERT(f.failed_saves_secs == 0);
-    snprintf(line, sizeof line, "%s --max_failed_saves=0 --finish_retry_secs=2.5 "
-             "--failed_saves_secs=30", base);
+    snprintf(line, sizeof line,
+             "%s --max_failed_saves=0 --finish_retry_secs=2.5 "
+             "--failed_saves_secs=30",
+             base);
     FL_REQUIRE_EQ(parse(line, &f, err), 0);
     FL_ASSERT_EQ(f.max_failed_saves, 0);
     FL_ASSERT(f.finish_retry_secs == 2.5);
@@ -102,11 +104,16 @@ FL_TEST(psrt_save_fail, drop_unlists_and_deletes_only_that_checkpoint)
     snprintf(dir, sizeof dir, "%s/drop", fl_test_dir());
     FL_REQUIRE_EQ(mkdir(dir, 0755), 0);
     struct psrt_err e = {0};
-    const char *files[] = {"model.ckpt-1.index", "model.ckpt-1.data-00000-of-00001",
-                           "model.ckpt-2.index", "model.ckpt-2.data-00000-of-00001",
-                           "model.ckpt-3.index", "model.ckpt-3.data-00000-of-00001",
-                           "model.ckpt-3.index.tempstate77", "model.ckpt-30.index",
-                           "model.ckpt-4.data-00000-of-00001.tempstate9", "notes.txt"};
+    const char *files[] = {"model.ckpt-1.index",
+                           "model.ckpt-1.data-00000-of-00001",
+                           "model.ckpt-2.index",
+                           "model.ckpt-2.data-00000-of-00001",
+                           "model.ckpt-3.index",
+                           "model.ckpt-3.data-00000-of-00001",
+                           "model.ckpt-3.index.tempstate77",
+                           "model.ckpt-30.index",
+                           "model.ckpt-4.data-00000-of-00001.tempstate9",
+                           "notes.txt"};
     for (int i = 0; i < 10; i++)
         touch(dir, files[i]);
     for (int k = 1; k <= 3; k++) {
@@ -192,12 +199,14 @@ FL_TEST(psrt_save_fail, abort_drops_the_copy_committed_or_not_never_keep)
     FL_ASSERT_STREQ(state_list(dir), "model.ckpt-10,model.ckpt-20|model.ckpt-20");
     FL_ASSERT_EQ(rabort(&x, 20, "model.ckpt-10"), 0);
     FL_ASSERT_STREQ(state_list(dir), "model.ckpt-10|model.ckpt-10");
-    FL_ASSERT(!there(dir, "model.ckpt-20.index") && !there(dir, "model.ckpt-20.data-00000-of-00001"));
+    FL_ASSERT(!there(dir, "model.ckpt-20.index") &&
+              !there(dir, "model.ckpt-20.data-00000-of-00001"));
     FL_ASSERT(there(dir, "model.ckpt-10.index") && there(dir, "model.ckpt-10.data-00000-of-00001"));
     /* written, never committed (the abort waits for the background write) */
     FL_REQUIRE_EQ(rsave(&x, 30), 0);
     FL_ASSERT_EQ(rabort(&x, 30, "model.ckpt-10"), 0);
-    FL_ASSERT(!there(dir, "model.ckpt-30.index") && !there(dir, "model.ckpt-30.data-00000-of-00001"));
+    FL_ASSERT(!there(dir, "model.ckpt-30.index") &&
+              !there(dir, "model.ckpt-30.data-00000-of-00001"));
     /* the reported one itself (saved again after a restore): kept */
     FL_ASSERT_EQ(rabort(&x, 10, "model.ckpt-10"), 0);
     FL_ASSERT(there(dir, "model.ckpt-10.index"));
@@ -257,8 +266,7 @@ static void assert_reported_whole(int nps, long long step)
         FL_REQUIRE_MSG(psrt_tl_read_bundle(&mine, pp, &e) == 0, "%s", e.msg);
         for (int i = 0; i < mine.n; i++) {
             const struct psrt_tensor *t = psrt_tl_find(&chief, mine.t[i].name);
-            FL_ASSERT_MSG(t && t->len == mine.t[i].len &&
-                          !memcmp(t->data, mine.t[i].data, t->len),
+            FL_ASSERT_MSG(t && t->len == mine.t[i].len && !memcmp(t->data, mine.t[i].data, t->len),
                           "ps %d's %s differs from the chief's", p, mine.t[i].name);
             seen++;
         }
@@ -268,8 +276,9 @@ static void assert_reported_whole(int nps, long long step)
     psrt_tl_free(&chief);
 }
 
-#define FLAGS "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=20 " \
-              "--max_steps=100 --connect_timeout_secs=10 "
+#define FLAGS                                                                 \
+    "--model=linear --checkpoint_protocol=robust --save_checkpoint_steps=20 " \
+    "--max_steps=100 --connect_timeout_secs=10 "
 
 /* Starts 2 ps and the chief (the only worker: steps are exactly the
  * global steps, saves at 0, 20, 40, 60, 80 and the final one at 100),
@@ -302,7 +311,8 @@ FL_TEST_CLUSTER_T(psrt_save_fail, robust_failed_save_is_dropped_and_training_goe
     FL_ASSERT_MSG(r == 0, "chief exited %d:\n%s", r, log);
     FL_ASSERT_CONTAINS(log, "save at step 40 failed and was abandoned (1 in a row; "
                             "--max_failed_saves=3): ");
-    FL_ASSERT_CONTAINS(log, "fsync ./train_logs/ps1/model.ckpt-40: Input/output error on ps task 1");
+    FL_ASSERT_CONTAINS(log,
+                       "fsync ./train_logs/ps1/model.ckpt-40: Input/output error on ps task 1");
     FL_ASSERT_CONTAINS(log, "training goes on, next save at step 60");
     FL_ASSERT_CONTAINS(log, "Saved checkpoint for step 60");
     FL_ASSERT(strstr(log, "Saved checkpoint for step 41:") == NULL); /* not at once again */
@@ -505,7 +515,8 @@ FL_TEST_CLUSTER_T(psrt_save_fail, legacy_failed_save_still_ends_the_chief, 40)
     FL_ASSERT(strstr(log, "abandoned") == NULL);
     free(log);
     FL_REQUIRE_EQ(fl_test_sh(NULL, "rm -rf %s/ps0 %s/ps1 %s/w0 %s/w0.log", fl_test_dir(),
-                             fl_test_dir(), fl_test_dir(), fl_test_dir()), 0);
+                             fl_test_dir(), fl_test_dir(), fl_test_dir()),
+                  0);
     char flags[512];
     snprintf(flags, sizeof flags, "%s--finish_retry_secs=30", legacy);
     r = run3(flags, NULL, NULL, "psrt/save/chief_write=5@6");

@@ -29,9 +29,11 @@ FL_TEST_ROOT_T(psrt_save_faults, ps_eio_save_abandoned, 60)
     require_setup();
     fl_test_scenario_passes("psrt-save-eio.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' "
-                                         "AND attrs LIKE 'step=60 on=ps:1 %'"), 1);
+                                         "AND attrs LIKE 'step=60 on=ps:1 %'"),
+                 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' "
-                                         "AND attrs LIKE 'step=80 %'"), 1);
+                                         "AND attrs LIKE 'step=80 %'"),
+                 1);
 }
 
 /* The same with ENOSPC (a full disk). */
@@ -40,7 +42,8 @@ FL_TEST_ROOT_T(psrt_save_faults, ps_enospc_save_abandoned, 60)
     require_setup();
     fl_test_scenario_passes("psrt-save-enospc.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' "
-                                         "AND attrs LIKE 'step=60 on=ps:1 %No space left%'"), 1);
+                                         "AND attrs LIKE 'step=60 on=ps:1 %No space left%'"),
+                 1);
 }
 
 /* EIO on ps1 for good from step 40: the chief exits 1 at the third failed
@@ -51,7 +54,8 @@ FL_TEST_ROOT_T(psrt_save_faults, ps_eio_stays_ends_chief, 60)
     require_setup();
     fl_test_scenario_passes("psrt-save-eio-stays.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' "
-                                         "AND attrs LIKE 'step=80 on=ps:1 %'"), 1);
+                                         "AND attrs LIKE 'step=80 on=ps:1 %'"),
+                 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT exit_code FROM processes WHERE job='chief'"), 1);
 }
 
@@ -62,7 +66,9 @@ FL_TEST_ROOT_T(psrt_save_faults, chief_eio_save_abandoned, 60)
     require_setup();
     fl_test_scenario_passes("psrt-save-chief-eio.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' "
-                                         "AND attrs LIKE 'step=60 on=chief %'"), 1);
+                                         "AND attrs LIKE 'step=60 on=chief %'"),
+                 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.done' "
-                                         "AND attrs LIKE 'step=80 %'"), 1);
+                                         "AND attrs LIKE 'step=80 %'"),
+                 1);
 }

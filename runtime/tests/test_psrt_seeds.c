@@ -34,12 +34,15 @@ static void s000(int nps, int nw, const char *shard_re)
     char *log = pc_read("w0.log");
     FL_ASSERT_EQ(r, 1);
     char re[512];
-    snprintf(re, sizeof re,
-             "NotFoundError: \\./train_logs/model\\.ckpt-0_temp_[0-9a-f]{32}/%s\\.data-00000-of-00001; "
-             "No such file or directory",
-             shard_re);
+    snprintf(
+        re, sizeof re,
+        "NotFoundError: \\./train_logs/model\\.ckpt-0_temp_[0-9a-f]{32}/%s\\.data-00000-of-00001; "
+        "No such file or directory",
+        shard_re);
     assert_matches(log, re);
-    assert_matches(log, "Node: save/SaveV2(_[0-9]+)? = SaveV2\\[_device=\"/job:ps/replica:0/task:[0-9]+/cpu:0\"");
+    assert_matches(
+        log,
+        "Node: save/SaveV2(_[0-9]+)? = SaveV2\\[_device=\"/job:ps/replica:0/task:[0-9]+/cpu:0\"");
     free(log);
 }
 
@@ -140,7 +143,8 @@ FL_TEST_CLUSTER_T(psrt_seeds, s002_legacy_export_fails_on_ps_disk_and_leftover_h
     FL_ASSERT_EQ(r, 1);
     assert_matches(log, "NotFoundError: model/1/variables/variables_temp_[0-9a-f]{32}/"
                         "part-00000-of-00001\\.data-00000-of-00001; No such file or directory");
-    FL_ASSERT_CONTAINS(log, "[[Node: save_1/SaveV2 = SaveV2[_device=\"/job:ps/replica:0/task:0/cpu:0\"]");
+    FL_ASSERT_CONTAINS(
+        log, "[[Node: save_1/SaveV2 = SaveV2[_device=\"/job:ps/replica:0/task:0/cpu:0\"]");
     free(log);
     /* layout 1/3: ps and chief share a machine (directory): works */
     struct pc d;
@@ -203,13 +207,14 @@ FL_TEST_CLUSTER_T(psrt_seeds, s002_robust_export_works_and_predict_answers, 40)
     }
     fclose(f);
     char *out = NULL;
-    r = fl_test_sh(&out, "%s predict --model %s/w0/model < %s", fl_test_bin("psrt"),
-                   fl_test_dir(), in);
+    r = fl_test_sh(&out, "%s predict --model %s/w0/model < %s", fl_test_bin("psrt"), fl_test_dir(),
+                   in);
     FL_REQUIRE_EQ(r, 0);
     int right = 0, n = 0;
     char *save = NULL;
     for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++)
-        right += n < 50 && atoi(line) == (int)b.y[n] && (int)b.y[n] == psrt_softmax_true_class(b.x + n * 784);
+        right += n < 50 && atoi(line) == (int)b.y[n] &&
+                 (int)b.y[n] == psrt_softmax_true_class(b.x + n * 784);
     FL_ASSERT_EQ(n, 50);
     FL_ASSERT_MSG(right >= 45, "only %d of 50 predictions right", right);
     free(out);

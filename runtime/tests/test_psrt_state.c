@@ -93,8 +93,9 @@ FL_TEST(psrt_state, commit_keep_too_survives_max_to_keep)
     touch_ckpt(dir, "model.ckpt-80");
     FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-80", 1, 0, NULL, &e) == 0, "%s", e.msg);
     touch_ckpt(dir, "model.ckpt-100");
-    FL_REQUIRE_MSG(psrt_state_commit_keep(dir, "model.ckpt-100", 1, "model.ckpt-80", 0, NULL,
-                                          &e) == 0, "%s", e.msg);
+    FL_REQUIRE_MSG(psrt_state_commit_keep(dir, "model.ckpt-100", 1, "model.ckpt-80", 0, NULL, &e) ==
+                       0,
+                   "%s", e.msg);
     FL_ASSERT(ckpt_exists(dir, "model.ckpt-80") && ckpt_exists(dir, "model.ckpt-100"));
     struct ckpt_state st;
     struct ckpt_err ce = {0};
@@ -104,8 +105,9 @@ FL_TEST(psrt_state, commit_keep_too_survives_max_to_keep)
     ckpt_state_free(&st);
     /* the next save, 100 reported: 80 goes, 100 stays */
     touch_ckpt(dir, "model.ckpt-120");
-    FL_REQUIRE_MSG(psrt_state_commit_keep(dir, "model.ckpt-120", 1, "model.ckpt-100", 0, NULL,
-                                          &e) == 0, "%s", e.msg);
+    FL_REQUIRE_MSG(
+        psrt_state_commit_keep(dir, "model.ckpt-120", 1, "model.ckpt-100", 0, NULL, &e) == 0, "%s",
+        e.msg);
     FL_ASSERT(!ckpt_exists(dir, "model.ckpt-80"));
     FL_ASSERT(ckpt_exists(dir, "model.ckpt-100") && ckpt_exists(dir, "model.ckpt-120"));
     FL_REQUIRE_EQ(ckpt_state_read(dir, &st, &ce), 0);
@@ -165,8 +167,8 @@ FL_TEST(psrt_state, sweep_removes_only_unlisted_older_checkpoints)
     touch_ckpt(dir, "model.ckpt-20");
     FL_REQUIRE_MSG(psrt_state_commit(dir, "model.ckpt-20", 5, 0, NULL, &e) == 0, "%s", e.msg);
     touch_ckpt(dir, "model.ckpt-30");
-    const char *others[] = {"model.ckpt-15.data-00000-of-00001.tempstate123", "model.ckpt-abc.index",
-                            "model.ckpt-5", "notes.txt"};
+    const char *others[] = {"model.ckpt-15.data-00000-of-00001.tempstate123",
+                            "model.ckpt-abc.index", "model.ckpt-5", "notes.txt"};
     for (int i = 0; i < 4; i++) {
         char p[1024];
         snprintf(p, sizeof p, "%s/%s", dir, others[i]);

@@ -169,9 +169,11 @@ FL_TEST_CLUSTER_T(psrt_train, worker_with_other_model_flags_than_the_ps_fails_na
     char *log = pc_read("w0.log");
     FL_ASSERT_MSG(r == 1, "worker exited %d:\n%s", r, log);
     char want[256];
-    snprintf(want, sizeof want, "InvalidArgumentError: ps task 0 at %s serves model linear over 1 "
+    snprintf(want, sizeof want,
+             "InvalidArgumentError: ps task 0 at %s serves model linear over 1 "
              "ps task; this worker has model softmax over 1 ps task: give every task the same "
-             "--model, --ps_hosts and model size flags\n", c.ps_hosts);
+             "--model, --ps_hosts and model size flags\n",
+             c.ps_hosts);
     FL_ASSERT_CONTAINS(log, want);
     FL_ASSERT_EQ(strstr(log, "malformed"), NULL);
     free(log);

@@ -48,12 +48,13 @@ FL_TEST_CLUSTER_T(psrt_unsharded, s004_unsharded_saves_on_chief_relaunched_ps_fa
     char *log = pc_read("w0.log");
     FL_ASSERT_EQ(r, 1);
     regex_t rx;
-    FL_REQUIRE_EQ(regcomp(&rx,
-                          "InvalidArgumentError: Unsuccessful TensorSliceReader constructor: Failed "
-                          "to get matching files on \\./train_logs/model\\.ckpt-[0-9]+: Not found: "
-                          "\\./train_logs",
-                          REG_EXTENDED | REG_NOSUB),
-                  0);
+    FL_REQUIRE_EQ(
+        regcomp(&rx,
+                "InvalidArgumentError: Unsuccessful TensorSliceReader constructor: Failed "
+                "to get matching files on \\./train_logs/model\\.ckpt-[0-9]+: Not found: "
+                "\\./train_logs",
+                REG_EXTENDED | REG_NOSUB),
+        0);
     FL_ASSERT_MSG(regexec(&rx, log, 0, NULL, 0) == 0, "no S004 error in:\n%s", log);
     regfree(&rx);
     free(log);
@@ -63,8 +64,9 @@ FL_TEST_CLUSTER_T(psrt_unsharded, s004_unsharded_saves_on_chief_relaunched_ps_fa
 FL_TEST(psrt_unsharded, sharded_save_parses_and_defaults_on)
 {
     char *out = NULL;
-    int r = fl_test_sh(&out, "%s --job_name=worker --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 "
-                             "--sharded_save=maybe 2>&1",
+    int r = fl_test_sh(&out,
+                       "%s --job_name=worker --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 "
+                       "--sharded_save=maybe 2>&1",
                        fl_test_bin("psrt"));
     FL_ASSERT_EQ(r, 2);
     FL_ASSERT_CONTAINS(out, "--sharded_save=maybe");

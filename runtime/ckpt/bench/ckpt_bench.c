@@ -84,7 +84,8 @@ static int bench_write(const char *prefix, long mib, long nt)
     }
     double dt = now() - t0;
     double bytes = (double)per * (double)nt;
-    fprintf(stderr, "ckpt-bench: wrote %.0f bytes in %ld tensors with fsync in %.3f s\n", bytes, nt, dt);
+    fprintf(stderr, "ckpt-bench: wrote %.0f bytes in %ld tensors with fsync in %.3f s\n", bytes, nt,
+            dt);
     printf("%.1f\n", bytes / dt / 1e6);
     free(buf);
     return 0;
