@@ -22,6 +22,16 @@ static __attribute__((unused)) const char *data_dir(const char *sub)
     return p;
 }
 
+/* The path of a file of harness/tests/data/soak/ (four at a time). */
+static __attribute__((unused)) const char *soak_data(const char *name)
+{
+    static char buf[4][4096];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, 4096, "%s/harness/tests/data/soak/%s", fl_test_root(), name);
+    return b;
+}
+
 /* An expected message of a data file ("# expect: ..."), with {kinds} and
  * {kinds,} written out as the table of kinds says ("kill, ... or truncate",
  * "kill, ..., truncate"): a new kind changes no expected message. */

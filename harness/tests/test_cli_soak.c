@@ -12,21 +12,13 @@
  */
 #include "harness/soak/soak.h"
 #include "harness/tests/fl_test.h"
+#include "harness/tests/scenario_fixture.h"
 #include "harness/sys/rundir.h"
 
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-static const char *data(const char *name)
-{
-    static char buf[4][4096];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 4096, "%s/harness/tests/data/soak/%s", fl_test_root(), name);
-    return b;
-}
 
 /* The one file in dir ending in suffix (".min.yaml", or a plain ".yaml"
  * that is not a .min.yaml); its text (malloc'd), NULL when not exactly one. */
@@ -61,7 +53,7 @@ FL_TEST_ROOT_T(cli_soak, replay_line_names_variant, 120)
     int rc = fl_test_sh(&out,
                         "%s soak %s --variant mode=bad --iterations 1 --budget 0 --seed 1 "
                         "--out %s/o --no-db 2>&1",
-                        fl_test_bin("faultline"), data("variants.yaml"), t);
+                        fl_test_bin("faultline"), soak_data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     free(out);
@@ -96,7 +88,7 @@ FL_TEST_ROOT(cli_soak, unusable_out_is_one_usage_error)
     int rc = fl_test_sh(&out,
                         "%s soak %s --variant mode=bad --iterations 3 --seed 1 --out %s "
                         "--no-db 2>&1",
-                        fl_test_bin("faultline"), data("variants.yaml"), out_dir);
+                        fl_test_bin("faultline"), soak_data("variants.yaml"), out_dir);
     FL_ASSERT_EQ(rc, 2);
     FL_ASSERT_CONTAINS(out, "is too long a path for run directories");
     FL_ASSERT_CONTAINS(out, "--out DIR");
@@ -119,7 +111,7 @@ FL_TEST_ROOT_T(cli_soak, failing_baseline_stops_the_soak_plainly, 120)
     int rc = fl_test_sh(&out,
                         "%s soak %s --variant mode=bad --duration 8s --seed 1 --out %s/o "
                         "--no-db 2>&1",
-                        fl_test_bin("faultline"), data("variants.yaml"), t);
+                        fl_test_bin("faultline"), soak_data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "it fails with no fault at all");
     FL_ASSERT_CONTAINS(out, "variants.yaml --variant mode=bad' runs it without faults");
@@ -152,7 +144,7 @@ FL_TEST_ROOT_T(cli_soak, one_log_keeps_the_order_of_events, 120)
     int rc = fl_test_sh(&out,
                         "%s soak %s --variant mode=bad --iterations 1 --seed 1 --out %s/o "
                         "--no-db 2>&1 | cat",
-                        fl_test_bin("faultline"), data("variants.yaml"), t);
+                        fl_test_bin("faultline"), soak_data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 0);
     long it = at(out, "soak: iteration 1 fail"), kept = at(out, "failure kept: "),
          mini = at(out, "  minimizing 1 faults"), try1 = at(out, "  minimize try 1/"),
@@ -174,7 +166,7 @@ FL_TEST_ROOT_T(cli_soak, duration_bounds_minimizing_runs, 120)
     int rc = fl_test_sh(&out,
                         "%s soak %s --variant mode=bad --duration 100ms --seed 1 --out %s/o "
                         "--no-db 2>&1",
-                        fl_test_bin("faultline"), data("variants.yaml"), t);
+                        fl_test_bin("faultline"), soak_data("variants.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     FL_ASSERT_CONTAINS(out, "not minimized: the soak's --duration is up (the failure file holds "
@@ -200,7 +192,7 @@ FL_TEST_ROOT_T(cli_soak, files_at_rest_drawn_kept_and_replayed, 120)
     int rc = fl_test_sh(&out,
                         "%s soak %s --iterations 1 --budget 0 --seed 2 --out %s/o --no-db "
                         "2>&1",
-                        fl_test_bin("faultline"), data("at_rest.yaml"), t);
+                        fl_test_bin("faultline"), soak_data("at_rest.yaml"), t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     free(out);
@@ -281,7 +273,7 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
     const char *t = fl_test_dir();
     char *out = NULL;
     int rc = fl_test_sh(&out, "%s soak %s --iterations 1 --seed 11 --out %s/o --db %s/fl.db 2>&1",
-                        fl_test_bin("faultline"), data("guilty.yaml"), t, t);
+                        fl_test_bin("faultline"), soak_data("guilty.yaml"), t, t);
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "1 iteration in");
     FL_ASSERT_CONTAINS(out, "0 passed, 1 failed");
@@ -361,12 +353,12 @@ FL_TEST(cli_soak, cli_help_and_bad_options)
     FL_ASSERT_CONTAINS(out, "soak-failures");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s soak %s --iterations 1 --duration 1m 2>&1",
-                            fl_test_bin("faultline"), data("guilty.yaml")),
+                            fl_test_bin("faultline"), soak_data("guilty.yaml")),
                  2);
     FL_ASSERT_CONTAINS(out, "not both");
     free(out);
     FL_ASSERT_EQ(fl_test_sh(&out, "%s soak %s 2>&1", fl_test_bin("faultline"),
-                            data("invalid/unknown_target.yaml")),
+                            soak_data("invalid/unknown_target.yaml")),
                  2);
     FL_ASSERT_CONTAINS(out, "unknown_target.yaml:12:18: ");
     free(out);

@@ -16,15 +16,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static const char *data(const char *name)
-{
-    static char buf[4][4096];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 4096, "%s/harness/tests/data/soak/%s", fl_test_root(), name);
-    return b;
-}
-
 static struct fl_soak_profile *load(const char *path)
 {
     struct fl_soak_profile *p = NULL;
@@ -48,7 +39,7 @@ static bool same_schedule(const struct fl_soak_schedule *a, const struct fl_soak
 
 FL_TEST(soak_profile, draw_same_seed_same_schedule_other_seeds_differ)
 {
-    struct fl_soak_profile *p = load(data("draw.yaml"));
+    struct fl_soak_profile *p = load(soak_data("draw.yaml"));
     struct fl_soak_schedule a, b;
     FL_REQUIRE_EQ(fl_soak_draw(p, 42, &a), 0);
     FL_REQUIRE_EQ(fl_soak_draw(p, 42, &b), 0);
@@ -79,7 +70,7 @@ FL_TEST(soak_profile, draw_same_seed_same_schedule_other_seeds_differ)
 
 FL_TEST(soak_profile, draw_respects_kinds_targets_and_bounds)
 {
-    struct fl_soak_profile *p = load(data("draw.yaml"));
+    struct fl_soak_profile *p = load(soak_data("draw.yaml"));
     FL_REQUIRE_EQ(p->n_entries, 4);
     /* kill: [ps, worker] -> the job's tasks */
     FL_REQUIRE_EQ(p->entries[0].n_targets, 3);
@@ -156,7 +147,7 @@ FL_TEST(soak_profile, draw_respects_kinds_targets_and_bounds)
 
 FL_TEST(soak_profile, render_keep_leaves_faults_out)
 {
-    struct fl_soak_profile *p = load(data("guilty.yaml"));
+    struct fl_soak_profile *p = load(soak_data("guilty.yaml"));
     struct fl_soak_schedule sc;
     FL_REQUIRE_EQ(fl_soak_draw(p, 5, &sc), 0);
     FL_REQUIRE_EQ(sc.n, 5);
@@ -181,7 +172,7 @@ FL_TEST(soak_profile, render_keep_leaves_faults_out)
 FL_TEST(soak_profile, load_invalid_profiles_report_exact_place_and_message)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", data("invalid"));
+    snprintf(dir, sizeof dir, "%s", soak_data("invalid"));
     FL_REQUIRE_EQ(chdir(dir), 0);
     DIR *d = opendir(".");
     FL_REQUIRE(d != NULL);
