@@ -174,6 +174,11 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                     e->r.run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));
             e->r.rec = NULL;
         }
+        /* the run's clock starts once its row is written (a busy database is
+         * waited for there, on no scenario's clock); from now on a busy one
+         * is not waited for: the rows are kept and written when it is free */
+        e->r.t0_mono = fl_mono_ms();
+        fl_rec_set_nowait(o->rec, true);
     }
     fl_faults_init(e);
     if (fl_faults_kinds_init(e, err, sizeof err) < 0) {
@@ -251,6 +256,8 @@ judge:
     if (!e->r.error[0] && !e->interrupts)
         fl_faults_unfired(e, res->unfired, sizeof res->unfired);
     fl_check_run(e); /* sets verdict (if not error), expected, observed */
+    if (o->rec)
+        fl_rec_set_nowait(o->rec, false); /* the verdict is in: now it may wait */
     if (e->r.rec)
         fl_rec_run_end(e->r.rec, res->verdict, res->reason[0] ? res->reason : NULL,
                        res->duration_ms);

@@ -178,6 +178,10 @@ static const char *const qsql[Q_NSTMT] = {
     [Q_RUN_END] = "UPDATE runs SET verdict = ?2, reason = ?3, duration_ms = ?4 WHERE id = ?1",
 };
 
+/* how long a busy database is waited for before it is said on stderr */
+#define FL_REC_BUSY_SAY_MS 1000
+/* with nowait, how long after a busy flush the next one is tried */
+#define FL_REC_BUSY_RETRY_MS 100
 /* how long a busy database is waited for once an interrupt is pending */
 #define FL_REC_BUSY_INTERRUPTED_MS 1000
 
@@ -215,6 +219,9 @@ struct fl_rec {
     int64_t oldest_ms;     /* monotonic ms of the first queued row */
     int nruns;             /* run handles alive */
     int64_t busy_since_ms; /* busy_wait: when the current wait began */
+    bool busy_said;        /* busy_wait: said on stderr that it waits */
+    bool nowait;           /* fl_rec_set_nowait: a busy database is not waited for */
+    int64_t retry_ms;      /* nowait: the queue was kept, busy; no flush before this */
     char errmsg[512];
 };
 
@@ -342,7 +349,7 @@ static void q_text(struct qbuild *b, const char *s)
 
 static bool flush_due(const struct fl_rec *rec)
 {
-    if (!rec->nrows)
+    if (!rec->nrows || (rec->retry_ms && fl_mono_ms() < rec->retry_ms))
         return false;
     return rec->nrows >= (size_t)rec->opts.flush_rows ||
            fl_mono_ms() - rec->oldest_ms >= rec->opts.flush_interval_ms;
@@ -360,9 +367,10 @@ static int q_end(struct qbuild *b, bool may_flush)
     if (rec->nrows == 0)
         rec->oldest_ms = fl_mono_ms();
     rec->nrows++;
-    if (may_flush && flush_due(rec))
-        return fl_rec_flush(rec);
-    return 0;
+    if (!may_flush || !flush_due(rec))
+        return 0;
+    int rc = fl_rec_flush(rec);
+    return rc == -EBUSY && rec->nrows ? 0 : rc; /* busy: kept, written later */
 }
 
 static int get_stmt(struct fl_rec *rec, enum qstmt s, sqlite3_stmt **out)
@@ -417,6 +425,11 @@ static int flush_with(struct fl_rec *rec, int (*extra)(struct fl_rec *, void *),
     if (!rec->nrows && !extra)
         return 0;
     err = exec(rec, "BEGIN IMMEDIATE");
+    if (err == -EBUSY && rec->nowait && !extra) {
+        /* another writer holds the database: keep the queue, try later */
+        rec->retry_ms = fl_mono_ms() + FL_REC_BUSY_RETRY_MS;
+        return err;
+    }
     if (err)
         goto cleanup;
     for (size_t i = 0; i < rec->nrows && !err; i++)
@@ -430,6 +443,7 @@ static int flush_with(struct fl_rec *rec, int (*extra)(struct fl_rec *, void *),
 cleanup:
     rec->nrows = 0;
     rec->arena_len = 0;
+    rec->retry_ms = 0;
     return err;
 }
 
@@ -442,10 +456,20 @@ int64_t fl_rec_flush_due_ms(const struct fl_rec *rec)
 {
     if (!rec->nrows)
         return -1;
+    int64_t now = fl_mono_ms();
+    if (rec->retry_ms && now < rec->retry_ms)
+        return rec->retry_ms - now;
     if (rec->nrows >= (size_t)rec->opts.flush_rows)
         return 0;
-    int64_t left = rec->oldest_ms + rec->opts.flush_interval_ms - fl_mono_ms();
+    int64_t left = rec->oldest_ms + rec->opts.flush_interval_ms - now;
     return left < 0 ? 0 : left;
+}
+
+void fl_rec_set_nowait(struct fl_rec *rec, bool nowait)
+{
+    rec->nowait = nowait;
+    if (!nowait)
+        rec->retry_ms = 0;
 }
 
 size_t fl_rec_pending(const struct fl_rec *rec)
@@ -582,8 +606,19 @@ static int busy_wait(void *arg, int count)
 {
     struct fl_rec *rec = arg;
     int64_t now = fl_mono_ms();
-    if (count == 0)
+    if (rec->nowait)
+        return 0; /* during a run: the queue is kept and written later */
+    if (count == 0) {
         rec->busy_since_ms = now;
+        rec->busy_said = false;
+    }
+    if (!rec->busy_said && now - rec->busy_since_ms >= FL_REC_BUSY_SAY_MS) {
+        fprintf(stderr,
+                "faultline: database %s is busy (another process is writing it); waiting up to "
+                "%d s\n",
+                rec->path, rec->opts.busy_timeout_ms / 1000);
+        rec->busy_said = true;
+    }
     int64_t limit = rec->opts.busy_timeout_ms;
     if (limit > FL_REC_BUSY_INTERRUPTED_MS && interrupt_pending())
         limit = FL_REC_BUSY_INTERRUPTED_MS;

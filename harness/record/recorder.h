@@ -37,8 +37,12 @@
  *
  * Threads: a struct fl_rec and its runs are used by one thread at a time.
  * Errors: 0 (or a non-negative value) on success, negative errno on failure.
- * A failed flush keeps nothing: the rows are dropped and the error returned
- * (recording must never stall a run); fl_rec_errmsg() tells what failed.
+ * A failed flush keeps nothing: the rows are dropped and the error returned;
+ * fl_rec_errmsg() tells what failed.  Recording never stalls a run: while a
+ * run is on (fl_rec_set_nowait), a database that another process holds is
+ * not waited for; the queue is kept, -EBUSY returned, and the flush tried
+ * again a tenth of a second later.  Outside it (fl_rec_run_begin, _end,
+ * _close), a busy database is waited for, said on stderr after a second.
  */
 #ifndef FL_RECORDER_H
 #define FL_RECORDER_H
@@ -93,6 +97,9 @@ int fl_rec_flush(struct fl_rec *rec);
 /* Milliseconds until an automatic flush is due (0 = now), or -1 when nothing
  * is queued.  For an event loop's timer. */
 int64_t fl_rec_flush_due_ms(const struct fl_rec *rec);
+/* nowait: a busy database is not waited for (see above); off again, the
+ * next flush waits as usual. */
+void fl_rec_set_nowait(struct fl_rec *rec, bool nowait);
 
 /* Rows queued and not yet written. */
 size_t fl_rec_pending(const struct fl_rec *rec);

@@ -12,10 +12,12 @@
 #include "harness/tests/fl_test.h"
 
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 static const char *scn(const char *name)
 {
@@ -631,4 +633,37 @@ FL_TEST_ROOT_T(engine_run, last_event_before_exit_is_recorded, 120)
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs"), 100);
     FL_ASSERT_EQ(
         fl_test_db_int(db, "SELECT count(DISTINCT run) FROM events WHERE kind='last.words'"), 100);
+}
+
+static bool run_row_exists(void *db)
+{
+    return fl_test_db_int(db, "SELECT count(*) FROM runs") == 1;
+}
+
+/* A results database that another process holds changes no verdict: the run
+ * keeps its rows while the lock is held (it does not wait on the scenario's
+ * clock) and writes them, with the verdict, once it is free.  Here the lock
+ * is taken once the run's row exists and held for 3 s, beyond the run's
+ * 2 s timeout; the run itself takes about a second. */
+FL_TEST_ROOT_T(engine_run, busy_database_changes_no_verdict, 60)
+{
+    require_setup();
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    pid_t pid = fl_test_scenario_start("db-busy.yaml");
+    bool begun = fl_test_wait_until(run_row_exists, db, 20000);
+    sqlite3 *other = NULL;
+    if (begun && sqlite3_open(db, &other) == SQLITE_OK &&
+        sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
+        struct timespec hold = {3, 0}; /* the busy spell the run must ride out */
+        nanosleep(&hold, NULL);
+        sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
+    }
+    sqlite3_close(other);
+    int st;
+    FL_REQUIRE_EQ(waitpid(pid, &st, 0), pid);
+    FL_REQUIRE_MSG(begun, "the run's row never appeared in %s", db);
+    FL_ASSERT_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "faultline run exited with status %d", st);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict = 'pass'"), 1);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM processes WHERE exit_code = 0"), 1);
 }

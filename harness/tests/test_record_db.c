@@ -551,6 +551,46 @@ FL_TEST(record_db, flush_busy_timeout_drops_batch)
     fl_rec_close(rec);
 }
 
+/* During a run (nowait), a database another process holds is not waited
+ * for: the flush returns at once, keeps every row, is not due again before
+ * its retry time, and writes them all once the lock is free; the run's end
+ * then records the verdict as usual. */
+FL_TEST(record_db, flush_busy_during_run_keeps_rows_without_waiting)
+{
+    const char *path = db_path("busy-run.db");
+    struct fl_rec_opts opts = {.busy_timeout_ms = 5000, .flush_rows = 1000};
+    struct fl_rec *rec = open_ok(path, &opts);
+    struct fl_rec_run *run = begin(rec, "busy-2", "s", "", NULL, 0);
+    fl_rec_set_nowait(rec, true);
+    sqlite3 *other;
+    FL_REQUIRE_EQ(sqlite3_open(path, &other), SQLITE_OK);
+    FL_REQUIRE_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    FL_REQUIRE_EQ(fl_rec_event(run, 1, "h", NULL, -1, "first", NULL, false), 0);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    FL_ASSERT_EQ(fl_rec_flush(rec), -EBUSY);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    int64_t waited = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+    FL_ASSERT_LT(waited, 1000); /* not the busy timeout of 5 s */
+    FL_ASSERT_EQ(fl_rec_pending(rec), 1);
+    FL_ASSERT_GT(fl_rec_flush_due_ms(rec), 0); /* not at once again: no busy loop */
+    /* a row call that would flush reports success and keeps its row too */
+    int f = fl_rec_fault_applied(
+        run, &(struct fl_rec_fault){.index = 0, .kind = "kill", .target = "h", .applied_ms = 2});
+    FL_ASSERT_EQ(f, 0);
+    FL_ASSERT_EQ(fl_rec_pending(rec), 2);
+    FL_REQUIRE_EQ(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    FL_ASSERT_EQ(fl_rec_flush(rec), 0);
+    FL_ASSERT_EQ(fl_rec_pending(rec), 0);
+    FL_ASSERT_STREQ(q1(other, "SELECT group_concat(kind) FROM events"), "first");
+    FL_ASSERT_STREQ(q1(other, "SELECT kind || ' ' || target FROM faults"), "kill h");
+    fl_rec_set_nowait(rec, false);
+    FL_ASSERT_EQ(fl_rec_run_end(run, "pass", NULL, 3), 0);
+    FL_ASSERT_STREQ(q1(other, "SELECT verdict FROM runs"), "pass");
+    sqlite3_close(other);
+    fl_rec_close(rec);
+}
+
 /* A batch that cannot be written is reported, and the run's verdict is
  * still recorded on its own. */
 FL_TEST(record_db, run_end_records_verdict_when_batch_fails)
