@@ -643,8 +643,8 @@ static bool run_row_exists(void *db)
 /* A results database that another process holds changes no verdict: the run
  * keeps its rows while the lock is held (it does not wait on the scenario's
  * clock) and writes them, with the verdict, once it is free.  Here the lock
- * is taken once the run's row exists and held for 3 s, beyond the run's
- * 2 s timeout; the run itself takes about a second. */
+ * is taken once the run's row exists and held for 4 s, beyond the run's
+ * 3 s timeout; the run itself takes about a second. */
 FL_TEST_ROOT_T(engine_run, busy_database_changes_no_verdict, 60)
 {
     require_setup();
@@ -655,7 +655,7 @@ FL_TEST_ROOT_T(engine_run, busy_database_changes_no_verdict, 60)
     sqlite3 *other = NULL;
     if (begun && sqlite3_open(db, &other) == SQLITE_OK &&
         sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK) {
-        struct timespec hold = {3, 0}; /* the busy spell the run must ride out */
+        struct timespec hold = {4, 0}; /* the busy spell the run must ride out */
         nanosleep(&hold, NULL);
         sqlite3_exec(other, "COMMIT", NULL, NULL, NULL);
     }
