@@ -20,11 +20,11 @@ FIU      ?= 1
 O        := build
 PKGS     := yaml-0.1 sqlite3 libmnl libnftables libnftnl libnetfilter_queue
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wshadow -Wvla \
+override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wshadow -Wvla \
             -D_GNU_SOURCE -fno-strict-aliasing -MMD -MP -I. \
             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(FIU),1)
-CFLAGS   += -DFIU_ENABLE=1
+override CFLAGS += -DFIU_ENABLE=1
 endif
 LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy -lisal -lfiu -lpthread -ldl -lm
 

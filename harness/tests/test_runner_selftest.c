@@ -1,11 +1,12 @@
 /*
  * test_runner_selftest.c: checks of the test runner itself that can run
- * anywhere: the temporary directory exists and is private to the test, and
- * the tree root is found.
+ * anywhere: the temporary directory exists and is private to the test, the
+ * tree root is found, and a user's CFLAGS add to the build's own flags.
  */
 #include "harness/tests/fl_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,4 +23,21 @@ FL_TEST(runner_selftest, root_holds_makefile)
     char path[4096];
     snprintf(path, sizeof path, "%s/Makefile", fl_test_root());
     FL_ASSERT_EQ(access(path, R_OK), 0);
+}
+
+/* `make CFLAGS='-O1 -g -fsanitize=...'` adds to the project's flags (the
+ * include path, the language, the warnings), never replaces them: a dry run
+ * of one object's rule shows both. */
+FL_TEST(runner_selftest, user_cflags_add_to_the_build_flags)
+{
+    char *out = NULL;
+    int rc = fl_test_sh(&out,
+                        "make -s -n -C %s CFLAGS='-O1 -g' -W harness/base/text.c "
+                        "build/obj/harness/base/text.o 2>&1",
+                        fl_test_root());
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "-O1 -g");
+    FL_ASSERT_CONTAINS(out, "-I.");
+    FL_ASSERT_CONTAINS(out, "-std=gnu11");
+    free(out);
 }
