@@ -238,6 +238,12 @@ int fl_cli_add_variant(struct fl_cli_opts *c, const char *v)
     return 0;
 }
 
+const char *fl_cli_default_db(const char *out, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/faultline.db", out ? out : "out");
+    return buf;
+}
+
 int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec)
 {
     char err[1024];

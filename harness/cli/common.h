@@ -52,6 +52,9 @@ struct fl_cli_opts {
 };
 /* One more --variant filter; -1 (said) past the 64 kept. */
 int fl_cli_add_variant(struct fl_cli_opts *c, const char *v);
+/* The database a run records into without --db: OUT/faultline.db, OUT being
+ * its --out (NULL: out), so that runs kept apart by --out stay apart. */
+const char *fl_cli_default_db(const char *out, char *buf, size_t len);
 /* Opens the results database at PATH (NULL: out/faultline.db, the default
  * of --db), made when missing (run, soak); -1 after "PROG: why" on stderr. */
 int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec);

@@ -32,7 +32,7 @@ const char fl_cli_run_usage[] =
     "  --variant K=V       only variants where K is V (repeatable; a bare value works)\n"
     "  --seed N            seed for every random decision (default: the file's, else random)\n"
     "  --repeat N          run each variant N times (default 1)\n"
-    "  --db PATH           results database (default out/faultline.db)\n"
+    "  --db PATH           results database (default OUT/faultline.db, OUT as --out)\n"
     "  --no-db             record nothing\n"
     "  --out DIR           where run directories go (default out; runs in DIR/runs)\n"
     "  --keep              keep each run's directory (disks, logs) even when it passes\n"
@@ -154,6 +154,9 @@ int fl_cli_run(int argc, char **argv)
         return 1;
     }
     struct fl_rec *rec = NULL;
+    char dbbuf[4096];
+    if (!db)
+        db = fl_cli_default_db(c.out, dbbuf, sizeof dbbuf);
     if (!no_db && fl_cli_open_db("faultline", db, &rec) < 0)
         return 2;
     char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";

@@ -53,7 +53,7 @@ const char fl_soak_usage[] =
     "  --budget N          at most N runs to minimize one failure (default 24; 0: none)\n"
     "  --out DIR           run directories in DIR/runs, failures in DIR/soak-failures\n"
     "                      (default out)\n"
-    "  --db PATH           results database (default out/faultline.db)\n"
+    "  --db PATH           results database (default OUT/faultline.db, OUT as --out)\n"
     "  --no-db             record nothing\n"
     "  -q, --quiet         no line per iteration\n"
     "\n"
@@ -364,6 +364,9 @@ int fl_cli_soak(int argc, char **argv)
         ret = 1;
         goto cleanup;
     }
+    char dbbuf[4096];
+    if (!db)
+        db = fl_cli_default_db(k.out, dbbuf, sizeof dbbuf);
     if (!no_db && fl_cli_open_db("faultline soak", db, &rec) < 0)
         goto cleanup;
     if (!seed_set && getrandom(&seed, sizeof seed, 0) != sizeof seed)

@@ -2,10 +2,12 @@
  * test_cli_paths.c: the paths faultline writes to or reads from are checked
  * before anything runs: `runs` never creates a database, and an --out or
  * --junit that cannot be used is one usage error (exit 2) with nothing
- * created, not a failure of every run.
+ * created, not a failure of every run; without --db, a run records beside
+ * its --out.
  */
 #include "harness/tests/fl_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,4 +60,21 @@ FL_TEST(cli_paths, run_checks_out_and_junit_first)
     FL_ASSERT_EQ(
         fl_test_sh(NULL, "test ! -e %s/fl.db && test ! -e %s/out && test ! -e %s/long-*", d, d, d),
         0);
+}
+
+/* Without --db a run records beside its --out: runs kept apart by --out keep
+ * their results apart too (they all went to ./out/faultline.db). */
+FL_TEST_ROOT_T(cli_paths, run_records_into_its_out_dir_by_default, 60)
+{
+    char *out;
+    const char *d = fl_test_dir();
+    int rc =
+        fl_test_sh(&out, "cd %s && %s run -q --out elsewhere %s/scenarios/examples/hello.yaml 2>&1",
+                   d, fl_test_bin("faultline"), fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "faultline run: exit %d: %s", rc, out);
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/elsewhere/faultline.db", d);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict = 'pass'"), 1);
+    FL_ASSERT_EQ(fl_test_sh(NULL, "test ! -e %s/out", d), 0);
 }
