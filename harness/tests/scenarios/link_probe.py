@@ -22,7 +22,7 @@
                                          time, emit --sync EVENT, N more;
                                          report event link.rtt with base_us
                                          (median before) and min_us, med_us,
-                                         max_us (under the fault); 50 'F0'
+                                         max_us, p90_us (under the fault); 50 'F0'
   link_probe.py tcp-rx PORT BIN          two TCP transfers; report each one's
                                          rate as event link.rate
   link_probe.py tcp-sink PORT BIN         TCP transfers until killed; report
@@ -174,7 +174,7 @@ def udp_rtt(host, port, bin_dir, event, n):
     if not base or not d:
         sys.exit("no round trips")
     kv = [f"base_us={base[len(base) // 2]}", f"min_us={d[0]}", f"med_us={d[len(d) // 2]}",
-          f"max_us={d[-1]}", f"n={len(d)}"]
+          f"max_us={d[-1]}", f"p90_us={d[len(d) * 9 // 10]}", f"n={len(d)}"]
     print(" ".join(kv), flush=True)
     emit(bin_dir, "link.rtt", *kv)
     for _ in range(50):
