@@ -120,7 +120,6 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->shell_status = -1;
     /* held until the end: the last run to end removes what runs share */
     e->runs_lock = fl_runs_lock(false);
-    e->r.t0_mono = fl_mono_ms();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     e->r.t0_unix = (int64_t)rt.tv_sec * 1000 + rt.tv_nsec / 1000000;
@@ -174,12 +173,13 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                     e->r.run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));
             e->r.rec = NULL;
         }
-        /* the run's clock starts once its row is written (a busy database is
-         * waited for there, on no scenario's clock); from now on a busy one
-         * is not waited for: the rows are kept and written when it is free */
-        e->r.t0_mono = fl_mono_ms();
+        /* from now on a busy database is not waited for: the rows are kept
+         * and written when it is free */
         fl_rec_set_nowait(o->rec, true);
     }
+    /* the run's clock starts once its row is written (a busy database is
+     * waited for there, on no scenario's clock) */
+    e->r.t0_mono = fl_mono_ms();
     fl_faults_init(e);
     if (fl_faults_kinds_init(e, err, sizeof err) < 0) {
         fl_run_error(&e->r, "%s", err);
