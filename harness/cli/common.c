@@ -244,14 +244,33 @@ const char *fl_cli_default_db(const char *out, char *buf, size_t len)
     return buf;
 }
 
-int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec)
+static int open_db(const char *prog, const char *path, struct fl_rec **rec, bool read_only)
 {
     char err[1024];
-    if (fl_rec_open(rec, path ? path : "out/faultline.db", NULL, err, sizeof err) < 0) {
+    struct fl_rec_opts o = {.read_only = read_only};
+    if (fl_rec_open(rec, path ? path : "out/faultline.db", &o, err, sizeof err) < 0) {
         fprintf(stderr, "%s: %s\n", prog, err);
         return -1;
     }
     return 0;
+}
+
+int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec)
+{
+    return open_db(prog, path, rec, false);
+}
+
+int fl_cli_record_lost(const char *prog, struct fl_rec *rec)
+{
+    const char *why;
+    size_t n = rec ? fl_rec_lost(rec, &why) : 0;
+    if (!n)
+        return 0;
+    fprintf(stderr,
+            "%s: %zu result row%s could not be recorded in %s (%s); the verdicts printed stand, "
+            "the database lacks them (exit status %d)\n",
+            prog, n, n == 1 ? "" : "s", fl_rec_path(rec), why, FL_CLI_EXIT_UNRECORDED);
+    return -1;
 }
 
 /* Reading only: a mistyped --db (or no out/ here) is not a new database. */
@@ -267,5 +286,5 @@ int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **r
                 prog, path, strerror(e));
         return -1;
     }
-    return fl_cli_open_db(prog, path, rec);
+    return open_db(prog, path, rec, true);
 }

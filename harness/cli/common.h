@@ -58,6 +58,13 @@ const char *fl_cli_default_db(const char *out, char *buf, size_t len);
 /* Opens the results database at PATH (NULL: out/faultline.db, the default
  * of --db), made when missing (run, soak); -1 after "PROG: why" on stderr. */
 int fl_cli_open_db(const char *prog, const char *path, struct fl_rec **rec);
+
+/* Exit status of a command whose results could not all be recorded. */
+#define FL_CLI_EXIT_UNRECORDED 3
+
+/* After the runs: when rows could not be written into rec (fl_rec_lost),
+ * says how many and why on stderr and returns -1; 0 otherwise (or no rec). */
+int fl_cli_record_lost(const char *prog, struct fl_rec *rec);
 /* The same to read it (runs, report): one that is not there is not made but
  * said, "PROG: no results database at PATH: ...". */
 int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **rec);

@@ -45,7 +45,9 @@ const char fl_cli_run_usage[] =
     "cut it, and 'note:' names each fault whose trigger never came, and why.\n"
     "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
-    "JUnit XML or HTML report could not be written), 2 for a bad scenario file or option, 130\n"
+    "JUnit XML or HTML report could not be written), 2 for a bad scenario file or\n"
+    "option or a database that is damaged or cannot be written, 3 when results\n"
+    "could not all be recorded (the verdicts printed stand; not with --no-db), 130\n"
     "when interrupted (cleanup still happens).\n";
 
 /* --junit FILE is written after every run: a path that cannot be a file
@@ -259,8 +261,12 @@ int fl_cli_run(int argc, char **argv)
         }
         free(ids);
     }
-    if (rec)
+    bool lost = false;
+    if (rec) {
+        fl_rec_flush(rec);
+        lost = fl_cli_record_lost("faultline", rec) < 0;
         fl_rec_close(rec);
+    }
     for (size_t i = 0; i < n; i++)
         fl_scn_selector_free(&filters[i]);
     free(filters);
@@ -274,5 +280,7 @@ int fl_cli_run(int argc, char **argv)
     fl_cli_free_scenarios(v, n);
     if (interrupted)
         return 130;
+    if (lost)
+        return FL_CLI_EXIT_UNRECORDED;
     return failed ? 1 : 0;
 }

@@ -58,8 +58,10 @@ const char fl_soak_usage[] =
     "  -q, --quiet         no line per iteration\n"
     "\n"
     "Exit status: 0 when every iteration passed, 1 when any failed or errored,\n"
-    "2 for a bad profile or option, 130 when interrupted (cleanup still happens;\n"
-    "the summary and the files kept so far are written).\n";
+    "2 for a bad profile or option or a database that is damaged or cannot be\n"
+    "written, 3 when results could not all be recorded (not with --no-db), 130\n"
+    "when interrupted (cleanup still happens; the summary and the files kept so\n"
+    "far are written).\n";
 
 struct soak {
     struct fl_soak_profile *p;
@@ -454,6 +456,11 @@ int fl_cli_soak(int argc, char **argv)
     if (kept)
         printf("failures kept in %s\n", fails);
     ret = k.interrupted ? 130 : failed ? 1 : 0;
+    if (ret != 130 && rec) {
+        fl_rec_flush(rec);
+        if (fl_cli_record_lost("faultline soak", rec) < 0)
+            ret = FL_CLI_EXIT_UNRECORDED;
+    }
 cleanup:
     if (rec)
         fl_rec_close(rec);

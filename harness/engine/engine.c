@@ -169,7 +169,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                                      .git_rev = o->git_rev,
                                      .started_at_ms = e->r.t0_unix};
         if (fl_rec_run_begin(o->rec, &ri, &e->r.rec) < 0) {
-            fprintf(stderr, "faultline: recording run %s in %s: %s (continuing without)\n",
+            fprintf(stderr, "faultline: recording run %s in %s: %s (the run goes on unrecorded)\n",
                     e->r.run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));
             e->r.rec = NULL;
         }

@@ -37,12 +37,12 @@
  *
  * Threads: a struct fl_rec and its runs are used by one thread at a time.
  * Errors: 0 (or a non-negative value) on success, negative errno on failure.
- * A failed flush keeps nothing: the rows are dropped and the error returned;
- * fl_rec_errmsg() tells what failed.  Recording never stalls a run: while a
- * run is on (fl_rec_set_nowait), a database that another process holds is
- * not waited for; the queue is kept, -EBUSY returned, and the flush tried
- * again a tenth of a second later.  Outside it (fl_rec_run_begin, _end,
- * _close), a busy database is waited for, said on stderr after a second.
+ * A failed flush keeps nothing: the rows are dropped (counted by
+ * fl_rec_lost) and the error returned; fl_rec_errmsg() tells what failed.
+ * Recording never stalls a run: while a run is on (fl_rec_set_nowait), a
+ * database that another process holds is not waited for; the queue is kept, -EBUSY returned, and
+ * the flush tried again a tenth of a second later.  Outside it (fl_rec_run_begin, _end, _close), a
+ * busy database is waited for, said on stderr after a second.
  */
 #ifndef FL_RECORDER_H
 #define FL_RECORDER_H
@@ -62,6 +62,7 @@ struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
     int flush_rows;        /* auto-flush at this many queued rows; 0 -> 1024 */
     int flush_interval_ms; /* auto-flush when the oldest queued row is this old; 0 -> 250 */
+    bool read_only;        /* for queries only: no check that it can be written or is whole */
 };
 
 /*
@@ -72,6 +73,13 @@ struct fl_rec_opts {
  *   "database out/faultline.db has schema version 7, this faultline knows up
  *    to 2; use a newer faultline or another --db"        (-EPROTO)
  *   "cannot create directory out: Permission denied"      (-EACCES)
+ *   "database x.db cannot be written (...): record into another with --db
+ *    NEW, or make it writable"                             (-EROFS)
+ *   "database x.db is damaged (...): record into another with --db NEW, or
+ *    recover what it holds with: sqlite3 x.db .recover | sqlite3 NEW.db"
+ *                                                          (-EUCLEAN)
+ * The last two are checked unless opts->read_only (PRAGMA quick_check reads
+ * every page: damage found later would lose the rows written into it).
  * opts may be NULL (defaults).
  */
 int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts *opts, char *err,
@@ -100,6 +108,12 @@ int64_t fl_rec_flush_due_ms(const struct fl_rec *rec);
 /* nowait: a busy database is not waited for (see above); off again, the
  * next flush waits as usual. */
 void fl_rec_set_nowait(struct fl_rec *rec, bool nowait);
+
+/* Rows that could not be written since the database was opened (a failed
+ * flush drops its batch; a runs row that could not be inserted counts one),
+ * and in *why (may be NULL) the message of the first failure ("" if none).
+ * A caller that must not lose results checks it at the end. */
+size_t fl_rec_lost(const struct fl_rec *rec, const char **why);
 
 /* Rows queued and not yet written. */
 size_t fl_rec_pending(const struct fl_rec *rec);

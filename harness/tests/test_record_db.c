@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -613,4 +614,78 @@ FL_TEST(record_db, run_end_records_verdict_when_batch_fails)
                     "fail ps:1 exited 1 77");
     FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM events"), "0");
     fl_rec_close(rec);
+}
+
+/* A batch that could not be written is counted, with the first reason, so
+ * that a command can say its results are incomplete (exit 3). */
+FL_TEST(record_db, lost_rows_are_counted_with_first_reason)
+{
+    struct fl_rec *rec = open_ok(db_path("lost.db"), NULL);
+    const char *why = NULL;
+    FL_ASSERT_EQ(fl_rec_lost(rec, &why), 0);
+    FL_ASSERT_STREQ(why, "");
+    sqlite3 *db = fl_rec_db(rec);
+    FL_REQUIRE_EQ(sqlite3_exec(db,
+                               "CREATE TEMP TRIGGER poison BEFORE INSERT ON main.checks"
+                               " BEGIN SELECT RAISE(ABORT, 'checks refused'); END",
+                               NULL, NULL, NULL),
+                  SQLITE_OK);
+    struct fl_rec_run *run = begin(rec, "l1", "s", "", NULL, 0);
+    FL_REQUIRE_EQ(fl_rec_event(run, 1, "h", NULL, -1, "x", NULL, false), 0);
+    FL_REQUIRE_EQ(fl_rec_check(run, &(struct fl_rec_check){.name = "exit", .passed = true}), 0);
+    FL_ASSERT(fl_rec_flush(rec) < 0);
+    FL_ASSERT_EQ(fl_rec_lost(rec, &why), 2); /* the event went with the batch */
+    FL_ASSERT_CONTAINS(why, "checks refused");
+    FL_ASSERT_EQ(fl_rec_run_end(run, "pass", NULL, 5), 0);
+    FL_ASSERT_EQ(fl_rec_lost(rec, NULL), 2);
+    fl_rec_close(rec);
+}
+
+/* Damage SQLite would find only when it reads the damaged page (maybe long
+ * after rows were written into the file) is found at open. */
+FL_TEST(record_db, open_refuses_damaged_database)
+{
+    const char *path = db_path("damaged.db");
+    struct fl_rec *rec = open_ok(path, NULL);
+    for (int i = 0; i < 40; i++) { /* rows up to the overwritten bytes of the runs table's page */
+        char id[32];
+        snprintf(id, sizeof id, "20261126-120000-%06d", i);
+        struct fl_rec_run *run = begin(rec, id, "scenario", "", NULL, 0);
+        FL_REQUIRE_EQ(fl_rec_run_end(run, "pass", NULL, 5), 0);
+    }
+    fl_rec_close(rec);
+    FILE *f = fopen(path, "r+b");
+    FL_REQUIRE(f);
+    char junk[3000];
+    memset(junk, 0xab, sizeof junk);
+    FL_REQUIRE(fseek(f, 5000, SEEK_SET) == 0);
+    FL_REQUIRE(fwrite(junk, 1, sizeof junk, f) == sizeof junk);
+    fclose(f);
+    char err[1024] = "";
+    FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EUCLEAN);
+    FL_ASSERT_CONTAINS(err, path);
+    FL_ASSERT_CONTAINS(err, "is damaged");
+    FL_ASSERT_CONTAINS(err, "--db NEW");
+    FL_ASSERT_CONTAINS(err, ".recover");
+    FL_ASSERT(!strchr(err, '\n'));
+    /* reading it (faultline runs) is still allowed: queries say what fails */
+    FL_ASSERT_EQ(fl_rec_open(&rec, path, &(struct fl_rec_opts){.read_only = true}, err, sizeof err),
+                 0);
+    fl_rec_close(rec);
+}
+
+FL_TEST_ROOT(record_db, open_refuses_database_it_cannot_write)
+{
+    const char *path = db_path("immutable.db");
+    struct fl_rec *rec = open_ok(path, NULL);
+    fl_rec_close(rec);
+    if (fl_test_sh(NULL, "chattr +i %s 2>/dev/null", path) != 0)
+        FL_SKIP("chattr +i is not supported on the test directory's filesystem");
+    char err[1024] = "";
+    int rc = fl_rec_open(&rec, path, NULL, err, sizeof err);
+    fl_test_sh(NULL, "chattr -i %s", path);
+    FL_ASSERT_EQ(rc, -EROFS);
+    FL_ASSERT_CONTAINS(err, path);
+    FL_ASSERT_CONTAINS(err, "cannot be written");
+    FL_ASSERT_CONTAINS(err, "--db NEW");
 }
