@@ -185,7 +185,7 @@ static int select_runs(sqlite3 *db, const struct fl_report_html_opts *o, struct 
         if (o->since_rev) {
             if (sqlite3_prepare_v2(db,
                                    "SELECT min(started_at) FROM runs WHERE length(?1) > 0"
-                                   " AND substr(git_rev, 1, length(?1)) = ?1",
+                                   " AND " FL_REPORT_REV_IS("?1"),
                                    -1, &st, NULL) != SQLITE_OK) {
                 ret = sql_err(db, "looking up a revision", err, errlen);
                 goto cleanup;

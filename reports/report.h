@@ -87,12 +87,23 @@ int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n
 
 /* ---- from the database ------------------------------------------------------- */
 
+/*
+ * SQL for "runs.git_rev is revision ?1 as a person typed it": the same text,
+ * or a longer hash it abbreviates (a prefix) of a clean tree.  A run recorded
+ * on an uncommitted tree ("<rev>-dirty") is at ?1 only when ?1 says -dirty
+ * too: it is not the commit's baseline (`runs --changed HEAD` on a dirty tree
+ * compares the dirty runs against the commit's).
+ */
+#define FL_REPORT_REV_IS(rev)                                                                   \
+    "(git_rev = " rev " OR (length(" rev ") > 0 AND substr(git_rev, 1, length(" rev ")) = " rev \
+    " AND git_rev NOT LIKE '%-dirty' AND " rev " NOT LIKE '%-dirty'))"
+
 struct fl_report_runs_opts {
     const char *scenario;  /* only this scenario (exact name), NULL = all */
     const char *variant;   /* only this variant (exact), NULL = all */
     const char *verdict;   /* only this verdict, NULL = all */
     const char *since_rev; /* only runs started at or after the first run recorded
-                              with this git revision (prefix match); NULL = all */
+                              with this git revision (FL_REPORT_REV_IS); NULL = all */
     int limit;             /* most recent N; 0 -> 20, < 0 -> no limit */
 };
 
@@ -124,7 +135,7 @@ int fl_report_history(struct sqlite3 *db, FILE *out, const struct fl_report_hist
 /*
  * "Which scenarios changed verdict since revision X": for each
  * scenario/variant, the latest finished verdict among runs at revision rev
- * (prefix match) against the latest finished verdict of any later run;
+ * (FL_REPORT_REV_IS: not its -dirty runs) against the latest finished verdict of any later run;
  * prints those that differ:
  *   SCENARIO VARIANT VERDICT AT <rev> NOW NOW REV NOW RUN
  * or "no scenario changed verdict since <rev>".

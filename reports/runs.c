@@ -5,7 +5,8 @@
  *                       errored, and the last verdicts as a letter string;
  *  - fl_report_changed: scenarios/variants whose latest verdict differs from
  *                       their latest verdict at a given git revision.
- * Revisions match by prefix (an abbreviated hash finds the recorded one).
+ * Revisions match as FL_REPORT_REV_IS says (an abbreviated hash finds the
+ * recorded one; a -dirty run is not its commit's).
  * "Since a revision" means since the first run recorded at it: the database
  * knows when runs happened, not how commits relate.
  */
@@ -55,8 +56,8 @@ static int first_run_at(sqlite3 *db, const char *rev, int64_t *at)
     sqlite3_stmt *st;
     int ret = -ENOENT;
     if (sqlite3_prepare_v2(db,
-                           "SELECT min(started_at) FROM runs"
-                           " WHERE length(?1) > 0 AND substr(git_rev, 1, length(?1)) = ?1",
+                           "SELECT min(started_at) FROM runs WHERE length(?1) > 0"
+                           " AND " FL_REPORT_REV_IS("?1"),
                            -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db, "looking up a revision");
     sqlite3_bind_text(st, 1, rev, -1, SQLITE_STATIC);
@@ -316,17 +317,19 @@ int fl_report_changed(sqlite3 *db, FILE *out, const char *rev)
             "WITH fin AS (SELECT * FROM runs WHERE verdict IN ('pass','fail','error')),"
             " base AS (SELECT id, scenario, variant, verdict, started_at, ROW_NUMBER() OVER"
             "   (PARTITION BY scenario, variant ORDER BY started_at DESC, id DESC) AS rn"
-            "   FROM fin WHERE substr(git_rev, 1, length(?1)) = ?1),"
-            " later AS (SELECT f.scenario, f.variant, f.verdict, f.git_rev, f.run_id,"
-            "   ROW_NUMBER() OVER (PARTITION BY f.scenario, f.variant"
-            "   ORDER BY f.started_at DESC, f.id DESC) AS rn"
-            "   FROM fin f JOIN base b ON b.rn = 1 AND b.scenario = f.scenario"
-            "   AND b.variant = f.variant"
-            "   WHERE f.started_at > b.started_at OR (f.started_at = b.started_at AND f.id > b.id))"
-            " SELECT b.scenario, b.variant, b.verdict, l.verdict, l.git_rev, l.run_id"
-            " FROM base b JOIN later l ON l.rn = 1 AND l.scenario = b.scenario"
-            " AND l.variant = b.variant"
-            " WHERE b.rn = 1 AND l.verdict <> b.verdict ORDER BY b.scenario, b.variant",
+            "   FROM fin WHERE " FL_REPORT_REV_IS(
+                "?1") "),"
+                      " later AS (SELECT f.scenario, f.variant, f.verdict, f.git_rev, f.run_id,"
+                      "   ROW_NUMBER() OVER (PARTITION BY f.scenario, f.variant"
+                      "   ORDER BY f.started_at DESC, f.id DESC) AS rn"
+                      "   FROM fin f JOIN base b ON b.rn = 1 AND b.scenario = f.scenario"
+                      "   AND b.variant = f.variant"
+                      "   WHERE f.started_at > b.started_at OR (f.started_at = b.started_at AND "
+                      "f.id > b.id))"
+                      " SELECT b.scenario, b.variant, b.verdict, l.verdict, l.git_rev, l.run_id"
+                      " FROM base b JOIN later l ON l.rn = 1 AND l.scenario = b.scenario"
+                      " AND l.variant = b.variant"
+                      " WHERE b.rn = 1 AND l.verdict <> b.verdict ORDER BY b.scenario, b.variant",
             -1, &st, NULL) != SQLITE_OK)
         return sql_fail(db, "comparing verdicts");
     sqlite3_bind_text(st, 1, rev, -1, SQLITE_STATIC);

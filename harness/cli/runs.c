@@ -38,7 +38,9 @@ const char fl_cli_runs_usage[] =
     "                   fails); takes --scenario and --variant\n"
     "  --changed REV    scenarios whose verdict changed since git revision REV\n"
     "REV: anything git names in this checkout (HEAD~3, a branch, a full hash), or\n"
-    "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n";
+    "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n"
+    "Runs on an uncommitted tree are recorded at REV-dirty: they are not REV's\n"
+    "(--changed HEAD compares them with the commit's runs); REV-dirty names them.\n";
 
 /* --scenario NAME that no run of the database has: says so on stderr, with
  * the closest recorded name (a typo otherwise reads "no recorded run

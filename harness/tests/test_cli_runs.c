@@ -125,3 +125,40 @@ FL_TEST(cli_runs, runs_since_and_changed_take_revisions_as_git_names_them)
     }
     free(head);
 }
+
+/* "Did my local change break anything?": on an uncommitted tree runs are
+ * recorded at "<HEAD>-dirty"; `runs --changed HEAD` compares them against the
+ * runs of the commit.  The dirty failing run used to match HEAD as a prefix
+ * and become the baseline itself: "no scenario changed verdict". */
+FL_TEST(cli_runs, changed_since_head_on_a_dirty_tree_shows_pass_to_fail)
+{
+    char db[4096], err[256], *out, *head = NULL;
+    snprintf(db, sizeof db, "%s/d.db", fl_test_dir());
+    if (fl_test_sh(&head, "git -C %s rev-parse --short=12 HEAD 2>/dev/null", fl_test_root()) != 0 ||
+        strlen(head) < 12) {
+        free(head);
+        FL_SKIP("the checkout is not a git tree");
+    }
+    head[strcspn(head, "\n")] = '\0';
+    char dirty[64];
+    snprintf(dirty, sizeof dirty, "%s-dirty", head);
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    int64_t now = (int64_t)time(NULL) * 1000;
+    record_rev(rec, "r-commit", head, now - 3000, "pass");
+    record_rev(rec, "r-local", dirty, now - 1000, "fail");
+    fl_rec_close(rec);
+    int rc = fl_test_sh(&out, "%s runs --db %s --changed HEAD 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_MSG(rc == 0, "runs --changed HEAD: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "PASS");
+    FL_ASSERT_CONTAINS(out, "FAIL");
+    FL_ASSERT_CONTAINS(out, dirty);
+    FL_ASSERT_CONTAINS(out, "r-local");
+    free(out);
+    /* the dirty runs by their own name: the baseline is the dirty run */
+    rc = fl_test_sh(&out, "%s runs --db %s --changed %s 2>&1", fl_test_bin("faultline"), db, dirty);
+    FL_ASSERT_MSG(rc == 0, "runs --changed %s: exit %d: %s", dirty, rc, out);
+    FL_ASSERT_CONTAINS(out, "no scenario changed verdict since");
+    free(out);
+    free(head);
+}
