@@ -50,7 +50,8 @@ enum {
     P_SIG,
     P_CORE,
     P_LOG,
-    P_GEN
+    P_GEN,
+    P_STOPPED /* stopped_at_end: the harness ended it at the run's end */
 };
 enum { E_T, E_HOST, E_JOB, E_TASK, E_KIND, E_ATTRS, E_SYNC };
 enum { F_NO, F_IDX, F_KIND, F_TARGET, F_DETAIL, F_APPLIED, F_HEALED, F_ERROR };
@@ -182,6 +183,8 @@ static void put_outcome(FILE *f, const struct fl_rows *p, size_t i)
     char b[32];
     if (fl_rows_null(p, i, P_END))
         fputs("still running at the end", f);
+    else if (!fl_rows_null(p, i, P_SIG) && fl_rows_i(p, i, P_STOPPED))
+        fprintf(f, "stopped at the end (%s)", sig_name((int)fl_rows_i(p, i, P_SIG), b, sizeof b));
     else if (!fl_rows_null(p, i, P_SIG))
         fprintf(f, "killed by %s%s", sig_name((int)fl_rows_i(p, i, P_SIG), b, sizeof b),
                 fl_rows_i(p, i, P_CORE) ? " (core dumped)" : "");
@@ -311,6 +314,7 @@ static void draw_lanes(struct tl *t)
         bool running = fl_rows_null(p, i, P_END);
         int64_t e = running ? (int64_t)t->span : fl_rows_i(p, i, P_END);
         const char *cls = running                      ? "prun"
+                          : fl_rows_i(p, i, P_STOPPED) ? "pstop"
                           : !fl_rows_null(p, i, P_SIG) ? "psig"
                           : fl_rows_i(p, i, P_EXIT)    ? "pbad"
                                                        : "pok";
@@ -339,7 +343,7 @@ static void draw_lanes(struct tl *t)
         if (fl_rows_i(p, i, P_GEN) > 0)
             fprintf(f, "<text class=\"gen\" x=\"%.1f\" y=\"%.1f\">g%lld</text>", x_of(t, s) + 2,
                     y + 5, (long long)fl_rows_i(p, i, P_GEN));
-        if (!running && strcmp(cls, "pok")) {
+        if (!running && strcmp(cls, "pok") && strcmp(cls, "pstop")) {
             fprintf(f, "<text class=\"pend %s\" x=\"%.1f\" y=\"%.1f\">", cls, x_of(t, e) + 3,
                     y + 16);
             if (!fl_rows_null(p, i, P_SIG))
@@ -528,8 +532,8 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
 
     if ((ret = fl_rows_load(db, &t.procs,
                             "SELECT proc_no, host, job, task, pid, command, started_ms, ended_ms,"
-                            " exit_code, signal, core_dumped, log_path, generation"
-                            " FROM processes WHERE run = ?1 ORDER BY proc_no",
+                            " exit_code, signal, core_dumped, log_path, generation,"
+                            " stopped_at_end FROM processes WHERE run = ?1 ORDER BY proc_no",
                             run, err, errlen)) ||
         (ret = fl_rows_load(db, &t.events,
                             "SELECT t_ms, host, job, task, kind, attrs, sync FROM events"

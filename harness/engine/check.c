@@ -35,6 +35,7 @@ struct judge {
     size_t explen, obslen;
     FILE *expf, *obsf;
     int nexp, nobs;
+    char more[512]; /* the checks that failed after the first: "ps:1 exit, ..." */
 };
 
 /* The last non-empty line of a process's log (at most len - 1 bytes), or "". */
@@ -84,6 +85,8 @@ static void outcome_text(const struct engine *e, const struct proc *p, char *buf
         snprintf(buf, len, "never started");
     else if (p->running)
         snprintf(buf, len, "still running");
+    else if (p->stopped_at_end)
+        snprintf(buf, len, "stopped at the end (%s)", fl_scn_signal_name(p->sig) ?: "signal");
     else if (p->sig)
         snprintf(buf, len, "killed by %s%s", fl_scn_signal_name(p->sig) ?: "signal",
                  p->core ? " (core dumped)" : "");
@@ -136,6 +139,11 @@ static void record(struct judge *j, const char *name, const char *target, bool p
                                  .observed = observed,
                                  .line = line};
         fl_rec_check(e->r.rec, &c);
+    }
+    if (!passed && j->failed) {
+        size_t n = strlen(j->more);
+        if (n < sizeof j->more - 1)
+            snprintf(j->more + n, sizeof j->more - n, "%s%s %s", n ? ", " : "", target, name);
     }
     if (!passed && !j->failed) {
         j->failed = true;
@@ -353,27 +361,40 @@ void fl_check_run(struct engine *e)
                 check_task(j, &all, (int)t);
         }
     }
-    /* observed: failures seen, else the chief's (or first task's) outcome */
+    /* observed: failures seen, else every task not exiting 0, by outcome
+     * ("2/4 exit 0; ps:0, ps:1 stopped at the end (SIGTERM)") */
     if (j->nobs == 0) {
-        int ok = 0, bad = 0;
-        char first_bad[300] = "";
+        int ok = 0;
+        char(*outs)[200] = calloc(s->n_tasks, sizeof *outs);
         for (size_t t = 0; t < s->n_tasks; t++) {
             const struct proc *p = e->r.tasks[t].cur;
             if (p && !p->running && !p->sig && p->exit_code == 0)
                 ok++;
-            else {
-                if (!bad++) {
-                    char tn[64], o[200];
-                    outcome_text(e, p, o, sizeof o);
-                    snprintf(first_bad, sizeof first_bad, "%s %s",
-                             fl_scn_task_name(s, (int)t, tn, sizeof tn), o);
+            else if (outs)
+                outcome_text(e, p, outs[t], sizeof outs[t]);
+        }
+        if (ok == (int)s->n_tasks || !outs)
+            fprintf(j->obsf, "all %d exit 0", ok);
+        else {
+            fprintf(j->obsf, "%d/%zu exit 0", ok, s->n_tasks);
+            for (size_t t = 0; t < s->n_tasks; t++) {
+                if (!outs[t][0])
+                    continue;
+                const char *sep = "; ";
+                for (size_t u = t; u < s->n_tasks; u++) {
+                    if (!outs[u][0] || strcmp(outs[u], outs[t]))
+                        continue;
+                    char tn[64];
+                    fprintf(j->obsf, "%s%s", sep, fl_scn_task_name(s, (int)u, tn, sizeof tn));
+                    sep = ", ";
+                    if (u != t)
+                        outs[u][0] = 0;
                 }
+                fprintf(j->obsf, " %s", outs[t]);
+                outs[t][0] = 0;
             }
         }
-        if (bad == 0)
-            fprintf(j->obsf, "all %d exit 0", ok);
-        else
-            fprintf(j->obsf, "%d/%zu exit 0; %s", ok, s->n_tasks, first_bad);
+        free(outs);
     }
     fclose(j->expf);
     fclose(j->obsf);
@@ -391,6 +412,10 @@ void fl_check_run(struct engine *e)
             snprintf(res->reason, sizeof res->reason, "%s", why);
         } else {
             snprintf(res->verdict, sizeof res->verdict, "%s", j->failed ? "fail" : "pass");
+            /* the reason tells the first failed check whole, and names the others */
+            size_t n = strlen(res->reason);
+            if (j->more[0] && n < sizeof res->reason - 1)
+                snprintf(res->reason + n, sizeof res->reason - n, "; also failed: %s", j->more);
         }
     }
 }

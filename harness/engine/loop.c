@@ -167,9 +167,12 @@ static void reap(struct engine *e)
                 p->exit_code = -1;
                 p->sig = WTERMSIG(st);
                 p->core = WCOREDUMP(st);
+                p->stopped_at_end =
+                    p->end_signalled && (p->sig == SIGTERM || p->sig == SIGKILL) && !p->core;
             }
             if (e->r.rec)
-                fl_rec_proc_end(e->r.rec, p->rec_no, p->ended_ms, p->exit_code, p->sig, p->core);
+                fl_rec_proc_end(e->r.rec, p->rec_no, p->ended_ms, p->exit_code, p->sig, p->core,
+                                p->stopped_at_end);
             /* Drain what it wrote before dying (its pipe may stay open in a
              * grandchild; take what is there now). */
             if (p->out_fd >= 0)
@@ -252,6 +255,7 @@ static void begin_stop(struct engine *e, enum stop_reason why)
             continue;
         if (p->stopped)
             fl_run_signal_proc(&e->r, p, SIGCONT);
+        p->end_signalled = true;
         fl_run_signal_proc(&e->r, p, SIGTERM);
     }
     /* a second interrupt (both may come in one read) leaves no grace */
@@ -353,8 +357,10 @@ void eng_loop(struct engine *e)
         if (eng_stopping(e) && fl_run_now(&e->r) >= e->kill_at) {
             if (e->state == RUN_STOPPING)
                 eng_set_state(e, RUN_KILLING);
-            for (struct proc *p = e->r.procs; p; p = p->next)
+            for (struct proc *p = e->r.procs; p; p = p->next) {
+                p->end_signalled |= p->running;
                 fl_run_signal_proc(&e->r, p, SIGKILL);
+            }
             if (e->shell_pid > 0)
                 kill(e->shell_pid, SIGKILL);
             e->kill_at = fl_run_now(&e->r) + 1000;

@@ -142,6 +142,14 @@ static const char *const migrations[] = {
     "CREATE VIEW exports AS\n"
     "  SELECT run, host, step, prefix, outcome, error, started_ms, duration_ms\n"
     "  FROM ckpt_ops WHERE kind = 'export';\n",
+
+    /* 3: a process the harness ended at the run's end (not a fault, not a
+     * crash); the text of every scenario run (faultline replay) */
+    "ALTER TABLE processes ADD COLUMN stopped_at_end INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE TABLE scenario_texts (\n"
+    "  hash TEXT PRIMARY KEY,\n"
+    "  text TEXT NOT NULL\n"
+    ");\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -165,7 +173,7 @@ static const char *const qsql[Q_NSTMT] = {
     [Q_PROC_START] = "INSERT INTO processes(run, proc_no, host, job, task, pid, command,"
                      " started_ms, log_path, generation) VALUES (?,?,?,?,?,?,?,?,?,?)",
     [Q_PROC_END] = "UPDATE processes SET ended_ms = ?3, exit_code = ?4, signal = ?5,"
-                   " core_dumped = ?6 WHERE run = ?1 AND proc_no = ?2",
+                   " core_dumped = ?6, stopped_at_end = ?7 WHERE run = ?1 AND proc_no = ?2",
     [Q_EVENT] = "INSERT INTO events(run, t_ms, host, job, task, kind, attrs, sync)"
                 " VALUES (?,?,?,?,?,?,?,?)",
     [Q_FAULT] = "INSERT INTO faults(run, fault_no, idx, kind, target, detail, applied_ms, error)"
@@ -805,11 +813,33 @@ struct begin_ctx {
     int64_t rowid;
 };
 
+/* The scenario's text, once per distinct text (keyed by its hash). */
+static int insert_text(struct fl_rec *rec, const struct fl_rec_run_info *in)
+{
+    if (!in->scenario_text || !in->scenario_hash)
+        return 0;
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(rec->db,
+                                "INSERT INTO scenario_texts(hash, text) VALUES (?,?)"
+                                " ON CONFLICT(hash) DO NOTHING",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return db_fail(rec, rc, "preparing the scenario text insert");
+    sqlite3_bind_text(st, 1, in->scenario_hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, in->scenario_text, (int)in->scenario_text_len, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(rec, rc, "recording the scenario's text");
+}
+
 static int insert_run(struct fl_rec *rec, void *arg)
 {
     struct begin_ctx *c = arg;
     const struct fl_rec_run_info *in = c->info;
     sqlite3_stmt *st;
+    int e0 = insert_text(rec, in);
+    if (e0)
+        return e0;
     int rc = sqlite3_prepare_v2(rec->db,
                                 "INSERT INTO runs(run_id, scenario, scenario_file, variant,"
                                 " scenario_hash, seed, git_rev, hostname, started_at)"
@@ -1135,7 +1165,7 @@ int fl_rec_proc_start(struct fl_rec_run *run, const struct fl_rec_proc *p)
 }
 
 int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int exit_code,
-                    int signal, bool core_dumped)
+                    int signal, bool core_dumped, bool stopped_at_end)
 {
     if (proc_no < 0 || proc_no >= run->next_proc)
         return -EINVAL;
@@ -1146,6 +1176,7 @@ int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int e
     q_int_or_null(&b, exit_code, exit_code < 0);
     q_int_or_null(&b, signal, signal <= 0);
     q_int(&b, core_dumped);
+    q_int(&b, stopped_at_end);
     return q_end(&b, true);
 }
 

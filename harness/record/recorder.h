@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 2
+#define FL_REC_SCHEMA_VERSION 3
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -126,6 +126,8 @@ struct fl_rec_run_info {
     const char *scenario_file; /* path as given, may be NULL */
     const char *variant;       /* canonical "k=v,k2=v2" ("" when no variants) */
     const char *scenario_hash; /* hash of the scenario file's bytes, may be NULL */
+    const char *scenario_text; /* those bytes (kept once per hash, for replay), may be NULL */
+    size_t scenario_text_len;
     uint64_t seed;
     const char *git_rev;   /* revision of the project, may be NULL */
     const char *hostname;  /* NULL -> gethostname() */
@@ -193,9 +195,11 @@ struct fl_rec_proc {
  * fl_rec_proc_end, or negative errno. */
 int fl_rec_proc_start(struct fl_rec_run *run, const struct fl_rec_proc *p);
 
-/* exit_code: the exit status, or -1 when killed by a signal (signal > 0). */
+/* exit_code: the exit status, or -1 when killed by a signal (signal > 0).
+ * stopped_at_end: the harness sent that signal to end the run (SIGTERM, or
+ * SIGKILL after the grace), as opposed to a fault or a crash. */
 int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int exit_code,
-                    int signal, bool core_dumped);
+                    int signal, bool core_dumped, bool stopped_at_end);
 
 /*
  * One event from the event channel (or one the harness makes itself).  attrs

@@ -60,6 +60,8 @@ struct proc {
     int exit_code; /* -1 when killed by a signal */
     int sig;
     bool core;
+    bool end_signalled;  /* the harness sent it SIGTERM (then SIGKILL) to end the run */
+    bool stopped_at_end; /* reaped: killed by that signal (not a fault's, not a crash) */
     int64_t started_ms, ended_ms;
     int rec_no;
     struct proc *next;

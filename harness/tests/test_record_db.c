@@ -94,7 +94,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
     sqlite3 *db = fl_rec_db(rec);
     struct stat st;
     FL_ASSERT_EQ(stat(path, &st), 0);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "2");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "3");
     FL_ASSERT_STREQ(q1(db, "PRAGMA journal_mode"), "wal");
     FL_ASSERT_STREQ(q1(db, "PRAGMA foreign_keys"), "1");
     for (const char *const *t =
@@ -107,7 +107,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
 
     /* Reopening an up-to-date database changes nothing. */
     rec = open_ok(path, NULL);
-    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "2");
+    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "3");
     fl_rec_close(rec);
 }
 
@@ -129,7 +129,7 @@ FL_TEST(record_db, open_migrates_version_1_keeping_rows)
 
     struct fl_rec *rec = open_ok(path, NULL);
     db = fl_rec_db(rec);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "2");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "3");
     FL_ASSERT_STREQ(q1(db, "SELECT verdict FROM runs WHERE run_id = 'old-run'"), "fail");
     FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM saves"), "0");
     /* The new table is usable for the old run. */
@@ -153,7 +153,7 @@ FL_TEST(record_db, open_refuses_newer_schema)
     FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EPROTO);
     FL_ASSERT(rec == NULL);
     snprintf(want, sizeof want,
-             "database %s has schema version 7, this faultline knows up to 2; "
+             "database %s has schema version 7, this faultline knows up to 3; "
              "use a newer faultline or another --db",
              path);
     FL_ASSERT_STREQ(err, want);
@@ -245,9 +245,9 @@ FL_TEST(record_db, run_roundtrip_all_tables)
     FL_ASSERT_EQ(f1, 1);
     FL_ASSERT_EQ(fl_rec_fault_healed(run, f1, 3300), 0);
     FL_ASSERT_EQ(fl_rec_fault_healed(run, 5, 3300), -EINVAL);
-    FL_ASSERT_EQ(fl_rec_proc_end(run, p0, 900, -1, 9, true), 0);
-    FL_ASSERT_EQ(fl_rec_proc_end(run, p1, 950, 0, 0, false), 0);
-    FL_ASSERT_EQ(fl_rec_proc_end(run, 7, 950, 0, 0, false), -EINVAL);
+    FL_ASSERT_EQ(fl_rec_proc_end(run, p0, 900, -1, 9, true, false), 0);
+    FL_ASSERT_EQ(fl_rec_proc_end(run, p1, 950, 0, 0, false, false), 0);
+    FL_ASSERT_EQ(fl_rec_proc_end(run, 7, 950, 0, 0, false, false), -EINVAL);
     FL_ASSERT_EQ(fl_rec_check(run, &(struct fl_rec_check){.name = "fails_with",
                                                           .target = "chief",
                                                           .passed = true,

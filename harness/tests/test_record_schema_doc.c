@@ -60,8 +60,8 @@ static void record(struct fl_rec *rec, const char *id, const char *variant, cons
                                                          .detail = "signal=SIGKILL",
                                                          .applied_ms = 250});
         fl_rec_fault_healed(run, f, 1200);
-        fl_rec_proc_end(run, p, 251, -1, 9, false);
-        fl_rec_proc_end(run, w, 400, 1, 0, false);
+        fl_rec_proc_end(run, p, 251, -1, 9, false, false);
+        fl_rec_proc_end(run, w, 400, 1, 0, false, false);
         fl_rec_check(run, &(struct fl_rec_check){.name = "exit",
                                                  .target = "all",
                                                  .passed = false,

@@ -96,9 +96,11 @@ FL_TEST_ROOT_T(reports_html, real_run_has_lanes_fault_events_verdict, 120)
     FL_ASSERT_EQ(count(h, "class=\"llabel\""), 2);
     FL_ASSERT_CONTAINS(h, "<title>b  server:0</title>");
     FL_ASSERT_CONTAINS(h, "<title>a  client:0</title>");
-    /* the server ran until stop_when ended it; the client exited 0 */
-    FL_ASSERT_CONTAINS(h, "<rect class=\"proc psig\"");
-    FL_ASSERT_CONTAINS(h, ">SIGTERM</text>");
+    /* the server ran until stop_when ended it: neutral, not a red kill;
+     * the client exited 0 */
+    FL_ASSERT_CONTAINS(h, "<rect class=\"proc pstop\"");
+    FL_ASSERT_CONTAINS(h, "stopped at the end (SIGTERM)");
+    FL_ASSERT(!strstr(h, "<rect class=\"proc psig\""));
     FL_ASSERT_CONTAINS(h, "<rect class=\"proc pok\"");
     /* the partition: a healed interval, shaded on both lanes */
     FL_ASSERT_CONTAINS(h, ">partition [a]|[b]<");
@@ -167,7 +169,7 @@ FL_TEST(reports_html, hostile_text_is_escaped)
                             .started_ms = 5};
     int no = fl_rec_proc_start(run, &p);
     FL_REQUIRE(no >= 0);
-    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 50, 3, 0, false), 0);
+    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 50, 3, 0, false, false), 0);
     FL_REQUIRE_EQ(
         fl_rec_event(run, 20, "h<1>", "j&", 0, "say<b>", "msg='<b>' bad=\xff\x01 ok=é", false), 0);
     struct fl_rec_fault fa = {.index = 0,
@@ -215,13 +217,13 @@ FL_TEST(reports_html, timeline_marks_instant_unhealed_running_and_relaunch)
     struct fl_rec_proc p = {
         .host = "w0", .job = "chief", .task = 0, .pid = 7, .command = "x", .started_ms = 0};
     int no = fl_rec_proc_start(run, &p);
-    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 400, -1, 9, false), 0);
+    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 400, -1, 9, false, false), 0);
     p.generation = 1;
     p.started_ms = 500;
     FL_REQUIRE(fl_rec_proc_start(run, &p) >= 0); /* never reaped */
     struct fl_rec_proc q = {.host = "ps0", .job = "ps", .task = 0, .pid = 8, .command = "y"};
     no = fl_rec_proc_start(run, &q);
-    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 900, 1, 0, false), 0);
+    FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 900, 1, 0, false, false), 0);
     struct fl_rec_fault k = {.index = 0,
                              .kind = "kill",
                              .target = "chief:0",
