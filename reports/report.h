@@ -109,7 +109,7 @@ struct fl_report_runs_opts {
 
 /*
  * `faultline runs`: most recent runs first, as an aligned table:
- *   RUN ID  SCENARIO  VARIANT  VERDICT  DURATION  STARTED  REASON
+ *   RUN ID  SCENARIO  VARIANT  VERDICT  DURATION  SEED  STARTED  REASON
  * (STARTED in local time "YYYY-MM-DD HH:MM:SS", reason truncated).  Prints
  * "no runs recorded in this database" for an empty database, "no recorded
  * run matches" when the filters leave nothing.  Returns the

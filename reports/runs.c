@@ -14,6 +14,7 @@
 #include "reports/table.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,7 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
         {.title = "VARIANT", .max_width = 32, .min_width = 18},
         {.title = "VERDICT", .verdict = true},
         {.title = "DURATION", .right = true},
+        {.title = "SEED", .right = true},
         {.title = "STARTED"},
         {.title = "REASON", .max_width = 50},
     };
@@ -103,7 +105,7 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
         o.limit = 20;
     if (sqlite3_prepare_v2(db,
                            "SELECT run_id, scenario, variant, verdict, duration_ms, started_at,"
-                           " reason FROM runs"
+                           " reason, seed FROM runs"
                            " WHERE (?1 IS NULL OR scenario = ?1) AND (?2 IS NULL OR variant = ?2)"
                            " AND (?3 IS NULL OR verdict = ?3) AND started_at >= ?4"
                            " ORDER BY started_at DESC, id DESC LIMIT ?5",
@@ -114,15 +116,18 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
     sqlite3_bind_text(st, 3, o.verdict, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, since);
     sqlite3_bind_int(st, 5, o.limit);
-    t = fl_report_table_new(cols, 7);
+    t = fl_report_table_new(cols, 8);
     if (!t) {
         ret = -ENOMEM;
         goto cleanup;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        char v[16], d[32], when[32];
+        char v[16], d[32], when[32], seed[24];
         const char *variant = col_text(st, 2);
-        const char *cells[7] = {
+        /* a seed recorded before seeds were 63-bit may be negative: it
+         * was printed unsigned */
+        snprintf(seed, sizeof seed, "%" PRIu64, (uint64_t)sqlite3_column_int64(st, 7));
+        const char *cells[8] = {
             col_text(st, 0),
             col_text(st, 1),
             variant && *variant ? variant : "-",
@@ -130,6 +135,7 @@ int fl_report_runs(sqlite3 *db, FILE *out, const struct fl_report_runs_opts *opt
             sqlite3_column_type(st, 4) == SQLITE_NULL
                 ? "-"
                 : fl_report_fmt_duration(sqlite3_column_int64(st, 4), d, sizeof d),
+            sqlite3_column_type(st, 7) == SQLITE_NULL ? "-" : seed,
             fmt_time(sqlite3_column_int64(st, 5), when, sizeof when),
             col_text(st, 6),
         };

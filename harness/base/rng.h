@@ -8,6 +8,15 @@
 
 #include <stdint.h>
 
+/* Seeds are 0..FL_SEED_MAX (63 bits): SQLite's INTEGER is signed, and a
+ * seed must be printed, stored and typed back as the same number.  A seed
+ * drawn at random is masked to it (fl_seed_of). */
+#define FL_SEED_MAX 0x7fffffffffffffffULL
+static inline uint64_t fl_seed_of(uint64_t random_bits)
+{
+    return random_bits & FL_SEED_MAX;
+}
+
 /* The next value of the stream whose state is *x (advanced). */
 static inline uint64_t fl_splitmix64(uint64_t *x)
 {

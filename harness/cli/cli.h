@@ -37,6 +37,8 @@ extern const char fl_cli_gc_usage[];
 int fl_cli_gc(int argc, char **argv);
 extern const char fl_cli_runs_usage[];
 int fl_cli_runs(int argc, char **argv);
+extern const char fl_cli_replay_usage[];
+int fl_cli_replay(int argc, char **argv);
 extern const char fl_cli_report_usage[];
 int fl_cli_report(int argc, char **argv);
 /* emit reads --help itself: its KEY=VALUE arguments are not faultline's. */

@@ -5,7 +5,8 @@
  * workdir checked before anything runs, the scenario files named on the
  * command line, the --variant options and the results database of --db.
  */
-#include "harness/load/load.h"
+#include "harness/base/rng.h"
+#include "harness//load/load.h"
 #include "harness/cli/common.h"
 #include "harness/record/recorder.h"
 #include "harness/scenario/scenario.h"
@@ -51,6 +52,22 @@ int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t 
     if (errno || !(*s >= '0' && *s <= '9') || *end) {
         fprintf(stderr, "%s: %s wants a whole number 0..18446744073709551615, not '%s'\n", prog,
                 opt, s);
+        return -1;
+    }
+    *v = x;
+    return 0;
+}
+
+int fl_cli_parse_seed(const char *prog, const char *s, uint64_t *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (errno || !(*s >= '0' && *s <= '9') || *end || x > FL_SEED_MAX) {
+        fprintf(stderr,
+                "%s: --seed wants a whole number 0..%llu (seeds are 63-bit: the database keeps "
+                "them as printed), not '%s'\n",
+                prog, (unsigned long long)FL_SEED_MAX, s);
         return -1;
     }
     *v = x;

@@ -22,6 +22,8 @@ void fl_cli_top_dir(char *buf, size_t len);
 /* A decimal 0..2^64-1 (no sign, no base prefix) into *v; -1 after a message
  * on stderr, "PROG: OPT wants a whole number ...". */
 int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t *v);
+/* A seed, 0..FL_SEED_MAX (--seed); -1 after a message naming the range. */
+int fl_cli_parse_seed(const char *prog, const char *s, uint64_t *v);
 /* The same, 1 or more (--repeat, --iterations). */
 int fl_cli_parse_count(const char *prog, const char *opt, const char *s, uint64_t *v);
 /* How many runs to show (--limit, --last): 1..INT_MAX, or -1 for all; -1

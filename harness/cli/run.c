@@ -100,7 +100,7 @@ int fl_cli_run(int argc, char **argv)
                 return 2;
             break;
         case 's':
-            if (fl_cli_parse_u64("faultline", "--seed", optarg, &seed) < 0)
+            if (fl_cli_parse_seed("faultline", optarg, &seed) < 0)
                 return 2;
             seed_set = true;
             break;

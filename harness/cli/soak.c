@@ -14,7 +14,8 @@
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
-#include "harness/load/load.h"
+#include "harness/base/rng.h"
+#include "harness//load/load.h"
 #include "harness/base/monoclock.h"
 #include "harness/cli/common.h"
 #include "harness/engine/engine.h"
@@ -285,7 +286,7 @@ int fl_cli_soak(int argc, char **argv)
             iters_set = true;
             break;
         case 's':
-            if (fl_cli_parse_u64("faultline soak", "--seed", optarg, &seed) < 0)
+            if (fl_cli_parse_seed("faultline soak", optarg, &seed) < 0)
                 return 2;
             seed_set = true;
             break;
@@ -373,6 +374,7 @@ int fl_cli_soak(int argc, char **argv)
         goto cleanup;
     if (!seed_set && getrandom(&seed, sizeof seed, 0) != sizeof seed)
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    seed = fl_seed_of(seed);
     char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
     fl_cli_top_dir(top, sizeof top);

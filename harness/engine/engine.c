@@ -38,7 +38,8 @@
  * run layer's (harness/run/); when faults fire is schedule.c's; what a fault
  * does is its kind's (harness/faults/).
  */
-#include "harness/base/monoclock.h"
+#include "harness/base/rng.h"
+#include "harness//base/monoclock.h"
 #include "harness/engine/engine_int.h"
 #include "harness/record/recorder.h"
 #include "harness/sys/cgroup.h"
@@ -130,6 +131,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         e->r.seed = s->seed;
     else if (getrandom(&e->r.seed, sizeof e->r.seed, 0) != sizeof e->r.seed)
         e->r.seed = (uint64_t)e->r.t0_unix;
+    e->r.seed = fl_seed_of(e->r.seed);
     fl_rec_make_run_id(e->r.run_id, sizeof e->r.run_id, e->r.t0_unix);
     snprintf(res->run_id, sizeof res->run_id, "%s", e->r.run_id);
     char out_abs[PATH_MAX];
@@ -160,11 +162,18 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         fl_run_write_state(&e->r);
 
     if (o->rec) {
+        /* the file's absolute path: "scenarios/x.yaml" means nothing to a
+         * reader in another directory */
+        char file[PATH_MAX + 256];
+        const char *base = strrchr(s->path, '/');
+        snprintf(file, sizeof file, "%s/%s", s->dir, base ? base + 1 : s->path);
         struct fl_rec_run_info ri = {.run_id = e->r.run_id,
                                      .scenario = s->name,
-                                     .scenario_file = s->path,
+                                     .scenario_file = file,
                                      .variant = e->r.variant,
                                      .scenario_hash = s->hash,
+                                     .scenario_text = s->text,
+                                     .scenario_text_len = s->text_len,
                                      .seed = e->r.seed,
                                      .git_rev = o->git_rev,
                                      .started_at_ms = e->r.t0_unix};

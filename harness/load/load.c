@@ -17,7 +17,8 @@
  * compiled, every template uses only known placeholders, and the struct
  * owns all its memory (fl_scenario_free releases a partly built one too).
  */
-#include "harness/load/load.h"
+#include "harness/base/rng.h"
+#include "harness//load/load.h"
 #include "harness/scenario/scenario.h"
 #include "harness/load/sections.h"
 #include "harness/scenario/yaml.h"
@@ -983,10 +984,10 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
             return rc;
         errno = 0;
         unsigned long long v = strtoull(n->value, &end, 10);
-        if (!isdigit((unsigned char)n->value[0]) || *end || errno)
+        if (!isdigit((unsigned char)n->value[0]) || *end || errno || v > FL_SEED_MAX)
             return fl_scn_verr(c, n->loc,
-                               "'seed' must be a whole number 0..18446744073709551615, not '%s'",
-                               n->value);
+                               "'seed' must be a whole number 0..%llu (63 bits), not '%s'",
+                               (unsigned long long)FL_SEED_MAX, n->value);
         s->seed = v;
         s->seed_set = true;
     }
@@ -1116,6 +1117,14 @@ int fl_scenario_load_mem(const char *path, const char *buf, size_t len, struct f
         return -ENOMEM;
     }
     hash_bytes(buf, len, s->hash);
+    if (!(s->text = malloc(len + 1))) {
+        fl_scenario_free(s);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    memcpy(s->text, buf, len);
+    s->text[len] = 0;
+    s->text_len = len;
     if (memchr(buf, 0, len)) {
         struct fl_scn_loc l = fl_scn_loc_at(&c, (size_t)((const char *)memchr(buf, 0, len) - buf));
         fl_scenario_free(s);

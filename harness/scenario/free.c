@@ -17,6 +17,7 @@ void fl_scenario_free(struct fl_scenario *s)
     if (!s)
         return;
     free(s->path);
+    free(s->text);
     free(s->dir);
     free(s->name);
     free(s->about);

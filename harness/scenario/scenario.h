@@ -464,6 +464,8 @@ struct fl_scenario {
     char *path; /* as given to fl_scenario_load */
     char *dir;  /* directory holding the file, absolute */
     char hash[FL_SCN_HASH_HEX_LEN + 1];
+    char *text; /* the bytes it was loaded from (hash is theirs), NUL-terminated */
+    size_t text_len;
     char *name;  /* [a-z0-9._-]+ */
     char *about; /* "" when absent */
     uint64_t seed;

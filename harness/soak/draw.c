@@ -27,7 +27,7 @@ uint64_t fl_soak_iter_seed(uint64_t soak_seed, uint64_t iter)
 {
     uint64_t x = soak_seed ^ (iter * 0xd1342543de82ef95ull);
     fl_splitmix64(&x);
-    return fl_splitmix64(&x);
+    return fl_seed_of(fl_splitmix64(&x));
 }
 
 struct rng {

@@ -162,3 +162,44 @@ FL_TEST(cli_runs, changed_since_head_on_a_dirty_tree_shows_pass_to_fail)
     free(out);
     free(head);
 }
+
+/* A random seed is printed, stored and typed back as one number: seeds are
+ * 63-bit, so SQLite's signed INTEGER keeps them as they are (a 64-bit seed
+ * above 2^63 used to be stored, and shown by `runs`, as a negative number
+ * that --seed refused).  Ten random seeds: each had one chance in two. */
+FL_TEST_ROOT_T(cli_runs, random_seeds_round_trip_as_one_number, 60)
+{
+    char *out, db[4200];
+    const char *d = fl_test_dir();
+    snprintf(db, sizeof db, "%s/s.db", d);
+    int rc = fl_test_sh(
+        &out, "cd %s && %s run -q --repeat 10 --db s.db %s/scenarios/examples/hello.yaml 2>&1", d,
+        fl_test_bin("faultline"), fl_test_root());
+    FL_REQUIRE_MSG(rc == 0, "faultline run: exit %d: %s", rc, out);
+    free(out);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs WHERE seed < 0"), 0);
+    char *seed;
+    FL_REQUIRE_EQ(
+        fl_test_sh(&seed, "sqlite3 %s 'SELECT seed FROM runs ORDER BY id DESC LIMIT 1'", db), 0);
+    seed[strcspn(seed, "\n")] = 0;
+    rc = fl_test_sh(&out, "%s runs --db %s --limit 1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 0);
+    FL_ASSERT_CONTAINS(out, "SEED");
+    FL_ASSERT_CONTAINS(out, seed);
+    free(out);
+    rc = fl_test_sh(&out,
+                    "cd %s && %s run -q --seed %s --db s.db %s/scenarios/examples/hello.yaml 2>&1",
+                    d, fl_test_bin("faultline"), seed, fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "run --seed %s: exit %d: %s", seed, rc, out);
+    free(out);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE seed = %s", seed);
+    FL_ASSERT_EQ(fl_test_db_int(db, sql), 2);
+    free(seed);
+    rc = fl_test_sh(
+        &out, "%s run --seed 9223372036854775808 --no-db %s/scenarios/examples/hello.yaml 2>&1",
+        fl_test_bin("faultline"), fl_test_root());
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "--seed wants a whole number 0..9223372036854775807");
+    free(out);
+}

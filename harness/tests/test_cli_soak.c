@@ -309,6 +309,16 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "worker:1: exit: expected exit 0, observed killed by SIGTERM");
     free(out);
+    /* the failing iteration's run, replayed from the database alone (the
+     * scenario soak drew is kept there), fails the same way */
+    rc = fl_test_sh(&out,
+                    "cd %s && %s replay -q --db fl.db --out o $(sqlite3 fl.db \"SELECT run_id FROM "
+                    "runs WHERE verdict = 'fail' ORDER BY id LIMIT 1\") 2>&1",
+                    t, fl_test_bin("faultline"));
+    FL_ASSERT_MSG(rc == 0, "replay of the failing iteration: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "recorded failed checks: worker:1 exit");
+    FL_ASSERT_CONTAINS(out, "1 of 1 replay of");
+    free(out);
     free(otext);
     free(mtext);
 }

@@ -36,9 +36,8 @@ FL_TEST_ROOT_T(engine_outcomes, stopped_at_end_is_not_killed_by_a_fault, 60)
     int rc = fl_test_sh(&out, "cd %s && %s run -q --db o.db --html o.html %s 2>&1", d,
                         fl_test_bin("faultline"), scn);
     FL_ASSERT_MSG(rc == 0, "faultline run: exit %d: %s", rc, out);
-    FL_ASSERT_CONTAINS(out,
-                       "0/3 exit 0; server:0, server:1 stopped at the end (SIGTERM); chief:0 "
-                       "killed by SIGKILL");
+    FL_ASSERT_CONTAINS(out, "0/3 exit 0; server:0, server:1 stopped at the end (SIGTERM); chief:0 "
+                            "killed by SIGKILL");
     free(out);
     char db[4200];
     snprintf(db, sizeof db, "%s/o.db", d);
@@ -60,13 +59,14 @@ FL_TEST_ROOT_T(engine_outcomes, stopped_at_end_is_not_killed_by_a_fault, 60)
  * (it named only the first, as if the other had passed). */
 FL_TEST_ROOT_T(engine_outcomes, reason_names_every_failed_check, 60)
 {
-    const char *scn = fl_test_write("two-fail.yaml", "name: it-two-fail\n"
-                                                     "hosts: [a, b, c]\n"
-                                                     "cluster:\n"
-                                                     "  w: [a, b, c]\n"
-                                                     "timeout: 60s\n"
-                                                     "run:\n"
-                                                     "  command: \"exit $(( {task} == 1 ? 0 : 3 ))\"\n");
+    const char *scn =
+        fl_test_write("two-fail.yaml", "name: it-two-fail\n"
+                                       "hosts: [a, b, c]\n"
+                                       "cluster:\n"
+                                       "  w: [a, b, c]\n"
+                                       "timeout: 60s\n"
+                                       "run:\n"
+                                       "  command: \"exit $(( {task} == 1 ? 0 : 3 ))\"\n");
     char *out;
     int rc = fl_test_sh(&out, "cd %s && %s run -q --no-db %s 2>&1", fl_test_dir(),
                         fl_test_bin("faultline"), scn);

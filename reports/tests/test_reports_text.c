@@ -392,13 +392,13 @@ FL_TEST(reports_text, runs_table_newest_first_with_filters)
     CAPTURE(s, n = fl_report_runs(db, out, NULL));
     FL_ASSERT_EQ(n, 8);
     FL_ASSERT_EQ(nlines(s), 9);
-    FL_ASSERT_STREQ(line(s, 0), "RUN ID  SCENARIO  VARIANT          VERDICT  DURATION  STARTED  "
-                                "            REASON");
-    FL_ASSERT_STREQ(line(s, 1), "r8      seed-000  protocol=legacy  RUNNING         -  "
+    FL_ASSERT_STREQ(line(s, 0), "RUN ID  SCENARIO  VARIANT          VERDICT  DURATION  SEED  "
+                                "STARTED              REASON");
+    FL_ASSERT_STREQ(line(s, 1), "r8      seed-000  protocol=legacy  RUNNING         -     0  "
                                 "2026-11-21 11:03:00  -");
-    FL_ASSERT_STREQ(line(s, 2), "r7      seed-000  protocol=legacy  ERROR           -  "
+    FL_ASSERT_STREQ(line(s, 2), "r7      seed-000  protocol=legacy  ERROR           -     0  "
                                 "2026-11-21 11:02:00  harness killed");
-    FL_ASSERT_STREQ(line(s, 8), "r1      seed-000  protocol=legacy  PASS         3.2s  "
+    FL_ASSERT_STREQ(line(s, 8), "r1      seed-000  protocol=legacy  PASS         3.2s     0  "
                                 "2026-11-21 11:00:00  -");
     free(s);
 
