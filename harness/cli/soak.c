@@ -184,7 +184,8 @@ static int write_text(const char *path, const char *text)
 }
 
 /* A failed iteration: keep it, minimize it, keep the minimum.  True when
- * the failure needs no fault at all (the profile's baseline fails). */
+ * the failure needs no fault at all (the profile's baseline fails).  iter
+ * counts from 1, as the console says it (file names and headers too). */
 static bool keep_failure(struct soak *k, uint64_t soak_seed, uint64_t iter,
                          const struct fl_soak_schedule *sc, const struct fl_engine_result *res)
 {
@@ -426,7 +427,7 @@ int fl_cli_soak(int argc, char **argv)
                         failed, failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
             if (!ok) {
                 kept++;
-                if (keep_failure(&k, seed, iter, &sc, &res)) {
+                if (keep_failure(&k, seed, iter + 1, &sc, &res)) {
                     /* every iteration would fail and minimize to nothing */
                     printf("\nsoak %s: it fails with no fault at all (%s: %s), so every "
                            "iteration would fail the same way: stopping.  'faultline run %s%s%s' "

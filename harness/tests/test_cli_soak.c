@@ -277,6 +277,9 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "1 iteration in");
     FL_ASSERT_CONTAINS(out, "0 passed, 1 failed");
+    /* one numbering: the console's iteration 1 is the file's and header's */
+    FL_ASSERT_CONTAINS(out, "soak: iteration 1 fail");
+    FL_ASSERT_CONTAINS(out, "-i1-s");
     FL_ASSERT_CONTAINS(out, "failure kept: ");
     FL_ASSERT_CONTAINS(out, "minimized:    ");
     free(out);
@@ -287,7 +290,8 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
     char *otext, *mtext;
     FL_REQUIRE_EQ(fl_read_file(orig, &otext, NULL), 0);
     FL_REQUIRE_EQ(fl_read_file(min, &mtext, NULL), 0);
-    /* the original: all five drawn faults, the seed of iteration 0 */
+    FL_ASSERT_CONTAINS(otext, ", iteration 1 (run ");
+    /* the original: all five drawn faults, the seed of iteration 1 (index 0) */
     char seedline[64];
     snprintf(seedline, sizeof seedline, "\nseed: %" PRIu64 "\n", fl_soak_iter_seed(11, 0));
     FL_ASSERT_CONTAINS(otext, seedline);
