@@ -113,8 +113,7 @@ static int load_recorded(const struct fl_rec_recorded *r, const char *dir_opt,
         }
         return 0;
     }
-    if (fl_scenario_load(path, s, err, sizeof err) == 0 && r->hash &&
-        !strcmp((*s)->hash, r->hash))
+    if (fl_scenario_load(path, s, err, sizeof err) == 0 && r->hash && !strcmp((*s)->hash, r->hash))
         return 0;
     if (*s)
         fl_scenario_free(*s);

@@ -15,6 +15,7 @@
 #include "reports/report.h"
 #include "reports/table.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,7 +30,8 @@ const char fl_cli_run_usage[] =
     "Runs every variant of every scenario (a DIR means every *.yaml and *.yml below it),\n"
     "prints one verdict line per run and a summary table, records everything.\n"
     "\n"
-    "  --variant K=V       only variants where K is V (repeatable; a bare value works)\n"
+    "  --variant K=V       only variants where K is V (repeatable; a bare value works;\n"
+    "                      over several files, in those that have K)\n"
     "  --seed N            seed for every random decision (default: the file's, else random)\n"
     "  --repeat N          run each variant N times (default 1)\n"
     "  --db PATH           results database (default OUT/faultline.db, OUT as --out)\n"
@@ -137,16 +139,33 @@ int fl_cli_run(int argc, char **argv)
             fl_cli_free_scenarios(v, n);
             return 2;
         }
-    /* variant filters, checked against every scenario before running any */
+    /* variant filters, checked against every scenario before running any:
+     * each applies to the files that have its key (or bare value); a file
+     * without it runs all its variants; one that no file has is an error,
+     * and so is a value its key does not have (a typo) */
     struct fl_scn_selector *filters = calloc(n, sizeof *filters);
-    char err[2048];
-    for (size_t i = 0; i < n; i++)
-        for (int k = 0; k < c.nvariants; k++)
-            if (fl_scn_variant_filter_add(v[i], &filters[i], c.variants[k], err, sizeof err) < 0) {
+    char err[2048], first[2048];
+    for (int k = 0; k < c.nvariants; k++) {
+        size_t applies = 0;
+        first[0] = 0;
+        for (size_t i = 0; i < n; i++) {
+            int frc = fl_scn_variant_filter_add(v[i], &filters[i], c.variants[k], err, sizeof err);
+            if (frc == -ENOENT && !first[0])
+                snprintf(first, sizeof first, "%s: %s", v[i]->path, err);
+            if (frc < 0 && (frc != -ENOENT || n == 1)) {
                 fprintf(stderr, "faultline: %s: %s\n", v[i]->path, err);
                 fl_cli_free_scenarios(v, n);
                 return 2;
             }
+            applies += frc == 0;
+        }
+        if (!applies) {
+            fprintf(stderr, "faultline: --variant %s applies to none of the %zu files (%s)\n",
+                    c.variants[k], n, first);
+            fl_cli_free_scenarios(v, n);
+            return 2;
+        }
+    }
     if ((junit && check_junit_path(junit) < 0) || fl_cli_prepare_out(c.out) < 0) {
         fl_cli_free_scenarios(v, n);
         return 2;

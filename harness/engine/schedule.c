@@ -136,7 +136,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
         fl_run_error(&e->r, "fault %d (%s %s, line %d): %s", fr->index + 1, k->name, target,
                      fr->f->loc.line, err);
     if (e->r.rec) {
-        struct fl_rec_fault rf = {.index = fr->index,
+        struct fl_rec_fault rf = {.index = fr->index + 1,
                                   .kind = k->name,
                                   .target = target,
                                   .detail = detail[0] ? detail : NULL,

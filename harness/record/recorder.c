@@ -150,6 +150,9 @@ static const char *const migrations[] = {
     "  hash TEXT PRIMARY KEY,\n"
     "  text TEXT NOT NULL\n"
     ");\n",
+
+    /* 4: faults.idx counts from 1, as faultline's messages number faults */
+    "UPDATE faults SET idx = idx + 1 WHERE idx IS NOT NULL;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -1349,7 +1352,7 @@ int fl_rec_fault_applied(struct fl_rec_run *run, const struct fl_rec_fault *f)
     struct qbuild b = q_begin(run->rec, Q_FAULT);
     q_int(&b, run->rowid);
     q_int(&b, no);
-    q_int_or_null(&b, f->index, f->index < 0);
+    q_int_or_null(&b, f->index, f->index <= 0);
     q_text(&b, f->kind);
     q_text(&b, f->target);
     q_text(&b, f->detail);

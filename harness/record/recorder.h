@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 3
+#define FL_REC_SCHEMA_VERSION 4
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -216,7 +216,8 @@ int fl_rec_event(struct fl_rec_run *run, int64_t t_ms, const char *host, const c
                  const char *kind, const char *attrs, bool sync);
 
 struct fl_rec_fault {
-    int index;          /* position in the scenario's faults: list (0-based), -1 if none */
+    int index;          /* position in the scenario's faults: list, from 1 (as messages
+                           say "fault 2"); 0 if none */
     const char *kind;   /* "kill", "partition", ... */
     const char *target; /* "ps1", "ps:1", "[ps0,w0]|[ps1]" ... */
     const char *detail; /* e.g. "signal=SIGKILL", may be NULL */

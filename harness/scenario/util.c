@@ -554,7 +554,7 @@ int fl_scn_selector_add_terms(const struct fl_scenario *s, const char *text,
                 if (cands)
                     fl_suggest_append(err, errlen, word, cands, nc);
                 free(cands);
-                return -EINVAL;
+                return -ENOENT;
             }
         } else {
             size_t klen = (size_t)(eq - p), vlen = len - klen - 1;

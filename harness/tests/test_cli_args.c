@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Numbers on the command line are decimal and unsigned: strtoull took "-1"
  * as 2^64-1 (--repeat -1 ran for ever) and "010" as eight; --limit took any
@@ -82,5 +83,36 @@ FL_TEST(cli_args, gc_has_no_db_option)
     rc = fl_test_sh(&out, "%s gc --out %s/out --db x.db 2>&1", fl_test_bin("faultline"),
                     fl_test_dir());
     FL_ASSERT_EQ(rc, 2);
+    free(out);
+}
+
+/* --variant over several files applies where its key exists; the other
+ * files run all their variants; it is an error only when no file has it
+ * (or for a value its key does not have).  One file without variants used
+ * to make any --variant an error. */
+FL_TEST_ROOT_T(cli_args, variant_applies_where_its_key_is, 60)
+{
+    fl_test_write("v.yaml", "name: it-v\nhosts: [a]\ncluster:\n  w: [a]\n"
+                            "variants:\n  mode: [x, y]\nrun:\n  command: \"true\"\n");
+    fl_test_write("p.yaml", "name: it-p\nhosts: [a]\ncluster:\n  w: [a]\n"
+                            "run:\n  command: \"true\"\n");
+    char *out;
+    const char *d = fl_test_dir(), *fl = fl_test_bin("faultline");
+    int rc =
+        fl_test_sh(&out, "cd %s && %s run -q --no-db --variant mode=y v.yaml p.yaml 2>&1", d, fl);
+    FL_ASSERT_MSG(rc == 0, "exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "PASS  it-v mode=y");
+    FL_ASSERT_CONTAINS(out, "PASS  it-p ");
+    FL_ASSERT(!strstr(out, "mode=x"));
+    FL_ASSERT_CONTAINS(out, "2 runs: 2 passed");
+    free(out);
+    rc = fl_test_sh(&out, "cd %s && %s run -q --no-db --variant disk=fresh v.yaml p.yaml 2>&1", d,
+                    fl);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "--variant disk=fresh applies to none of the 2 files");
+    free(out);
+    rc = fl_test_sh(&out, "cd %s && %s run -q --no-db --variant mode=z v.yaml p.yaml 2>&1", d, fl);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "unknown value 'z' for variant key 'mode'");
     free(out);
 }

@@ -22,8 +22,9 @@ static int fl(char **out, const char *args)
 static char *nth_run(const char *db, int n)
 {
     char *id;
-    FL_REQUIRE_EQ(fl_test_sh(&id, "cd %s && sqlite3 %s 'SELECT run_id FROM runs ORDER BY id LIMIT 1 "
-                                  "OFFSET %d'",
+    FL_REQUIRE_EQ(fl_test_sh(&id,
+                             "cd %s && sqlite3 %s 'SELECT run_id FROM runs ORDER BY id LIMIT 1 "
+                             "OFFSET %d'",
                              fl_test_dir(), db, n),
                   0);
     id[strcspn(id, "\n")] = 0;
@@ -36,16 +37,15 @@ static char *nth_run(const char *db, int n)
 FL_TEST_ROOT_T(cli_replay, replays_recorded_text_variant_and_seed, 120)
 {
     FL_REQUIRE_EQ(fl_test_sh(NULL, "mkdir -p %s/sub", fl_test_dir()), 0);
-    fl_test_write("sub/r.yaml",
-                  "name: it-replay\n"
-                  "hosts: [a]\n"
-                  "cluster:\n"
-                  "  w: [a]\n"
-                  "variants:\n"
-                  "  shift: [0, 1]\n"
-                  "timeout: 30s\n"
-                  "run:\n"
-                  "  command: \"exit $(( ({seed} + {shift}) % 2 ))\"\n");
+    fl_test_write("sub/r.yaml", "name: it-replay\n"
+                                "hosts: [a]\n"
+                                "cluster:\n"
+                                "  w: [a]\n"
+                                "variants:\n"
+                                "  shift: [0, 1]\n"
+                                "timeout: 30s\n"
+                                "run:\n"
+                                "  command: \"exit $(( ({seed} + {shift}) % 2 ))\"\n");
     char *out;
     int rc = fl(&out, "run -q --db r.db --seed 7 sub/r.yaml");
     FL_REQUIRE_MSG(rc == 1, "run: exit %d: %s", rc, out); /* shift=0 fails, shift=1 passes */
@@ -117,18 +117,16 @@ FL_TEST_ROOT_T(cli_replay, textless_run_replays_unchanged_file, 60)
     int rc = fl(&out, "run -q --db o.db o.yaml");
     FL_REQUIRE_MSG(rc == 0, "run: exit %d: %s", rc, out);
     free(out);
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "cd %s && sqlite3 o.db 'DELETE FROM scenario_texts'",
-                             fl_test_dir()),
-                  0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(NULL, "cd %s && sqlite3 o.db 'DELETE FROM scenario_texts'", fl_test_dir()), 0);
     char *id = nth_run("o.db", 0), args[256];
     snprintf(args, sizeof args, "replay -q --db o.db %s", id);
     rc = fl(&out, args);
     FL_ASSERT_MSG(rc == 0, "replay: exit %d: %s", rc, out);
     free(out);
     /* (that replay kept the text again: it was the same) */
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "cd %s && sqlite3 o.db 'DELETE FROM scenario_texts'",
-                             fl_test_dir()),
-                  0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(NULL, "cd %s && sqlite3 o.db 'DELETE FROM scenario_texts'", fl_test_dir()), 0);
     FL_REQUIRE_EQ(fl_test_sh(NULL, "echo '# changed' >> %s/o.yaml", fl_test_dir()), 0);
     rc = fl(&out, args);
     FL_ASSERT_EQ(rc, 2);

@@ -76,3 +76,38 @@ FL_TEST_ROOT_T(engine_outcomes, reason_names_every_failed_check, 60)
     FL_ASSERT(!strstr(out, "w:1 exit"));
     free(out);
 }
+
+/* One numbering of faults: the note's "fault 2" is the database's idx 2
+ * (it counted from 0 there). */
+FL_TEST_ROOT_T(engine_outcomes, notes_and_database_number_faults_alike, 60)
+{
+    const char *scn =
+        fl_test_write("numbers.yaml", "name: it-numbers\n"
+                                      "hosts: [a, b]\n"
+                                      "cluster:\n"
+                                      "  chief: [a]\n"
+                                      "  other: [b]\n"
+                                      "timeout: 60s\n"
+                                      "run:\n"
+                                      "  stop_when: [chief]\n"
+                                      "  chief: {command: \"{bin}/faultline emit --sync go\"}\n"
+                                      "  other: {command: \"exec sleep 600\"}\n"
+                                      "faults:\n"
+                                      "  - {after: {event: go}, partition: [[a], [b]], for: 10ms}\n"
+                                      "  - {after: {event: never}, partition: [[a], [b]]}\n"
+                                      "expect:\n"
+                                      "  all:\n"
+                                      "    chief: {exit: 0}\n"
+                                      "    other: {exit: any}\n");
+    char *out;
+    const char *d = fl_test_dir();
+    int rc =
+        fl_test_sh(&out, "cd %s && %s run -q --db n.db %s 2>&1", d, fl_test_bin("faultline"), scn);
+    FL_ASSERT_MSG(rc == 0, "faultline run: exit %d: %s", rc, out);
+    FL_ASSERT_CONTAINS(out, "note: fault 2 (");
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/n.db", d);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults"), 1);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT idx FROM faults"), 1);
+}

@@ -94,7 +94,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
     sqlite3 *db = fl_rec_db(rec);
     struct stat st;
     FL_ASSERT_EQ(stat(path, &st), 0);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "3");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "4");
     FL_ASSERT_STREQ(q1(db, "PRAGMA journal_mode"), "wal");
     FL_ASSERT_STREQ(q1(db, "PRAGMA foreign_keys"), "1");
     for (const char *const *t =
@@ -107,7 +107,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
 
     /* Reopening an up-to-date database changes nothing. */
     rec = open_ok(path, NULL);
-    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "3");
+    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "4");
     fl_rec_close(rec);
 }
 
@@ -129,7 +129,7 @@ FL_TEST(record_db, open_migrates_version_1_keeping_rows)
 
     struct fl_rec *rec = open_ok(path, NULL);
     db = fl_rec_db(rec);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "3");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "4");
     FL_ASSERT_STREQ(q1(db, "SELECT verdict FROM runs WHERE run_id = 'old-run'"), "fail");
     FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM saves"), "0");
     /* The new table is usable for the old run. */
@@ -153,7 +153,7 @@ FL_TEST(record_db, open_refuses_newer_schema)
     FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EPROTO);
     FL_ASSERT(rec == NULL);
     snprintf(want, sizeof want,
-             "database %s has schema version 7, this faultline knows up to 3; "
+             "database %s has schema version 7, this faultline knows up to 4; "
              "use a newer faultline or another --db",
              path);
     FL_ASSERT_STREQ(err, want);
@@ -231,12 +231,12 @@ FL_TEST(record_db, run_roundtrip_all_tables)
                  0);
     FL_ASSERT_EQ(fl_rec_event(run, 500, "w0", "worker", 0, "export.begin", "prefix=model/1", false),
                  0);
-    int f0 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 0,
+    int f0 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
                                                               .kind = "kill",
                                                               .target = "ps1",
                                                               .detail = "signal=SIGKILL",
                                                               .applied_ms = 200});
-    int f1 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
+    int f1 = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 2,
                                                               .kind = "partition",
                                                               .target = "[ps0,w0]|[ps1]",
                                                               .applied_ms = 300,
@@ -294,8 +294,8 @@ FL_TEST(record_db, run_roundtrip_all_tables)
     FL_ASSERT_STREQ(q1(db, "SELECT group_concat(fault_no||','||idx||','||kind||','||target||','||"
                            "ifnull(detail,'-')||','||applied_ms||','||ifnull(healed_ms,'-')||','||"
                            "ifnull(error,'-'), ';') FROM (SELECT * FROM faults ORDER BY fault_no)"),
-                    "0,0,kill,ps1,signal=SIGKILL,200,-,-;"
-                    "1,1,partition,[ps0,w0]|[ps1],-,300,3300,nft: No such file");
+                    "0,1,kill,ps1,signal=SIGKILL,200,-,-;"
+                    "1,2,partition,[ps0,w0]|[ps1],-,300,3300,nft: No such file");
     FL_ASSERT_STREQ(q1(db, "SELECT group_concat(name||','||target||','||passed||','||expected||','"
                            "||observed||','||ifnull(line,'-'), ';') FROM checks"),
                     "fails_with,chief,1,NotFoundError,NotFoundError: ./train_logs,27;"
@@ -579,7 +579,7 @@ FL_TEST(record_db, flush_busy_during_run_keeps_rows_without_waiting)
     FL_ASSERT_GT(fl_rec_flush_due_ms(rec), 0); /* not at once again: no busy loop */
     /* a row call that would flush reports success and keeps its row too */
     int f = fl_rec_fault_applied(
-        run, &(struct fl_rec_fault){.index = 0, .kind = "kill", .target = "h", .applied_ms = 2});
+        run, &(struct fl_rec_fault){.index = 1, .kind = "kill", .target = "h", .applied_ms = 2});
     FL_ASSERT_EQ(f, 0);
     FL_ASSERT_EQ(fl_rec_pending(rec), 2);
     FL_REQUIRE_EQ(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);

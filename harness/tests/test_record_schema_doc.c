@@ -50,11 +50,11 @@ static void record(struct fl_rec *rec, const char *id, const char *variant, cons
         fl_rec_event(run, 300, "w0", "worker", 0, "save.begin", "step=100", false);
         fl_rec_event(run, 310, "w0", "worker", 0, "save.failed",
                      "step=100 error=\"NotFoundError: x\"", false);
-        int f = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 0,
+        int f = fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
                                                                  .kind = "partition",
                                                                  .target = "[ps0,w0]|[ps1]",
                                                                  .applied_ms = 200});
-        fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 1,
+        fl_rec_fault_applied(run, &(struct fl_rec_fault){.index = 2,
                                                          .kind = "kill",
                                                          .target = "ps1",
                                                          .detail = "signal=SIGKILL",

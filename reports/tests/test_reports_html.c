@@ -172,7 +172,7 @@ FL_TEST(reports_html, hostile_text_is_escaped)
     FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 50, 3, 0, false, false), 0);
     FL_REQUIRE_EQ(
         fl_rec_event(run, 20, "h<1>", "j&", 0, "say<b>", "msg='<b>' bad=\xff\x01 ok=é", false), 0);
-    struct fl_rec_fault fa = {.index = 0,
+    struct fl_rec_fault fa = {.index = 1,
                               .kind = "kill",
                               .target = "h<1>",
                               .detail = "signal=\"<SIG>\"",
@@ -224,13 +224,13 @@ FL_TEST(reports_html, timeline_marks_instant_unhealed_running_and_relaunch)
     struct fl_rec_proc q = {.host = "ps0", .job = "ps", .task = 0, .pid = 8, .command = "y"};
     no = fl_rec_proc_start(run, &q);
     FL_REQUIRE_EQ(fl_rec_proc_end(run, no, 900, 1, 0, false, false), 0);
-    struct fl_rec_fault k = {.index = 0,
+    struct fl_rec_fault k = {.index = 1,
                              .kind = "kill",
                              .target = "chief:0",
                              .detail = "signal=SIGKILL",
                              .applied_ms = 400};
     FL_REQUIRE(fl_rec_fault_applied(run, &k) >= 0);
-    struct fl_rec_fault l = {.index = 1,
+    struct fl_rec_fault l = {.index = 2,
                              .kind = "link",
                              .target = "ps0<->w0",
                              .detail = "down for=5000ms",
