@@ -3,7 +3,7 @@
 #   make            build build/bin/faultline, build/bin/psrt, build/bin/fl-tests
 #   make check      run every test (unit and integration, real namespaces)
 #   make check-unit run the unit tests only (any user, no root, seconds)
-#   make check-stress  every test with the CPUs kept busy
+#   make check-stress  every test on a loaded machine (load average >= 4 per CPU)
 #   make check-layers  the call graph: no cycle between files, no layer calling up
 #   make format     apply .clang-format to every C file (make check-format: verify)
 #   make run        the main job: install deps, build, run the reproducer suite
@@ -137,7 +137,9 @@ check: deps
 	@bash ci/check-format
 	$(O)/bin/fl-tests $(FL_TESTS_ARGS)
 
-# Every test with every CPU kept busy (ci/check-stress; STRESS_LOAD=N loops).
+# Every test with the 1-minute load average at 4 per CPU or more (8 on 2
+# CPUs): ci/check-stress, STRESS_LOAD=N busy loops (default 4 per CPU); it
+# prints the load average as the tests start and end.
 check-stress: deps
 	@$(MAKE) --no-print-directory all
 	@bash ci/check-stress $(FL_TESTS_ARGS)

@@ -6,13 +6,13 @@
  *
  * One emulator per fabric: a thread of the calling process with a
  * NETLINK_NETFILTER socket and an AF_PACKET socket opened inside the switch
- * namespace.  Each link fault is one NFQUEUE queue (its number is the fault's
- * id), bound on that socket with the fault's parameters.  A thread rather
- * than a process: it ends with the process that made it by construction (a
- * killed harness closes the socket; the kernel drops the frames it held and,
- * thanks to the rules' `bypass`, lets later ones through unchanged), so there
- * is nothing to find and kill afterwards, and there is no protocol between
- * harness and emulator: a fault is a function call.
+ * namespace, at real-time priority where the process may (SCHED_FIFO, else
+ * nice -20), so that frames leave when they are due on a busy machine too.  Each link fault is one
+ * NFQUEUE queue (its number is the fault's id), bound on that socket with the fault's parameters.
+ * A thread rather than a process: it ends with the process that made it by construction (a killed
+ * harness closes the socket; the kernel drops the frames it held and, thanks to the rules'
+ * `bypass`, lets later ones through unchanged), so there is nothing to find and kill afterwards,
+ * and there is no protocol between harness and emulator: a fault is a function call.
  *
  * Per frame of a queue, in this order (every draw from the fault's own
  * generator, seeded by fl_emu_params.seed):

@@ -141,8 +141,9 @@ int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
     return 0;
 }
 
-/* Kills every process on a host at once (init dies: the kernel kills the
- * rest); with will_restart, their tasks are started again when it is back. */
+/* Kills every process on a host at once (init and, before this returns,
+ * each of the others: none runs on after a fault on a sync point); with
+ * will_restart, their tasks are started again when it is back. */
 void fl_run_host_down(struct fl_run *r, int host, bool by_fault, bool will_restart)
 {
     struct host_rt *hr = &r->hosts[host];
@@ -152,7 +153,7 @@ void fl_run_host_down(struct fl_run *r, int host, bool by_fault, bool will_resta
         if (will_restart && r->tasks[p->task].cur == p)
             r->tasks[p->task].restart_pending++;
     }
-    fl_host_kill(&hr->h);
+    fl_host_kill_now(&hr->h);
     /* a frozen process dies only once thawed: killed first, so it never
      * runs again (and its task starts again in a thawed cgroup) */
     for (size_t t = 0; t < r->s->n_tasks; t++)

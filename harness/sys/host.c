@@ -3,7 +3,8 @@
  *
  * A host is held by an init process that the harness clones with new network,
  * mount, PID, UTS and IPC namespaces.  Init is PID 1 of its namespace, so
- * killing it kills every process on the host at once (a machine crash).  On
+ * killing it kills every process on the host at once (a machine crash; the
+ * kernel does it as init's exit runs, fl_host_kill_now before it returns).  On
  * start, init (in parallel with the other inits) mounts the host's disk at the
  * working directory, its own /tmp, the run's /etc/hosts, any shared paths and
  * a /proc of its own, sets the hostname, reports ready on a pipe shared by all
@@ -34,6 +35,7 @@
 #include "netem/seterr.h"
 #include "harness/base/rawsys.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -496,6 +498,42 @@ int fl_host_kill(struct fl_host *h)
     h->pidfd = -1;
     h->state = FL_HOST_DOWN;
     return 0;
+}
+
+int fl_host_kill_now(struct fl_host *h)
+{
+    if (h->state == FL_HOST_DOWN)
+        return 0;
+    /* init's PID namespace, known before init dies (a dead init's links go) */
+    char path[64];
+    struct stat ns, st;
+    snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)h->pid);
+    bool have_ns = stat(path, &ns) == 0;
+    fl_host_kill(h);
+    if (!have_ns)
+        return 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -errno;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0 || pid == (int)h->pid)
+            continue;
+        /* through a pidfd opened before the check: a pid reused meanwhile
+         * by another process is never signalled */
+        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pfd < 0)
+            continue; /* gone */
+        snprintf(path, sizeof path, "/proc/%d/ns/pid", pid);
+        if (stat(path, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev &&
+            syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0)
+            n++;
+        close(pfd);
+    }
+    closedir(d);
+    return n;
 }
 
 bool fl_host_reaped(struct fl_host *h, pid_t pid)

@@ -80,6 +80,13 @@ int fl_host_up_batch(struct fl_host **hosts, size_t n, struct fl_fabric *fab, ch
  * The host is DOWN at once and may be started again. */
 int fl_host_kill(struct fl_host *h);
 
+/* fl_host_kill, and SIGKILL to every other process of the host's PID
+ * namespace too, before it returns: the kernel kills them only as init's
+ * exit runs, which on a loaded machine can come well after, while they go
+ * on (a process that sent a sync point and got its answer meanwhile would
+ * run past the fault).  How many it signalled, or -errno. */
+int fl_host_kill_now(struct fl_host *h);
+
 /* Handles a reaped pid: returns true (and marks the host down, if it was not)
  * if pid was this host's current init. */
 bool fl_host_reaped(struct fl_host *h, pid_t pid);

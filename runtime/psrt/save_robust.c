@@ -15,10 +15,10 @@
  *      durably and atomically (same writer rules; O_DIRECT where the disk
  *      takes it, see CKPT_W_DIRECT): a complete, verifiable
  *      checkpoint that TensorFlow and `psrt inspect` can read.
- *   3. RobustCommit to every ps: each waits for its background write (a
- *      failed write fails the save) and adds model.ckpt-N to its own
- *      <train_dir>/ps<i>/checkpoint state file (atomic, fsynced) and drops
- *      its copies beyond max_to_keep.
+ *   3. save.commit.begin, then RobustCommit to every ps: each waits for
+ *      its background write (a failed write fails the save) and adds
+ *      model.ckpt-N to its own <train_dir>/ps<i>/checkpoint state file
+ *      (atomic, fsynced) and drops its copies beyond max_to_keep.
  *   4. The chief updates <train_dir>/checkpoint (atomic, fsynced) and
  *      deletes its checkpoints beyond max_to_keep.
  *   5. Only now: save.done event and the "Saved checkpoint" log line.
@@ -299,7 +299,10 @@ int psrt_save_robust(struct psrt_worker *w, long long step, struct psrt_err *err
         goto cleanup;
     }
     double t_chief = psrt_now();
-    /* 3. every ps commits its copy */
+    /* 3. every ps commits its copy.  save.commit.begin first: every ps's
+     * reply is in the chief's copy, durable, and no commit has gone out (a
+     * fault on it, a sync point, lands between the two phases) */
+    psrt_ev("save.commit.begin", "step=%lld", step);
     psrt_buf_reset(&req);
     psrt_buf_u64(&req, (uint64_t)step);
     psrt_buf_str(&req, name);

@@ -636,6 +636,11 @@ FL_TEST_CLUSTER_T(psrt_ckpt, robust_run_reports_events_in_protocol_order, 40)
     const char *s1 = strstr(ev, "save.shard_written shard=1 step=200");
     FL_REQUIRE(done && s0 && s1);
     FL_ASSERT(s0 < done && s1 < done);
+    /* the commits begin after the save began, and before it is reported */
+    const char *begin = strstr(ev, " save.begin step=200 ");
+    const char *commit = strstr(ev, "EVENT save.commit.begin step=200\n");
+    FL_REQUIRE(begin && commit);
+    FL_ASSERT(begin < commit && commit < done);
     FL_ASSERT_CONTAINS(ev, "SYNC ");
     free(ev);
     unsetenv("FAULTLINE_EVENTS");

@@ -70,7 +70,7 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_ps_lost_in_final_save, 60)
 }
 
 /* Found while soaking psrt (pinned by hand): a save whose commit reached
- * ps:0 but not ps:1 (ps:1 killed at its save.shard_written) left step 100
+ * ps:0 but not ps:1 (ps:1 killed at the chief's save.commit.begin) left step 100
  * committed on ps:0 only; when the chief's disk was then lost, the new
  * chief picked that unreported step and failed ("has no surviving copy").
  * It restores the newest step every ps holds (80, the last reported). */
@@ -80,6 +80,13 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_chief_lost_after_bad_commit, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-chief-lost-after-failed-commit.yaml");
+    /* ps:1 was lost in the commits of step 100, not before: the kill
+     * comes at the chief's save.commit.begin (at ps1's save.shard_written
+     * it could land before ps:1 had sent its RobustSave reply, under load:
+     * the save then failed before any commit, nothing to pass over) */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' AND "
+                                         "attrs LIKE 'step=100 on=ps:1 %RobustCommit%'"),
+                 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int(
                      "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
                  1);
@@ -100,6 +107,10 @@ FL_TEST_ROOT_T(psrt_lost_tasks, psrt_chief_lost_keep_one, 60)
     if (access(fl_test_bin("psrt"), X_OK) != 0)
         FL_SKIP("build/bin/psrt is not built");
     fl_test_scenario_passes("psrt-chief-lost-keep-one.yaml");
+    /* ps:1 was lost in the commits of step 100 (as above) */
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM events WHERE kind='save.failed' AND "
+                                         "attrs LIKE 'step=100 on=ps:1 %RobustCommit%'"),
+                 1);
     FL_ASSERT_EQ(fl_test_scenario_db_int(
                      "SELECT count(*) FROM processes WHERE job='chief' AND generation=1"),
                  1);
