@@ -15,15 +15,17 @@
  * Client side: the bytes are what a ps sends back.  A worker connected to
  * the target's fake ps reads them as the reply to its Ping (psrt_conn_multi's
  * incremental reader, the Ping reply's parser), then as replies read whole
- * (psrt_conn_recv, each payload decoded as a tensor list, psrt_tl_decode)
- * and streamed (psrt_conn_recv_begin/_part/_end), until the connection
- * fails.
+ * (psrt_conn_recv, each payload decoded as a tensor list, psrt_tl_decode:
+ * every tensor it gives must lie inside the payload and be as long as its
+ * shape and dtype say) and streamed (psrt_conn_recv_begin/_part/_end),
+ * until the connection fails.
  * With FZ_FIX_CRC the target first rewrites every header, payload and
  * segment crc to match, so that mutations get past the checksums.  Any
  * crash, hang, leak or sanitizer report is a bug.  Built and run by ci/fuzz
  * (`make fuzz`, target frame).
  */
 #include "runtime/fuzz/fuzz_frame.h"
+#include "runtime/ckpt/bundle.h"
 #include "runtime/psrt/calls.h"
 #include "runtime/psrt/ps.h"
 #include "runtime/psrt/worker.h"
@@ -31,6 +33,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sanitizer/common_interface_defs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +49,13 @@ static struct psrt_server *srv_a, *srv_b;
 static struct psrt_worker w;
 static int fake_fd = -1, fake_port;
 
+/* The target's own failure: said where libFuzzer's reports go (ci/fuzz
+ * closes stderr), then abort(). */
 static void die(const char *what, const char *why)
 {
-    fprintf(stderr, "fuzz_frame: %s: %s\n", what, why);
+    char msg[512];
+    snprintf(msg, sizeof msg, "fuzz_frame: %s: %s", what, why);
+    __sanitizer_report_error_summary(msg);
     abort();
 }
 
@@ -172,6 +179,17 @@ static void fix_crcs(uint8_t *b, size_t n)
     }
 }
 
+/* ---- sockets ----------------------------------------------------------------------- */
+
+/* Closes fd with a reset, leaving no TIME_WAIT behind: two connections an
+ * input, thousands a second, would use up the ephemeral ports. */
+static void close_now(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+}
+
 /* ---- server side ----------------------------------------------------------------- */
 
 static void direct(struct psrt_ps *ps, int op, const void *p, size_t n)
@@ -193,12 +211,22 @@ static void serve(const uint8_t *b, size_t n, unsigned mode)
     direct(ps, PSRT_OP_INIT, &seed, sizeof seed); /* fresh variables, step 0, no rows */
     if (!(mode & FZ_NOT_OPEN))
         direct(ps, PSRT_OP_OPEN, NULL, 0);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in a = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)psrt_server_port(srv)),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0)
-        die("connect to the ps", strerror(errno));
+    int fd = -1;
+    for (int tries = 0; fd < 0; tries++) {
+        /* ports are shared with the rest of the machine: a moment, if none is free */
+        if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+            die("socket", strerror(errno));
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+            break;
+        if (errno != EADDRNOTAVAIL || tries == 100)
+            die("connect to the ps", strerror(errno));
+        close(fd);
+        fd = -1;
+        usleep(10000);
+    }
     /* write the requests while reading the replies (a ps blocked writing a
      * reply no one reads would stop reading requests), then read to the
      * server's close */
@@ -231,7 +259,7 @@ static void serve(const uint8_t *b, size_t n, unsigned mode)
                 break;
         }
     }
-    close(fd);
+    close_now(fd);
 }
 
 /* ---- client side ------------------------------------------------------------------ */
@@ -279,11 +307,18 @@ static void read_replies(const uint8_t *b, size_t n, unsigned mode)
             resp.off = 0;
             struct psrt_tl l;
             if (psrt_tl_decode(&l, &resp) == 0) {
-                for (int t = 0; t < l.n; t++)
-                    if (l.t[t].len &&
-                        ((const uint8_t *)l.t[t].data < resp.p ||
-                         (const uint8_t *)l.t[t].data + l.t[t].len > resp.p + resp.len))
-                        abort(); /* a tensor must lie inside the payload */
+                for (int t = 0; t < l.n; t++) {
+                    const struct psrt_tensor *x = &l.t[t];
+                    if (x->len && ((const uint8_t *)x->data < resp.p ||
+                                   (const uint8_t *)x->data + x->len > resp.p + resp.len))
+                        abort(); /* a tensor lies inside the payload */
+                    uint64_t bytes;
+                    int64_t el = ckpt_shape_elements(x->rank, x->dims);
+                    if (el < 0 ||
+                        __builtin_mul_overflow((uint64_t)el, ckpt_dtype_size(x->dtype), &bytes) ||
+                        bytes != x->len)
+                        abort(); /* and its shape and dtype say how long it is */
+                }
                 psrt_tl_free(&l);
             }
         } else {
@@ -303,7 +338,7 @@ static void read_replies(const uint8_t *b, size_t n, unsigned mode)
         }
     }
     psrt_buf_free(&resp);
-    close(fd);
+    close_now(fd);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
