@@ -190,6 +190,38 @@ static void close_now(int fd)
     close(fd);
 }
 
+/* A connection to port on the loopback.  libFuzzer's timeout timer
+ * (SIGALRM) may interrupt connect, which then goes on in the background;
+ * ports are shared with the rest of the machine: a moment, if none is free. */
+static int connect_lo(int port, const char *what)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    for (int tries = 0;; tries++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            die("socket", strerror(errno));
+        int r = connect(fd, (struct sockaddr *)&a, sizeof a);
+        if (r < 0 && errno == EINTR) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            while (poll(&p, 1, 5000) < 0 && errno == EINTR)
+                ;
+            int soerr = 0;
+            socklen_t sl = sizeof soerr;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+            r = soerr ? -1 : 0;
+            errno = soerr;
+        }
+        if (r == 0)
+            return fd;
+        if (errno != EADDRNOTAVAIL || tries == 100)
+            die(what, strerror(errno));
+        close(fd);
+        usleep(10000);
+    }
+}
+
 /* ---- server side ----------------------------------------------------------------- */
 
 static void direct(struct psrt_ps *ps, int op, const void *p, size_t n)
@@ -211,22 +243,7 @@ static void serve(const uint8_t *b, size_t n, unsigned mode)
     direct(ps, PSRT_OP_INIT, &seed, sizeof seed); /* fresh variables, step 0, no rows */
     if (!(mode & FZ_NOT_OPEN))
         direct(ps, PSRT_OP_OPEN, NULL, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)psrt_server_port(srv)),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    int fd = -1;
-    for (int tries = 0; fd < 0; tries++) {
-        /* ports are shared with the rest of the machine: a moment, if none is free */
-        if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-            die("socket", strerror(errno));
-        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
-            break;
-        if (errno != EADDRNOTAVAIL || tries == 100)
-            die("connect to the ps", strerror(errno));
-        close(fd);
-        fd = -1;
-        usleep(10000);
-    }
+    int fd = connect_lo(psrt_server_port(srv), "connect to the ps");
     /* write the requests while reading the replies (a ps blocked writing a
      * reply no one reads would stop reading requests), then read to the
      * server's close */
@@ -272,13 +289,17 @@ static void read_replies(const uint8_t *b, size_t n, unsigned mode)
     struct psrt_conn *c = psrt_conn_new("127.0.0.1", fake_port, "ps task 0");
     if (psrt_conn_connect(c, 5, &e))
         die("connect to the fake ps", e.msg);
-    int fd = accept(fake_fd, NULL, NULL);
+    int fd;
+    while ((fd = accept(fake_fd, NULL, NULL)) < 0 && errno == EINTR)
+        ;
     if (fd < 0)
         die("accept", strerror(errno));
     int big = 1 << 20;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
     for (size_t off = 0; off < n;) {
         ssize_t wr = send(fd, b + off, n - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (wr < 0 && errno == EINTR)
+            continue;
         if (wr <= 0)
             break; /* more than the socket buffers hold: the rest is cut */
         off += (size_t)wr;
