@@ -21,8 +21,10 @@
  * until the connection fails.
  * With FZ_FIX_CRC the target first rewrites every header, payload and
  * segment crc to match, so that mutations get past the checksums.  Any
- * crash, hang, leak or sanitizer report is a bug.  Built and run by ci/fuzz
- * (`make fuzz`, target frame).
+ * crash, hang, leak or sanitizer report is a bug; the target's own failures
+ * (a socket it cannot open, a ps it cannot reset) abort() with a report of
+ * their own.  Built and run by ci/fuzz (`make fuzz`, target frame), with
+ * PSRT_FRAME_MAX at 1 MiB (ci/fuzz says why).
  */
 #include "runtime/fuzz/fuzz_frame.h"
 #include "runtime/ckpt/bundle.h"
