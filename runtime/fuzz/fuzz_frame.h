@@ -21,8 +21,8 @@
 
 /* ps A: sparse rows and Adam's slots and powers, 4 steps to train (the
  * seeds' chief run is short); ps B: dense only.  "%s":
- * the train_dir (nothing is written there: the target keeps requests that
- * would write away from the ps). */
+ * the train_dir (fuzz_frame gives one under /proc, where nothing can be
+ * made: it keeps requests that would write away from the ps). */
 #define FZ_PS_A                                                                       \
     "--job_name=ps --task_index=0 --ps_hosts=127.0.0.1:1 --worker_hosts=127.0.0.1:2 " \
     "--model=sparse_lr --sparse_features=1000 --optimizer=adam --rpc_threads=pool "   \
