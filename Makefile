@@ -8,7 +8,9 @@
 #   make format     apply .clang-format to every C file (make check-format: verify)
 #   make run        the main job: install deps, build, run the reproducer suite
 #   make bench      print BENCH lines (ratios against a baseline in the same run)
-#   make fuzz       build and run the fuzz targets (FUZZ_SECONDS=600)
+#   make fuzz       build and run the fuzz targets, FUZZ_SECONDS=600 each
+#                   (FUZZ_TARGETS="index frame evline": the bundle reader,
+#                   psrt's RPC frames, the event channel's lines)
 #   make install    install binaries under PREFIX (default /usr/local)
 #
 # Each source folder becomes one static archive; binaries link the archives
@@ -159,7 +161,7 @@ bench: deps
 	@bash bench/run
 
 fuzz:
-	@bash ci/fuzz $(FUZZ_SECONDS)
+	@FUZZ_TARGETS='$(FUZZ_TARGETS)' bash ci/fuzz $(FUZZ_SECONDS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin

@@ -7,10 +7,14 @@
  * exact point of a program's execution.
  *
  * A client is: connected (no HELLO yet: task -1) -> identified (HELLO seen)
- * -> gone (EOF or error: the engine drops it).  Lines longer than
- * FL_EV_LINE_MAX are cut and discarded up to the next newline.  Invariant:
+ * -> gone (EOF or error: the engine drops it).  A line of FL_EV_LINE_MAX
+ * bytes or more (the protocol allows 4096 with its newline) is discarded
+ * whole, however the reads split it (a SYNC answered all the same), never
+ * parsed in part: its tail is not a line of its own.  Invariant:
  * every client accepted and not yet dropped is on the server's list, so
- * closing the server frees them all.
+ * closing the server frees them all.  The line handling (fl_evsrv_lines)
+ * touches no socket but to answer a bad SYNC, so that the fuzz target
+ * harness/fuzz/fuzz_evline.c can feed it bytes directly.
  */
 #include "harness/run/evsrv.h"
 
@@ -209,6 +213,82 @@ struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s)
     return c;
 }
 
+/* A line of FL_EV_LINE_MAX bytes or more, whole or its first part (at
+ * start, NUL-terminated): reported; a SYNC is answered all the same, so that
+ * its sender does not block. */
+static void overlong(struct fl_evsrv_client *c, const char *start)
+{
+    unsigned long seq = 0;
+    if (!strncmp(start, "SYNC ", 5)) {
+        char *end;
+        errno = 0;
+        seq = strtoul(start + 5, &end, 10);
+        if (end == start + 5 || *end != ' ' || errno)
+            seq = 0;
+    }
+    fprintf(stderr,
+            "faultline: event channel: host %s pid %d: line of %d bytes or more discarded: "
+            "%.80s\n",
+            c->host[0] ? c->host : "?", c->pid, FL_EV_LINE_MAX, start);
+    if (seq)
+        fl_evsrv_reply(c, seq);
+}
+
+void fl_evsrv_lines(struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx)
+{
+    char *start = c->buf, *nl;
+    while ((nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
+        *nl = 0;
+        if (c->skip || (size_t)(nl - start) >= FL_EV_LINE_MAX) {
+            /* the end of an overlong line, or one that came whole */
+            if (!c->skip)
+                overlong(c, start);
+            c->skip = false;
+            start = nl + 1;
+            continue;
+        }
+        char raw[FL_EV_LINE_MAX]; /* the whole line: it is shorter */
+        snprintf(raw, sizeof raw, "%s", start);
+        struct fl_ev ev;
+        char err[256];
+        if (fl_ev_parse(start, &ev, err, sizeof err) == 0) {
+            if (ev.type == FL_EV_HELLO) {
+                const char *v;
+                if ((v = fl_ev_get(&ev, "host")))
+                    snprintf(c->host, sizeof c->host, "%s", v);
+                if ((v = fl_ev_get(&ev, "job")))
+                    snprintf(c->job, sizeof c->job, "%s", v);
+                if ((v = fl_ev_get(&ev, "task")))
+                    c->task = atoi(v);
+                if ((v = fl_ev_get(&ev, "pid")))
+                    c->pid = atoi(v);
+                if (c->task < 0)
+                    c->task = -2; /* identified, not a task */
+            } else {
+                /* the attrs as sent, for recording: same offset in raw */
+                fn(ctx, c, &ev, raw + (ev.attrs - start));
+            }
+        } else {
+            fprintf(stderr, "faultline: event channel: host %s pid %d: %s: %.80s\n",
+                    c->host[0] ? c->host : "?", c->pid, err, raw);
+            if (ev.type == FL_EV_SYNC && ev.seq)
+                fl_evsrv_reply(c, ev.seq); /* never leave a sender hanging */
+        }
+        start = nl + 1;
+    }
+    size_t left = c->len - (size_t)(start - c->buf);
+    if (c->skip || left >= FL_EV_LINE_MAX) {
+        /* an overlong line, or more of it: discarded up to its newline */
+        if (!c->skip)
+            overlong(c, start);
+        c->skip = true;
+        c->len = 0;
+        return;
+    }
+    memmove(c->buf, start, left);
+    c->len = left;
+}
+
 int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx)
 {
     (void)s;
@@ -225,43 +305,7 @@ int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn,
             return -EPIPE;
         c->len += (size_t)n;
         c->buf[c->len] = 0;
-        char *start = c->buf, *nl;
-        while ((nl = memchr(start, '\n', c->len - (size_t)(start - c->buf)))) {
-            *nl = 0;
-            char raw[FL_EV_LINE_MAX + 1];
-            snprintf(raw, sizeof raw, "%s", start);
-            struct fl_ev ev;
-            char err[256];
-            if (fl_ev_parse(start, &ev, err, sizeof err) == 0) {
-                if (ev.type == FL_EV_HELLO) {
-                    const char *v;
-                    if ((v = fl_ev_get(&ev, "host")))
-                        snprintf(c->host, sizeof c->host, "%s", v);
-                    if ((v = fl_ev_get(&ev, "job")))
-                        snprintf(c->job, sizeof c->job, "%s", v);
-                    if ((v = fl_ev_get(&ev, "task")))
-                        c->task = atoi(v);
-                    if ((v = fl_ev_get(&ev, "pid")))
-                        c->pid = atoi(v);
-                    if (c->task < 0)
-                        c->task = -2; /* identified, not a task */
-                } else {
-                    /* the attrs as sent, for recording: same offset in raw */
-                    fn(ctx, c, &ev, raw + (ev.attrs - start));
-                }
-            } else {
-                fprintf(stderr, "faultline: event channel: host %s pid %d: %s: %.80s\n",
-                        c->host[0] ? c->host : "?", c->pid, err, raw);
-                if (ev.type == FL_EV_SYNC && ev.seq)
-                    fl_evsrv_reply(c, ev.seq); /* never leave a sender hanging */
-            }
-            start = nl + 1;
-        }
-        size_t left = c->len - (size_t)(start - c->buf);
-        memmove(c->buf, start, left);
-        c->len = left;
-        if (c->len >= FL_EV_LINE_MAX) /* an overlong line: drop it */
-            c->len = 0;
+        fl_evsrv_lines(c, fn, ctx);
     }
 }
 

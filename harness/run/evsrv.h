@@ -38,7 +38,8 @@ struct fl_evsrv_client {
     int pid;
     char buf[FL_EV_LINE_MAX * 2];
     size_t len;
-    void *user;                          /* for the engine: freed with free_user (see _open) */
+    bool skip;  /* discarding the rest of a line of FL_EV_LINE_MAX bytes or more */
+    void *user; /* for the engine: freed with free_user (see _open) */
     struct fl_evsrv_client *prev, *next; /* the server's list of clients */
 };
 
@@ -56,6 +57,16 @@ struct fl_evsrv_client *fl_evsrv_accept(struct fl_evsrv *s);
 /* Reads what the client sent and calls fn once per complete line.  Returns
  * 0, or -EPIPE when the client is gone (then free it with _drop). */
 int fl_evsrv_read(struct fl_evsrv *s, struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx);
+/* fl_evsrv_read's line handling, apart from the socket: c->buf holds the
+ * c->len bytes (NUL-terminated) the client sent that are not handled yet;
+ * every complete line among them is handled (a HELLO identifies c, an
+ * EVENT or SYNC goes to fn, a line that does not parse is reported on
+ * stderr, and a bad SYNC answered so that its sender does not hang), and
+ * the unfinished rest is kept at the start of c->buf.  A line of
+ * FL_EV_LINE_MAX bytes or more is discarded whole (a SYNC answered all the
+ * same), however it was split.  The event channel's
+ * fuzz target (harness/fuzz/fuzz_evline.c) feeds it directly. */
+void fl_evsrv_lines(struct fl_evsrv_client *c, fl_evsrv_fn fn, void *ctx);
 /* For the end of a run, once no sender is left: accepts every pending
  * connection and reads every client to the end of what it sent (what a
  * process wrote just before it exited is in the kernel's buffers, possibly

@@ -16,6 +16,7 @@
 #include "runtime/ckpt/bundle.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@
 
 const char *psrt_err_class(int code)
 {
+    if (code == INT_MIN) /* a peer's status may be any int; this one has no negation */
+        return "UnknownError";
     switch (-code) {
     case 0: return "OK";
     case EINVAL:

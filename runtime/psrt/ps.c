@@ -1103,7 +1103,7 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
     psrt_log("loaded %s (step %lld) from the chief", name[0] ? name : "variables", (long long)step);
 }
 
-static void handler(void *ctx, int op, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
+void psrt_ps_handle(void *ctx, int op, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
 {
     struct ps *ps = ctx;
     if (atomic_load(&ps->done) &&
@@ -1225,7 +1225,7 @@ int psrt_ps_serve(struct psrt_ps *p, int port, struct psrt_err *err)
 {
     struct ps *ps = (struct ps *)p;
     int r = psrt_server_start(&ps->srv, NULL, port, ps->f->rpc_threads, ps->f->pool_threads,
-                              handler, ps, err);
+                              psrt_ps_handle, ps, err);
     /* the chief reads RobustSave replies one ps after another while it
      * writes them to its disk, so a ps's reply may wait unread as long as
      * the chief's own bulk calls do: the same timeout */

@@ -23,6 +23,12 @@ struct psrt_push_hdr {
 
 struct psrt_ps;
 int psrt_ps_setup(struct psrt_ps **out, const struct psrt_flags *f, struct psrt_err *err);
+/* The ps's request handler (a psrt_handler; ctx is the struct psrt_ps),
+ * what psrt_ps_serve serves: exported for the RPC fuzz target
+ * (runtime/fuzz/fuzz_frame.c), which serves it through a filter that keeps
+ * requests away from the disk. */
+void psrt_ps_handle(void *ctx, int op, uint32_t flags, struct psrt_buf *req,
+                    struct psrt_reply *rep);
 /* Starts serving on port (0 = any free port). */
 int psrt_ps_serve(struct psrt_ps *ps, int port, struct psrt_err *err);
 int psrt_ps_port(struct psrt_ps *ps);

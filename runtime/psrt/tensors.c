@@ -135,8 +135,10 @@ int psrt_tl_decode(struct psrt_tl *l, struct psrt_buf *b)
         psrt_buf_skip_align8(b);
         if (b->bad)
             goto bad;
+        /* shape x dtype size is len, the product not overflowing */
         int64_t el = ckpt_shape_elements((int)rank, dims);
-        if (el < 0 || ckpt_dtype_size(dtype) == 0 || (uint64_t)el * ckpt_dtype_size(dtype) != len)
+        uint64_t es = ckpt_dtype_size(dtype);
+        if (el < 0 || es == 0 || (uint64_t)el > len / es || (uint64_t)el * es != len)
             goto bad;
         if (!psrt_tl_add(l, name, dtype, (int)rank, dims, data, len))
             goto bad;

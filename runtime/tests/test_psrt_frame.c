@@ -1,11 +1,14 @@
 /*
  * test_psrt_frame.c: psrt's RPC frames and buffers: round trips, every
- * corruption caught, getters never reading past the end.
+ * corruption caught, getters never reading past the end, any status a peer
+ * sends given an error class.
  */
 #include "harness/tests/fl_test.h"
+#include "runtime/psrt/calls.h"
 #include "runtime/tests/test_psrt_fixture.h"
 
 #include <errno.h>
+#include <limits.h>
 
 FL_TEST(psrt_frame, roundtrip_and_every_corruption_is_caught)
 {
@@ -62,4 +65,29 @@ FL_TEST(psrt_frame, buffer_getters_never_read_past_the_end)
     FL_ASSERT_EQ(psrt_buf_get_str(&c, s, sizeof s), -EBADMSG);
     psrt_buf_free(&b);
     psrt_buf_free(&c);
+}
+
+/* A reply's status is whatever int32 the peer put in its frame header; its
+ * error class (the text of a refused call) is found for every one: INT_MIN,
+ * which has no negation, was negated (UBSan; found by
+ * runtime/fuzz/fuzz_frame.c).  Without the fix this fails in a build with
+ * -fsanitize=undefined -fno-sanitize-recover=undefined. */
+FL_TEST(psrt_frame, any_status_a_peer_sends_has_an_error_class)
+{
+    static const struct {
+        int32_t status;
+        const char *cls;
+    } st[] = {
+        {INT32_MIN, "UnknownError"},       {INT32_MIN + 1, "UnknownError"},
+        {-EPERM, "PermissionDeniedError"}, {1, "UnknownError"},
+        {INT32_MAX, "UnknownError"},
+    };
+    for (size_t i = 0; i < sizeof st / sizeof st[0]; i++) {
+        FL_ASSERT_STREQ(psrt_err_class(st[i].status), st[i].cls);
+        struct psrt_call c = {.ps = 1, .op = PSRT_OP_PULL, .status = st[i].status};
+        struct psrt_buf empty = {0};
+        psrt_call_status_err(&c, &empty);
+        FL_ASSERT_EQ(c.err.code, st[i].status);
+        FL_ASSERT_MSG(!strncmp(c.err.msg, st[i].cls, strlen(st[i].cls)), "%s", c.err.msg);
+    }
 }

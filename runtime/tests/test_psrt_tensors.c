@@ -55,3 +55,32 @@ FL_TEST(psrt_tensors, encode_decode_and_bundle_roundtrip_bit_exact)
     d.owns = false;
     psrt_tl_free(&d);
 }
+
+/* A tensor's shape times its dtype's size must be its byte count without
+ * overflowing: 2^62 floats (or 2^31 x 2^31 doubles) came to 2^64 bytes,
+ * which wrapped to 0, and decoding took them for an empty tensor's 0 bytes,
+ * a shape no bytes back (a peer's reply decoded by the chief, or a Load
+ * decoded by a ps). */
+FL_TEST(psrt_tensors, decode_refuses_a_shape_that_overflows_to_its_length)
+{
+    static const struct {
+        int dtype, rank;
+        int64_t dims[2];
+    } bad[] = {
+        {CKPT_DT_FLOAT, 1, {1ll << 62, 0}},
+        {CKPT_DT_DOUBLE, 2, {1ll << 31, 1ll << 31}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct psrt_tl l = {0};
+        FL_REQUIRE(psrt_tl_add(&l, "huge", bad[i].dtype, bad[i].rank, bad[i].dims, NULL, 0));
+        struct psrt_buf b = {0};
+        psrt_tl_encode(&l, &b);
+        struct psrt_tl d;
+        int r = psrt_tl_decode(&d, &b);
+        FL_ASSERT_MSG(r == -EBADMSG, "case %zu: decoded (%d)", i, r);
+        if (r == 0)
+            psrt_tl_free(&d);
+        psrt_buf_free(&b);
+        psrt_tl_free(&l);
+    }
+}
