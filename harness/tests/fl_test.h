@@ -58,7 +58,9 @@ const char *fl_test_dir(void);
 const char *fl_test_root(void);
 /* ../shared beside the checkout (or $FL_SHARED), or NULL when it is absent. */
 const char *fl_test_shared(void);
-/* Path of a built program: fl_test_bin("faultline") -> <root>/build/bin/faultline */
+/* Path of a built program beside this runner: fl_test_bin("faultline") ->
+ * <root>/build/bin/faultline (build-asan/bin/faultline under `make asan`);
+ * fl_test_bin("../lib/fl_fiu_preload.so") for a preload. */
 const char *fl_test_bin(const char *name);
 /* Skips the test unless running as root. */
 void fl_test_need_root(void);

@@ -125,7 +125,7 @@ const char *fl_test_root(void)
     if (n <= 0)
         abort();
     root[n] = 0;
-    /* <root>/build/bin/fl-tests -> <root> */
+    /* <root>/build/bin/fl-tests (or build-asan/bin) -> <root> */
     for (int i = 0; i < 3; i++) {
         char *s = strrchr(root, '/');
         if (s)
@@ -146,12 +146,29 @@ const char *fl_test_shared(void)
     return stat(shared, &st) == 0 && S_ISDIR(st.st_mode) ? shared : NULL;
 }
 
+/* The folder this runner lies in (<root>/build/bin, or build-asan/bin for
+ * `make asan`): the programs the tests run are the ones built with it. */
+static const char *bin_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (dir[0])
+        return dir;
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0)
+        abort();
+    dir[n] = 0;
+    char *s = strrchr(dir, '/');
+    if (s)
+        *s = 0;
+    return dir;
+}
+
 const char *fl_test_bin(const char *name)
 {
     static char path[4][PATH_MAX];
     static int next;
     char *p = path[next++ % 4];
-    snprintf(p, PATH_MAX, "%s/build/bin/%s", fl_test_root(), name);
+    snprintf(p, PATH_MAX, "%s/%s", bin_dir(), name);
     return p;
 }
 
