@@ -172,6 +172,19 @@ const char *fl_test_bin(const char *name)
     return p;
 }
 
+void fl_test_asan_options(const char *opts)
+{
+    if (!FL_ASAN)
+        return;
+    /* of two settings of one option, ASan takes the last */
+    const char *old = getenv("ASAN_OPTIONS");
+    char *v;
+    if (asprintf(&v, "%s%s%s", old ? old : "", old && *old ? ":" : "", opts) < 0)
+        abort();
+    setenv("ASAN_OPTIONS", v, 1);
+    free(v);
+}
+
 void fl_test_need_root(void)
 {
     if (geteuid() != 0)
