@@ -4,6 +4,7 @@
 #   make check      run every test (unit and integration, real namespaces)
 #   make check-unit run the unit tests only (any user, no root, seconds)
 #   make check-stress  every test on a loaded machine (load average >= 4 per CPU)
+#   make asan       every test under ASan+UBSan, built apart in build-asan/ (ci/asan)
 #   make check-layers  the call graph: no cycle between files, no layer calling up
 #   make format     apply .clang-format to every C file (make check-format: verify)
 #   make run        the main job: install deps, build, run the reproducer suite
@@ -14,7 +15,8 @@
 #   make install    install binaries under PREFIX (default /usr/local)
 #
 # Each source folder becomes one static archive; binaries link the archives
-# they need.  Fault points (libfiu) are compiled in unless FIU=0.
+# they need.  Fault points (libfiu) are compiled in unless FIU=0.  O is the
+# build folder (build; `make asan` builds into build-asan with O=build-asan).
 
 CC       ?= cc
 PREFIX   ?= /usr/local
@@ -28,6 +30,10 @@ override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-tr
 ifeq ($(FIU),1)
 override CFLAGS += -DFIU_ENABLE=1
 endif
+# The preloads go into whatever a task runs (sh, python3, a program built
+# without sanitizers), where no sanitizer runtime is loaded: they are built
+# without -fsanitize, whatever CFLAGS says (make asan, a user's CFLAGS).
+PRELOAD_CFLAGS = $(filter-out -fsanitize% -fno-sanitize%,$(CFLAGS))
 LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lsnappy -lisal -lfiu -lpthread -ldl -lm
 
 src_of    = $(filter-out $(2),$(wildcard $(1)/*.c))
@@ -58,7 +64,7 @@ BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O
         $(O)/bin/fl-disk-probe \
         $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
-.PHONY: all deps check check-unit check-stress check-layers check-format print-layers format run bench fuzz \
+.PHONY: all deps check check-unit check-stress asan check-layers check-format print-layers format run bench fuzz \
         install clean
 all: $(BINS)
 
@@ -101,20 +107,20 @@ $(O)/bin/fl-disk-probe: $(O)/obj/harness/tools/fl_disk_probe.o
 # libfiu's remote control plus the harness's state file.
 $(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c harness/tools/fl_fiu_preload.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -o $@ $< -lfiu -lpthread
 
 # Preloaded before libfaketime into the tasks of a host with clock_drift
 # (harness/run/clock_offset.c): one drifting clock for all its processes.
 $(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -o $@ $<
 
 # Preloaded into the tasks of a host a crash_host fault with unsynced: lose
 # targets (harness/faults/durable.c): records what fsync made durable.  The store
 # code is the harness's own (harness/sys/durable_store.c), hidden in the library.
 $(O)/lib/fl_sync_preload.so: harness/tools/fl_sync_preload.c harness/sys/durable_store.c harness/sys/durable_store.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ harness/tools/fl_sync_preload.c harness/sys/durable_store.c -ldl -lpthread
+	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -fvisibility=hidden -o $@ harness/tools/fl_sync_preload.c harness/sys/durable_store.c -ldl -lpthread
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)
@@ -145,6 +151,28 @@ check: deps
 check-stress: deps
 	@$(MAKE) --no-print-directory all
 	@bash ci/check-stress $(FL_TESTS_ARGS)
+
+# Every test (what `make check` runs, TESTS and LAYER too) under
+# AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer: the harness,
+# the runtime, the tools and the tests built with ASAN_CFLAGS into build-asan/
+# (never mixed with build/; build-asan/cflags keeps the flags it was built
+# with, and other flags start it afresh), the preloads without sanitizers
+# (PRELOAD_CFLAGS).  ci/asan runs build-asan/bin/fl-tests, which runs the
+# programs beside it, collects every sanitizer report (the harness's tasks'
+# too) in build-asan/asan-logs and fails when there is one.  The sanitizers'
+# runtimes are linked into each program (GCC's -static-libasan, clang's
+# default): as shared libraries they would load after the libraries the
+# harness preloads into its tasks (libfiu's fiu_posix_preload.so wraps
+# malloc), and ASan cannot start behind them.
+ASAN_O      := build-asan
+ASAN_STATIC  = $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-static-libasan -static-libubsan)
+ASAN_CFLAGS ?= -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer \
+               -fno-sanitize-recover=undefined $(ASAN_STATIC)
+asan: deps
+	@f='$(ASAN_CFLAGS)'; [ "$$(cat $(ASAN_O)/cflags 2>/dev/null)" = "$$f" ] || \
+	    { rm -rf $(ASAN_O); mkdir -p $(ASAN_O); echo "$$f" > $(ASAN_O)/cflags; }
+	@$(MAKE) --no-print-directory O=$(ASAN_O) CFLAGS='$(ASAN_CFLAGS)' all
+	@bash ci/asan $(ASAN_O) $(FL_TESTS_ARGS)
 
 # The unit tests only (FL_TEST: no root, no namespaces, no psrt cluster):
 # any user, in seconds.
@@ -183,6 +211,6 @@ check-format:
 	@bash ci/check-format
 
 clean:
-	rm -rf $(O)
+	rm -rf $(O) $(ASAN_O)
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

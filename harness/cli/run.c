@@ -75,6 +75,14 @@ static int check_junit_path(const char *path)
     return 0;
 }
 
+/* The --variant filters of n scenarios (filters may be NULL). */
+static void free_filters(struct fl_scn_selector *filters, size_t n)
+{
+    for (size_t i = 0; filters && i < n; i++)
+        fl_scn_selector_free(&filters[i]);
+    free(filters);
+}
+
 int fl_cli_run(int argc, char **argv)
 {
     struct fl_cli_opts c = {0};
@@ -145,41 +153,47 @@ int fl_cli_run(int argc, char **argv)
      * and so is a value its key does not have (a typo) */
     struct fl_scn_selector *filters = calloc(n, sizeof *filters);
     char err[2048], first[2048];
-    for (int k = 0; k < c.nvariants; k++) {
+    int rc = 0;
+    if (!filters) {
+        fprintf(stderr, "faultline: out of memory\n");
+        rc = 2;
+    }
+    for (int k = 0; !rc && k < c.nvariants; k++) {
         size_t applies = 0;
         first[0] = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; !rc && i < n; i++) {
             int frc = fl_scn_variant_filter_add(v[i], &filters[i], c.variants[k], err, sizeof err);
             if (frc == -ENOENT && !first[0])
                 snprintf(first, sizeof first, "%s: %s", v[i]->path, err);
             if (frc < 0 && (frc != -ENOENT || n == 1)) {
                 fprintf(stderr, "faultline: %s: %s\n", v[i]->path, err);
-                fl_cli_free_scenarios(v, n);
-                return 2;
+                rc = 2;
             }
             applies += frc == 0;
         }
-        if (!applies) {
+        if (!rc && !applies) {
             fprintf(stderr, "faultline: --variant %s applies to none of the %zu files (%s)\n",
                     c.variants[k], n, first);
-            fl_cli_free_scenarios(v, n);
-            return 2;
+            rc = 2;
         }
     }
-    if ((junit && check_junit_path(junit) < 0) || fl_cli_prepare_out(c.out) < 0) {
-        fl_cli_free_scenarios(v, n);
-        return 2;
-    }
-    if (fl_engine_global_init(err, sizeof err) < 0) {
+    if (!rc && ((junit && check_junit_path(junit) < 0) || fl_cli_prepare_out(c.out) < 0))
+        rc = 2;
+    if (!rc && fl_engine_global_init(err, sizeof err) < 0) {
         fprintf(stderr, "faultline: %s\n", err);
-        return 1;
+        rc = 1;
     }
     struct fl_rec *rec = NULL;
     char dbbuf[4096];
     if (!db)
         db = fl_cli_default_db(c.out, dbbuf, sizeof dbbuf);
-    if (!no_db && fl_cli_open_db("faultline", db, &rec) < 0)
-        return 2;
+    if (!rc && !no_db && fl_cli_open_db("faultline", db, &rec) < 0)
+        rc = 2;
+    if (rc) {
+        free_filters(filters, n);
+        fl_cli_free_scenarios(v, n);
+        return rc;
+    }
     char bin[PATH_MAX], top[PATH_MAX], rev[64] = "";
     fl_cli_bin_dir(bin, sizeof bin);
     fl_cli_top_dir(top, sizeof top);
@@ -286,9 +300,7 @@ int fl_cli_run(int argc, char **argv)
         lost = fl_cli_record_lost("faultline", rec) < 0;
         fl_rec_close(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        fl_scn_selector_free(&filters[i]);
-    free(filters);
+    free_filters(filters, n);
     for (size_t i = 0; i < nrows; i++) {
         free(vnames[i]);
         free(results[i]);

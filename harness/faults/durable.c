@@ -348,10 +348,18 @@ static int cmp_path(const void *a, const void *b)
     return strcmp(((const struct tent *)a)->path, ((const struct tent *)b)->path);
 }
 
+/* An empty tree has no array (v NULL), which qsort and bsearch may not be
+ * given, even with no element. */
+static void tree_sort(struct tree *t)
+{
+    if (t->n)
+        qsort(t->v, t->n, sizeof *t->v, cmp_path);
+}
+
 static struct tent *tree_find(struct tree *t, const char *path)
 {
     struct tent key = {.path = (char *)path};
-    return bsearch(&key, t->v, t->n, sizeof *t->v, cmp_path);
+    return t->n ? bsearch(&key, t->v, t->n, sizeof *t->v, cmp_path) : NULL;
 }
 
 static int live_walk(int dfd, const char *rel, struct tree *t, int depth)
@@ -616,8 +624,8 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
                  strerror(-rc));
         goto cleanup;
     }
-    qsort(live.v, live.n, sizeof *live.v, cmp_path);
-    qsort(dur.v, dur.n, sizeof *dur.v, cmp_path);
+    tree_sort(&live);
+    tree_sort(&dur);
     /* what goes: entries lost, files rolled back; what comes back */
     size_t lost = 0, rolled = 0, back = 0;
     uint64_t bytes = 0;

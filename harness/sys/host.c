@@ -207,9 +207,10 @@ void fl_host_note_reaped(pid_t pid)
 
 /* Everything below runs in init, on its own stack, sharing the harness's
  * memory: raw system calls only (no errno), no stdio, no allocation, and
- * nothing written outside init's stack. */
+ * nothing written outside init's stack (so no sanitizer's stack
+ * bookkeeping either: FL_INIT_CODE). */
 
-static char *utoa_in_child(char *end, unsigned v)
+FL_INIT_CODE static char *utoa_in_child(char *end, unsigned v)
 {
     *--end = 0;
     do
@@ -218,7 +219,7 @@ static char *utoa_in_child(char *end, unsigned v)
     return end;
 }
 
-static long mkdir_p_in_child(const char *path)
+FL_INIT_CODE static long mkdir_p_in_child(const char *path)
 {
     char buf[1024];
     size_t len = strlen(path);
@@ -238,19 +239,19 @@ static long mkdir_p_in_child(const char *path)
     return r < 0 && r != -EEXIST ? r : 0;
 }
 
-static long bind_mount(const char *src, const char *dst)
+FL_INIT_CODE static long bind_mount(const char *src, const char *dst)
 {
     return fl_rs5(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL);
 }
 
-static __attribute__((noreturn)) void init_exit(int code)
+FL_INIT_CODE static __attribute__((noreturn)) void init_exit(int code)
 {
     for (;;)
         fl_rs1(SYS_exit_group, code);
 }
 
 /* PID 1 of the host's new namespaces. */
-static int init_main(void *arg)
+FL_INIT_CODE static int init_main(void *arg)
 {
     const struct init_args *a = arg;
     const struct fl_host_spec *s = &a->h->spec;

@@ -58,7 +58,9 @@ const char *fl_test_dir(void);
 const char *fl_test_root(void);
 /* ../shared beside the checkout (or $FL_SHARED), or NULL when it is absent. */
 const char *fl_test_shared(void);
-/* Path of a built program: fl_test_bin("faultline") -> <root>/build/bin/faultline */
+/* Path of a built program beside this runner: fl_test_bin("faultline") ->
+ * <root>/build/bin/faultline (build-asan/bin/faultline under `make asan`);
+ * fl_test_bin("../lib/fl_fiu_preload.so") for a preload. */
 const char *fl_test_bin(const char *name);
 /* Skips the test unless running as root. */
 void fl_test_need_root(void);
@@ -104,6 +106,32 @@ const char *fl_test_write(const char *name, const char *text);
 #define FL_TEST_ROOT(suite, name) FL_TEST_ROOT_T(suite, name, 60)
 
 #define FL_SKIP(...) fl_test_skip(__VA_ARGS__)
+
+/* FL_ASAN is 1 in a build with AddressSanitizer (`make asan`, or a user's
+ * CFLAGS with -fsanitize=address), whose programs reserve terabytes of
+ * address space for their shadow memory at start and keep freed memory in
+ * quarantine: a test that limits address space (ulimit -v, RLIMIT_AS) or
+ * measures memory skips there with FL_SKIP_UNDER_ASAN("why"). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FL_ASAN 1
+#endif
+#endif
+#ifndef FL_ASAN
+#define FL_ASAN 0
+#endif
+/* Under AddressSanitizer only, adds opts ("detect_leaks=0") to
+ * ASAN_OPTIONS for the rest of this test: for what it runs, where the
+ * sanitizer cannot do part of its work (LeakSanitizer under strace or a
+ * thread limit) and the test says why at the call. */
+void fl_test_asan_options(const char *opts);
+#define FL_SKIP_UNDER_ASAN(why)                         \
+    do {                                                \
+        if (FL_ASAN)                                    \
+            FL_SKIP("under AddressSanitizer: %s", why); \
+    } while (0)
 
 #define FL_CHECK_(fatal, cond, ...)                                 \
     do {                                                            \

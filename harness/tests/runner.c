@@ -125,7 +125,7 @@ const char *fl_test_root(void)
     if (n <= 0)
         abort();
     root[n] = 0;
-    /* <root>/build/bin/fl-tests -> <root> */
+    /* <root>/build/bin/fl-tests (or build-asan/bin) -> <root> */
     for (int i = 0; i < 3; i++) {
         char *s = strrchr(root, '/');
         if (s)
@@ -146,13 +146,43 @@ const char *fl_test_shared(void)
     return stat(shared, &st) == 0 && S_ISDIR(st.st_mode) ? shared : NULL;
 }
 
+/* The folder this runner lies in (<root>/build/bin, or build-asan/bin for
+ * `make asan`): the programs the tests run are the ones built with it. */
+static const char *bin_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (dir[0])
+        return dir;
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0)
+        abort();
+    dir[n] = 0;
+    char *s = strrchr(dir, '/');
+    if (s)
+        *s = 0;
+    return dir;
+}
+
 const char *fl_test_bin(const char *name)
 {
     static char path[4][PATH_MAX];
     static int next;
     char *p = path[next++ % 4];
-    snprintf(p, PATH_MAX, "%s/build/bin/%s", fl_test_root(), name);
+    snprintf(p, PATH_MAX, "%s/%s", bin_dir(), name);
     return p;
+}
+
+void fl_test_asan_options(const char *opts)
+{
+    if (!FL_ASAN)
+        return;
+    /* of two settings of one option, ASan takes the last */
+    const char *old = getenv("ASAN_OPTIONS");
+    char *v;
+    if (asprintf(&v, "%s%s%s", old ? old : "", old && *old ? ":" : "", opts) < 0)
+        abort();
+    setenv("ASAN_OPTIONS", v, 1);
+    free(v);
 }
 
 void fl_test_need_root(void)
@@ -340,13 +370,13 @@ static void handle_records(char *buf, bool *skipped, bool *failed)
             continue;
         *tab2 = 0;
         int line = atoi(tab1 + 1);
-        const char *msg = tab2 + 1;
+        char *msg = tab2 + 1;
         if (kind == 'S') {
             printf("SKIP %s/%s: %s ... ", current->suite, current->name, msg);
             *skipped = true;
         } else {
-            /* CUnit keeps the pointers: give it copies that outlive us. */
-            CU_assertImplementation(CU_FALSE, line, strdup(msg), strdup(file), "", CU_FALSE);
+            /* CUnit copies the strings into its failure record */
+            CU_assertImplementation(CU_FALSE, line, msg, file, "", CU_FALSE);
             *failed = true;
         }
     }
@@ -426,14 +456,14 @@ static void trampoline(void)
     char msg[256];
     if (timed_out) {
         snprintf(msg, sizeof msg, "test timed out after %d s (killed)", t->timeout_s);
-        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+        CU_assertImplementation(CU_FALSE, 0, msg, "runner", "", CU_FALSE);
     } else if (WIFSIGNALED(st)) {
         snprintf(msg, sizeof msg, "test crashed: %s", strsignal(WTERMSIG(st)));
-        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+        CU_assertImplementation(CU_FALSE, 0, msg, "runner", "", CU_FALSE);
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && !(WEXITSTATUS(st) == 1 && failed)) {
         /* 1 is a fatal assertion's exit, once it has reported itself */
         snprintf(msg, sizeof msg, "test exited with status %d", WEXITSTATUS(st));
-        CU_assertImplementation(CU_FALSE, 0, strdup(msg), "runner", "", CU_FALSE);
+        CU_assertImplementation(CU_FALSE, 0, msg, "runner", "", CU_FALSE);
         failed = true;
     }
     if (skipped && !failed && !timed_out && !WIFSIGNALED(st))
@@ -513,14 +543,13 @@ static bool known_layer(const char *l)
     return false;
 }
 
-int main(int argc, char **argv)
+/* main() without the selection's arrays, which main frees after it (one
+ * slot per argument each). */
+static int run(int argc, char **argv, const char **layers, char **patterns)
 {
     bool list = false;
-    const char **layers = calloc(argc, sizeof *layers);
-    struct selection sel = {.layers = layers, .patterns = calloc(argc, sizeof(char *))};
+    struct selection sel = {.layers = layers, .patterns = patterns};
     int nlayers = 0;
-    if (!layers || !sel.patterns)
-        abort();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -593,4 +622,16 @@ int main(int argc, char **argv)
     printf("\n%u passed, %u failed, %d skipped\n", passed, failed, nskipped);
     CU_cleanup_registry();
     return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char **layers = calloc(argc, sizeof *layers);
+    char **patterns = calloc(argc, sizeof *patterns);
+    if (!layers || !patterns)
+        abort();
+    int rc = run(argc, argv, layers, patterns);
+    free(layers);
+    free(patterns);
+    return rc;
 }

@@ -167,6 +167,9 @@ FL_TEST_ROOT_T(engine_interrupt, interrupt_during_teardown_ends_the_repeats, 60)
     require_setup();
     if (system("strace -V >/dev/null 2>&1") != 0)
         FL_SKIP("needs strace (ci/install-deps installs it) to hold the harness in its teardown");
+    /* LeakSanitizer stops a process's threads with ptrace at its exit,
+     * which a process strace traces refuses */
+    fl_test_asan_options("detect_leaks=0");
     const char *scn = fl_test_write("quick.yaml", "name: it-quick\n"
                                                   "hosts: [a]\n"
                                                   "cluster:\n"

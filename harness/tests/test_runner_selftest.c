@@ -1,7 +1,8 @@
 /*
  * test_runner_selftest.c: checks of the test runner itself that can run
  * anywhere: the temporary directory exists and is private to the test, the
- * tree root is found, and a user's CFLAGS add to the build's own flags.
+ * tree root is found, the programs the tests run are the ones built beside
+ * the runner, and a user's CFLAGS add to the build's own flags.
  */
 #include "harness/tests/fl_test.h"
 
@@ -23,6 +24,17 @@ FL_TEST(runner_selftest, root_holds_makefile)
     char path[4096];
     snprintf(path, sizeof path, "%s/Makefile", fl_test_root());
     FL_ASSERT_EQ(access(path, R_OK), 0);
+}
+
+/* The programs the tests run are the ones beside the runner: build-asan's
+ * under `make asan` (they were build/bin's, whatever the runner). */
+FL_TEST(runner_selftest, programs_are_the_ones_beside_the_runner)
+{
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    FL_REQUIRE(n > 0);
+    self[n] = 0;
+    FL_ASSERT_STREQ(fl_test_bin("fl-tests"), self);
 }
 
 /* `make CFLAGS='-O1 -g -fsanitize=...'` adds to the project's flags (the

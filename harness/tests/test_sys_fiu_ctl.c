@@ -26,7 +26,7 @@
 static pid_t start_sleeper(char *base, size_t len)
 {
     char preload[4096];
-    snprintf(preload, sizeof preload, "%s/build/lib/fl_fiu_preload.so", fl_test_root());
+    snprintf(preload, sizeof preload, "%s", fl_test_bin("../lib/fl_fiu_preload.so"));
     if (access(preload, R_OK) != 0)
         FL_SKIP("build/lib/fl_fiu_preload.so is not built");
     char fifo[4096];

@@ -71,6 +71,7 @@ FL_TEST(psrt_flags, bad_flags_give_one_clear_message)
  * that it fails the same way whatever the machine's overcommit setting). */
 FL_TEST(psrt_flags, ps_out_of_memory_names_the_variable_and_flag)
 {
+    FL_SKIP_UNDER_ASAN("psrt cannot start under ulimit -v (its shadow memory alone is 15 TiB)");
     const char *b = fl_test_bin("psrt");
     if (access(b, X_OK) != 0)
         FL_SKIP("%s is not built", b);
