@@ -5,13 +5,20 @@
  * Every random decision of a soak iteration comes from one generator
  * (xoshiro256**, seeded through splitmix64 from the iteration's seed, which
  * is itself derived from the soak's seed and the iteration number), in a
- * fixed order: entry by entry as the profile lists them, first the times
- * (a Poisson process of the entry's mean interval over [start, duration),
- * or `count` uniform times), then per fault its target and its `for:`.  The
- * same profile and seed therefore always give the same schedule, and the
- * iteration's seed is also the run's seed ({seed}, libfiu's probability),
- * recorded with the run.  The rendered file pins both: `seed:` and one
- * `at:` fault per drawn fault.
+ * fixed order: entry by entry as the profile lists them, first the places
+ * (a Poisson process of the entry's mean interval over its range, or
+ * `count` uniform places), then per fault its target and its `for:`.  An
+ * entry's range is the run's clock, [start, duration) in ms, or for an
+ * entry with `after:` the numbers of its event, [MIN, MAX]: such a fault
+ * fires on the N-th event (a point of the program, which a replay reaches
+ * again however its timing differs) instead of at a time.  The same profile
+ * and seed therefore always give the same schedule, and the iteration's
+ * seed is also the run's seed ({seed}, libfiu's probability), recorded with
+ * the run.  The rendered file pins both: `seed:` and one fault per drawn
+ * fault, with its `at:` or its `after: {..., count: N}`.  The schedule is in
+ * the order of each fault's place within its own range (0 at its start, 1
+ * at its end), which is time order when every entry draws times; the
+ * earliest max_faults are kept.
  */
 #include "harness/base/rng.h"
 #include "harness/soak/soak.h"
@@ -71,11 +78,11 @@ static int64_t rng_range(struct rng *r, int64_t lo, int64_t hi)
     return lo + (int64_t)(rng_next(r) % (uint64_t)(hi - lo + 1));
 }
 
-static int by_time(const void *a, const void *b)
+static int by_place(const void *a, const void *b)
 {
     const struct fl_soak_fault *x = a, *y = b;
-    if (x->at_ms != y->at_ms)
-        return x->at_ms < y->at_ms ? -1 : 1;
+    if (x->place != y->place)
+        return x->place < y->place ? -1 : 1;
     /* ties (qsort is not stable): by entry, target, for */
     if (x->entry != y->entry)
         return x->entry < y->entry ? -1 : 1;
@@ -98,6 +105,19 @@ static int push(struct fl_soak_schedule *sc, size_t *cap, struct fl_soak_fault f
     return 0;
 }
 
+/* One fault at x on its entry's range [lo, hi): a time in ms, or (after:)
+ * the number of its event. */
+static int place(struct fl_soak_schedule *sc, size_t *cap, const struct fl_soak_entry *e,
+                 size_t entry, int64_t x, double lo, double hi)
+{
+    struct fl_soak_fault f = {.entry = entry, .place = ((double)x - lo) / (hi - lo)};
+    if (e->after)
+        f.nth = (long)x;
+    else
+        f.at_ms = x;
+    return push(sc, cap, f);
+}
+
 int fl_soak_draw(const struct fl_soak_profile *p, uint64_t seed, struct fl_soak_schedule *out)
 {
     struct rng r;
@@ -107,22 +127,22 @@ int fl_soak_draw(const struct fl_soak_profile *p, uint64_t seed, struct fl_soak_
     for (size_t i = 0; i < p->n_entries; i++) {
         const struct fl_soak_entry *e = &p->entries[i];
         size_t first = out->n;
+        /* the range [lo, hi): times in ms, or the numbers of the event */
+        double lo = e->after ? (double)e->after_min : (double)p->start_ms,
+               hi = e->after ? (double)e->after_max + 1 : (double)p->duration_ms;
         if (e->every_ms > 0) {
-            double t = (double)p->start_ms;
+            double t = lo;
             for (int k = 0; k < 100000; k++) {
                 t += -log1p(-rng_unit(&r)) * (double)e->every_ms;
-                if (t >= (double)p->duration_ms)
+                if (t >= hi)
                     break;
-                if (push(out, &cap, (struct fl_soak_fault){.entry = i, .at_ms = (int64_t)t}) < 0)
+                if (place(out, &cap, e, i, (int64_t)t, lo, hi) < 0)
                     goto oom;
             }
         } else {
             int64_t n = rng_range(&r, e->count_min, e->count_max);
             for (int64_t k = 0; k < n; k++)
-                if (push(out, &cap,
-                         (struct fl_soak_fault){
-                             .entry = i, .at_ms = rng_range(&r, p->start_ms, p->duration_ms - 1)}) <
-                    0)
+                if (place(out, &cap, e, i, rng_range(&r, (int64_t)lo, (int64_t)hi - 1), lo, hi) < 0)
                     goto oom;
         }
         for (size_t k = first; k < out->n; k++) {
@@ -133,7 +153,7 @@ int fl_soak_draw(const struct fl_soak_profile *p, uint64_t seed, struct fl_soak_
         }
     }
     if (out->n)
-        qsort(out->faults, out->n, sizeof *out->faults, by_time);
+        qsort(out->faults, out->n, sizeof *out->faults, by_place);
     if (out->n > p->max_faults)
         out->n = p->max_faults;
     return 0;
@@ -156,8 +176,13 @@ int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fau
     char dur[48] = "";
     if (e->has_for)
         snprintf(dur, sizeof dur, ", for: %" PRId64 "ms", f->for_ms);
-    int w = snprintf(buf, len, "{at: %" PRId64 "ms, %s: %s%s%s}", f->at_ms, e->kind,
-                     e->n_targets ? e->targets[f->target] : e->value, e->extra, dur);
+    char when[1100];
+    int w = e->after ? snprintf(when, sizeof when, "after: {%s, count: %ld}", e->after, f->nth)
+                     : snprintf(when, sizeof when, "at: %" PRId64 "ms", f->at_ms);
+    if (w < 0 || (size_t)w >= sizeof when)
+        return -ENAMETOOLONG;
+    w = snprintf(buf, len, "{%s, %s: %s%s%s}", when, e->kind,
+                 e->n_targets ? e->targets[f->target] : e->value, e->extra, dur);
     return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 

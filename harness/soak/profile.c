@@ -7,7 +7,9 @@
  * its errors keep their file:line:column.  Each entry of soak.faults is then
  * checked by the ordinary fault loader (fl_scn_load_faults): for every
  * target it may draw, a fault {at: 0, KIND: TARGET, signal:, unsynced:, for: MIN} is
- * built from the entry's own YAML nodes, so an error points at the entry.
+ * built from the entry's own YAML nodes (with `after:` instead of `at:` when
+ * the entry draws the N-th event: its mapping, count: MIN), so an error
+ * points at the entry.
  * What the drawn faults become is text (soak/draw.c renders them); the
  * profile keeps each entry's value as flow YAML, and its text without the
  * soak: and seed: lines for the files it writes.
@@ -28,15 +30,15 @@
  * reads, then how many and for how long; n at most max. */
 static size_t entry_keys(const char **keys, size_t max)
 {
-    static const char *const howmany[] = {"every", "rate", "count", "for"};
+    static const char *const howmany[] = {"after", "every", "rate", "count", "for"};
     size_t n = 0;
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
         keys[n++] = fl_fault_kinds[k]->name;
     for (int k = 1; k < FL_SCN_ACT_COUNT; k++)
-        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && n < max - 4;
+        for (size_t q = 0; fl_fault_kinds[k]->keys && fl_fault_kinds[k]->keys[q] && n < max - 5;
              q++)
             keys[n++] = fl_fault_kinds[k]->keys[q];
-    for (size_t q = 0; q < ARRAY_LEN(howmany); q++)
+    for (size_t q = 0; q < ARRAY_LEN(howmany) && n < max; q++)
         keys[n++] = howmany[q];
     return n;
 }
@@ -201,41 +203,54 @@ static void synth_free(struct synth *sy)
     free(sy->v);
 }
 
-/* A fault mapping built of nodes: at: 0, kind: value, and the optional rest. */
-static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *kind_key,
-                          const ynode *value, const ynode *const *xkeys, const ynode *const *xvals,
-                          size_t nx, const ynode *for_key, const ynode *for_val)
+/* A mapping built of nodes: keys[i]: vals[i] (kept by sy, not the nodes). */
+static ynode *synth_map(struct synth *sy, struct fl_scn_loc loc, ynode *const *keys,
+                        ynode *const *vals, size_t n)
 {
     ynode *m = calloc(1, sizeof *m), **v = realloc(sy->v, (sy->n + 1) * sizeof *v);
     if (v)
         sy->v = v;
-    if (!m || !v)
-        goto oom;
+    if (!m || !v) {
+        free(m);
+        return NULL;
+    }
     sy->v[sy->n++] = m;
     m->type = FL_YN_MAP;
     m->loc = loc;
-    if (!(m->keys = calloc(nx + 3, sizeof *m->keys)) ||
-        !(m->items = calloc(nx + 3, sizeof *m->items)))
+    if (!(m->keys = calloc(n ? n : 1, sizeof *m->keys)) ||
+        !(m->items = calloc(n ? n : 1, sizeof *m->items)))
         return NULL;
-    ynode *at_k = synth_scalar(sy, "at", loc), *at_v = synth_scalar(sy, "0", loc);
-    if (!at_k || !at_v)
-        return NULL;
-    m->keys[m->n] = at_k;
-    m->items[m->n++] = at_v;
-    m->keys[m->n] = (ynode *)kind_key;
-    m->items[m->n++] = (ynode *)value;
-    for (size_t i = 0; i < nx; i++) {
-        m->keys[m->n] = (ynode *)xkeys[i];
-        m->items[m->n++] = (ynode *)xvals[i];
-    }
-    if (for_val) {
-        m->keys[m->n] = (ynode *)for_key;
-        m->items[m->n++] = (ynode *)for_val;
+    for (size_t i = 0; i < n; i++) {
+        m->keys[m->n] = keys[i];
+        m->items[m->n++] = vals[i];
     }
     return m;
-oom:
-    free(m);
-    return NULL;
+}
+
+/* A fault mapping built of nodes: trigger (at: 0 when NULL), kind: value,
+ * and the optional rest (nx at most 8). */
+static ynode *synth_fault(struct synth *sy, struct fl_scn_loc loc, const ynode *trig_key,
+                          const ynode *trig_val, const ynode *kind_key, const ynode *value,
+                          const ynode *const *xkeys, const ynode *const *xvals, size_t nx,
+                          const ynode *for_key, const ynode *for_val)
+{
+    ynode *keys[12], *vals[12];
+    size_t n = 0;
+    keys[n] = trig_key ? (ynode *)trig_key : synth_scalar(sy, "at", loc);
+    vals[n++] = trig_val ? (ynode *)trig_val : synth_scalar(sy, "0", loc);
+    if (!keys[0] || !vals[0])
+        return NULL;
+    keys[n] = (ynode *)kind_key;
+    vals[n++] = (ynode *)value;
+    for (size_t i = 0; i < nx && n < ARRAY_LEN(keys) - 1; i++) {
+        keys[n] = (ynode *)xkeys[i];
+        vals[n++] = (ynode *)xvals[i];
+    }
+    if (for_val) {
+        keys[n] = (ynode *)for_key;
+        vals[n++] = (ynode *)for_val;
+    }
+    return synth_map(sy, loc, keys, vals, n);
 }
 
 /* for: D or for: [MIN, MAX] */
@@ -265,7 +280,8 @@ static int load_for(struct fl_scn_vctx *c, const ynode *n, struct fl_soak_entry 
     return 0;
 }
 
-/* every: D | rate: N/s|N/m|N/h | count: N or [MIN, MAX] */
+/* every: D | rate: N/s|N/m|N/h | count: N or [MIN, MAX]; with after:, every: N
+ * is a number of events and rate has no meaning */
 static int load_howmany(struct fl_scn_vctx *c, const ynode *m, struct fl_soak_entry *e)
 {
     const ynode *every = fl_scn_yaml_get(m, "every", NULL),
@@ -278,8 +294,26 @@ static int load_howmany(struct fl_scn_vctx *c, const ynode *m, struct fl_soak_en
                                  : "soak fault needs how often: 'every: 10s' (mean interval), "
                                    "'rate: 6/m' or 'count: 2'",
                            "more than one of 'every', 'rate' and 'count'");
+    if (every && e->after) {
+        long x;
+        char *end;
+        if ((rc = fl_scn_want(c, every, FL_YN_SCALAR, "'every'")) < 0)
+            return rc;
+        x = strtol(every->value, &end, 10);
+        if (end == every->value || *end || x < 1 || x > 1000000000L)
+            return fl_scn_verr(c, every->loc,
+                               "with 'after', 'every' is the mean number of events between "
+                               "faults, a whole number like 10, not '%s'",
+                               every->value);
+        e->every_ms = x;
+        return 0;
+    }
     if (every)
         return fl_scn_get_duration(c, every, "'every'", false, &e->every_ms);
+    if (rate && e->after)
+        return fl_scn_verr(c, rate->loc,
+                           "'rate' is faults per time; with 'after' give 'every: N' (the mean "
+                           "number of events between faults) or 'count'");
     if (rate) {
         char *end;
         if ((rc = fl_scn_want(c, rate, FL_YN_SCALAR, "'rate'")) < 0)
@@ -317,6 +351,78 @@ static int load_howmany(struct fl_scn_vctx *c, const ynode *m, struct fl_soak_en
     if ((rc = fl_scn_get_long(c, count, "'count'", 0, MAX_DRAWS_PER_ENTRY, &e->count_min)) < 0)
         return rc;
     e->count_max = e->count_min;
+    return 0;
+}
+
+/*
+ * after: {event: KIND, host:, job:, where:, count: N or [MIN, MAX]}: the
+ * entry's faults fire on the N-th such event, N drawn in [MIN, MAX].  Its
+ * keys but count go to e->after as flow YAML; *tk, *tv become the probe's
+ * trigger: the same mapping with count: MIN (the fault loader checks the
+ * rest).
+ */
+static int load_after(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
+                      struct fl_soak_entry *e, struct synth *sy, const ynode **tk, const ynode **tv)
+{
+    char b[64];
+    int rc;
+    if (v->type != FL_YN_MAP)
+        return fl_scn_verr(c, v->loc,
+                           "soak fault 'after' must be a mapping like {event: save.done, "
+                           "host: w0, count: [1, 40]}, not %s",
+                           fl_scn_describe(v, b, sizeof b));
+    const ynode *count = fl_scn_yaml_get(v, "count", NULL);
+    if (!count)
+        return fl_scn_verr(c, v->loc,
+                           "soak fault 'after' needs 'count: [MIN, MAX]': the N-th event, "
+                           "N drawn in that range");
+    if (count->type == FL_YN_SEQ) {
+        if (count->n != 2)
+            return fl_scn_verr(c, count->loc,
+                               "'after' 'count' must be a number or a range [MIN, MAX], "
+                               "not a list of %zu",
+                               count->n);
+        if ((rc = fl_scn_get_long(c, count->items[0], "'count'", 1, 1000000000L, &e->after_min)) <
+                0 ||
+            (rc = fl_scn_get_long(c, count->items[1], "'count'", 1, 1000000000L, &e->after_max)) <
+                0)
+            return rc;
+        if (e->after_max < e->after_min)
+            return fl_scn_verr(c, count->items[1]->loc,
+                               "'count' range [%ld, %ld] ends before it starts", e->after_min,
+                               e->after_max);
+    } else {
+        if ((rc = fl_scn_get_long(c, count, "'count'", 1, 1000000000L, &e->after_min)) < 0)
+            return rc;
+        e->after_max = e->after_min;
+    }
+    struct sbuf t = {0};
+    ynode *keys[16], *vals[16];
+    size_t n = 0;
+    sb_str(&t, "");
+    for (size_t i = 0; i < v->n && n < ARRAY_LEN(keys) - 1; i++) {
+        if (!strcmp(v->keys[i]->value, "count"))
+            continue;
+        if (n)
+            sb_str(&t, ", ");
+        sb_scalar(&t, v->keys[i]->value, false);
+        sb_str(&t, ": ");
+        sb_node(&t, v->items[i]);
+        keys[n] = v->keys[i];
+        vals[n++] = v->items[i];
+    }
+    if (t.oom)
+        return -ENOMEM;
+    e->after = t.p;
+    char min[32];
+    snprintf(min, sizeof min, "%ld", e->after_min);
+    if (!(keys[n] = synth_scalar(sy, "count", count->loc)) ||
+        !(vals[n] = synth_scalar(sy, min, count->loc)))
+        return -ENOMEM;
+    n++;
+    *tk = key;
+    if (!(*tv = synth_map(sy, v->loc, keys, vals, n)))
+        return -ENOMEM;
     return 0;
 }
 
@@ -386,6 +492,10 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
             }
         }
     ynode *fk = NULL, *fv = fl_scn_yaml_get(m, "for", &fk);
+    ynode *ak = NULL, *av = fl_scn_yaml_get(m, "after", &ak);
+    const ynode *trig_key = NULL, *trig_val = NULL;
+    if (av && (rc = load_after(c, ak, av, e, sy, &trig_key, &trig_val)) < 0)
+        return rc;
     if ((rc = load_howmany(c, m, e)) < 0)
         return rc;
     ynode *probe_for = NULL;
@@ -446,7 +556,8 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
             }
             if (targeted && val->type == FL_YN_SCALAR && (rc = add_target(e, val->value)) < 0)
                 return rc;
-            ynode *f = synth_fault(sy, m->loc, kk, val, xk, xv, nx, fk, probe_for);
+            ynode *f =
+                synth_fault(sy, m->loc, trig_key, trig_val, kk, val, xk, xv, nx, fk, probe_for);
             ynode **items = f ? realloc(probes->items, (probes->n + 1) * sizeof *items) : NULL;
             if (!items)
                 return -ENOMEM;
@@ -455,6 +566,13 @@ static int load_entry(struct fl_scn_vctx *c, const struct fl_scenario *base, con
         }
     }
     return 0;
+}
+
+static int no_duration(struct fl_scn_vctx *c, const ynode *key)
+{
+    return fl_scn_verr(c, key->loc,
+                       "'soak' needs 'duration' (faults are drawn at times below it, "
+                       "e.g. duration: 20s)");
 }
 
 static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const ynode *key,
@@ -471,13 +589,11 @@ static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const yno
     const ynode *d = fl_scn_yaml_get(v, "duration", NULL), *st = fl_scn_yaml_get(v, "start", NULL),
                 *mf = fl_scn_yaml_get(v, "max_faults", NULL),
                 *fs = fl_scn_yaml_get(v, "faults", NULL);
-    if (!d)
-        return fl_scn_verr(c, key->loc,
-                           "'soak' needs 'duration' (faults are drawn at times below it, "
-                           "e.g. duration: 20s)");
-    if ((rc = fl_scn_get_duration(c, d, "soak 'duration'", false, &p->duration_ms)) < 0)
+    if (!d && st)
+        return no_duration(c, key);
+    if (d && (rc = fl_scn_get_duration(c, d, "soak 'duration'", false, &p->duration_ms)) < 0)
         return rc;
-    if (p->duration_ms > base->timeout_ms)
+    if (d && p->duration_ms > base->timeout_ms)
         return fl_scn_verr(c, d->loc,
                            "soak 'duration' %s is longer than the scenario's timeout "
                            "(%" PRId64 "ms): faults would be drawn after the run is stopped",
@@ -527,6 +643,10 @@ static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const yno
     }
     free(probes.items);
     synth_free(&sy);
+    /* an entry that draws times needs the range of times */
+    for (size_t i = 0; i < p->n_entries && rc == 0 && !d; i++)
+        if (!p->entries[i].after)
+            rc = no_duration(c, key);
     return rc;
 }
 
@@ -543,6 +663,7 @@ void fl_soak_profile_free(struct fl_soak_profile *p)
         free(e->targets);
         free(e->value);
         free(e->extra);
+        free(e->after);
     }
     free(p->entries);
     fl_scenario_free(p->base);

@@ -8,7 +8,8 @@
  * drawn.  fl_soak_profile_load() validates it (errors as the scenario
  * loader's: file:line:column); fl_soak_draw() draws one concrete schedule
  * from a seed; fl_soak_render() turns a schedule (or a subset of it) into
- * the text of an ordinary scenario file with an `at:` for every fault, which
+ * the text of an ordinary scenario file with a trigger for every fault (an
+ * `at:` time, or for an entry with `after:` the N-th of its events), which
  * is what each iteration runs and what a failure file holds.
  * fl_soak_minimize() shrinks a failing schedule (soak/min.c).
  */
@@ -29,7 +30,12 @@ struct fl_soak_entry {
     size_t n_targets;          /* 0 for the other kinds */
     char *value;               /* other kinds: their value as flow YAML, used as is */
     char *extra;               /* more keys of the fault as flow YAML (", signal: X"), or "" */
-    int64_t every_ms;          /* mean interval of a Poisson process; 0 when count is used */
+    char *after;               /* drawn on an event axis: the after: mapping's keys but count,
+                                  as flow YAML ("event: save.done, host: w0"); NULL: drawn at
+                                  times in [start, duration) */
+    long after_min, after_max; /* after: the N-th event, N drawn in [after_min, after_max] */
+    int64_t every_ms;          /* mean interval of a Poisson process (in events when after);
+                                  0 when count is used */
     long count_min, count_max; /* exactly this many per iteration (uniform in [min, max]) */
     bool has_for;
     int64_t for_min_ms, for_max_ms; /* for: drawn uniformly in [min, max] */
@@ -41,23 +47,26 @@ struct fl_soak_profile {
     char *text;               /* the profile without its soak: and seed: lines */
     struct fl_scenario *base; /* the profile loaded as a scenario (no faults) */
     int64_t start_ms;         /* faults are drawn at times in [start, duration) */
-    int64_t duration_ms;
-    size_t max_faults; /* at most this many per iteration (the earliest) */
+    int64_t duration_ms;      /* 0 when no entry draws times (every one has after:) */
+    size_t max_faults;        /* at most this many per iteration (the earliest, each by its place
+                                 in its own entry's range) */
     struct fl_soak_entry *entries;
     size_t n_entries;
 };
 
 /* One drawn fault. */
 struct fl_soak_fault {
-    size_t entry; /* index in p->entries */
-    int64_t at_ms;
+    size_t entry;   /* index in p->entries */
+    int64_t at_ms;  /* when the entry draws times; else 0 */
+    long nth;       /* when the entry has after: fire on the nth event; else 0 */
+    double place;   /* where in its entry's range, in [0, 1): the order of the schedule */
     size_t target;  /* index in the entry's targets (0 when it has none) */
     int64_t for_ms; /* when the entry has for: */
 };
 
 struct fl_soak_schedule {
     uint64_t seed;                /* what it was drawn from (also the run's seed) */
-    struct fl_soak_fault *faults; /* sorted by at_ms */
+    struct fl_soak_fault *faults; /* sorted by place */
     size_t n;
 };
 
@@ -80,7 +89,8 @@ void fl_soak_schedule_free(struct fl_soak_schedule *sc);
  */
 int fl_soak_render(const struct fl_soak_profile *p, const struct fl_soak_schedule *sc,
                    const bool *keep, const char *header, char **out);
-/* One fault as a flow mapping: "{at: 1200ms, kill: 'ps:1', for: 800ms}". */
+/* One fault as a flow mapping: "{at: 1200ms, kill: 'ps:1', for: 800ms}", or
+ * "{after: {event: save.done, host: w0, count: 7}, disk: {...}, for: 300ms}". */
 int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fault *f, char *buf,
                        size_t len);
 

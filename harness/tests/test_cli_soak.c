@@ -8,7 +8,8 @@
  * the soak instead of minimizing every iteration; --duration bounds the
  * minimizing runs too; the lines on stdout and stderr come in the order
  * things happened when both go to one log; files at rest are drawn, kept
- * and replayed; its help, bad options, and ci/soak's.
+ * and replayed; a failure drawn at the program's events (after:) replays
+ * to the same failure every time; its help, bad options, and ci/soak's.
  */
 #include "harness/soak/soak.h"
 #include "harness/tests/fl_test.h"
@@ -325,6 +326,39 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
     free(out);
     free(otext);
     free(mtext);
+}
+
+/* A failure that needs a fault to hit a save: psrt with
+ * --max_failed_saves=1, a 20 ms write fault on the ps's disk.  Drawn at a
+ * time, such a file replayed to the failure 6 times in 10; drawn at the
+ * save (after: save.begin, a sync point), the kept file names the save, and
+ * every replay fails the same way. */
+FL_TEST_ROOT_T(cli_soak, failure_drawn_at_events_replays_the_same, 180)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc =
+        fl_test_sh(&out, "%s soak %s --iterations 1 --seed 5 --budget 0 --out %s/o --no-db 2>&1",
+                   fl_test_bin("faultline"), soak_data("psrt_save_hit.yaml"), t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "chief:0: exit: expected exit 0, observed exit 1");
+    free(out);
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
+    char *text = one_file(dir, false, path, sizeof path);
+    FL_REQUIRE(text);
+    FL_ASSERT_CONTAINS(text, "\n  - {after: {event: save.begin, host: w0, count: ");
+    FL_ASSERT_CONTAINS(text, "\n  - {after: {event: train.step, count: ");
+    FL_ASSERT(strstr(text, "{at: ") == NULL);
+    free(text);
+    for (int i = 0; i < 3; i++) {
+        rc = fl_test_sh(&out, "%s run %s --out %s/o --no-db -q 2>&1", fl_test_bin("faultline"),
+                        path, t);
+        FL_ASSERT_MSG(rc == 1, "replay %d of 3: exit %d\n%s", i + 1, rc, out);
+        FL_ASSERT_CONTAINS(out, "chief:0: exit: expected exit 0, observed exit 1");
+        free(out);
+    }
 }
 
 FL_TEST_ROOT_T(cli_soak, short_soak_of_robust_profile_passes, 120)

@@ -1,7 +1,8 @@
 /*
  * test_engine_trigger.c: trigger matching (harness/engine/trigger.c) on a
  * scenario loaded from memory: at: times, after: events by kind, host,
- * job, task and attributes, and on_log: lines by regex and host.
+ * job, task and attributes, and on_log: lines by regex and host; and a
+ * psrt run whose worker's own step reports trigger a fault.
  */
 #include "harness/load/load.h"
 #include "harness/tests/fl_test.h"
@@ -101,4 +102,12 @@ FL_TEST(engine_trigger, log_line_matches_regex_on_its_host)
     FL_ASSERT(!fl_trig_line_matches(t, a, w, 0, "step 100"));
     FL_ASSERT(!fl_trig_line_matches(&s->faults[1].trigger, b, w, 0, "step 100"));
     fl_scenario_free(s);
+}
+
+/* psrt's every worker reports its steps (train.step), not only the chief:
+ * the worker's 4th report kills it. */
+FL_TEST_ROOT_T(engine_trigger, psrt_workers_step_reports_trigger, 60)
+{
+    fl_test_need_root();
+    fl_test_scenario_passes("psrt-step-reports.yaml");
 }

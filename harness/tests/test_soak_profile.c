@@ -3,7 +3,8 @@
  * loader's errors (data/soak/invalid/, first line the exact message), the
  * profiles in scenarios/soak/ loading, and schedules drawn from a seed:
  * deterministic, within the profile's kinds, targets and bounds, rendered as
- * ordinary scenarios (keep: leaves faults out).
+ * ordinary scenarios (keep: leaves faults out); entries with after: drawn at
+ * the N-th event of their range, rendered as after: triggers.
  */
 #include "harness/load/load.h"
 #include "harness/tests/fl_test.h"
@@ -31,7 +32,7 @@ static bool same_schedule(const struct fl_soak_schedule *a, const struct fl_soak
         return false;
     for (size_t i = 0; i < a->n; i++)
         if (a->faults[i].entry != b->faults[i].entry || a->faults[i].at_ms != b->faults[i].at_ms ||
-            a->faults[i].target != b->faults[i].target ||
+            a->faults[i].nth != b->faults[i].nth || a->faults[i].target != b->faults[i].target ||
             a->faults[i].for_ms != b->faults[i].for_ms)
             return false;
     return true;
@@ -145,6 +146,79 @@ FL_TEST(soak_profile, draw_respects_kinds_targets_and_bounds)
     fl_soak_profile_free(p);
 }
 
+/* after: {event, host, job, where, count: [MIN, MAX]}: each fault fires on
+ * the N-th event, N in the range (every: N events on average, or count:
+ * faults); the file it renders is a scenario with those after: triggers;
+ * no duration is needed when no entry draws times. */
+FL_TEST(soak_profile, draw_after_fires_at_the_nth_event_of_its_range)
+{
+    struct fl_soak_profile *p = load(soak_data("after.yaml"));
+    FL_REQUIRE_EQ(p->n_entries, 3);
+    FL_ASSERT_EQ(p->duration_ms, 0);
+    FL_ASSERT_STREQ(p->entries[0].after, "event: train.step, job: worker");
+    FL_ASSERT_EQ(p->entries[0].after_min, 5);
+    FL_ASSERT_EQ(p->entries[0].after_max, 60);
+    FL_ASSERT_EQ(p->entries[0].every_ms, 10);
+    FL_ASSERT_STREQ(p->entries[2].after, "event: save.begin, where: {step: 20}");
+    size_t kills = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        struct fl_soak_schedule sc, again;
+        FL_REQUIRE_EQ(fl_soak_draw(p, seed, &sc), 0);
+        FL_REQUIRE_EQ(fl_soak_draw(p, seed, &again), 0);
+        FL_ASSERT(same_schedule(&sc, &again));
+        fl_soak_schedule_free(&again);
+        size_t pauses = 0, disks = 0;
+        for (size_t i = 0; i < sc.n; i++) {
+            const struct fl_soak_fault *f = &sc.faults[i];
+            const struct fl_soak_entry *e = &p->entries[f->entry];
+            FL_ASSERT_EQ(f->at_ms, 0);
+            FL_ASSERT_GE(f->nth, e->after_min);
+            FL_ASSERT_LE(f->nth, e->after_max);
+            FL_ASSERT_GE(f->place, 0);
+            FL_ASSERT_LT(f->place, 1);
+            if (i)
+                FL_ASSERT_LE(sc.faults[i - 1].place, f->place);
+            kills += f->entry == 0;
+            pauses += f->entry == 1;
+            disks += f->entry == 2;
+        }
+        FL_ASSERT_GE(pauses, 2);
+        FL_ASSERT_LE(pauses, 4);
+        FL_ASSERT_EQ(disks, 1);
+        char *text, err[2048] = "";
+        struct fl_scenario *s = NULL;
+        FL_REQUIRE_EQ(fl_soak_render(p, &sc, NULL, NULL, &text), 0);
+        FL_ASSERT(strstr(text, "at: ") == NULL);
+        int rc = fl_scenario_load_mem("drawn.yaml", text, strlen(text), &s, err, sizeof err);
+        FL_REQUIRE_MSG(rc == 0, "%s\n%s", err, text);
+        FL_REQUIRE_EQ(s->n_faults, sc.n);
+        for (size_t i = 0; i < s->n_faults; i++) {
+            const struct fl_scn_trigger *t = &s->faults[i].trigger;
+            FL_ASSERT_EQ(t->kind, FL_SCN_TRIG_EVENT);
+            FL_ASSERT_EQ(t->count, (unsigned)sc.faults[i].nth);
+            if (sc.faults[i].entry == 0) {
+                FL_ASSERT_STREQ(t->event, "train.step");
+                FL_ASSERT_EQ(t->job, fl_scn_job_find(s, "worker"));
+            } else if (sc.faults[i].entry == 1) {
+                FL_ASSERT_STREQ(t->event, "save.done");
+                FL_ASSERT_EQ(t->host, 1);
+            } else {
+                FL_ASSERT_STREQ(t->event, "save.begin");
+                FL_REQUIRE_EQ(t->n_where, 1);
+                FL_ASSERT_STREQ(t->where[0].value, "20");
+                FL_ASSERT_EQ(t->count, 7);
+            }
+        }
+        fl_scenario_free(s);
+        free(text);
+        fl_soak_schedule_free(&sc);
+    }
+    /* a mean of one in 10 of the 56 numbers: about 5.6 kills a schedule */
+    FL_ASSERT_GT(kills, 200 * 4);
+    FL_ASSERT_LT(kills, 200 * 7);
+    fl_soak_profile_free(p);
+}
+
 FL_TEST(soak_profile, render_keep_leaves_faults_out)
 {
     struct fl_soak_profile *p = load(soak_data("guilty.yaml"));
@@ -203,8 +277,9 @@ FL_TEST(soak_profile, load_invalid_profiles_report_exact_place_and_message)
 
 FL_TEST(soak_profile, profiles_in_scenarios_soak_load)
 {
-    const char *names[] = {"shell-relaunch.yaml", "psrt-robust-relaunch.yaml"};
-    for (size_t i = 0; i < 2; i++) {
+    const char *names[] = {"shell-relaunch.yaml", "psrt-robust-relaunch.yaml",
+                           "psrt-robust-harsh.yaml"};
+    for (size_t i = 0; i < 3; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/scenarios/soak/%s", fl_test_root(), names[i]);
         struct fl_soak_profile *p = load(path);

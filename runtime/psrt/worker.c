@@ -900,17 +900,23 @@ static int worker_run(struct psrt_worker *w, const struct psrt_flags *f)
             if (w->chief) {
                 w->losses[w->nloss++ % 20] = loss;
                 w->chief_steps++;
-                if (w->chief_steps % f->log_every == 0) {
-                    /* at most 100 lines and events a second, however fast the steps */
-                    static double last_report;
-                    double now = psrt_now();
-                    if (now - last_report >= 0.01) {
-                        last_report = now;
+            }
+            /* every worker reports every log_every of its steps (event
+             * train.step: how far the job got, whoever does the steps), the
+             * chief also logs its loss; at most 100 a second, however fast
+             * the steps */
+            if ((w->chief ? w->chief_steps : local) % f->log_every == 0) {
+                static double last_report;
+                double now = psrt_now();
+                if (now - last_report >= 0.01) {
+                    last_report = now;
+                    if (w->chief)
                         psrt_log("step %lld: loss = %.6g (mean of last 20: %.6g)", gstep, loss,
                                  mean_loss(w));
-                        psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
-                    }
+                    psrt_ev("train.step", "step=%lld loss=%.6g", gstep, loss);
                 }
+            }
+            if (w->chief) {
                 /* an interval after the last save attempted, done or
                  * abandoned (a lost ps's is retried at once) */
                 bool due = (f->save_steps > 0 && gstep >= w->save_try_step + f->save_steps) ||
