@@ -51,6 +51,16 @@ FL_TEST_ROOT_T(cli_replay, replays_recorded_text_variant_and_seed, 120)
     FL_REQUIRE_MSG(rc == 1, "run: exit %d: %s", rc, out); /* shift=0 fails, shift=1 passes */
     free(out);
     char *plain = nth_run("r.db", 0), *shifted = nth_run("r.db", 1);
+    /* the path is stored absolute, not as typed (sub/r.yaml) */
+    char *file;
+    FL_REQUIRE_EQ(fl_test_sh(&file,
+                             "cd %s && sqlite3 r.db 'SELECT scenario_file FROM runs LIMIT 1'",
+                             fl_test_dir()),
+                  0);
+    char want[4200];
+    snprintf(want, sizeof want, "%s/sub/r.yaml\n", fl_test_dir());
+    FL_ASSERT_STREQ(file, want);
+    free(file);
     /* the file changes (every seed passes now) and then goes */
     fl_test_write("sub/r.yaml", "name: it-replay\nhosts: [a]\ncluster:\n  w: [a]\n"
                                 "run:\n  command: \"true\"\n");

@@ -103,7 +103,11 @@ int psrt_worker_calls(struct psrt_worker *w, struct psrt_call *calls, int n)
 int psrt_worker_ping(struct psrt_worker *w, int p, int *ready, long long *step,
                      struct psrt_err *err)
 {
-    struct psrt_call c = {.ps = p, .op = PSRT_OP_PING};
+    /* the request names this worker's task: a ps that was told training
+     * is done waits for every worker to have called once */
+    uint32_t task = (uint32_t)w->f->task;
+    struct psrt_call c = {.ps = p, .op = PSRT_OP_PING, .niov = 1};
+    c.iov[0] = (struct iovec){&task, 4};
     if (psrt_worker_calls(w, &c, 1) >= 0) {
         *err = c.err;
         return c.rc ? c.rc : c.status;

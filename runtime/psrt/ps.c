@@ -153,6 +153,9 @@ struct ps {
     pthread_rwlock_t state;
     atomic_int ready; /* PS_UNINITIALIZED, PS_INITIALIZED, PS_OPEN */
     atomic_bool done; /* the chief said training is over */
+    /* the worker tasks (below 64) whose Ping named them: after Shutdown
+     * the ps waits for each to call once and hear "done" */
+    _Atomic uint64_t heard;
     pthread_mutex_t step_mu;
     int64_t global_step;
     int ndense;
@@ -1106,6 +1109,13 @@ static void h_load(struct ps *ps, struct psrt_buf *req, struct psrt_reply *rep)
 void psrt_ps_handle(void *ctx, int op, uint32_t flags, struct psrt_buf *req, struct psrt_reply *rep)
 {
     struct ps *ps = ctx;
+    /* a worker's Ping names its task (older workers send none) */
+    if (op == PSRT_OP_PING && req->len >= 4) {
+        uint32_t task;
+        memcpy(&task, req->p, 4);
+        if (task < 64)
+            atomic_fetch_or(&ps->heard, UINT64_C(1) << task);
+    }
     if (atomic_load(&ps->done) &&
         (op == PSRT_OP_PULL || op == PSRT_OP_PUSH || op == PSRT_OP_PING)) {
         static const char msg[] = "OutOfRangeError: training is done (the chief shut this ps down)";
@@ -1262,10 +1272,22 @@ int psrt_ps_main(const struct psrt_flags *f)
      * "done" answer to its next call (a step, or the Ping of a worker
      * waiting for the model, which polls every 0.5 s) and exits 0, closing
      * its connection.  (Lingering only until 0.3 s without a request let a
-     * waiting worker find the ps gone and retry for --reconnect_timeout_secs.) */
+     * waiting worker find the ps gone and retry for --reconnect_timeout_secs.)
+     * A worker that has not called at all yet (started late, or slow on a
+     * loaded machine, while the chief trained to the end) is waited for as
+     * long as it would try to connect, --connect_timeout_secs: its first
+     * Ping is answered "done" and it exits 0 instead of failing to find
+     * the ps. */
     struct ps *s = (struct ps *)ps;
+    int nw = f->nworkers < 64 ? f->nworkers : 0;
+    uint64_t all = nw ? (UINT64_C(1) << nw) - 1 : 0;
     double start = psrt_now();
-    while (psrt_now() - start < 3 && psrt_server_open_conns(s->srv) > 0) {
+    for (;;) {
+        double t = psrt_now() - start;
+        bool conns = psrt_server_open_conns(s->srv) > 0 && t < 3;
+        bool unheard = (atomic_load(&s->heard) & all) != all && t < f->connect_timeout;
+        if (!conns && !unheard)
+            break;
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
