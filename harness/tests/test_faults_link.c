@@ -152,11 +152,14 @@ FL_TEST_ROOT_T(faults_link, jitter_bounds_round_trips, 90)
     printf("delay 20ms jitter 5ms both ways: round trip %.2f ms before, %.2f..%.2f ms (90%% under "
            "%.2f) under it\n",
            base / 1e3, lo / 1e3, hi / 1e3, p90 / 1e3);
-    /* each way 15..25 ms: a round trip 30..50 ms over the base.  None is
-     * shorter; the longest may also carry a scheduling delay of this shared
-     * machine (77 ms once under load), so the bound is on 9 in 10 of them */
-    FL_ASSERT_MSG(lo - base >= 29000 && p90 - base <= 60000, "base %ld, %ld..%ld us (p90 %ld)",
-                  base, lo, hi, p90);
+    /* each way 15..25 ms: a round trip 30..50 ms over the base.  The
+     * round trips are ICMP echoes answered by b's kernel and dated by a's
+     * kernel on arrival (link_probe.py), so no process's scheduling on a
+     * busy machine adds to them (a UDP echo between two Python processes
+     * measured 94 ms under check-stress); 10 ms of slack for the emulator's
+     * own wake-ups */
+    FL_ASSERT_MSG(lo - base >= 29000 && hi - base <= 60000, "base %ld, %ld..%ld us (p90 %ld)", base,
+                  lo, hi, p90);
     FL_ASSERT_MSG(hi - lo >= 4000, "spread %ld us", hi - lo);
 }
 

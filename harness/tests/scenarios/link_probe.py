@@ -18,8 +18,10 @@
                                          STABLE_MS (the fault healed); send
                                          400 'H', 50 'F<N>'
   link_probe.py udp-rtt HOST PORT BIN EVENT N
-                                         N round trips to udp-rx one at a
-                                         time, emit --sync EVENT, N more;
+                                         N round trips to HOST one at a
+                                         time (ICMP echoes its kernel answers,
+                                         dated by this kernel's receive
+                                         timestamp), emit --sync EVENT, N more;
                                          report event link.rtt with base_us
                                          (median before) and min_us, med_us,
                                          max_us, p90_us (under the fault); 50 'F0'
@@ -146,21 +148,58 @@ def udp_tx(host, port, bin_dir, event, n, gap_ms, stable_ms, tag="L"):
         s.sendto(b"F%d" % n, addr)
 
 
-def rtts(s, addr, n):
-    """n round trips one at a time (microseconds), answers matched by number."""
+def icmp_checksum(b):
+    if len(b) % 2:
+        b += b"\0"
+    c = sum(int.from_bytes(b[i:i + 2], "big") for i in range(0, len(b), 2))
+    while c >> 16:
+        c = (c & 0xffff) + (c >> 16)
+    return ~c & 0xffff
+
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # also SCM_TIMESTAMPNS; 64-bit timespec
+
+
+def rtts(host_ip, n, seq0):
+    """n ICMP echo round trips to host_ip, one at a time (microseconds).
+
+    The echo is answered by the other host's kernel and the answer dated by
+    this host's kernel as it arrives (SO_TIMESTAMPNS), so neither an echoing
+    process's nor this one's scheduling on a busy machine adds to a round
+    trip: what is measured is the link (the emulator's hold)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    ident = os.getpid() & 0xffff
     out = []
     for i in range(n):
-        t0 = time.monotonic()
-        s.sendto(b"P%d" % i, addr)
-        s.settimeout(2)
+        seq = (seq0 + i) & 0xffff
+        hdr = bytes([8, 0, 0, 0]) + ident.to_bytes(2, "big") + seq.to_bytes(2, "big")
+        pkt = hdr + b"faultline-rtt"
+        pkt = pkt[:2] + icmp_checksum(pkt).to_bytes(2, "big") + pkt[4:]
+        t0 = time.time_ns()
+        s.sendto(pkt, (host_ip, 0))
+        end = time.monotonic() + 2
         while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            s.settimeout(left)
             try:
-                b = s.recv(32)
+                data, anc, _, _ = s.recvmsg(256, 64)
             except socket.timeout:
                 break
-            if b == b"p%d" % i:
-                out.append(int((time.monotonic() - t0) * 1e6))
+            ihl = (data[0] & 0x0f) * 4
+            icmp = data[ihl:ihl + 8]
+            if (len(icmp) == 8 and icmp[0] == 0 and int.from_bytes(icmp[4:6], "big") == ident
+                    and int.from_bytes(icmp[6:8], "big") == seq):
+                t1 = None
+                for level, kind, val in anc:
+                    if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                        sec, nsec = int.from_bytes(val[:8], "little"), int.from_bytes(val[8:16], "little")
+                        t1 = sec * 10**9 + nsec
+                out.append(((t1 if t1 is not None else time.time_ns()) - t0) // 1000)
                 break
+    s.close()
     return sorted(out)
 
 
@@ -168,9 +207,9 @@ def udp_rtt(host, port, bin_dir, event, n):
     addr = (socket.gethostbyname(host), port)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     wait_up(s, addr)
-    base = rtts(s, addr, n)
+    base = rtts(addr[0], n, 0)
     emit(bin_dir, "--sync", event)
-    d = rtts(s, addr, n)
+    d = rtts(addr[0], n, n)
     if not base or not d:
         sys.exit("no round trips")
     kv = [f"base_us={base[len(base) // 2]}", f"min_us={d[0]}", f"med_us={d[len(d) // 2]}",
