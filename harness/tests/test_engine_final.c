@@ -34,8 +34,9 @@ FL_TEST_ROOT_T(engine_final, check_reads_across_a_healed_partition, 90)
     /* its lane in the report's timeline */
     char *out;
     const char *d = fl_test_dir();
-    int rc = fl_test_sh(&out, "cd %s && %s report --db fl.db --out r.html 2>&1 && grep -c "
-                              "'b  verify:0' r.html",
+    int rc = fl_test_sh(&out,
+                        "cd %s && %s report --db fl.db --out r.html 2>&1 && grep -c "
+                        "'b  verify:0' r.html",
                         d, fl_test_bin("faultline"));
     FL_ASSERT_MSG(rc == 0, "report: exit %d: %s", rc, out);
     free(out);
@@ -71,17 +72,18 @@ static int run_inline(const char *name, const char *text, char **out)
 FL_TEST_ROOT_T(engine_final, nonzero_exit_fails_the_run_naming_the_check, 60)
 {
     char *out;
-    int rc = run_inline("final-exit.yaml", "name: it-final-exit\n"
-                                           "hosts: [a, b]\n"
-                                           "cluster: {client: [a]}\n"
-                                           "run: {command: \"true\"}\n"
-                                           "final:\n"
-                                           "  verify: {host: b, command: \"echo lost=2; exit 3\"}\n"
-                                           "  lenient: {host: a, command: \"echo ok; exit 5\"}\n"
-                                           "expect:\n"
-                                           "  all:\n"
-                                           "    lenient: {exit: any, log_matches: '^ok$'}\n"
-                                           "    verify: {log_matches: '^lost=0$'}\n",
+    int rc = run_inline("final-exit.yaml",
+                        "name: it-final-exit\n"
+                        "hosts: [a, b]\n"
+                        "cluster: {client: [a]}\n"
+                        "run: {command: \"true\"}\n"
+                        "final:\n"
+                        "  verify: {host: b, command: \"echo lost=2; exit 3\"}\n"
+                        "  lenient: {host: a, command: \"echo ok; exit 5\"}\n"
+                        "expect:\n"
+                        "  all:\n"
+                        "    lenient: {exit: any, log_matches: '^ok$'}\n"
+                        "    verify: {log_matches: '^lost=0$'}\n",
                         &out);
     FL_ASSERT_MSG(rc == 1, "faultline run: exit %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, "verify:0: log_matches: expected output matching /^lost=0$/, observed "
@@ -100,12 +102,13 @@ FL_TEST_ROOT_T(engine_final, nonzero_exit_fails_the_run_naming_the_check, 60)
                  2);
 
     /* the exit alone: its reason names the check and the final's line */
-    rc = run_inline("final-exit0.yaml", "name: it-final-exit0\n"
-                                        "hosts: [a, b]\n"
-                                        "cluster: {client: [a]}\n"
-                                        "run: {command: \"true\"}\n"
-                                        "final:\n"
-                                        "  verify: {host: b, command: \"echo no; exit 3\"}\n",
+    rc = run_inline("final-exit0.yaml",
+                    "name: it-final-exit0\n"
+                    "hosts: [a, b]\n"
+                    "cluster: {client: [a]}\n"
+                    "run: {command: \"true\"}\n"
+                    "final:\n"
+                    "  verify: {host: b, command: \"echo no; exit 3\"}\n",
                     &out);
     FL_ASSERT_MSG(rc == 1, "faultline run: exit %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, "verify:0: exit: expected exit 0, observed exit 3 (");
@@ -118,13 +121,14 @@ FL_TEST_ROOT_T(engine_final, nonzero_exit_fails_the_run_naming_the_check, 60)
 FL_TEST_ROOT_T(engine_final, check_past_its_timeout_is_killed_and_fails, 60)
 {
     char *out;
-    int rc = run_inline("final-slow.yaml", "name: it-final-slow\n"
-                                           "hosts: [a]\n"
-                                           "cluster: {client: [a]}\n"
-                                           "run: {command: \"true\"}\n"
-                                           "final:\n"
-                                           "  slow: {host: a, command: \"sleep 60\", timeout: 300ms}\n"
-                                           "expect: {all: {slow: {exit: any}}}\n",
+    int rc = run_inline("final-slow.yaml",
+                        "name: it-final-slow\n"
+                        "hosts: [a]\n"
+                        "cluster: {client: [a]}\n"
+                        "run: {command: \"true\"}\n"
+                        "final:\n"
+                        "  slow: {host: a, command: \"sleep 60\", timeout: 300ms}\n"
+                        "expect: {all: {slow: {exit: any}}}\n",
                         &out);
     FL_ASSERT_MSG(rc == 1, "faultline run: exit %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, "slow:0: timeout: expected an end within its timeout (0.3 s), observed "
@@ -142,13 +146,14 @@ FL_TEST_ROOT_T(engine_final, check_past_its_timeout_is_killed_and_fails, 60)
 FL_TEST_ROOT_T(engine_final, timed_out_run_runs_no_check, 60)
 {
     char *out;
-    int rc = run_inline("final-late.yaml", "name: it-final-late\n"
-                                           "hosts: [a]\n"
-                                           "timeout: 500ms\n"
-                                           "cluster: {client: [a]}\n"
-                                           "run: {command: \"sleep 60\"}\n"
-                                           "final:\n"
-                                           "  verify: {host: a, command: \"true\"}\n",
+    int rc = run_inline("final-late.yaml",
+                        "name: it-final-late\n"
+                        "hosts: [a]\n"
+                        "timeout: 500ms\n"
+                        "cluster: {client: [a]}\n"
+                        "run: {command: \"sleep 60\"}\n"
+                        "final:\n"
+                        "  verify: {host: a, command: \"true\"}\n",
                         &out);
     FL_ASSERT_MSG(rc == 1, "faultline run: exit %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, "timed out after 0.5 s waiting for client:0; ");
@@ -166,15 +171,16 @@ FL_TEST_ROOT_T(engine_final, timed_out_run_runs_no_check, 60)
 FL_TEST_ROOT_T(engine_final, check_runs_only_in_its_variants, 60)
 {
     char *out;
-    int rc = run_inline("final-variant.yaml", "name: it-final-variant\n"
-                                              "hosts: [a]\n"
-                                              "variants: {mode: [fast, slow]}\n"
-                                              "cluster: {client: [a]}\n"
-                                              "run: {command: \"true\"}\n"
-                                              "final:\n"
-                                              "  only_slow: {host: a, command: \"echo {mode}\","
-                                              " variant: slow}\n"
-                                              "expect: {all: {only_slow: {log_matches: '^slow$'}}}\n",
+    int rc = run_inline("final-variant.yaml",
+                        "name: it-final-variant\n"
+                        "hosts: [a]\n"
+                        "variants: {mode: [fast, slow]}\n"
+                        "cluster: {client: [a]}\n"
+                        "run: {command: \"true\"}\n"
+                        "final:\n"
+                        "  only_slow: {host: a, command: \"echo {mode}\","
+                        " variant: slow}\n"
+                        "expect: {all: {only_slow: {log_matches: '^slow$'}}}\n",
                         &out);
     FL_ASSERT_MSG(rc == 0, "faultline run: exit %d: %s", rc, out);
     free(out);

@@ -13,22 +13,22 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#define FINAL_BASE                                             \
-    "name: t\n"                                                \
-    "hosts: [a, b, c]\n"                                       \
-    "variants: {mode: [fast, slow]}\n"                         \
-    "cluster:\n"                                               \
-    "  ps: [a, b]\n"                                           \
-    "  worker: [c]\n"                                          \
-    "run:\n"                                                   \
-    "  command: \"sleep 1\"\n"                                 \
-    "  env: {LEVEL: info, MODE: \"{mode}\"}\n"                 \
-    "final:\n"                                                 \
-    "  verify:\n"                                              \
-    "    host: c\n"                                            \
+#define FINAL_BASE                                                                  \
+    "name: t\n"                                                                     \
+    "hosts: [a, b, c]\n"                                                            \
+    "variants: {mode: [fast, slow]}\n"                                              \
+    "cluster:\n"                                                                    \
+    "  ps: [a, b]\n"                                                                \
+    "  worker: [c]\n"                                                               \
+    "run:\n"                                                                        \
+    "  command: \"sleep 1\"\n"                                                      \
+    "  env: {LEVEL: info, MODE: \"{mode}\"}\n"                                      \
+    "final:\n"                                                                      \
+    "  verify:\n"                                                                   \
+    "    host: c\n"                                                                 \
     "    command: \"check {host} {job}:{task} {ps_hosts} {worker_count} {port}\"\n" \
-    "    timeout: 5s\n"                                        \
-    "    env: {LEVEL: debug}\n"                                \
+    "    timeout: 5s\n"                                                             \
+    "    env: {LEVEL: debug}\n"                                                     \
     "  again: {host: a, command: \"true\", variant: slow}\n"
 
 static struct fl_scenario *load_ok(const char *text)
