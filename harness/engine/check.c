@@ -8,6 +8,10 @@
  * generation of the task.  File checks look at the host's disk (or the shared
  * directory a path falls in) as the run left it; event checks count the
  * events received.  With no block for the variant, every task must exit 0.
+ * A final: check (final.c) is judged like a task, by its own name (all,
+ * chief and host targets cover the cluster's tasks only): it must exit 0
+ * unless a block says how it may end, and it fails when it timed out; one
+ * that did not run (the run timed out) fails its checks as "not run".
  *
  * Verdict: error when the harness failed (set before we are called), fail when
  * any check failed or the run timed out, else pass.  Every check is recorded
@@ -79,10 +83,19 @@ static bool missing_own_program(const struct engine *e, const char *line, char *
     return access(path, X_OK) == 0;
 }
 
-static void outcome_text(const struct engine *e, const struct proc *p, char *buf, size_t len)
+static void outcome_text(const struct engine *e, int task, char *buf, size_t len)
 {
-    if (!p)
+    const struct proc *p = e->r.tasks[task].cur;
+    const struct final_rt *fin = eng_final_of(e, task);
+    if (!p && fin)
+        snprintf(buf, len, "not run (%s)",
+                 e->why == STOP_TIMEOUT ? "the run timed out before its stop_when jobs ended"
+                                        : "the run ended before its stop_when jobs did");
+    else if (!p)
         snprintf(buf, len, "never started");
+    else if (fin && fin->timed_out && !p->running)
+        snprintf(buf, len, "killed at its timeout (%.1f s)",
+                 e->r.s->jobs[e->r.s->tasks[task].job].final->timeout_ms / 1000.0);
     else if (p->running)
         snprintf(buf, len, "still running");
     else if (p->stopped_at_end)
@@ -165,7 +178,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     const struct proc *p = e->r.tasks[task].cur;
     char tname[64], out[256], exp[512], obs[1024];
     fl_scn_task_name(e->r.s, task, tname, sizeof tname);
-    outcome_text(e, p, out, sizeof out);
+    outcome_text(e, task, out, sizeof out);
     bool ended = p && !p->running;
     if (c->exit != FL_SCN_EXIT_UNSET) {
         bool ok;
@@ -290,6 +303,56 @@ static void host_path(struct engine *e, int host, const char *path, char *out, s
     snprintf(out, len, "%s/%s", e->r.hosts[host].disk, rel);
 }
 
+/* Is the task judged in this variant?  Every task of cluster:; a final:
+ * check only in the variants it runs in. */
+static bool judged(const struct engine *e, size_t t)
+{
+    return !e->r.s->tasks[t].final || fl_scn_final_applies(e->r.s, (int)t, e->r.v);
+}
+
+/* What every final: check of the variant must do besides what expect asks:
+ * end within its timeout, and exit 0 unless a matching block says how it
+ * may end (exit, signal, fails_with or core: true on a target naming it). */
+static void check_finals(struct judge *j)
+{
+    struct engine *e = j->e;
+    const struct fl_scenario *s = e->r.s;
+    for (size_t i = 0; i < e->nfinals; i++) {
+        const struct final_rt *f = &e->finals[i];
+        const struct fl_scn_final *fin = s->jobs[s->tasks[f->task].job].final;
+        char tname[64], exp[64], out[256];
+        fl_scn_task_name(s, f->task, tname, sizeof tname);
+        if (f->timed_out) {
+            snprintf(exp, sizeof exp, "an end within its timeout (%.1f s)",
+                     fin->timeout_ms / 1000.0);
+            outcome_text(e, f->task, out, sizeof out);
+            record(j, "timeout", tname, false, exp, out, fin->loc.line);
+        }
+        bool said = false;
+        for (size_t b = 0; b < s->n_expects && !said; b++) {
+            const struct fl_scn_expect *x = &s->expects[b];
+            if (!fl_scn_selector_match(s, &x->sel, e->r.v))
+                continue;
+            for (size_t c = 0; c < x->n_checks && !said; c++) {
+                const struct fl_scn_check *ck = &x->checks[c];
+                said = fl_scn_check_covers(s, ck, f->task) &&
+                       (ck->exit != FL_SCN_EXIT_UNSET || ck->signal != FL_SCN_SIG_UNSET ||
+                        ck->fails_with.src || ck->core == 1);
+            }
+        }
+        if (said)
+            continue;
+        struct fl_scn_check dflt = {.target = FL_SCN_EXP_TASK,
+                                    .index = f->task,
+                                    .exit = FL_SCN_EXIT_CODE,
+                                    .exit_code = 0,
+                                    .exit_loc = fin->loc,
+                                    .core = -1};
+        summarise_check(j, &dflt);
+        check_task(j, &dflt, f->task);
+    }
+}
+
 void fl_check_run(struct engine *e)
 {
     const struct fl_scenario *s = e->r.s;
@@ -307,7 +370,7 @@ void fl_check_run(struct engine *e)
             for (size_t c = 0; c < x->n_checks; c++) {
                 summarise_check(j, &x->checks[c]);
                 for (size_t t = 0; t < s->n_tasks; t++)
-                    if (fl_scn_check_covers(s, &x->checks[c], (int)t))
+                    if (fl_scn_check_covers(s, &x->checks[c], (int)t) && judged(e, t))
                         check_task(j, &x->checks[c], (int)t);
             }
             for (size_t f = 0; f < x->n_files; f++) {
@@ -358,25 +421,30 @@ void fl_check_run(struct engine *e)
             fprintf(j->expf, "all exit 0");
             j->nexp++;
             for (size_t t = 0; t < s->n_tasks; t++)
-                check_task(j, &all, (int)t);
+                if (!s->tasks[t].final)
+                    check_task(j, &all, (int)t);
         }
+        check_finals(j);
     }
     /* observed: failures seen, else every task not exiting 0, by outcome
      * ("2/4 exit 0; ps:0, ps:1 stopped at the end (SIGTERM)") */
     if (j->nobs == 0) {
-        int ok = 0;
+        int ok = 0, n = 0;
         char(*outs)[200] = calloc(s->n_tasks, sizeof *outs);
         for (size_t t = 0; t < s->n_tasks; t++) {
             const struct proc *p = e->r.tasks[t].cur;
+            if (!judged(e, t))
+                continue;
+            n++;
             if (p && !p->running && !p->sig && p->exit_code == 0)
                 ok++;
             else if (outs)
-                outcome_text(e, p, outs[t], sizeof outs[t]);
+                outcome_text(e, (int)t, outs[t], sizeof outs[t]);
         }
-        if (ok == (int)s->n_tasks || !outs)
+        if (ok == n || !outs)
             fprintf(j->obsf, "all %d exit 0", ok);
         else {
-            fprintf(j->obsf, "%d/%zu exit 0", ok, s->n_tasks);
+            fprintf(j->obsf, "%d/%d exit 0", ok, n);
             for (size_t t = 0; t < s->n_tasks; t++) {
                 if (!outs[t][0])
                     continue;

@@ -13,8 +13,14 @@
  * faults are applied from this loop, in the order their triggers fire, so a
  * run's decisions happen in one place.
  *
- * Ending: when every task of the `stop_when` jobs has exited for good (no
- * restart pending), or on timeout, harness error or interrupt, the engine
+ * Final checks (final.c): when every task of the `stop_when` jobs has
+ * exited for good (no restart pending) and the variant has final: checks,
+ * every fault still holding is undone, every host still down comes up, and
+ * the checks run on their hosts beside the cluster's tasks, each up to its
+ * timeout; no fault fires any more.
+ *
+ * Ending: once they have ended (or at once without them), or on timeout,
+ * harness error or interrupt, the engine
  * resumes paused processes (thaws frozen task cgroups), sends SIGTERM to
  * every task still running (every process in its cgroup when it has one,
  * else its process group), SIGKILL after the grace period (at once on a
@@ -29,10 +35,10 @@
  * fault is armed (fl_faults_init keeps none) and there is no timeout: the
  * run ends when the shell exits (or on interrupt or harness error).
  *
- * States of a run (engine_int.h): SETUP -> RUNNING -> STOPPING (SIGTERM
- * sent) -> KILLING (grace over) -> ENDED (torn down) -> JUDGED, one enum
- * moved only forward by eng_set_state.  Invariant: every process, host and
- * fabric created is listed in the run (and the state file) until removed.
+ * States of a run (engine_int.h): SETUP -> RUNNING -> FINAL (the final:
+ * checks, when the variant has any) -> STOPPING (SIGTERM sent) -> KILLING (grace over) -> ENDED
+ * (torn down) -> JUDGED, one enum moved only forward by eng_set_state.  Invariant: every process,
+ * host and fabric created is listed in the run (and the state file) until removed.
  *
  * What happens to a host or a task (start, signal, freeze, down, up) is the
  * run layer's (harness/run/); when faults fire is schedule.c's; what a fault
@@ -190,6 +196,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
      * waited for there, on no scenario's clock) */
     e->r.t0_mono = fl_mono_ms();
     fl_faults_init(e);
+    eng_final_init(e);
     if (fl_faults_kinds_init(e, err, sizeof err) < 0) {
         fl_run_error(&e->r, "%s", err);
         goto judge;
@@ -227,12 +234,14 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         eng_shell_print(e);
         if (o->shell_start_roles)
             for (size_t t = 0; t < s->n_tasks && !e->r.error[0]; t++)
-                fl_run_start_task(&e->r, (int)t);
+                if (!s->tasks[t].final)
+                    fl_run_start_task(&e->r, (int)t);
         eng_shell_start(e);
     } else {
         fl_faults_tick_setup(e); /* at: 0s network and limit faults, before any task */
         for (size_t t = 0; t < s->n_tasks && !e->r.error[0]; t++)
-            fl_run_start_task(&e->r, (int)t);
+            if (!s->tasks[t].final) /* a final: check starts at the end (final.c) */
+                fl_run_start_task(&e->r, (int)t);
         fl_faults_tick(e); /* at: 0s faults on processes */
     }
     eng_set_state(e, RUN_RUNNING);

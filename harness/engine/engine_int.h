@@ -12,11 +12,15 @@
  * States of a run (enum run_state), in this order only:
  *   SETUP     directories, hosts, event channel, tasks being made
  *   RUNNING   the loop: faults fire and heal, tasks run
+ *   FINAL     stop_when met and the variant has final: checks: every fault
+ *             healed, every host up, the cluster's tasks still running, the
+ *             checks' processes running (final.c); no fault fires
  *   STOPPING  every fault healed, SIGTERM sent; waiting for the grace
  *   KILLING   the grace is over: SIGKILL to whatever still runs
  *   ENDED     no process left; hosts, switch and cgroups torn down
  *   JUDGED    verdict reached and recorded; then the directories go
- * A set-up error goes from SETUP to ENDED at once.  Why a run stopped
+ * A set-up error goes from SETUP to ENDED at once; a run without finals
+ * (or that stopped otherwise) goes from RUNNING to STOPPING.  Why a run stopped
  * (enum stop_reason) is kept beside the state: its stop_when jobs ended,
  * its timeout, an interrupt, or a harness error (r.error).
  */
@@ -27,7 +31,15 @@
 #include "harness/run/evsrv.h"
 #include "harness/run/run.h"
 
-enum run_state { RUN_SETUP, RUN_RUNNING, RUN_STOPPING, RUN_KILLING, RUN_ENDED, RUN_JUDGED };
+enum run_state {
+    RUN_SETUP,
+    RUN_RUNNING,
+    RUN_FINAL,
+    RUN_STOPPING,
+    RUN_KILLING,
+    RUN_ENDED,
+    RUN_JUDGED
+};
 
 enum stop_reason { STOP_NONE, STOP_DONE, STOP_TIMEOUT, STOP_INTERRUPT, STOP_ERROR };
 
@@ -35,6 +47,13 @@ struct ev_seen {
     char kind[64];
     int host, job;
     long long step; /* its step= attribute, -1 when none */
+};
+
+/* A final: check of the variant at run time (final.c). */
+struct final_rt {
+    int task;        /* its flat task */
+    int64_t kill_at; /* ms since start: killed then if still running; -1 before it starts */
+    bool timed_out;  /* it was */
 };
 
 struct engine {
@@ -54,6 +73,8 @@ struct engine {
     int64_t kill_at;           /* STOPPING: SIGKILL then (KILLING: the next SIGKILL) */
     char timeout_waiting[256]; /* at the timeout: the stop_when tasks not yet ended */
     int interrupts;            /* SIGINT/SIGTERM/SIGHUP seen: the second skips the grace */
+    struct final_rt *finals;   /* the variant's final: checks */
+    size_t nfinals;
     int shell_pid;
     int shell_status; /* its wait status once reaped, else -1 */
 };
@@ -71,6 +92,18 @@ void eng_loop(struct engine *e);
 void eng_read_output(struct engine *e, struct proc *p);
 void eng_close_output(struct engine *e, struct proc *p);
 void eng_on_late_event(void *ctx, struct fl_evsrv_client *c, const struct fl_ev *ev, char *raw);
+
+/* final.c: the final: checks of the variant (e->nfinals of them; none in
+ * a shell), once stop_when is met.  eng_final_begin, in state FINAL: faults
+ * healed, hosts up, the checks started.  eng_final_tick kills the checks
+ * past their timeout and says whether every one has ended;
+ * eng_final_deadline is the next timeout (ms since start, -1 none);
+ * eng_final_of: the final_rt of a task, or NULL. */
+void eng_final_init(struct engine *e);
+void eng_final_begin(struct engine *e);
+bool eng_final_tick(struct engine *e);
+int64_t eng_final_deadline(const struct engine *e);
+const struct final_rt *eng_final_of(const struct engine *e, int task);
 
 /* setup.c: directories, disks, host cgroups and specs (0 or -errno, the
  * run's error set); every host up in one batch. */
@@ -94,6 +127,9 @@ int64_t fl_faults_next_deadline(const struct engine *e); /* ms since start, -1 n
 void fl_faults_on_event(struct engine *e, int host, int job, int task, const struct fl_ev *ev);
 void fl_faults_on_line(struct engine *e, int host, int job, int task, const char *line);
 void fl_faults_heal_all(struct engine *e);
+/* Before the final: checks: every ACTIVE fault healed as at its for: (what
+ * it stopped starts again), and every lasting one applied without for:. */
+void fl_faults_heal_for_final(struct engine *e);
 /* The faults that never fired, one line each with why; "" when none. */
 void fl_faults_unfired(const struct engine *e, char *buf, size_t len);
 const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);

@@ -4,9 +4,10 @@
  * grace, progress, recorder flushes), the event socket and its clients, and
  * the output pipe of every process (copied to its log, and matched against
  * on_log triggers line by line).  It moves the run through RUNNING,
- * STOPPING and KILLING (eng_set_state, engine_int.h): it stops when every
- * stop_when task has ended for good, on the timeout, a harness error or an
- * interrupt, and returns once no process is left.
+ * FINAL, STOPPING and KILLING (eng_set_state, engine_int.h): when every
+ * stop_when task has ended for good it runs the final: checks (final.c)
+ * and stops once they have ended; it stops at once on the timeout, a
+ * harness error or an interrupt; it returns once no process is left.
  */
 #include "harness/base/text.h"
 #include "harness/engine/engine_int.h"
@@ -194,9 +195,12 @@ static bool task_final(const struct engine *e, int task)
     return tr->cur && !tr->cur->running && tr->restart_pending == 0;
 }
 
-/* Must the task have ended for the run to end (stop_when)? */
+/* Must the task have ended for the run to end (stop_when)?  Never a
+ * final: check's, which starts only then. */
 static bool stop_task(const struct fl_scenario *s, size_t t)
 {
+    if (s->tasks[t].final)
+        return false;
     bool stop_job = s->run.stop_all;
     for (size_t k = 0; !stop_job && k < s->run.n_stop_jobs; k++)
         if (s->run.stop_jobs[k] == s->tasks[t].job)
@@ -279,17 +283,26 @@ static void progress(struct engine *e, bool final)
     else
         fprintf(stderr, "\r\033[K  %s %s  %.1fs  running %d/%d  events %zu  faults %d/%zu%s",
                 e->r.s->name, e->r.variant, fl_run_now(&e->r) / 1000.0, up, total, e->nevents,
-                applied, e->r.nfaults, eng_stopping(e) ? "  stopping" : "");
+                applied, e->r.nfaults,
+                eng_stopping(e)         ? "  stopping"
+                : e->state == RUN_FINAL ? "  final checks"
+                                        : "");
     fflush(stderr);
 }
 
-/* Arms the timerfd for the next deadline: the timeout (none in shell mode),
- * a fault or heal, the grace period, a progress line, a recorder flush.
- * With none, disarms it (a deadline already passed would make it spin). */
+/* Arms the timerfd for the next deadline: while RUNNING the timeout (none
+ * in shell mode) and a fault or heal; a final check's timeout; the grace
+ * period, a progress line, a recorder flush.  With none, disarms it (a
+ * deadline already passed would make it spin). */
 static void arm_timer(struct engine *e)
 {
-    int64_t now = fl_run_now(&e->r), next = e->o->shell_host >= 0 ? INT64_MAX : e->r.s->timeout_ms;
-    int64_t f = fl_faults_next_deadline(e);
+    bool running = e->state == RUN_RUNNING;
+    int64_t now = fl_run_now(&e->r),
+            next = e->o->shell_host >= 0 || !running ? INT64_MAX : e->r.s->timeout_ms;
+    int64_t f = running ? fl_faults_next_deadline(e) : -1;
+    if (f >= 0 && f < next)
+        next = f;
+    f = e->state == RUN_FINAL ? eng_final_deadline(e) : -1;
     if (f >= 0 && f < next)
         next = f;
     if (eng_stopping(e) && e->kill_at < next)
@@ -345,12 +358,26 @@ void eng_loop(struct engine *e)
                 begin_stop(e, STOP_ERROR);
             else if (e->interrupts)
                 begin_stop(e, STOP_INTERRUPT);
-            else if (stop_condition(e))
-                begin_stop(e, STOP_DONE);
-            else if (e->o->shell_host < 0 && fl_run_now(&e->r) >= e->r.s->timeout_ms) {
+            else if (stop_condition(e)) {
+                if (e->nfinals) { /* the final: checks first (final.c) */
+                    e->why = STOP_DONE;
+                    eng_set_state(e, RUN_FINAL);
+                    eng_final_begin(e);
+                } else {
+                    begin_stop(e, STOP_DONE);
+                }
+            } else if (e->o->shell_host < 0 && fl_run_now(&e->r) >= e->r.s->timeout_ms) {
                 note_waiting(e);
                 begin_stop(e, STOP_TIMEOUT);
             }
+        }
+        if (e->state == RUN_FINAL) {
+            if (e->r.error[0])
+                begin_stop(e, STOP_ERROR);
+            else if (e->interrupts)
+                begin_stop(e, STOP_INTERRUPT);
+            else if (eng_final_tick(e))
+                begin_stop(e, STOP_DONE);
         }
         if (eng_stopping(e) && !any_running(e))
             break;
@@ -404,7 +431,7 @@ void eng_loop(struct engine *e)
             case W_OUTPUT: eng_read_output(e, w->ptr); break;
             }
         }
-        if (!eng_stopping(e))
+        if (e->state == RUN_RUNNING)
             fl_faults_tick(e);
         if (e->r.rec && fl_rec_flush_due_ms(e->o->rec) == 0)
             fl_rec_flush(e->o->rec);

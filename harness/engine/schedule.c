@@ -20,6 +20,12 @@
  * with a fault in the variant) before set-up, the run's hooks (a task's env,
  * a host starting or started) for every kind, and free at the end.
  *
+ * Once stop_when is met no fault fires any more.  When the variant has
+ * final: checks, fl_faults_heal_for_final first undoes every fault that
+ * still holds, as its for: would have (a killed task starts again, a host
+ * comes back with its tasks), and the lasting ones applied without for:
+ * (a partition, a pause, a limit, a disk or link fault).
+ *
  * A fault still PENDING when the run ends never fired: fl_faults_unfired
  * says which and why (the run's clock, the events and lines that came), so
  * that a misspelt event kind or a regex that matches nothing is not a
@@ -114,7 +120,8 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
 
 static void fire(struct engine *e, struct fault_rt *fr)
 {
-    if (fr->st != F_PENDING || eng_stopping(e))
+    /* none once stop_when is met: not while the final: checks run either */
+    if (fr->st != F_PENDING || e->state > RUN_RUNNING)
         return;
     char err[1024] = "", target[512], detail[1024] = "";
     const struct fl_scn_action *a = &fr->f->action;
@@ -219,6 +226,19 @@ void fl_faults_heal_all(struct engine *e)
             heal(e, &e->r.faults[i], false);
 }
 
+void fl_faults_heal_for_final(struct engine *e)
+{
+    for (size_t i = 0; i < e->r.nfaults; i++) {
+        struct fault_rt *fr = &e->r.faults[i];
+        /* A fault without for: that is DONE was applied and never healed
+         * (heal comes only to ACTIVE faults, by their for:). */
+        bool holds =
+            fr->st == F_DONE && fr->f->for_ms == 0 && fl_fault_kind_of(&fr->f->action)->lasting;
+        if (fr->st == F_ACTIVE || holds)
+            heal(e, fr, true);
+    }
+}
+
 /* The distinct event kinds that came, for a suggestion; at most n. */
 static size_t seen_kinds(const struct engine *e, const char **kinds, size_t n)
 {
@@ -315,6 +335,8 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
 static int hook_task_env(struct fl_run *r, int task, char **env, size_t *k, char *err,
                          size_t errlen)
 {
+    if (r->s->tasks[task].final)
+        return 0; /* no fault reaches a final: none of their preloads */
     for (int i = 1; i < FL_SCN_ACT_COUNT; i++) {
         const struct fl_fault_kind *kd = fl_fault_kinds[i];
         int rc = kd->task_env ? kd->task_env(r, task, env, k, err, errlen) : 0;

@@ -23,7 +23,8 @@ void eng_shell_print(struct engine *e)
     printf("\n");
     for (size_t t = 0; t < e->r.s->n_tasks; t++) {
         char *cmd = fl_run_task_command(&e->r, (int)t, err, sizeof err);
-        printf("  %s on %s: %s\n", fl_scn_task_name(e->r.s, (int)t, tname, sizeof tname),
+        printf("  %s%s on %s: %s\n", e->r.s->tasks[t].final ? "final " : "",
+               fl_scn_task_name(e->r.s, (int)t, tname, sizeof tname),
                e->r.s->hosts[e->r.s->tasks[t].host].name, cmd ? cmd : err);
         free(cmd);
     }

@@ -99,6 +99,7 @@ void eng_free(struct engine *e)
     free(e->r.hosts);
     free(e->r.tasks);
     free(e->events);
+    free(e->finals);
     if (e->r.epfd >= 0)
         close(e->r.epfd);
     if (e->sigfd >= 0)

@@ -1,7 +1,7 @@
 /*
  * common.c: what several fault kinds share: noting the tasks a fault hit
  * (to restart or resume them at the heal), walking the tasks a target
- * covers (one task, or every task of a host), and starting the tasks that
+ * covers (one task, or every task of cluster: on a host), and starting the tasks that
  * waited for their host to come back.
  */
 #include "harness/faults/kind.h"
@@ -18,9 +18,13 @@ void fl_fault_add_task(struct fault_rt *fr, int task, int starts)
     fr->tasks[fr->ntasks++] = task;
 }
 
+/* A host's tasks are those of cluster: (a final: check on it runs once no
+ * fault fires any more: none reaches it). */
 bool fl_fault_covers(const struct fl_run *r, const struct fl_scn_target *t, int task)
 {
-    return t->kind == FL_SCN_TGT_TASK ? t->task == task : r->s->tasks[task].host == t->host;
+    return t->kind == FL_SCN_TGT_TASK
+               ? t->task == task
+               : r->s->tasks[task].host == t->host && !r->s->tasks[task].final;
 }
 
 int fl_fault_for_tasks(struct fl_run *r, const struct fl_scn_target *t, fl_fault_task_fn fn,
@@ -30,7 +34,7 @@ int fl_fault_for_tasks(struct fl_run *r, const struct fl_scn_target *t, fl_fault
         return fn(r, fr, t->task, err, errlen);
     int rc = 0;
     for (size_t i = 0; i < r->s->n_tasks; i++)
-        if (r->s->tasks[i].host == t->host) {
+        if (fl_fault_covers(r, t, (int)i)) {
             int x = fn(r, fr, (int)i, rc < 0 ? NULL : err, errlen);
             if (x < 0 && rc == 0)
                 rc = x;

@@ -749,6 +749,7 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
 const struct fl_fault_kind fl_kind_disk = {
     .kind = FL_SCN_ACT_DISK,
     .name = "disk",
+    .lasting = true,
     .parse = disk_parse,
     .at_setup = true,
     .init = disk_init,

@@ -41,6 +41,11 @@ struct fl_fault_kind {
 
     /* ---- running ---- */
     bool at_setup; /* an `at: 0` fault fires before any task starts */
+    /* A fault of the kind without for: holds until undone (a partition, a
+     * pause, a limit): before the final: checks run, heal undoes it.  Not
+     * for a one-off event (a kill, a host restarted or crashed: the engine
+     * brings a host still down up itself). */
+    bool lasting;
     /* Once per run whose variant has a fault of the kind, before set-up
      * (the run's faults are in r->faults): what the run needs for it (host
      * cgroups, a preload, state in r->kind_state[kind]). */

@@ -205,6 +205,7 @@ static int limit_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
 const struct fl_fault_kind fl_kind_limit = {
     .kind = FL_SCN_ACT_LIMIT,
     .name = "limit",
+    .lasting = true,
     .parse = limit_parse,
     .at_setup = true,
     .init = limit_init,

@@ -509,6 +509,7 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
 const struct fl_fault_kind fl_kind_link = {
     .kind = FL_SCN_ACT_LINK,
     .name = "link",
+    .lasting = true,
     .parse = link_parse,
     .at_setup = true,
     .free = link_free,

@@ -134,6 +134,7 @@ static int partition_parse(struct fl_scn_vctx *c, const ynode *fault, const ynod
 const struct fl_fault_kind fl_kind_partition = {
     .kind = FL_SCN_ACT_PARTITION,
     .name = "partition",
+    .lasting = true,
     .parse = partition_parse,
     .at_setup = true,
     .target = partition_target,

@@ -190,6 +190,7 @@ static int pause_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char 
 const struct fl_fault_kind fl_kind_pause = {
     .kind = FL_SCN_ACT_PAUSE,
     .name = "pause",
+    .lasting = true,
     .parse = target_parse,
     .soak_target = true,
     .init = pause_init,

@@ -81,6 +81,8 @@ static int load_trigger(struct fl_scn_vctx *c, const ynode *key, const ynode *v,
     if (j &&
         (rc = fl_scn_resolve_job_task(c, j, ev ? "'after'" : "'on_log'", &t->job, &t->task)) < 0)
         return rc;
+    if (j && c->s->jobs[t->job].final)
+        return fl_scn_final_not_here(c, j, t->job, ev ? "'after'" : "'on_log'");
     if ((rc = load_count(c, v, &t->count)) < 0)
         return rc;
     if (ev) {

@@ -6,8 +6,9 @@
  * column marks, then the functions below walk it section by section, in an
  * order where every section only refers to sections already loaded:
  * top-level keys, name/about/seed/timeout/workdir, hosts, variants,
- * cluster, run (commands, env, ports, chief), shared, then faults and
- * expect (faults.c, expect.c).  The checks of single values (types,
+ * cluster, run (commands, env, ports, chief), shared, final (each entry a
+ * job of one task after those of cluster:), then faults and expect
+ * (faults.c, expect.c).  The checks of single values (types,
  * durations, references, regexes, messages) are in scenario/values.c.  The
  * first problem stops the load with "file:line:column: message"; nothing
  * outside the returned struct is touched, so the caller has created nothing
@@ -567,6 +568,8 @@ static int check_template(struct fl_scn_vctx *c, const ynode *n)
         for (size_t d = 0; d < s->n_dims; d++)
             cands[k++] = s->dims[d].key;
         for (size_t j = 0; j < s->n_jobs; j++) {
+            if (s->jobs[j].final) /* a final has no {NAME_hosts} */
+                continue;
             if (asprintf(&owned[2 * j], "%s_hosts", s->jobs[j].name) < 0)
                 owned[2 * j] = NULL;
             if (asprintf(&owned[2 * j + 1], "%s_count", s->jobs[j].name) < 0)
@@ -633,6 +636,32 @@ static int load_env(struct fl_scn_vctx *c, const ynode *env, struct fl_scn_job *
     return 0;
 }
 
+/* A job's (or final's) command from its node, a checked template: not
+ * empty; a folded (>) one joined into one line. */
+static int take_command(struct fl_scn_vctx *c, const ynode *use, const char *what,
+                        struct fl_scn_job *job)
+{
+    int rc;
+    if (!*use->value || strspn(use->value, " \t\n") == use->len)
+        return fl_scn_verr(c, use->loc, "the command of %s '%s' is empty", what, job->name);
+    if ((rc = fl_scn_dup_str(c, use->value, &job->command)) < 0)
+        return rc;
+    /*
+     * A folded (>) command is meant as one line, but YAML keeps the
+     * newlines of more-indented continuation lines, which sh would read
+     * as separate commands: join them.  Literal (|) commands are scripts
+     * and keep their lines.  Trailing newlines go in every style.
+     */
+    if (use->style == FL_YS_FOLDED)
+        for (char *p = job->command; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+    for (size_t l = strlen(job->command); l && strchr(" \t\n", job->command[l - 1]); l--)
+        job->command[l - 1] = 0;
+    job->command_loc = use->loc;
+    return 0;
+}
+
 static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc top)
 {
     struct fl_scenario *s = c->s;
@@ -690,24 +719,8 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
             return fl_scn_verr(c, jk ? jk->loc : run->loc,
                                "job '%s' has no command (set run.command or run.%s.command)",
                                job->name, job->name);
-        if (!*use->value || strspn(use->value, " \t\n") == use->len)
-            return fl_scn_verr(c, use->loc, "the command of job '%s' is empty", job->name);
-        if ((rc = fl_scn_dup_str(c, use->value, &job->command)) < 0)
-            return rc;
-        /*
-         * A folded (>) command is meant as one line, but YAML keeps the
-         * newlines of more-indented continuation lines, which sh would read
-         * as separate commands: join them.  Literal (|) commands are scripts
-         * and keep their lines.  Trailing newlines go in every style.
-         */
-        if (use->style == FL_YS_FOLDED)
-            for (char *p = job->command; *p; p++)
-                if (*p == '\n')
-                    *p = ' ';
-        for (size_t l = strlen(job->command); l && strchr(" \t\n", job->command[l - 1]); l--)
-            job->command[l - 1] = 0;
-        job->command_loc = use->loc;
-        if ((rc = load_env(c, env, job)) < 0 || (rc = load_env(c, jenv, job)) < 0)
+        if ((rc = take_command(c, use, "job", job)) < 0 || (rc = load_env(c, env, job)) < 0 ||
+            (rc = load_env(c, jenv, job)) < 0)
             return rc;
     }
     const ynode *port = fl_scn_yaml_get(run, "port", NULL);
@@ -800,6 +813,133 @@ static int load_run(struct fl_scn_vctx *c, const ynode *run, struct fl_scn_loc t
             }
             s->run.stop_jobs[s->run.n_stop_jobs++] = j;
         }
+    }
+    return 0;
+}
+
+/* ---- final ------------------------------------------------------------- */
+
+/* One final: entry, NAME: {host, command, timeout, env, variant}, as a job
+ * of one task appended to s->jobs (its task is added by the caller). */
+static int load_final(struct fl_scn_vctx *c, const ynode *k, const ynode *v)
+{
+    static const char *const keys[] = {"host", "command", "timeout", "env", "variant"};
+    struct fl_scenario *s = c->s;
+    struct fl_scn_job *j = &s->jobs[s->n_jobs];
+    char where[128];
+    int rc;
+
+    if (!valid_ident(k->value, false) || k->value[0] == '_')
+        return fl_scn_verr(
+            c, k->loc,
+            "bad final name '%s' (lower-case letters, digits and '_', starting with a letter)",
+            k->value);
+    for (size_t r = 0; r < ARRAY_LEN(reserved_names); r++)
+        if (strcmp(k->value, reserved_names[r]) == 0)
+            return fl_scn_verr(c, k->loc, "'%s' is reserved and cannot name a final", k->value);
+    int other = fl_scn_job_find(s, k->value);
+    if (other >= 0)
+        return fl_scn_verr(c, k->loc,
+                           "final '%s' has the name of a job of cluster: (line %d); a final's "
+                           "name must differ from every job and host",
+                           k->value, s->jobs[other].loc.line);
+    int h = fl_scn_host_find(s, k->value);
+    if (h >= 0)
+        return fl_scn_verr(c, k->loc,
+                           "final '%s' has the name of a host (line %d); a final's name must "
+                           "differ from every job and host",
+                           k->value, s->hosts[h].loc.line);
+    if ((rc = fl_scn_dup_str(c, k->value, &j->name)) < 0)
+        return rc;
+    j->loc = k->loc;
+    s->n_jobs++;
+    if (!(j->final = fl_scn_zalloc(c, 1, sizeof *j->final)))
+        return -ENOMEM;
+    j->final->loc = k->loc;
+    j->final->timeout_ms = FL_SCN_DEFAULT_FINAL_TIMEOUT_MS;
+    snprintf(where, sizeof where, "final '%s'", k->value);
+    if (v->type != FL_YN_MAP) {
+        char b[64];
+        return fl_scn_verr(c, fl_scn_yaml_is_null(v) ? k->loc : v->loc,
+                           "final '%s' must be a mapping like {host: h0, command: ...}, not %s",
+                           k->value, fl_scn_describe(v, b, sizeof b));
+    }
+    if ((rc = fl_scn_check_keys(c, v, keys, ARRAY_LEN(keys), where)) < 0)
+        return rc;
+    const ynode *host = fl_scn_yaml_get(v, "host", NULL),
+                *cmd = fl_scn_yaml_get(v, "command", NULL);
+    const ynode *to = fl_scn_yaml_get(v, "timeout", NULL), *env = fl_scn_yaml_get(v, "env", NULL);
+    const ynode *va = fl_scn_yaml_get(v, "variant", NULL);
+    if (!host)
+        return fl_scn_verr(c, v->loc, "final '%s' needs 'host' (the host it runs on)", k->value);
+    if (!cmd)
+        return fl_scn_verr(c, v->loc, "final '%s' needs 'command'", k->value);
+    if (!(j->task_hosts = fl_scn_zalloc(c, 1, sizeof *j->task_hosts)))
+        return -ENOMEM;
+    if ((rc = fl_scn_resolve_host(c, host, where, &j->task_hosts[0])) < 0)
+        return rc;
+    j->n_tasks = 1;
+    if ((rc = fl_scn_want(c, cmd, FL_YN_SCALAR, "'command'")) < 0 ||
+        (rc = check_template(c, cmd)) < 0 || (rc = take_command(c, cmd, "final", j)) < 0)
+        return rc;
+    if (to && (rc = fl_scn_get_duration(c, to, "'timeout'", false, &j->final->timeout_ms)) < 0)
+        return rc;
+    /* run.env first, its own env over it (as a job's run.<job>.env) */
+    if ((rc = load_env(c, c->run ? fl_scn_yaml_get(c->run, "env", NULL) : NULL, j)) < 0 ||
+        (rc = load_env(c, env, j)) < 0)
+        return rc;
+    if (va) {
+        char msg[512];
+        if (va->type != FL_YN_SCALAR)
+            return fl_scn_verr(c, va->loc,
+                               "a final's 'variant' must be one selector ('legacy', 'k=v' or "
+                               "'k=v,k2=v2')");
+        if ((rc = fl_scn_selector_parse(s, va->value, &j->final->variant, msg, sizeof msg)) < 0)
+            return rc == -ENOMEM ? rc : fl_scn_verr(c, va->loc, "%s", msg);
+        j->final->variant.loc = va->loc;
+        j->final->has_variant = true;
+    }
+    return 0;
+}
+
+/* final: NAME -> {host, command, ...}: a job of one task each, after the
+ * jobs of cluster: (and its task after theirs). */
+static int load_finals(struct fl_scn_vctx *c, const ynode *fin)
+{
+    struct fl_scenario *s = c->s;
+    int rc;
+
+    if (!fin || fl_scn_yaml_is_null(fin))
+        return 0;
+    if ((rc = fl_scn_want(c, fin, FL_YN_MAP, "'final' (name -> {host, command})")) < 0)
+        return rc;
+    struct fl_scn_job *jobs = realloc(s->jobs, (s->n_jobs + fin->n) * sizeof *jobs);
+    if (!jobs)
+        return -ENOMEM;
+    s->jobs = jobs;
+    memset(jobs + s->n_jobs, 0, fin->n * sizeof *jobs);
+    struct fl_scn_task *tasks = realloc(s->tasks, (s->n_tasks + fin->n) * sizeof *tasks);
+    if (!tasks)
+        return -ENOMEM;
+    s->tasks = tasks;
+    for (size_t i = 0; i < fin->n; i++) {
+        if ((rc = load_final(c, fin->keys[i], fin->items[i])) < 0)
+            return rc;
+        struct fl_scn_job *j = &s->jobs[s->n_jobs - 1];
+        struct fl_scn_task *t = &s->tasks[s->n_tasks];
+        *t = (struct fl_scn_task){
+            .job = (int)(s->n_jobs - 1), .host = j->task_hosts[0], .final = true};
+        /* its port: the next one on its host, as a task's */
+        t->port = s->run.base_port;
+        for (size_t q = 0; q < s->n_tasks; q++)
+            t->port += s->tasks[q].host == t->host;
+        if (t->port > 65535)
+            return fl_scn_verr(c, fin->keys[i]->loc,
+                               "run port %d leaves no port for final '%s' on host '%s' (ports "
+                               "above 65535)",
+                               s->run.base_port, j->name, s->hosts[t->host].name);
+        j->first_task = s->n_tasks++;
+        s->n_finals++;
     }
     return 0;
 }
@@ -932,10 +1072,9 @@ static bool valid_scenario_name(const char *n)
 static int load_top(struct fl_scn_vctx *c, const ynode *root)
 {
     static const char *const keys[] = {
-        "name",    "about", "seed",     "timeout", "hosts",  "shared", "workdir",
-        "cluster", "run",   "variants", "faults",  "expect", "soak", /* a soak profile's block: read
-                                                                        by soak/profile.c, not here
-                                                                      */
+        "name", "about",    "seed",   "timeout", "hosts", "shared", "workdir", "cluster",
+        "run",  "variants", "faults", "expect",  "final", "soak", /* a soak profile's block: read by
+                                                                     soak/profile.c, not here */
     };
     struct fl_scenario *s = c->s;
     struct fl_scn_loc top = {1, 1};
@@ -1047,6 +1186,7 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
         (rc = load_cluster(c, fl_scn_yaml_get(root, "cluster", NULL), top)) < 0 ||
         (rc = load_run(c, fl_scn_yaml_get(root, "run", NULL), top)) < 0 ||
         (rc = load_shared(c, fl_scn_yaml_get(root, "shared", NULL))) < 0 ||
+        (rc = load_finals(c, fl_scn_yaml_get(root, "final", NULL))) < 0 ||
         (rc = fl_scn_load_faults(c, fl_scn_yaml_get(root, "faults", NULL))) < 0 ||
         (rc = fl_scn_load_expect(c, fl_scn_yaml_get(root, "expect", NULL))) < 0)
         return rc;

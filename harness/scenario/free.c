@@ -50,6 +50,9 @@ void fl_scenario_free(struct fl_scenario *s)
             free(j->env[k].value);
         }
         free(j->env);
+        if (j->final)
+            fl_scn_selector_free(&j->final->variant);
+        free(j->final);
     }
     free(s->jobs);
     free(s->tasks);

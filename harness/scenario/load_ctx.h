@@ -69,6 +69,9 @@ int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *w
                             int *task);
 int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind,
                           struct fl_scn_target *t);
+/* The error for a final: entry named where faults reach (a target, a
+ * trigger's job): n names it, job is its index; returns -EINVAL. */
+int fl_scn_final_not_here(struct fl_scn_vctx *c, const ynode *n, int job, const char *where);
 
 /* Regexes. */
 int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,

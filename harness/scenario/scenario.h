@@ -105,6 +105,8 @@ struct fl_scn_job {
     struct fl_scn_loc command_loc;
     struct fl_scn_env *env; /* run.env merged with run.<job>.env (job wins) */
     size_t n_env;
+    struct fl_scn_final *final; /* a final: entry (its one task runs at the end);
+                                   NULL for a job of cluster: */
 };
 
 /* Flattened: jobs in file order, tasks in list order within each job. */
@@ -114,6 +116,7 @@ struct fl_scn_task {
     int host;   /* host index */
     int port;   /* run.port + index of this task among the tasks on its host */
     bool chief; /* true for exactly one task: s->chief_task */
+    bool final; /* the task of a final: entry (its job's final is set) */
 };
 
 struct fl_scn_run {
@@ -155,6 +158,21 @@ struct fl_scn_selector {
     size_t n_terms;
     char *text; /* as written ("all", "legacy", "k=v,k2=v2") */
     struct fl_scn_loc loc;
+};
+
+/* ---- final: ------------------------------------------------------------ */
+
+/*
+ * A final: entry (a check run once stop_when is met, every fault healed and
+ * every host up; harness/engine/final.c).  It is a job of one task, after
+ * the jobs of cluster: in s->jobs (and its task after theirs in s->tasks).
+ */
+#define FL_SCN_DEFAULT_FINAL_TIMEOUT_MS 60000
+struct fl_scn_final {
+    struct fl_scn_loc loc; /* of its name */
+    int64_t timeout_ms;    /* killed (and failed) after this; default 60 s */
+    bool has_variant;      /* runs only in the variants 'variant' matches */
+    struct fl_scn_selector variant;
 };
 
 /* ---- faults ------------------------------------------------------------ */
@@ -478,12 +496,13 @@ struct fl_scenario {
     size_t n_hosts;
     struct fl_scn_shared *shared;
     size_t n_shared;
-    struct fl_scn_job *jobs;
+    struct fl_scn_job *jobs; /* cluster: in file order, then each final: entry */
     size_t n_jobs;
-    struct fl_scn_task *tasks;
+    struct fl_scn_task *tasks; /* the tasks of cluster:, then one per final: entry */
     size_t n_tasks;
-    int chief_task; /* flat index: task 0 of job "chief" if present,
-                       else of job "worker", else of the first job */
+    size_t n_finals; /* the last n_finals jobs and tasks are final: entries */
+    int chief_task;  /* flat index: task 0 of job "chief" if present,
+                        else of job "worker", else of the first job */
     struct fl_scn_run run;
     struct fl_scn_dim *dims;
     size_t n_dims;
@@ -517,7 +536,8 @@ int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t
 int fl_scn_task_index(const struct fl_scenario *s, int job, int task);
 /* "ps:1" */
 const char *fl_scn_task_name(const struct fl_scenario *s, int task, char *buf, size_t len);
-/* Does the check's target include this flat task? */
+/* Does the check's target include this flat task?  all, chief and a host
+ * cover the tasks of cluster: only; a final is covered by its own name. */
 bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check *c, int task);
 
 const char *fl_scn_trigger_kind_name(enum fl_scn_trigger_kind k); /* "at", "after", "on_log" */
@@ -580,6 +600,8 @@ void fl_scn_selector_free(struct fl_scn_selector *sel);
 
 /* Does this fault apply in variant v? */
 bool fl_scn_fault_applies(const struct fl_scenario *s, const struct fl_scn_fault *f, size_t v);
+/* Is flat task t a final: entry's, and does it run in variant v? */
+bool fl_scn_final_applies(const struct fl_scenario *s, int task, size_t v);
 
 /* ---- templates for one task -------------------------------------------- */
 

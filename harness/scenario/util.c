@@ -241,8 +241,9 @@ int fl_scn_job_placeholder(const struct fl_scenario *s, const char *name, size_t
         if (len <= sl || memcmp(name + len - sl, suffix[w], sl) != 0)
             continue;
         size_t jl = len - sl;
-        for (size_t j = 0; j < s->n_jobs; j++)
-            if (strlen(s->jobs[j].name) == jl && memcmp(s->jobs[j].name, name, jl) == 0) {
+        for (size_t j = 0; j < s->n_jobs; j++) /* jobs of cluster: only, not finals */
+            if (!s->jobs[j].final && strlen(s->jobs[j].name) == jl &&
+                memcmp(s->jobs[j].name, name, jl) == 0) {
                 if (count)
                     *count = w == 1;
                 return (int)j;
@@ -273,11 +274,11 @@ bool fl_scn_check_covers(const struct fl_scenario *s, const struct fl_scn_check 
     if (task < 0 || (size_t)task >= s->n_tasks)
         return false;
     switch (c->target) {
-    case FL_SCN_EXP_ALL: return true;
+    case FL_SCN_EXP_ALL: return !s->tasks[task].final;
     case FL_SCN_EXP_CHIEF: return task == s->chief_task;
     case FL_SCN_EXP_JOB: return s->tasks[task].job == c->index;
     case FL_SCN_EXP_TASK: return task == c->index;
-    case FL_SCN_EXP_HOST: return s->tasks[task].host == c->index;
+    case FL_SCN_EXP_HOST: return s->tasks[task].host == c->index && !s->tasks[task].final;
     }
     return false;
 }
@@ -688,6 +689,14 @@ void fl_scn_selector_free(struct fl_scn_selector *sel)
 
 bool fl_scn_fault_applies(const struct fl_scenario *s, const struct fl_scn_fault *f, size_t v)
 {
+    return !f->has_variant || fl_scn_selector_match(s, &f->variant, v);
+}
+
+bool fl_scn_final_applies(const struct fl_scenario *s, int task, size_t v)
+{
+    if (task < 0 || (size_t)task >= s->n_tasks || !s->tasks[task].final)
+        return false;
+    const struct fl_scn_final *f = s->jobs[s->tasks[task].job].final;
     return !f->has_variant || fl_scn_selector_match(s, &f->variant, v);
 }
 

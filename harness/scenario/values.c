@@ -581,6 +581,14 @@ int fl_scn_resolve_job_task(struct fl_scn_vctx *c, const ynode *n, const char *w
     return 0;
 }
 
+int fl_scn_final_not_here(struct fl_scn_vctx *c, const ynode *n, int job, const char *where)
+{
+    return fl_scn_verr(c, n->loc,
+                       "'%s' is a final check (final:, line %d), which runs once faults no "
+                       "longer fire: name a host or a task of cluster: in %s",
+                       n->value, c->s->jobs[job].loc.line, where);
+}
+
 /* A fault target: a host name, "job:task" or "chief". */
 int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kind,
                           struct fl_scn_target *t)
@@ -603,6 +611,8 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
         int j, k;
         if ((rc = fl_scn_resolve_job_task(c, n, what, &j, &k)) < 0)
             return rc;
+        if (s->jobs[j].final)
+            return fl_scn_final_not_here(c, n, j, what);
         t->kind = FL_SCN_TGT_TASK;
         t->task = fl_scn_task_index(s, j, k);
         t->host = s->tasks[t->task].host;
@@ -616,6 +626,8 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
         return 0;
     }
     int j = fl_scn_job_find(s, n->value);
+    if (j >= 0 && s->jobs[j].final)
+        return fl_scn_final_not_here(c, n, j, what);
     if (j >= 0)
         return fl_scn_verr(
             c, n->loc, "'%s' is a job; a %s target is a host, job:task (e.g. '%s:0') or 'chief'",

@@ -24,6 +24,8 @@ FL_TEST(faults_kinds, table_has_every_kind_in_its_row)
         FL_ASSERT_STREQ(fl_scn_action_kind_name((enum fl_scn_action_kind)k), kd->name);
         /* a kind that heals nothing says why for: does not apply */
         FL_ASSERT(kd->heal != NULL || kd->no_for != NULL);
+        /* a lasting fault is lifted by its heal before the final: checks */
+        FL_ASSERT(!kd->lasting || kd->heal != NULL);
         for (int j = 1; j < k; j++)
             FL_ASSERT(strcmp(fl_fault_kinds[j]->name, kd->name) != 0);
     }

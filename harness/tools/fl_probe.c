@@ -9,6 +9,9 @@
  *   fl-probe udp-recv PORT MS            wait MS for one datagram; prints "got" / "none"
  *   fl-probe udp-send HOST PORT N        send N datagrams, 10 ms apart
  *   fl-probe forks N                     start N sleeping children; prints how many it got
+ *   fl-probe serve-file PORT PATH        TCP server: send each client PATH as it is then
+ *   fl-probe fetch HOST PORT MS          retry until a connect works (for up to MS), then
+ *                                        print what the server sends; exit 0 on its EOF
  *
  * HOST is a name from /etc/hosts or an address.  Every outcome is printed as
  * one line, so that scenario expectations can match it.
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,12 +80,90 @@ static int try_connect(const struct sockaddr_in *sa, int ms, char *why, size_t l
     return 0;
 }
 
+/* serve-file: every client gets the file's content as it is when it
+ * connects (or "no file: ERROR"), then EOF. */
+static int serve_file(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 64) < 0) {
+        printf("listen failed: %s\n", strerror(errno));
+        return 1;
+    }
+    printf("serving %s on %d\n", path, port);
+    for (;;) {
+        int c = accept(fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        char buf[4096];
+        int f = open(path, O_RDONLY | O_CLOEXEC);
+        if (f < 0) {
+            int n = snprintf(buf, sizeof buf, "no file: %s\n", strerror(errno));
+            if (write(c, buf, (size_t)n) < 0) { /* peer gone */
+            }
+        }
+        ssize_t n;
+        while (f >= 0 && (n = read(f, buf, sizeof buf)) > 0)
+            if (write(c, buf, (size_t)n) < 0)
+                break;
+        if (f >= 0)
+            close(f);
+        close(c);
+    }
+}
+
+/* fetch: connect (retrying for up to ms), copy what comes to stdout until
+ * EOF; 0 once EOF came, 1 when no connect worked or the server went quiet
+ * for ms. */
+static int fetch(const char *host, const char *port, int ms)
+{
+    struct sockaddr_in sa;
+    if (resolve(host, atoi(port), &sa) < 0) {
+        printf("cannot resolve %s\n", host);
+        return 1;
+    }
+    char why[128] = "";
+    long long end = now_ms() + ms;
+    int fd = -1;
+    while (fd < 0 && now_ms() < end) {
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 200 * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, (const struct sockaddr *)&sa, sizeof sa) == 0)
+            break;
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(fd);
+        fd = -1;
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (fd < 0) {
+        printf("fetch %s:%s failed for %d ms: %s\n", host, port, ms, why);
+        return 1;
+    }
+    char buf[4096];
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, ms) <= 0) {
+            printf("fetch %s:%s: no EOF within %d ms\n", host, port, ms);
+            return 1;
+        }
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        fwrite(buf, 1, (size_t)n, stdout);
+    }
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: fl-probe listen|connect|wait-connect|udp-recv|udp-send|forks ...\n");
+        fprintf(stderr, "usage: fl-probe listen|connect|wait-connect|udp-recv|udp-send|forks|"
+                        "serve-file|fetch ...\n");
         return 2;
     }
     const char *cmd = argv[1];
@@ -103,6 +185,10 @@ int main(int argc, char **argv)
             close(c);
         }
     }
+    if (!strcmp(cmd, "serve-file") && argc == 4)
+        return serve_file(atoi(argv[2]), argv[3]);
+    if (!strcmp(cmd, "fetch") && argc == 5)
+        return fetch(argv[2], argv[3], atoi(argv[4]));
     if ((!strcmp(cmd, "connect") && (argc == 4 || argc == 5)) ||
         (!strcmp(cmd, "wait-connect") && argc == 5)) {
         struct sockaddr_in sa;
