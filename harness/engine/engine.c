@@ -251,6 +251,10 @@ judge:
             close(p->log_fd);
             p->log_fd = -1;
         }
+        if (p->times_fd >= 0) {
+            close(p->times_fd);
+            p->times_fd = -1;
+        }
     }
     res->interrupted = e->interrupts > 0;
     res->shell_status = e->shell_status;

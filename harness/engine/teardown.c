@@ -80,6 +80,8 @@ void eng_free(struct engine *e)
             close(p->out_fd);
         if (p->log_fd >= 0)
             close(p->log_fd);
+        if (p->times_fd >= 0)
+            close(p->times_fd);
         free(p);
         p = n;
     }

@@ -52,6 +52,10 @@ struct proc {
     pid_t pid;
     int out_fd; /* read end of stdout+stderr, -1 when closed */
     int log_fd;
+    /* LOG.times beside the log: when each line of the log arrived, one
+     * decimal ms since the run's start a line (docs/schema.md); -1 closed */
+    int times_fd;
+    bool mid_line; /* the log's last byte was not a newline */
     char log_path[PATH_MAX];
     char line[4096];
     size_t linelen;
