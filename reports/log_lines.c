@@ -22,10 +22,10 @@
 #include <sys/types.h>
 
 struct bucket {
-    size_t n;      /* lines in the slice */
-    size_t shown;  /* of them in text */
-    int64_t last;  /* time of the last line */
-    char *text;    /* "T  line\n" for the first LOG_PER_BUCKET */
+    size_t n;     /* lines in the slice */
+    size_t shown; /* of them in text */
+    int64_t last; /* time of the last line */
+    char *text;   /* "T  line\n" for the first LOG_PER_BUCKET */
     size_t len, cap;
 };
 

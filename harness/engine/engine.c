@@ -190,6 +190,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
      * waited for there, on no scenario's clock) */
     e->r.t0_mono = fl_mono_ms();
     fl_faults_init(e);
+    eng_reach_init(e);
     if (fl_faults_kinds_init(e, err, sizeof err) < 0) {
         fl_run_error(&e->r, "%s", err);
         goto judge;
@@ -271,6 +272,9 @@ judge:
     fl_check_run(e); /* sets verdict (if not error), expected, observed */
     if (o->rec)
         fl_rec_set_nowait(o->rec, false); /* the verdict is in: now it may wait */
+    snprintf(res->notes, sizeof res->notes, "%s", e->r.notes);
+    if (e->r.rec && e->r.notes[0])
+        fl_rec_run_notes(e->r.rec, e->r.notes);
     if (e->r.rec)
         fl_rec_run_end(e->r.rec, res->verdict, res->reason[0] ? res->reason : NULL,
                        res->duration_ms);

@@ -270,6 +270,7 @@ static void begin_stop(struct engine *e, enum stop_reason why)
     if (eng_stopping(e))
         return;
     e->why = why;
+    eng_reach_at_stop(e); /* the programs still running, before they are ended */
     eng_set_state(e, RUN_STOPPING);
     fl_faults_heal_all(e);
     /* a pause without for: is still on: thaw it, so that SIGTERM can end

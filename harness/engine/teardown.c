@@ -73,6 +73,7 @@ void eng_teardown(struct engine *e)
 
 void eng_free(struct engine *e)
 {
+    eng_reach_free(e);
     struct proc *p = e->r.procs;
     while (p) {
         struct proc *n = p->next;

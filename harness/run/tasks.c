@@ -304,6 +304,8 @@ int fl_run_start_task(struct fl_run *r, int task)
                                  .generation = p->gen};
         p->rec_no = fl_rec_proc_start(r->rec, &rp);
     }
+    if (r->task_started)
+        r->task_started(r, task, cmd);
     free(cmd);
     return 0;
 }

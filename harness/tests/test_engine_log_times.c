@@ -13,20 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char scenario[] =
-    "name: it-log-times\n"
-    "hosts: [a]\n"
-    "cluster: {w: [a]}\n"
-    "run:\n"
-    "  command: >-\n"
-    "    printf 'one\\ntwo\\npart' &&\n"
-    "    {bin}/faultline emit --sync mark.now &&\n"
-    "    printf 'ial\\nthree\\n' && printf 'no newline at the end'\n"
-    "faults:\n"
-    "  - {after: {event: mark.now}, pause: 'w:0', for: 1s}\n"
-    "expect:\n"
-    "  all:\n"
-    "    w: {exit: 0, log_matches: '^partial$'}\n";
+static const char scenario[] = "name: it-log-times\n"
+                               "hosts: [a]\n"
+                               "cluster: {w: [a]}\n"
+                               "run:\n"
+                               "  command: >-\n"
+                               "    printf 'one\\ntwo\\npart' &&\n"
+                               "    {bin}/faultline emit --sync mark.now &&\n"
+                               "    printf 'ial\\nthree\\n' && printf 'no newline at the end'\n"
+                               "faults:\n"
+                               "  - {after: {event: mark.now}, pause: 'w:0', for: 1s}\n"
+                               "expect:\n"
+                               "  all:\n"
+                               "    w: {exit: 0, log_matches: '^partial$'}\n";
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -103,8 +102,8 @@ FL_TEST_ROOT_T(engine_log_times, each_line_has_its_time_and_the_report_shows_it,
                       healed);
     /* written after the task was thawed: at least a second after the event */
     for (int i = 3; i < 5; i++)
-        FL_ASSERT_MSG(t[i] >= ev + 1000, "line %d at %lld ms, the sync point at %d ms", i + 1,
-                      t[i], ev);
+        FL_ASSERT_MSG(t[i] >= ev + 1000, "line %d at %lld ms, the sync point at %d ms", i + 1, t[i],
+                      ev);
 
     /* the report: the lines, with their times, in the task's lane */
     rc = fl_test_sh(&out, "%s report --db %s --out %s/r.html 2>&1", fl_test_bin("faultline"), db,
