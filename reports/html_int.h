@@ -59,9 +59,9 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
 /* log_lines.c: the lines of a process's log (log_path and log_path.times,
  * when they are still there) as marks in its lane: the plot (x0, plot_w
  * pixels for span ms) cut into LOG_BUCKETS slices, each slice that holds
- * lines a mark 5 pixels high at y whose title lists its first
- * LOG_PER_BUCKET lines (each cut to LOG_LINE_MAX characters) with their
- * times.  The number of lines the log holds, or -1 when it cannot be read. */
+ * lines a mark 5 pixels high at y whose title lists LOG_PER_BUCKET of
+ * them (the first and the last; each cut to LOG_LINE_MAX characters) with
+ * their times.  The number of lines the log holds, or -1 when it cannot be read. */
 #define LOG_BUCKETS 60
 #define LOG_PER_BUCKET 5
 #define LOG_LINE_MAX 160

@@ -8,9 +8,9 @@
  * slice that holds lines is a mark whose <title> (hover, no script) lists
  * them with their times.
  *
- * Size: at most LOG_PER_BUCKET lines a slice (then "... and N more lines
- * until T"), each cut to LOG_LINE_MAX characters, so a process adds at most
- * LOG_BUCKETS x LOG_PER_BUCKET lines to the page whatever it printed; the
+ * Size: at most LOG_PER_BUCKET lines a slice (its first ones, "... N more
+ * lines ...", its last LOG_TAIL), each cut to LOG_LINE_MAX characters, so
+ * a process adds at most LOG_BUCKETS x LOG_PER_BUCKET lines to the page whatever it printed; the
  * page says so.  A run whose directory is gone (a pass without --keep, or
  * `faultline gc`) has no logs to show: nothing is drawn.
  */
@@ -21,35 +21,66 @@
 #include <string.h>
 #include <sys/types.h>
 
+#define LOG_TAIL 2 /* of the LOG_PER_BUCKET lines of a full slice, its last ones */
+
 struct bucket {
-    size_t n;     /* lines in the slice */
-    size_t shown; /* of them in text */
-    int64_t last; /* time of the last line */
-    char *text;   /* "T  line\n" for the first LOG_PER_BUCKET */
+    size_t n;   /* lines in the slice */
+    char *head; /* "T  line\n" for its first LOG_PER_BUCKET - LOG_TAIL */
     size_t len, cap;
+    char *tail[LOG_TAIL]; /* its last LOG_TAIL lines after those, a ring */
 };
 
-static void add_text(struct bucket *b, int64_t ms, const char *line)
+static char *entry(int64_t ms, const char *line)
 {
     char cut[LOG_LINE_MAX * 4 + 8];
     fl_report_one_line(line, LOG_LINE_MAX, cut, sizeof cut);
-    char entry[sizeof cut + 48];
-    int n = snprintf(entry, sizeof entry, "%lld.%03llds  %s\n", (long long)(ms / 1000),
-                     (long long)(ms % 1000), cut);
-    if (n < 0)
+    char *e = NULL;
+    if (asprintf(&e, "%lld.%03llds  %s\n", (long long)(ms / 1000), (long long)(ms % 1000), cut) < 0)
+        return NULL;
+    return e;
+}
+
+static void add_line(struct bucket *b, int64_t ms, const char *line)
+{
+    size_t i = b->n++;
+    char *e = entry(ms, line);
+    if (!e)
         return;
-    size_t k = (size_t)n < sizeof entry ? (size_t)n : sizeof entry - 1;
+    if (i >= LOG_PER_BUCKET - LOG_TAIL) {
+        char **slot = &b->tail[(i - (LOG_PER_BUCKET - LOG_TAIL)) % LOG_TAIL];
+        free(*slot);
+        *slot = e;
+        return;
+    }
+    size_t k = strlen(e);
     if (b->len + k + 1 > b->cap) {
         size_t cap = (b->len + k + 1) * 2;
-        char *t = realloc(b->text, cap);
-        if (!t)
+        char *t = realloc(b->head, cap);
+        if (!t) {
+            free(e);
             return;
-        b->text = t;
+        }
+        b->head = t;
         b->cap = cap;
     }
-    memcpy(b->text + b->len, entry, k);
+    memcpy(b->head + b->len, e, k + 1);
     b->len += k;
-    b->text[b->len] = 0;
+    free(e);
+}
+
+/* The slice's lines into a title, and its memory freed. */
+static void put_bucket(FILE *f, struct bucket *b)
+{
+    fl_html_put(f, b->head);
+    size_t first = LOG_PER_BUCKET - LOG_TAIL, after = b->n > first ? b->n - first : 0;
+    size_t shown = after < LOG_TAIL ? after : LOG_TAIL;
+    if (after > LOG_TAIL)
+        fprintf(f, "... %zu more line%s ...\n", after - LOG_TAIL, after - LOG_TAIL == 1 ? "" : "s");
+    for (size_t j = 0; j < shown; j++) /* the ring's oldest first */
+        fl_html_put(f, b->tail[(after - shown + j) % LOG_TAIL]);
+    free(b->head);
+    for (size_t j = 0; j < LOG_TAIL; j++)
+        free(b->tail[j]);
 }
 
 long fl_html_log_marks(FILE *f, const char *log_path, double x0, double plot_w, double span,
@@ -80,12 +111,7 @@ long fl_html_log_marks(FILE *f, const char *log_path, double x0, double plot_w, 
         size_t k = (size_t)((double)ms * LOG_BUCKETS / span);
         if (k >= LOG_BUCKETS)
             k = LOG_BUCKETS - 1;
-        struct bucket *x = &b[k];
-        if (x->n++ < LOG_PER_BUCKET) {
-            add_text(x, ms, line);
-            x->shown++;
-        }
-        x->last = ms;
+        add_line(&b[k], ms, line);
         lines++;
     }
     free(line);
@@ -100,13 +126,8 @@ long fl_html_log_marks(FILE *f, const char *log_path, double x0, double plot_w, 
                 "<rect class=\"logm\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"5\">"
                 "<title>",
                 x0 + (double)k * w, y, w - 1 > 1 ? w - 1 : 1);
-        fl_html_put(f, b[k].text);
-        if (b[k].n > b[k].shown)
-            fprintf(f, "... and %zu more line%s until %lld.%03llds", b[k].n - b[k].shown,
-                    b[k].n - b[k].shown == 1 ? "" : "s", (long long)(b[k].last / 1000),
-                    (long long)(b[k].last % 1000));
+        put_bucket(f, &b[k]);
         fputs("</title></rect>", f);
-        free(b[k].text);
     }
     fputs("\n", f);
     return lines;

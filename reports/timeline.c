@@ -620,7 +620,8 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
     if (t.logs_shown)
         fprintf(f,
                 "<p class=\"note\">The grey strip under a process shows its output: hover it "
-                "for the lines that arrived then (at most %d a slice of 1/%d of the run, each "
+                "for the lines that arrived then (at most %d a slice of 1/%d of the run, its "
+                "first and last, each "
                 "cut to %d characters; the whole log is in its file, the times in LOG.times "
                 "beside it).</p>\n",
                 LOG_PER_BUCKET, LOG_BUCKETS, LOG_LINE_MAX);

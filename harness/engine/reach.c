@@ -77,8 +77,8 @@ void eng_fault_name(const struct engine *e, const struct fault_rt *fr, char *buf
     eng_fault_target(e, fr->f, target, sizeof target);
     if (k->detail)
         k->detail(&e->r, fr, detail, sizeof detail);
-    snprintf(buf, len, "fault %d (%s:%d, %s %s%s%s)", fr->index + 1, e->r.s->path,
-             fr->f->loc.line, k->name, target, detail[0] ? " " : "", detail);
+    snprintf(buf, len, "fault %d (%s:%d, %s %s%s%s)", fr->index + 1, e->r.s->path, fr->f->loc.line,
+             k->name, target, detail[0] ? " " : "", detail);
 }
 
 /* What reaches the task only through a preload; only the fault `only` (its
@@ -207,10 +207,9 @@ static bool on_path(const char *name, char *out, size_t len)
 
 static bool is_separator(const char *w)
 {
-    static const char *const seps[] = {";",    "&&",   "||", "|",      "&",     "(",
-                                       "{",    "then", "do", "else",   "exec",  "env",
-                                       "time", "!",    "if", "nohup",  "while", "until",
-                                       "elif", "setsid"};
+    static const char *const seps[] = {";",    "&&",    "||",    "|",     "&",    "(",     "{",
+                                       "then", "do",    "else",  "exec",  "env",  "time",  "!",
+                                       "if",   "nohup", "while", "until", "elif", "setsid"};
     for (size_t i = 0; i < sizeof seps / sizeof *seps; i++)
         if (!strcmp(w, seps[i]))
             return true;
@@ -274,8 +273,7 @@ static void scan_one(void *ctx, pid_t pid)
         return; /* not a task's (faultline exec): no preload is promised */
     int j = fl_scn_job_find(s, job), task = -1;
     for (size_t t = 0; j >= 0 && t < s->n_tasks; t++)
-        if (s->tasks[t].job == j && s->tasks[t].index == atoi(idx) &&
-            s->tasks[t].host == sc->host)
+        if (s->tasks[t].job == j && s->tasks[t].index == atoi(idx) && s->tasks[t].host == sc->host)
             task = (int)t;
     if (task < 0)
         return;

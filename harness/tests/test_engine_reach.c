@@ -104,23 +104,23 @@ FL_TEST_ROOT_T(engine_reach, static_program_under_disk_and_clock, 90)
 {
     fl_test_need_root();
     build_writers();
-    const char *yaml = fl_test_write(
-        "d.yaml", "name: it-reach-disk\n"
-                  "hosts:\n"
-                  "  a: {}\n"
-                  "  c: {clock_offset: 1h}\n"
-                  "cluster: {s: [a], d: [a], k: [c]}\n"
-                  "run:\n"
-                  "  s: {command: '{scenario_dir}/writer-static out.bin 256'}\n"
-                  "  d: {command: '{scenario_dir}/writer-dyn out2.bin 256'}\n"
-                  "  k: {command: 'date && {scenario_dir}/writer-static t.bin 64'}\n"
-                  "faults:\n"
-                  "  - {at: 0s, disk: {host: a, call: write, errno: EIO}}\n"
-                  "expect:\n"
-                  "  all:\n"
-                  "    s: {exit: 0, log_matches: '^wrote 256 KiB$'}\n"
-                  "    d: {exit: 1, log_matches: 'Input/output error'}\n"
-                  "    k: {exit: 0}\n");
+    const char *yaml =
+        fl_test_write("d.yaml", "name: it-reach-disk\n"
+                                "hosts:\n"
+                                "  a: {}\n"
+                                "  c: {clock_offset: 1h}\n"
+                                "cluster: {s: [a], d: [a], k: [c]}\n"
+                                "run:\n"
+                                "  s: {command: '{scenario_dir}/writer-static out.bin 256'}\n"
+                                "  d: {command: '{scenario_dir}/writer-dyn out2.bin 256'}\n"
+                                "  k: {command: 'date && {scenario_dir}/writer-static t.bin 64'}\n"
+                                "faults:\n"
+                                "  - {at: 0s, disk: {host: a, call: write, errno: EIO}}\n"
+                                "expect:\n"
+                                "  all:\n"
+                                "    s: {exit: 0, log_matches: '^wrote 256 KiB$'}\n"
+                                "    d: {exit: 1, log_matches: 'Input/output error'}\n"
+                                "    k: {exit: 0}\n");
     char *out;
     int rc = run(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
@@ -208,16 +208,16 @@ FL_TEST_ROOT_T(engine_reach, disk_fault_on_a_go_program_says_so, 120)
     char p[4200];
     snprintf(p, sizeof p, "%s/writer-go", fl_test_dir());
     FL_ASSERT_EQ(fl_exe_kind_path(p), FL_EXE_GO);
-    const char *yaml = fl_test_write(
-        "g.yaml", "name: it-reach-go\n"
-                  "hosts: [a]\n"
-                  "cluster: {g: [a]}\n"
-                  "run: {command: '{scenario_dir}/writer-go out.bin 256'}\n"
-                  "faults:\n"
-                  "  - {at: 0s, disk: {host: a, call: write, errno: EIO}}\n"
-                  "expect:\n"
-                  "  all:\n"
-                  "    g: {exit: 0, log_matches: '^wrote 256 KiB$'}\n");
+    const char *yaml =
+        fl_test_write("g.yaml", "name: it-reach-go\n"
+                                "hosts: [a]\n"
+                                "cluster: {g: [a]}\n"
+                                "run: {command: '{scenario_dir}/writer-go out.bin 256'}\n"
+                                "faults:\n"
+                                "  - {at: 0s, disk: {host: a, call: write, errno: EIO}}\n"
+                                "expect:\n"
+                                "  all:\n"
+                                "    g: {exit: 0, log_matches: '^wrote 256 KiB$'}\n");
     rc = run(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_CONTAINS(out, "/writer-go on a is a Go binary");
