@@ -78,7 +78,7 @@ static const char *css =
     "svg .eck{fill:#fff;stroke:#6a1b9a;stroke-width:1.5}"
     "svg .ebad{fill:#fff;stroke:#c62828;stroke-width:2}"
     "svg path.sync{fill:#1565c0}svg path.eck.sync{fill:#6a1b9a}svg path.ebad.sync{fill:#c62828}"
-    "svg .end{stroke:#222;stroke-dasharray:3 3}"
+    "svg .end{stroke:#222;stroke-dasharray:3 3}svg .logm{fill:#78909c;fill-opacity:.55}"
     ".legend span{margin-right:1.2em}";
 
 static int verdict_rank(const char *v)
@@ -331,6 +331,8 @@ static const char *legend =
     "stroke=\"#1565c0\" stroke-width=\"1.5\"/></svg> event</span>"
     "<span><svg width=\"10\" height=\"10\"><path d=\"M5 0l5 5l-5 5l-5 -5z\" fill=\"#1565c0\"/>"
     "</svg> sync point</span>"
+    "<span><svg width=\"22\" height=\"10\"><rect y=\"5\" width=\"22\" height=\"5\" "
+    "fill=\"#78909c\"/></svg> log lines (under a process, when its log is kept)</span>"
     "<span>purple: checkpoint events, red: failures. Hover for details.</span></p>\n";
 
 static int write_doc(sqlite3 *db, FILE *f, const struct fl_rows *r, const size_t *order,

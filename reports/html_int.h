@@ -56,6 +56,18 @@ int64_t fl_rows_i(const struct fl_rows *r, size_t i, size_t j); /* 0 for NULL */
 int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_ms, char *err,
                      size_t errlen);
 
+/* log_lines.c: the lines of a process's log (log_path and log_path.times,
+ * when they are still there) as marks in its lane: the plot (x0, plot_w
+ * pixels for span ms) cut into LOG_BUCKETS slices, each slice that holds
+ * lines a mark 5 pixels high at y whose title lists LOG_PER_BUCKET of
+ * them (the first and the last; each cut to LOG_LINE_MAX characters) with
+ * their times.  The number of lines the log holds, or -1 when it cannot be read. */
+#define LOG_BUCKETS 60
+#define LOG_PER_BUCKET 5
+#define LOG_LINE_MAX 160
+long fl_html_log_marks(FILE *f, const char *log_path, double x0, double plot_w, double span,
+                       double y);
+
 /* The verdict history section (history_html.c): for each scenario/variant
  * of the report's runs (columns of runs: scenario, variant, runs.id), its
  * recorded history from the whole database.  0, or a negative errno with

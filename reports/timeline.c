@@ -12,7 +12,9 @@
  *            a bar from start to exit (green exit 0, orange other exits, red
  *            signal, grey still running at the end) with "exit N" / "SIGX"
  *            after it; the faults that name the lane's host or job:task
- *            shaded over it; events as marks (sync points filled diamonds)
+ *            shaded over it; events as marks (sync points filled diamonds);
+ *            under each process's bar, its log lines by the time they
+ *            arrived (log_lines.c), while its log is kept
  *
  * Details go in <title> elements (hover tooltips, no script).  Then the
  * checks with their outcomes, the faults, processes and events as tables.
@@ -67,8 +69,9 @@ struct tl {
     struct lane *lanes;
     size_t nlanes;
     size_t *proc_lane, *event_lane;
-    double span;    /* ms shown across PLOT_W */
-    double lanes_y; /* top of the first lane */
+    double span;       /* ms shown across PLOT_W */
+    double lanes_y;    /* top of the first lane */
+    size_t logs_shown; /* processes whose log lines are drawn */
 };
 
 static bool eq(const char *a, const char *b)
@@ -408,6 +411,12 @@ static void draw_lanes(struct tl *t)
         fputs(sync ? "; sync point)" : ")", f);
         fputs(sync ? "</title></path>\n" : "</title></circle>\n", f);
     }
+    /* log lines, last: over the faults' bands, under the bars */
+    for (size_t i = 0; i < p->n; i++) {
+        double y = t->lanes_y + (double)t->proc_lane[i] * LANE_H;
+        if (fl_html_log_marks(f, fl_rows_s(p, i, P_LOG), LABEL_W, PLOT_W, t->span, y + 19) > 0)
+            t->logs_shown++;
+    }
 }
 
 static void td(FILE *f, const char *s)
@@ -608,6 +617,14 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
     if (t.events.n > MAX_EVENT_MARKS)
         fprintf(f, "<p class=\"note\">The timeline marks the first %d of %zu events.</p>\n",
                 MAX_EVENT_MARKS, t.events.n);
+    if (t.logs_shown)
+        fprintf(f,
+                "<p class=\"note\">The grey strip under a process shows its output: hover it "
+                "for the lines that arrived then (at most %d a slice of 1/%d of the run, its "
+                "first and last, each "
+                "cut to %d characters; the whole log is in its file, the times in LOG.times "
+                "beside it).</p>\n",
+                LOG_PER_BUCKET, LOG_BUCKETS, LOG_LINE_MAX);
     if (!t.nlanes && !t.faults.n)
         fputs("<p class=\"note\">Nothing was recorded for this run: no process, event or "
               "fault.</p>\n",

@@ -44,7 +44,9 @@ const char fl_cli_run_usage[] =
     "  -q, --quiet         no progress line\n"
     "\n"
     "Under a verdict line, 'reason:' gives a failure's reason whole when the line\n"
-    "cut it, and 'note:' names each fault whose trigger never came, and why.\n"
+    "cut it, and 'note:' names each fault whose trigger never came, and why, and\n"
+    "each fault that cannot reach a program it targets (a disk fault, clock_offset\n"
+    "or unsynced: lose on a static or Go binary, which no preload enters).\n"
     "\n"
     "Exit status: 0 when every run passed, 1 when any failed or errored (or the\n"
     "JUnit XML or HTML report could not be written), 2 for a bad scenario file or\n"
@@ -259,6 +261,13 @@ int fl_cli_run(int argc, char **argv)
                  * even when the run passed (a misspelt event, a regex
                  * that matches no line) */
                 for (const char *l = res->unfired; *l;) {
+                    size_t k = strcspn(l, "\n");
+                    printf("  note: %.*s\n", (int)k, l);
+                    l += k + (l[k] == '\n');
+                }
+                /* a fault that could not reach its target (a static or Go
+                 * program and a preload) */
+                for (const char *l = res->notes; *l;) {
                     size_t k = strcspn(l, "\n");
                     printf("  note: %.*s\n", (int)k, l);
                     l += k + (l[k] == '\n');

@@ -197,6 +197,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->r.t0_mono = fl_mono_ms();
     fl_faults_init(e);
     eng_final_init(e);
+    eng_reach_init(e);
     if (fl_faults_kinds_init(e, err, sizeof err) < 0) {
         fl_run_error(&e->r, "%s", err);
         goto judge;
@@ -260,6 +261,10 @@ judge:
             close(p->log_fd);
             p->log_fd = -1;
         }
+        if (p->times_fd >= 0) {
+            close(p->times_fd);
+            p->times_fd = -1;
+        }
     }
     res->interrupted = e->interrupts > 0;
     res->shell_status = e->shell_status;
@@ -276,6 +281,9 @@ judge:
     fl_check_run(e); /* sets verdict (if not error), expected, observed */
     if (o->rec)
         fl_rec_set_nowait(o->rec, false); /* the verdict is in: now it may wait */
+    snprintf(res->notes, sizeof res->notes, "%s", e->r.notes);
+    if (e->r.rec && e->r.notes[0])
+        fl_rec_run_notes(e->r.rec, e->r.notes);
     if (e->r.rec)
         fl_rec_run_end(e->r.rec, res->verdict, res->reason[0] ? res->reason : NULL,
                        res->duration_ms);

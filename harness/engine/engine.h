@@ -39,6 +39,10 @@ struct fl_engine_result {
      * came), one line each, saying where the fault is and why; "" when
      * every one fired, and after an error or an interrupt. */
     char unfired[2048];
+    /* Notes on what did not go as the file asked though nothing failed (a
+     * fault that cannot reach a program: static or Go), one a line; "" when
+     * none.  Also in runs.notes. */
+    char notes[4096];
     bool interrupted; /* SIGINT/SIGTERM: stop every further run */
     int shell_status; /* shell mode: the shell's exit status (128+signal
                          when killed); -1 when it did not end by itself */

@@ -56,6 +56,13 @@ struct final_rt {
     bool timed_out;  /* it was */
 };
 
+/* reach.c: a (source, executable) already noted */
+struct reach_seen {
+    int kind, fault;
+    dev_t dev;
+    ino_t ino;
+};
+
 struct engine {
     struct fl_run r; /* what the fault kinds see (harness/run/run.h) */
     const struct fl_engine_opts *o;
@@ -77,6 +84,8 @@ struct engine {
     size_t nfinals;
     int shell_pid;
     int shell_status; /* its wait status once reaped, else -1 */
+    struct reach_seen *reach;
+    size_t nreach;
 };
 
 /* loop.c: moves the run to state s, which must come after the current
@@ -136,6 +145,20 @@ const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *bu
 /* The kinds' init (those with a fault in the variant) and hooks; their free. */
 int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen);
 void fl_faults_kinds_free(struct engine *e);
+
+/* reach.c: a fault's target as the faults table says it ("ps1", "w:0");
+ * "fault 3 (f.yaml:9, disk ps1 call=write errno=EIO)" */
+void eng_fault_target(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len);
+void eng_fault_name(const struct engine *e, const struct fault_rt *fr, char *buf, size_t len);
+
+/* reach.c: notes on faults that work through a preload and a program it
+ * cannot enter (static, Go): checked as each task starts (eng_reach_init
+ * sets the hook), before a disk fault or a crash with unsynced: lose fires,
+ * and as the run begins to stop. */
+void eng_reach_init(struct engine *e);
+void eng_reach_before_fire(struct engine *e, const struct fault_rt *fr);
+void eng_reach_at_stop(struct engine *e);
+void eng_reach_free(struct engine *e);
 
 /* check.c */
 void fl_check_run(struct engine *e);

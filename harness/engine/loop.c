@@ -2,9 +2,10 @@
  * loop.c: the engine's loop, one thread, one epoll: a signalfd (SIGCHLD,
  * SIGINT, SIGTERM, SIGHUP), a timerfd (fault schedule, heals, timeout,
  * grace, progress, recorder flushes), the event socket and its clients, and
- * the output pipe of every process (copied to its log, and matched against
- * on_log triggers line by line).  It moves the run through RUNNING,
- * FINAL, STOPPING and KILLING (eng_set_state, engine_int.h): when every
+ * the output pipe of every process (copied to its log as it is, the time
+ * each line arrived to LOG.times beside it, and matched against on_log
+ * triggers line by line).  It moves the run through RUNNING, FINAL,
+ * STOPPING and KILLING (eng_set_state, engine_int.h): when every
  * stop_when task has ended for good it runs the final: checks (final.c)
  * and stops once they have ended; it stops at once on the timeout, a
  * harness error or an interrupt; it returns once no process is left.
@@ -63,6 +64,33 @@ void eng_close_output(struct engine *e, struct proc *p)
     }
 }
 
+/* LOG.times: one line "MS\n" for each line of the log that begins in buf,
+ * MS the time it was read (ms since the run's start, the clock of events
+ * and faults): a line that arrives in pieces has the time of its first. */
+static void log_times(struct engine *e, struct proc *p, const char *buf, ssize_t n)
+{
+    if (p->times_fd < 0)
+        return;
+    char out[4096];
+    size_t k = 0;
+    int64_t now = fl_run_now(&e->r);
+    for (const char *c = buf, *end = buf + n; c < end;) {
+        if (!p->mid_line) {
+            if (k > sizeof out - 24) {
+                if (write(p->times_fd, out, k) < 0) { /* as the log: keep running */
+                }
+                k = 0;
+            }
+            k += (size_t)snprintf(out + k, sizeof out - k, "%lld\n", (long long)now);
+        }
+        const char *nl = memchr(c, '\n', (size_t)(end - c));
+        p->mid_line = !nl;
+        c = nl ? nl + 1 : end;
+    }
+    if (k && write(p->times_fd, out, k) < 0) { /* a full disk for logs */
+    }
+}
+
 void eng_read_output(struct engine *e, struct proc *p)
 {
     char buf[65536];
@@ -79,6 +107,7 @@ void eng_read_output(struct engine *e, struct proc *p)
         if (write(p->log_fd, buf, (size_t)n) < 0) {
             /* a full disk for logs: keep running, the log is incomplete */
         }
+        log_times(e, p, buf, n);
         if (!have_log_triggers(e))
             continue;
         for (ssize_t i = 0; i < n; i++) {
@@ -245,6 +274,7 @@ static void begin_stop(struct engine *e, enum stop_reason why)
     if (eng_stopping(e))
         return;
     e->why = why;
+    eng_reach_at_stop(e); /* the programs still running, before they are ended */
     eng_set_state(e, RUN_STOPPING);
     fl_faults_heal_all(e);
     /* a pause without for: is still on: thaw it, so that SIGTERM can end

@@ -87,20 +87,6 @@ void fl_faults_init(struct engine *e)
 
 /* What the fault hits, for people: the kind's own text, else its target as
  * written (a task, a host). */
-static void target_text(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len)
-{
-    const struct fl_scenario *s = e->r.s;
-    const struct fl_scn_action *a = &f->action;
-    const struct fl_fault_kind *k = fl_fault_kind_of(a);
-    if (k->target)
-        k->target(&e->r, a, buf, len);
-    else if (a->target.kind == FL_SCN_TGT_TASK)
-        fl_scn_task_name(s, a->target.task, buf, len);
-    else if (a->target.host >= 0)
-        snprintf(buf, len, "%s", s->hosts[a->target.host].name);
-    else
-        snprintf(buf, len, "%s", a->host >= 0 ? s->hosts[a->host].name : "?");
-}
 
 /* heal: undo a fault.  During stop (restart=false) nothing is started again. */
 static void heal(struct engine *e, struct fault_rt *fr, bool restart)
@@ -126,7 +112,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
     char err[1024] = "", target[512], detail[1024] = "";
     const struct fl_scn_action *a = &fr->f->action;
     const struct fl_fault_kind *k = fl_fault_kind_of(a);
-    target_text(e, fr->f, target, sizeof target);
+    eng_fault_target(e, fr->f, target, sizeof target);
     if (k->detail)
         k->detail(&e->r, fr, detail, sizeof detail);
     if (fr->f->for_ms > 0)
@@ -136,6 +122,7 @@ static void fire(struct engine *e, struct fault_rt *fr)
     fr->st = fr->f->for_ms > 0 ? F_ACTIVE : F_DONE;
     fr->heal_at = fr->f->for_ms > 0 ? now + fr->f->for_ms : -1;
     fr->tick_at = -1;
+    eng_reach_before_fire(e, fr); /* a preload's fault on a program it cannot enter */
     int rc = k->apply ? k->apply(&e->r, fr, detail, sizeof detail, err, sizeof err) : 0;
     if (fr->tick_at >= 0)
         fr->st = F_ACTIVE; /* it turns until healed, or until the end without for: */
@@ -301,7 +288,7 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
         const struct fl_scn_fault *f = fr->f;
         const struct fl_scn_trigger *t = &f->trigger;
         char target[256];
-        target_text(e, f, target, sizeof target);
+        eng_fault_target(e, f, target, sizeof target);
         fl_text_add(buf, len, "%sfault %d (%s:%d, %s %s) never fired: ", buf[0] ? "\n" : "",
                     fr->index + 1, e->r.s->path, f->loc.line, fl_fault_kind_of(&f->action)->name,
                     target);

@@ -73,6 +73,7 @@ void eng_teardown(struct engine *e)
 
 void eng_free(struct engine *e)
 {
+    eng_reach_free(e);
     struct proc *p = e->r.procs;
     while (p) {
         struct proc *n = p->next;
@@ -80,6 +81,8 @@ void eng_free(struct engine *e)
             close(p->out_fd);
         if (p->log_fd >= 0)
             close(p->log_fd);
+        if (p->times_fd >= 0)
+            close(p->times_fd);
         free(p);
         p = n;
     }

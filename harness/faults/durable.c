@@ -43,6 +43,11 @@
  * Not seen, so lost at a crash though a program synced it: msync, syncs made
  * by direct system calls or io_uring, and processes started with `faultline
  * exec` (no preload).  Shared paths (`shared:`) and /tmp are not tracked.
+ * A host where a program the preload cannot enter ran (a static or Go
+ * binary, found by harness/engine/reach.c: fl_durable_unseen) is not
+ * rebuilt at all: the crash leaves its disk as it was, and says so in the
+ * detail and a note.  A host that lost more than UNSYNCED_NOTE_BYTES with
+ * not one sync recorded since it started is rebuilt, with a note.
  */
 #include "harness/faults/durable.h"
 #include "harness/base/monoclock.h"
@@ -64,9 +69,12 @@
 
 #define DEAD_WAIT_MS 10000 /* a crashed host's processes must be gone by then */
 #define MAX_DEPTH 512
+#define UNSYNCED_NOTE_BYTES (1024 * 1024) /* more unsynced, no sync seen: a note */
 
 struct fl_durable {
     bool *tracked;          /* per host */
+    char **unseen;          /* per host: why its syncs cannot be seen (a program the
+                               preload cannot enter: harness/engine/reach.c), or NULL */
     dev_t *dev;             /* per host: its disk's st_dev at its last start */
     char dir[PATH_MAX];     /* RUN/fs/durable */
     char preload[PATH_MAX]; /* fl_sync_preload.so copied under dir, at the first start */
@@ -89,6 +97,7 @@ int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
         return 0;
     struct fl_durable *d = calloc(1, sizeof *d);
     if (!d || !(d->tracked = calloc(s->n_hosts, sizeof *d->tracked)) ||
+        !(d->unseen = calloc(s->n_hosts, sizeof *d->unseen)) ||
         !(d->dev = calloc(s->n_hosts, sizeof *d->dev)))
         abort();
     r->kind_state[FL_SCN_ACT_CRASH_HOST] = d;
@@ -115,10 +124,20 @@ void fl_durable_free(struct fl_run *r)
         return;
     if (d->preload[0] || access(d->dir, F_OK) == 0)
         fl_rm_rf(d->dir);
+    for (size_t h = 0; h < r->s->n_hosts; h++)
+        free(d->unseen[h]);
+    free(d->unseen);
     free(d->tracked);
     free(d->dev);
     free(d);
     r->kind_state[FL_SCN_ACT_CRASH_HOST] = NULL;
+}
+
+void fl_durable_unseen(struct fl_run *r, int host, const char *why)
+{
+    struct fl_durable *d = dur(r);
+    if (d && d->tracked[host] && !d->unseen[host])
+        d->unseen[host] = strdup(why);
 }
 
 static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
@@ -591,6 +610,19 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
     int rc;
     if (c->have_ns && (rc = wait_host_dead(r, c, err, errlen)) < 0)
         return rc;
+    if (d->unseen[c->host]) {
+        /* what it synced was never seen: a rebuild would throw away what it
+         * wrote as "never synced" */
+        fl_text_add(detail, dlen,
+                    ": not applied, %s (its syncs cannot be seen): the disk was "
+                    "left as it was",
+                    d->unseen[c->host]);
+        fprintf(stderr,
+                "%sfaultline: host %s crashed; unsynced: lose not applied: %s, whose syncs "
+                "cannot be seen (its disk is left as it was)\n",
+                r->progress ? "\r\033[K" : "", name, d->unseen[c->host]);
+        return 0;
+    }
     char path[PATH_MAX], why[512];
     store_path(r, c->host, path, sizeof path);
     struct fl_dstore st;
@@ -667,6 +699,22 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
                 fl_text_add(list, sizeof list, " +%s%s", dur.v[i].path,
                             S_ISDIR(dur.v[i].mode) ? "/" : "");
         }
+    /* Much unsynced and not one sync seen since the host started: its
+     * programs may sync in a way the preload does not see (a static or Go
+     * program it could not be told was there, direct system calls), or
+     * never sync.  The loss is applied (a program that never syncs does
+     * lose it all), with a note that says which it may be. */
+    long long syncs = fl_dstore_syncs(&st);
+    if (syncs == 0 && bytes > UNSYNCED_NOTE_BYTES) {
+        char hb0[32];
+        human(bytes, hb0, sizeof hb0);
+        fl_run_note(r,
+                    "host %s crashed with %s unsynced and no sync was recorded since it "
+                    "started: its programs never synced, or sync in a way the preload does not "
+                    "see (a static or Go binary, direct system calls, io_uring); the loss was "
+                    "applied (unsynced: lose)",
+                    name, hb0);
+    }
     char what[512] = "";
     if ((rc = build(&st, dfd, &dur, what, sizeof what)) < 0) {
         snprintf(err, errlen, "host %s: bring its disk %s back to what was synced: %s", name, disk,

@@ -33,6 +33,11 @@ void fl_durable_crash_begin(struct fl_run *r, int host, struct fl_durable_crash 
 int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, char *detail,
                          size_t dlen, char *err, size_t errlen);
 
+/* A program ran on host whose syncs the preload cannot see (why: "/usr/bin/x
+ * on h is a Go binary"): a crash with unsynced: lose leaves its disk as it
+ * was (the first reason is kept).  No-op for an untracked host. */
+void fl_durable_unseen(struct fl_run *r, int host, const char *why);
+
 /* corrupt:/truncate: changed file ino at rest: the durable copy too. */
 int fl_durable_rest_corrupt(struct fl_run *r, int host, uint64_t ino, uint64_t off, uint8_t x);
 int fl_durable_rest_truncate(struct fl_run *r, int host, uint64_t ino, uint64_t size);

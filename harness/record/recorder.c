@@ -153,6 +153,10 @@ static const char *const migrations[] = {
 
     /* 4: faults.idx counts from 1, as faultline's messages number faults */
     "UPDATE faults SET idx = idx + 1 WHERE idx IS NOT NULL;\n",
+
+    /* 5: the notes printed under a run's verdict (a fault that could not
+     * reach a program), one a line */
+    "ALTER TABLE runs ADD COLUMN notes TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -169,6 +173,7 @@ enum qstmt {
     Q_CHECK,
     Q_OP,
     Q_RUN_END,
+    Q_RUN_NOTES,
     Q_NSTMT,
 };
 
@@ -187,6 +192,7 @@ static const char *const qsql[Q_NSTMT] = {
     [Q_OP] = "INSERT INTO ckpt_ops(run, kind, host, step, prefix, outcome, error, started_ms,"
              " duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
     [Q_RUN_END] = "UPDATE runs SET verdict = ?2, reason = ?3, duration_ms = ?4 WHERE id = ?1",
+    [Q_RUN_NOTES] = "UPDATE runs SET notes = ?2 WHERE id = ?1",
 };
 
 /* how long a busy database is waited for before it is said on stderr */
@@ -1165,6 +1171,14 @@ int fl_rec_proc_start(struct fl_rec_run *run, const struct fl_rec_proc *p)
         return err;
     run->next_proc++;
     return err ? err : no;
+}
+
+int fl_rec_run_notes(struct fl_rec_run *run, const char *notes)
+{
+    struct qbuild b = q_begin(run->rec, Q_RUN_NOTES);
+    q_int(&b, run->rowid);
+    q_text(&b, notes);
+    return q_end(&b, true);
 }
 
 int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int exit_code,

@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 4
+#define FL_REC_SCHEMA_VERSION 5
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -151,6 +151,9 @@ const char *fl_rec_run_id(const struct fl_rec_run *run);
  */
 int fl_rec_run_end(struct fl_rec_run *run, const char *verdict, const char *reason,
                    int64_t duration_ms);
+/* runs.notes: what is printed under the run's verdict as "note:" lines (a
+ * fault that could not reach a program), one a line. */
+int fl_rec_run_notes(struct fl_rec_run *run, const char *notes);
 
 /*
  * Marks a run that is still 'running' as 'error' with reason (NULL ->

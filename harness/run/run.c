@@ -1,7 +1,9 @@
 /*
  * run.c: a run's clock (milliseconds since it started, on the monotonic
  * clock), its first harness error (the one that becomes the verdict's
- * reason; later ones are usually its consequences), the state file that
+ * reason; later ones are usually its consequences), its notes (what the
+ * verdict line is followed by: a fault that could not reach its target), the
+ * state file that
  * lists every resource the run holds for `faultline gc`, and the harness's
  * preloads put where every host sees them.
  */
@@ -30,6 +32,27 @@ void fl_run_error(struct fl_run *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->error, sizeof r->error, fmt, ap);
     va_end(ap);
+}
+
+void fl_run_note(struct fl_run *r, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(line);
+    /* once each */
+    for (const char *p = r->notes; *p;) {
+        size_t k = strcspn(p, "\n");
+        if (k == n && !strncmp(p, line, n))
+            return;
+        p += k + (p[k] == '\n');
+    }
+    size_t have = strlen(r->notes);
+    if (have + n + 2 > sizeof r->notes)
+        return; /* full: the first ones say it */
+    snprintf(r->notes + have, sizeof r->notes - have, "%s%s", have ? "\n" : "", line);
 }
 
 size_t fl_run_cgroup_trees(const struct fl_run *r, const char *trees[3])

@@ -52,6 +52,10 @@ struct proc {
     pid_t pid;
     int out_fd; /* read end of stdout+stderr, -1 when closed */
     int log_fd;
+    /* LOG.times beside the log: when each line of the log arrived, one
+     * decimal ms since the run's start a line (docs/schema.md); -1 closed */
+    int times_fd;
+    bool mid_line; /* the log's last byte was not a newline */
     char log_path[PATH_MAX];
     char line[4096];
     size_t linelen;
@@ -146,6 +150,7 @@ struct fl_run {
     struct fault_rt *faults;
     size_t nfaults;
     char error[1024]; /* the first harness error: verdict error */
+    char notes[4096]; /* fl_run_note: one a line, each once */
 
     char cgroup_run[PATH_MAX]; /* faultline/<run_id> of the pids cgroups */
     bool any_cgroup;
@@ -164,12 +169,19 @@ struct fl_run {
     int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);
     void (*host_started)(struct fl_run *r, int host);
+    /* task_started: a process of the task was just started with the
+     * expanded command cmd (the engine checks that its preloads reach it) */
+    void (*task_started)(struct fl_run *r, int task, const char *cmd);
 };
 
 /* run.c */
 int64_t fl_run_now(const struct fl_run *r); /* ms since the run started */
 /* Keeps the first harness error (later ones are usually its consequences). */
 void fl_run_error(struct fl_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A note on the run, printed under its verdict and recorded (runs.notes):
+ * something that did not go as the scenario asked, though nothing failed
+ * (a fault that could not reach its target).  Each text once. */
+void fl_run_note(struct fl_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void fl_run_write_state(struct fl_run *r); /* the state file `gc` reads */
 /* The run's cgroup trees, each once (on v2 the pids, freezer and memory
  * ones are the same): what the state file lists and the end removes. */

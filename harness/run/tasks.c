@@ -1,9 +1,9 @@
 /*
  * tasks.c: a task's processes: each start expands the task's command and
  * env templates, adds what the fault kinds need (the run's task_env hook),
- * opens its log, spawns it on its host (in its freezer cgroup when a pause
- * fault targets it) and records it; signals go to the task's cgroup or its
- * process group; a freeze waits until the cgroup is frozen.
+ * opens its log (and LOG.times beside it: when each line arrived), spawns it on its host (in its
+ * freezer cgroup when a pause fault targets it) and records it; signals go to the task's cgroup or
+ * its process group; a freeze waits until the cgroup is frozen.
  */
 #include "harness/run/run.h"
 #include "harness/run/clock_offset.h"
@@ -233,11 +233,18 @@ int fl_run_start_task(struct fl_run *r, int task)
     snprintf(p->log_path, sizeof p->log_path, "%s/logs/%s.%s.%d.%d.log", r->dir,
              s->hosts[t->host].name, s->jobs[t->job].name, t->index, p->gen);
     p->log_fd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+    char times_path[PATH_MAX + 8];
+    snprintf(times_path, sizeof times_path, "%s.times", p->log_path);
+    p->times_fd = -1;
     int pfd[2];
     rc = 0;
     if (p->log_fd < 0) {
         rc = -errno;
         fl_run_error(r, "task %s: log %s: %s", tname, p->log_path, strerror(-rc));
+    } else if ((p->times_fd = open(times_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND,
+                                   0644)) < 0) {
+        rc = -errno;
+        fl_run_error(r, "task %s: log %s: %s", tname, times_path, strerror(-rc));
     } else if (pipe2(pfd, O_CLOEXEC) < 0) {
         rc = -errno;
         fl_run_error(r, "task %s: pipe: %s", tname, strerror(-rc));
@@ -247,6 +254,8 @@ int fl_run_start_task(struct fl_run *r, int task)
         fl_run_free_strv(env);
         if (p->log_fd >= 0)
             close(p->log_fd);
+        if (p->times_fd >= 0)
+            close(p->times_fd);
         free(p);
         return rc;
     }
@@ -266,6 +275,7 @@ int fl_run_start_task(struct fl_run *r, int task)
         fl_run_error(r, "task %s: %s", tname, err);
         close(pfd[0]);
         close(p->log_fd);
+        close(p->times_fd);
         free(script);
         free(cmd);
         free(p);
@@ -294,6 +304,8 @@ int fl_run_start_task(struct fl_run *r, int task)
                                  .generation = p->gen};
         p->rec_no = fl_rec_proc_start(r->rec, &rp);
     }
+    if (r->task_started)
+        r->task_started(r, task, cmd);
     free(cmd);
     return 0;
 }

@@ -12,6 +12,8 @@
  *   lock         byte-range (OFD) locks, one byte per inode number, so that
  *                the copy and the rename of one inode's snapshot never
  *                interleave with another's (processes and threads alike)
+ *   syncs        one byte for each sync the preload recorded since the
+ *                host's start (the harness's own baseline not counted)
  *   broken       present when a snapshot could not be recorded (the text
  *                says what failed): the harness then refuses to rebuild
  * Inode numbers are the disk's own (a tmpfs of its own for every tracked
@@ -70,6 +72,13 @@ int fl_dstore_sync_range(struct fl_dstore *st, int fd, off_t off, size_t n);
 /* In a child just forked (pthread_atfork): lets go of the locks other
  * threads of the parent held at the fork. */
 void fl_dstore_forked(void);
+
+/* Counts one sync recorded by a program (the preload, after each
+ * successful record): the harness tells "nothing was ever synced" from
+ * "the syncs were not seen" with it (harness/engine/reach.c). */
+void fl_dstore_count_sync(struct fl_dstore *st);
+/* How many syncs were counted since the store was reset. */
+long long fl_dstore_syncs(const struct fl_dstore *st);
 
 /* Marks the store broken (the first reason is kept). */
 void fl_dstore_mark_broken(struct fl_dstore *st, const char *why);

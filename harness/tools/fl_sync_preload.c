@@ -27,6 +27,10 @@
  * FAULTLINE_DURABLE_ROOT (where the disk is mounted in the host: the
  * workdir).  Without them every wrapper only calls the real function.
  *
+ * Each recorded sync is also counted (the store's `syncs`), so that a crash
+ * can tell a host whose programs never synced from one whose syncs were
+ * never seen.
+ *
  * The store is opened for each recording (a program may close every
  * descriptor it did not open itself).  A child forked while another thread
  * records lets go of that thread's lock (fl_dstore_forked).  A recording that fails is said on
@@ -98,6 +102,8 @@ static void record_fd(const char *what, int fd)
     int rc = fl_dstore_open(&st, store_path, disk_dev);
     if (rc == 0) {
         rc = fl_dstore_sync_fd(&st, fd);
+        if (rc == 0)
+            fl_dstore_count_sync(&st);
         fl_dstore_close(&st);
     }
     if (rc < 0)
@@ -113,6 +119,11 @@ static void record_all(const char *what)
     int saved = errno;
     in_layer = 1;
     int rc = fl_dstore_sync_path(store_path, disk_dev, root_path);
+    struct fl_dstore st;
+    if (rc == 0 && fl_dstore_open(&st, store_path, disk_dev) == 0) {
+        fl_dstore_count_sync(&st);
+        fl_dstore_close(&st);
+    }
     if (rc < 0)
         failed(what, -1, rc);
     in_layer = 0;
@@ -146,6 +157,8 @@ static void record_write(int fd, off_t off, ssize_t n, int force)
     int rc = fl_dstore_open(&st, store_path, disk_dev);
     if (rc == 0) {
         rc = fl_dstore_sync_range(&st, fd, off < 0 ? 0 : off, (size_t)n);
+        if (rc == 0)
+            fl_dstore_count_sync(&st);
         fl_dstore_close(&st);
     }
     if (rc < 0)
