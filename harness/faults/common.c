@@ -1,7 +1,8 @@
 /*
  * common.c: what several fault kinds share: noting the tasks a fault hit
  * (to restart or resume them at the heal), walking the tasks a target
- * covers (one task, or every task of a host), and starting the tasks that
+ * covers (one task, or every task of a host; before its event comes, a
+ * target '{event.KEY}' may be any of them), and starting the tasks that
  * waited for their host to come back.
  */
 #include "harness/faults/kind.h"
@@ -16,6 +17,11 @@ void fl_fault_add_task(struct fault_rt *fr, int task, int starts)
         abort();
     fr->starts[fr->ntasks] = starts;
     fr->tasks[fr->ntasks++] = task;
+}
+
+bool fl_fault_may_cover(const struct fl_run *r, const struct fl_scn_target *t, int task)
+{
+    return t->host == FL_SCN_HOST_EVENT || fl_fault_covers(r, t, task);
 }
 
 bool fl_fault_covers(const struct fl_run *r, const struct fl_scn_target *t, int task)

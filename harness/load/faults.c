@@ -138,6 +138,7 @@ static size_t fault_keys(const char **keys, size_t max, const char **kinds, size
     }
     keys[n++] = "for";
     keys[n++] = "variant";
+    keys[n++] = "optional";
     return n;
 }
 
@@ -157,6 +158,27 @@ static int foreign_keys(struct fl_scn_vctx *c, const ynode *it, const struct fl_
         }
     }
     return 0;
+}
+
+/* A value as written in the file, on one line (runs of blanks as one space). */
+static char *one_line(struct fl_scn_vctx *c, const ynode *v)
+{
+    size_t len = v->end > v->start && v->end <= c->len ? v->end - v->start : 0;
+    char *out = malloc(len + 1);
+    size_t n = 0;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        char ch = c->buf[v->start + i];
+        bool blank = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+        if (blank && (n == 0 || out[n - 1] == ' '))
+            continue;
+        out[n++] = blank ? ' ' : ch;
+    }
+    while (n && out[n - 1] == ' ')
+        n--;
+    out[n] = 0;
+    return out;
 }
 
 static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_fault *f)
@@ -213,7 +235,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                     fl_text_add(extra, sizeof extra, "%s, ", fl_fault_kinds[q]->keys[x]);
             return fl_scn_verr(c, it->keys[i]->loc,
                                "unknown key '%s' in fault (expected a trigger: at, after or "
-                               "on_log; a kind: %s; and %sfor, variant)",
+                               "on_log; a kind: %s; and %sfor, variant, optional)",
                                k, fl_fault_kind_list(kinds, sizeof kinds, " or "), extra);
         }
         if (is_trigger) {
@@ -246,7 +268,18 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     const struct fl_fault_kind *kd = fl_fault_kind_find(ak->value);
     a->loc = ak->loc;
     a->kind = kd->kind;
-    if ((rc = kd->parse(c, it, ak, av, a)) < 0 || (rc = foreign_keys(c, it, kd)) < 0)
+    c->ev_field = true;
+    c->ev_trigger = f->trigger.kind;
+    c->ev_seen = false;
+    rc = kd->parse(c, it, ak, av, a);
+    c->ev_field = false;
+    if (rc < 0 || (rc = foreign_keys(c, it, kd)) < 0)
+        return rc;
+    if ((f->from_event = c->ev_seen) && !(f->as_written = one_line(c, av)))
+        return -ENOMEM;
+
+    const ynode *op = fl_scn_yaml_get(it, "optional", NULL);
+    if (op && (rc = fl_scn_get_bool(c, op, "'optional'", &f->optional)) < 0)
         return rc;
 
     struct fl_scn_ynode *sk = NULL;
