@@ -104,8 +104,8 @@ int fl_scn_fault_resolve(const struct fl_scenario *s, size_t fault, const char *
         fl_scn_yaml_free(&doc);
         return -EINVAL;
     }
-    struct subst x = {.s = s, .ev_kind = ev_kind, .get = get, .ctx = ctx, .err = err,
-                      .errlen = errlen};
+    struct subst x = {
+        .s = s, .ev_kind = ev_kind, .get = get, .ctx = ctx, .err = err, .errlen = errlen};
     if ((rc = substitute(&x, val)) < 0) {
         fl_scn_yaml_free(&doc);
         return rc;
