@@ -20,10 +20,18 @@
  * with a fault in the variant) before set-up, the run's hooks (a task's env,
  * a host starting or started) for every kind, and free at the end.
  *
+ * A fault aimed by its event (a host '{event.KEY}', from_event) is read
+ * again when that event fires it (aim: fl_scn_fault_resolve, with the
+ * event's attributes and, for `host`, the sender's host); the result is
+ * fr->own, and fr->f points to it from then on, so the kinds see an
+ * ordinary fault.  An attribute missing or naming no host is the run's
+ * error, naming the fault, the event and the value.
+ *
  * A fault still PENDING when the run ends never fired: fl_faults_unfired
  * says which and why (the run's clock, the events and lines that came), so
  * that a misspelt event kind or a regex that matches nothing is not a
- * silent pass.
+ * silent pass, and records each note (unfired_faults); a fault marked
+ * optional: true gets none.
  */
 #include "harness/base/suggest.h"
 #include "harness/base/text.h"

@@ -50,6 +50,9 @@ FL_TEST_ROOT_T(engine_event_values, kill_aimed_by_event, 60)
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE idx = 1 AND"
                                          " kind = 'kill' AND target = 'b' AND error IS NULL"),
                  1);
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM faults WHERE idx = 2 AND"
+                                         " target = 'a' AND detail = 'signal=SIGCONT'"),
+                 1);
 }
 
 FL_TEST_ROOT_T(engine_event_values, partition_aimed_by_event, 60)

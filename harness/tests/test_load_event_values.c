@@ -143,12 +143,12 @@ static int resolve(const struct fl_scenario *s, size_t fault, const char *const 
 
 FL_TEST(load_event_values, resolved_with_the_events_values)
 {
-    struct fl_scenario *s = load_ok(
-        BASE "faults:\n"
-             "  - {after: {event: leader.is}, kill: '{event.node}', signal: SIGTERM}\n"
-             "  - {after: {event: leader.is}, partition: [['{event.node}'], rest]}\n"
-             "  - {after: {event: leader.is}, partition: [['{event.x}'], ['{event.y}']]}\n"
-             "  - {after: {event: leader.is}, partition: [['{event.x}'], [a, c], rest]}\n");
+    struct fl_scenario *s =
+        load_ok(BASE "faults:\n"
+                     "  - {after: {event: leader.is}, kill: '{event.node}', signal: SIGTERM}\n"
+                     "  - {after: {event: leader.is}, partition: [['{event.node}'], rest]}\n"
+                     "  - {after: {event: leader.is}, partition: [['{event.x}'], ['{event.y}']]}\n"
+                     "  - {after: {event: leader.is}, partition: [['{event.x}'], [a, c], rest]}\n");
     struct fl_scn_action a;
     char err[1024];
     FL_REQUIRE_EQ(resolve(s, 0, (const char *const[]){"node=b", NULL}, &a, err, sizeof err), 0);
@@ -175,8 +175,7 @@ FL_TEST(load_event_values, resolved_with_the_events_values)
     FL_ASSERT_EQ(resolve(s, 1, (const char *const[]){"node=r9", NULL}, &a, err, sizeof err),
                  -EINVAL);
     FL_ASSERT_STREQ(err, "event 'leader.is' gave node=r9, which is no host of this scenario");
-    FL_ASSERT_EQ(resolve(s, 0, (const char *const[]){"nod=b", NULL}, &a, err, sizeof err),
-                 -EINVAL);
+    FL_ASSERT_EQ(resolve(s, 0, (const char *const[]){"nod=b", NULL}, &a, err, sizeof err), -EINVAL);
     FL_ASSERT_STREQ(err, "event 'leader.is' has no attribute 'node' (for '{event.node}')");
     FL_ASSERT_EQ(resolve(s, 2, (const char *const[]){"x=b", "y=b", NULL}, &a, err, sizeof err),
                  -EINVAL);
