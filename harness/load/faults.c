@@ -160,25 +160,29 @@ static int foreign_keys(struct fl_scn_vctx *c, const ynode *it, const struct fl_
     return 0;
 }
 
-/* A value as written in the file, on one line (runs of blanks as one space). */
-static char *one_line(struct fl_scn_vctx *c, const ynode *v)
+/* A value as written, in flow style on one line ("[['{event.node}'], rest]"). */
+static void put_flow(const ynode *v, char *buf, size_t len)
 {
-    size_t len = v->end > v->start && v->end <= c->len ? v->end - v->start : 0;
-    char *out = malloc(len + 1);
-    size_t n = 0;
-    if (!out)
-        return NULL;
-    for (size_t i = 0; i < len; i++) {
-        char ch = c->buf[v->start + i];
-        bool blank = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
-        if (blank && (n == 0 || out[n - 1] == ' '))
-            continue;
-        out[n++] = blank ? ' ' : ch;
+    if (v->type == FL_YN_SCALAR) {
+        bool q = v->style == FL_YS_SINGLE || v->style == FL_YS_DOUBLE;
+        fl_text_add(buf, len, q ? "'%s'" : "%s", v->value);
+        return;
     }
-    while (n && out[n - 1] == ' ')
-        n--;
-    out[n] = 0;
-    return out;
+    fl_text_add(buf, len, v->type == FL_YN_SEQ ? "[" : "{");
+    for (size_t i = 0; i < v->n; i++) {
+        fl_text_add(buf, len, i ? ", " : "");
+        if (v->type == FL_YN_MAP)
+            fl_text_add(buf, len, "%s: ", v->keys[i]->value);
+        put_flow(v->items[i], buf, len);
+    }
+    fl_text_add(buf, len, v->type == FL_YN_SEQ ? "]" : "}");
+}
+
+static char *one_line(const ynode *v)
+{
+    char buf[512] = "";
+    put_flow(v, buf, sizeof buf);
+    return strdup(buf);
 }
 
 static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_fault *f)
@@ -275,7 +279,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     c->ev_field = false;
     if (rc < 0 || (rc = foreign_keys(c, it, kd)) < 0)
         return rc;
-    if ((f->from_event = c->ev_seen) && !(f->as_written = one_line(c, av)))
+    if ((f->from_event = c->ev_seen) && !(f->as_written = one_line(av)))
         return -ENOMEM;
 
     const ynode *op = fl_scn_yaml_get(it, "optional", NULL);

@@ -70,6 +70,14 @@ FL_TEST(load_event_values, accepted_on_after_faults_of_every_kind)
     FL_ASSERT_EQ(p->groups[1].hosts[1], 2);
     FL_ASSERT(!s->faults[0].optional);
     fl_scenario_free(s);
+    /* as written, in flow style whatever the file's style */
+    s = load_ok(BASE "faults:\n"
+                     "  - after: {event: e}\n"
+                     "    partition:\n"
+                     "      - ['{event.node}']\n"
+                     "      - rest\n");
+    FL_ASSERT_STREQ(s->faults[0].as_written, "[['{event.node}'], rest]");
+    fl_scenario_free(s);
 }
 
 FL_TEST(load_event_values, refused_on_at_and_on_log_faults_naming_the_field)
