@@ -121,3 +121,18 @@ FL_TEST_ROOT_T(engine_event_values, unfired_notes_db_report, 60)
                              "&#39;leader.was&#39;?)");
     free(html);
 }
+
+FL_TEST_ROOT_T(engine_event_values, every_kind_aimed_by_event, 60)
+{
+    require_setup();
+    char *out;
+    int rc = run(&out, "event-kinds.yaml");
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    /* each applied to what the event named: b, or the task node:2 */
+    FL_ASSERT_EQ(fl_test_scenario_db_int(
+                     "SELECT count(*) FROM faults WHERE error IS NULL AND (idx, target) IN"
+                     " (VALUES (1, 'b'), (2, 'b'), (3, 'node:2'), (4, 'b'), (5, 'a<->b'),"
+                     " (6, 'b->a,c'), (7, 'b'), (8, 'node:2'), (9, 'b'))"),
+                 9);
+}
