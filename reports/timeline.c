@@ -17,7 +17,8 @@
  *            arrived (log_lines.c), while its log is kept
  *
  * Details go in <title> elements (hover tooltips, no script).  Then the
- * checks with their outcomes, the faults, processes and events as tables.
+ * checks with their outcomes, the faults, the notes of the faults that
+ * never fired (unfired_faults), processes and events as tables.
  * Every database string passes through fl_html_put.  Event marks and event
  * rows are capped (MAX_EVENT_MARKS, MAX_EVENT_ROWS) so a chatty run keeps
  * the file small; the cap is said on the page.
@@ -58,6 +59,7 @@ enum {
 enum { E_T, E_HOST, E_JOB, E_TASK, E_KIND, E_ATTRS, E_SYNC };
 enum { F_NO, F_IDX, F_KIND, F_TARGET, F_DETAIL, F_APPLIED, F_HEALED, F_ERROR };
 enum { C_NAME, C_TARGET, C_PASSED, C_EXPECTED, C_OBSERVED, C_LINE };
+enum { U_IDX, U_KIND, U_TARGET, U_LINE, U_NOTE };
 
 struct lane {
     const char *host, *job, *task;
@@ -65,7 +67,7 @@ struct lane {
 
 struct tl {
     FILE *f;
-    struct fl_rows procs, events, faults, checks;
+    struct fl_rows procs, events, faults, checks, unfired;
     struct lane *lanes;
     size_t nlanes;
     size_t *proc_lane, *event_lane;
@@ -479,6 +481,23 @@ static void write_tables(struct tl *t)
         }
         fputs("</table>\n", f);
     }
+    const struct fl_rows *u = &t->unfired;
+    if (u->n) {
+        fprintf(f,
+                "<h4>Faults that never fired (%zu)</h4>\n<table class=\"unfired\"><tr>"
+                "<th>#</th><th>kind</th><th>target</th><th>line</th><th>note</th></tr>\n",
+                u->n);
+        for (size_t i = 0; i < u->n; i++) {
+            fputs("<tr>", f);
+            td(f, fl_rows_s(u, i, U_IDX));
+            td(f, fl_rows_s(u, i, U_KIND));
+            td(f, fl_rows_s(u, i, U_TARGET));
+            td(f, fl_rows_s(u, i, U_LINE));
+            td(f, fl_rows_s(u, i, U_NOTE));
+            fputs("</tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    }
     fprintf(f,
             "<details><summary>Processes (%zu)</summary>\n<table><tr><th>host</th>"
             "<th>task</th><th>gen</th><th>pid</th><th>start</th><th>end</th><th>outcome</th>"
@@ -555,6 +574,10 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
         (ret = fl_rows_load(db, &t.checks,
                             "SELECT name, target, passed, expected, observed, line FROM checks"
                             " WHERE run = ?1 ORDER BY rowid",
+                            run, err, errlen)) ||
+        (ret = fl_rows_load(db, &t.unfired,
+                            "SELECT idx, kind, target, line, note FROM unfired_faults"
+                            " WHERE run = ?1 ORDER BY idx",
                             run, err, errlen)))
         goto cleanup;
 
@@ -639,5 +662,6 @@ cleanup:
     fl_rows_free(&t.events);
     fl_rows_free(&t.faults);
     fl_rows_free(&t.checks);
+    fl_rows_free(&t.unfired);
     return ret;
 }

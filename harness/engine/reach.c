@@ -60,7 +60,9 @@ void eng_fault_target(const struct engine *e, const struct fl_scn_fault *f, char
     const struct fl_scenario *s = e->r.s;
     const struct fl_scn_action *a = &f->action;
     const struct fl_fault_kind *k = fl_fault_kind_of(a);
-    if (k->target)
+    if (f->from_event) /* aimed by an event not come yet: as written ("{event.node}") */
+        snprintf(buf, len, "%s", f->as_written ? f->as_written : "?");
+    else if (k->target)
         k->target(&e->r, a, buf, len);
     else if (a->target.kind == FL_SCN_TGT_TASK)
         fl_scn_task_name(s, a->target.task, buf, len);

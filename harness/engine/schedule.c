@@ -26,16 +26,25 @@
  * comes back with its tasks), and the lasting ones applied without for:
  * (a partition, a pause, a limit, a disk or link fault).
  *
+ * A fault aimed by its event (a host '{event.KEY}', from_event) is read
+ * again when that event fires it (aim: fl_scn_fault_resolve, with the
+ * event's attributes and, for `host`, the sender's host); the result is
+ * fr->own, and fr->f points to it from then on, so the kinds see an
+ * ordinary fault.  An attribute missing or naming no host is the run's
+ * error, naming the fault, the event and the value.
+ *
  * A fault still PENDING when the run ends never fired: fl_faults_unfired
  * says which and why (the run's clock, the events and lines that came), so
  * that a misspelt event kind or a regex that matches nothing is not a
- * silent pass.
+ * silent pass, and records each note (unfired_faults); a fault marked
+ * optional: true gets none.
  */
 #include "harness/base/suggest.h"
 #include "harness/base/text.h"
 #include "harness/engine/engine_int.h"
 #include "harness/engine/trigger.h"
 #include "harness/faults/kind.h"
+#include "harness/load/load.h"
 #include "harness/record/recorder.h"
 
 #include <errno.h>
@@ -85,9 +94,6 @@ void fl_faults_init(struct engine *e)
     }
 }
 
-/* What the fault hits, for people: the kind's own text, else its target as
- * written (a task, a host). */
-
 /* heal: undo a fault.  During stop (restart=false) nothing is started again. */
 static void heal(struct engine *e, struct fault_rt *fr, bool restart)
 {
@@ -104,10 +110,66 @@ static void heal(struct engine *e, struct fault_rt *fr, bool restart)
         fl_rec_fault_healed(e->r.rec, fr->rec_no, fl_run_now(&e->r));
 }
 
-static void fire(struct engine *e, struct fault_rt *fr)
+/* The triggering event's attribute KEY; `host` when it has none: the host
+ * of the task that sent it. */
+struct ev_ctx {
+    const struct engine *e;
+    const struct fl_ev *ev;
+    int host;
+};
+
+static const char *ev_attr(void *ctx, const char *key)
+{
+    const struct ev_ctx *x = ctx;
+    const char *v = fl_ev_get(x->ev, key);
+    if (!v && !strcmp(key, "host") && x->host >= 0)
+        v = x->e->r.s->hosts[x->host].name;
+    return v;
+}
+
+/* A fault aimed by its event: the fault as the event makes it (fr->own, and
+ * fr->f points to it), or a run error naming the fault, the event and what
+ * it gave; recorded as a fault that failed to apply. */
+static int aim(struct engine *e, struct fault_rt *fr, const struct fl_ev *ev, int host)
+{
+    const struct fl_scn_fault *f = fr->f;
+    const struct fl_fault_kind *k = fl_fault_kind_of(&f->action);
+    char err[1024] = "";
+    struct ev_ctx x = {.e = e, .ev = ev, .host = host};
+    struct fl_scn_fault *own = calloc(1, sizeof *own);
+    if (!own)
+        abort();
+    *own = *f;
+    int rc = ev ? fl_scn_fault_resolve(e->r.s, (size_t)fr->index, ev->kind, ev_attr, &x,
+                                       &own->action, err, sizeof err)
+                : (snprintf(err, sizeof err, "no event to take its hosts from"), -EINVAL);
+    if (rc == 0) {
+        own->from_event = false;
+        fr->own = own;
+        fr->f = own;
+        return 0;
+    }
+    free(own);
+    fl_run_error(&e->r, "fault %d (%s:%d, %s): %s", fr->index + 1, e->r.s->path, f->loc.line,
+                 k->name, err);
+    fr->st = F_DONE;
+    if (e->r.rec) {
+        struct fl_rec_fault rf = {.index = fr->index + 1,
+                                  .kind = k->name,
+                                  .target = f->as_written,
+                                  .applied_ms = fl_run_now(&e->r),
+                                  .error = err};
+        fr->rec_no = fl_rec_fault_applied(e->r.rec, &rf);
+    }
+    return rc;
+}
+
+static void fire(struct engine *e, struct fault_rt *fr, const struct fl_ev *ev, int host)
 {
     /* none once stop_when is met: not while the final: checks run either */
     if (fr->st != F_PENDING || e->state > RUN_RUNNING)
+        return;
+    if (fr->f->from_event && aim(e, fr, ev, host) < 0)
         return;
     char err[1024] = "", target[512], detail[1024] = "";
     const struct fl_scn_action *a = &fr->f->action;
@@ -147,7 +209,7 @@ void fl_faults_tick(struct engine *e)
         struct fault_rt *fr = &e->r.faults[i];
         const struct fl_fault_kind *k = fl_fault_kind_of(&fr->f->action);
         if (fr->st == F_PENDING && fl_trig_due(&fr->f->trigger, now))
-            fire(e, fr);
+            fire(e, fr, NULL, -1);
         else if (fr->st == F_ACTIVE && fr->heal_at >= 0 && now >= fr->heal_at)
             heal(e, fr, true);
         else if (fr->st == F_ACTIVE && fr->tick_at >= 0 && now >= fr->tick_at && k->tick)
@@ -162,7 +224,7 @@ void fl_faults_tick_setup(struct engine *e)
         struct fault_rt *fr = &e->r.faults[i];
         if (fr->st == F_PENDING && fr->f->trigger.kind == FL_SCN_TRIG_AT &&
             now >= fr->f->trigger.at_ms && fl_fault_kind_of(&fr->f->action)->at_setup)
-            fire(e, fr);
+            fire(e, fr, NULL, -1);
     }
 }
 
@@ -191,7 +253,7 @@ void fl_faults_on_event(struct engine *e, int host, int job, int task, const str
         const struct fl_scn_trigger *t = &fr->f->trigger;
         if (fr->st == F_PENDING && fl_trig_event_matches(t, host, job, task, ev) &&
             ++fr->matches >= (t->count ? t->count : 1))
-            fire(e, fr);
+            fire(e, fr, ev, host);
     }
 }
 
@@ -202,7 +264,7 @@ void fl_faults_on_line(struct engine *e, int host, int job, int task, const char
         const struct fl_scn_trigger *t = &fr->f->trigger;
         if (fr->st == F_PENDING && fl_trig_line_matches(t, host, job, task, line) &&
             ++fr->matches >= (t->count ? t->count : 1))
-            fire(e, fr);
+            fire(e, fr, NULL, -1);
     }
 }
 
@@ -278,41 +340,56 @@ static void why_no_event(const struct engine *e, const struct fault_rt *fr, char
         fl_text_add(buf, len, "%s %s", i ? "," : "", kinds[i]);
 }
 
+/* Why fr never fired, appended to buf. */
+static void why_unfired(const struct engine *e, const struct fault_rt *fr, char *buf, size_t len)
+{
+    const struct fl_scn_trigger *t = &fr->f->trigger;
+    unsigned want = t->count ? t->count : 1;
+    if (t->kind == FL_SCN_TRIG_AT ? t->at_ms <= e->res->duration_ms : fr->matches >= want) {
+        fl_text_add(buf, len, "its trigger came only once the run was ending");
+        return;
+    }
+    switch (t->kind) {
+    case FL_SCN_TRIG_AT:
+        fl_text_add(buf, len, "the run ended at %.1fs, before 'at: %lld%s'",
+                    (double)e->res->duration_ms / 1000,
+                    (long long)(t->at_ms % 1000 ? t->at_ms : t->at_ms / 1000),
+                    t->at_ms % 1000 ? "ms" : "s");
+        break;
+    case FL_SCN_TRIG_EVENT: why_no_event(e, fr, buf, len); break;
+    case FL_SCN_TRIG_LOG:
+        if (fr->matches > 0)
+            fl_text_add(buf, len, "only %u of the %u matching lines came", fr->matches, want);
+        else
+            fl_text_add(buf, len, "no output line of %s matched '%s'",
+                        t->host >= 0 || t->job >= 0 ? "the host or job it names" : "any task",
+                        t->match.src);
+        break;
+    }
+}
+
 void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
 {
     buf[0] = 0;
     for (size_t i = 0; i < e->r.nfaults; i++) {
         const struct fault_rt *fr = &e->r.faults[i];
-        if (fr->st != F_PENDING)
-            continue;
         const struct fl_scn_fault *f = fr->f;
-        const struct fl_scn_trigger *t = &f->trigger;
-        char target[256];
+        if (fr->st != F_PENDING || f->optional)
+            continue; /* optional: true: not firing is one of its outcomes */
+        const char *kind = fl_fault_kind_of(&f->action)->name;
+        char target[256], note[1024];
         eng_fault_target(e, f, target, sizeof target);
-        fl_text_add(buf, len, "%sfault %d (%s:%d, %s %s) never fired: ", buf[0] ? "\n" : "",
-                    fr->index + 1, e->r.s->path, f->loc.line, fl_fault_kind_of(&f->action)->name,
-                    target);
-        unsigned want = t->count ? t->count : 1;
-        if (t->kind == FL_SCN_TRIG_AT ? t->at_ms <= e->res->duration_ms : fr->matches >= want) {
-            fl_text_add(buf, len, "its trigger came only once the run was ending");
-            continue;
-        }
-        switch (t->kind) {
-        case FL_SCN_TRIG_AT:
-            fl_text_add(buf, len, "the run ended at %.1fs, before 'at: %lld%s'",
-                        (double)e->res->duration_ms / 1000,
-                        (long long)(t->at_ms % 1000 ? t->at_ms : t->at_ms / 1000),
-                        t->at_ms % 1000 ? "ms" : "s");
-            break;
-        case FL_SCN_TRIG_EVENT: why_no_event(e, fr, buf, len); break;
-        case FL_SCN_TRIG_LOG:
-            if (fr->matches > 0)
-                fl_text_add(buf, len, "only %u of the %u matching lines came", fr->matches, want);
-            else
-                fl_text_add(buf, len, "no output line of %s matched '%s'",
-                            t->host >= 0 || t->job >= 0 ? "the host or job it names" : "any task",
-                            t->match.src);
-            break;
+        snprintf(note, sizeof note, "fault %d (%s:%d, %s %s) never fired: ", fr->index + 1,
+                 e->r.s->path, f->loc.line, kind, target);
+        why_unfired(e, fr, note, sizeof note);
+        fl_text_add(buf, len, "%s%s", buf[0] ? "\n" : "", note);
+        if (e->r.rec) {
+            struct fl_rec_unfired u = {.index = fr->index + 1,
+                                       .kind = kind,
+                                       .target = target,
+                                       .line = f->loc.line,
+                                       .note = note};
+            fl_rec_fault_unfired(e->r.rec, &u);
         }
     }
 }

@@ -97,6 +97,10 @@ void eng_free(struct engine *e)
     for (size_t i = 0; i < e->r.nfaults; i++) {
         free(e->r.faults[i].tasks);
         free(e->r.faults[i].starts);
+        if (e->r.faults[i].own) {
+            fl_scn_action_free(&e->r.faults[i].own->action);
+            free(e->r.faults[i].own);
+        }
     }
     free(e->r.faults);
     free(e->r.hosts);

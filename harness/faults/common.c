@@ -1,7 +1,8 @@
 /*
  * common.c: what several fault kinds share: noting the tasks a fault hit
  * (to restart or resume them at the heal), walking the tasks a target
- * covers (one task, or every task of cluster: on a host), and starting the tasks that
+ * covers (one task, or every task of cluster: on a host; before its event
+ * comes, a target '{event.KEY}' may be any of them), and starting the tasks that
  * waited for their host to come back.
  */
 #include "harness/faults/kind.h"
@@ -20,6 +21,11 @@ void fl_fault_add_task(struct fault_rt *fr, int task, int starts)
 
 /* A host's tasks are those of cluster: (a final: check on it runs once no
  * fault fires any more: none reaches it). */
+bool fl_fault_may_cover(const struct fl_run *r, const struct fl_scn_target *t, int task)
+{
+    return t->host == FL_SCN_HOST_EVENT || fl_fault_covers(r, t, task);
+}
+
 bool fl_fault_covers(const struct fl_run *r, const struct fl_scn_target *t, int task)
 {
     return t->kind == FL_SCN_TGT_TASK

@@ -120,7 +120,8 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
     for (size_t i = 0; i < r->nfaults; i++) {
         const struct fl_scn_disk *dk = &r->faults[i].f->action.disk;
         for (size_t t = 0; t < s->n_tasks; t++)
-            if (covers(r, &r->faults[i], (int)t)) {
+            if (r->faults[i].f->action.kind == FL_SCN_ACT_DISK &&
+                fl_fault_may_cover(r, &r->faults[i].f->action.target, (int)t)) {
                 d->targeted[t] = true;
                 d->posix[t] |=
                     dk->call[0] != 0 && !dk->delay_us && !dk->short_bytes && !dk->short_ppm;

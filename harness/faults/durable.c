@@ -103,8 +103,10 @@ int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
     r->kind_state[FL_SCN_ACT_CRASH_HOST] = d;
     for (size_t i = 0; i < r->nfaults; i++) {
         const struct fl_scn_action *a = &r->faults[i].f->action;
-        if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE)
-            d->tracked[a->host] = true;
+        if (a->kind != FL_SCN_ACT_CRASH_HOST || a->unsynced != FL_SCN_UNSYNCED_LOSE)
+            continue;
+        for (size_t h = 0; h < s->n_hosts; h++) /* '{event.KEY}': any host might be it */
+            d->tracked[h] |= a->host == (int)h || a->host == FL_SCN_HOST_EVENT;
     }
     snprintf(d->dir, sizeof d->dir, "%s/durable", r->fsdir);
     for (size_t h = 0; h < s->n_hosts; h++)

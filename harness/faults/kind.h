@@ -93,6 +93,10 @@ int fl_fault_for_tasks(struct fl_run *r, const struct fl_scn_target *t, fl_fault
                        struct fault_rt *fr, char *err, size_t errlen);
 /* Does the target cover task? */
 bool fl_fault_covers(const struct fl_run *r, const struct fl_scn_target *t, int task);
+/* Might it, once applied?  A target '{event.KEY}' (FL_SCN_HOST_EVENT) might
+ * be any task: what a kind prepares before the run (a cgroup, a preload)
+ * goes to each of them.  Once the fault fires, its target is resolved. */
+bool fl_fault_may_cover(const struct fl_run *r, const struct fl_scn_target *t, int task);
 /* Starts the tasks of host that wait for it (restart_pending). */
 void fl_fault_restart_tasks_on(struct fl_run *r, int host);
 

@@ -152,8 +152,12 @@ static int limit_init(struct fl_run *r, char *err, size_t errlen)
         const struct fl_scn_action *a = &r->faults[f].f->action;
         if (a->kind != FL_SCN_ACT_LIMIT)
             continue;
-        r->hosts[a->host].need_cgroup |= a->threads > 0;
-        r->hosts[a->host].need_mem_cgroup |= a->memory > 0;
+        for (size_t h = 0; h < r->s->n_hosts; h++) {
+            if (a->host != (int)h && a->host != FL_SCN_HOST_EVENT)
+                continue; /* '{event.KEY}': any host might be the one */
+            r->hosts[h].need_cgroup |= a->threads > 0;
+            r->hosts[h].need_mem_cgroup |= a->memory > 0;
+        }
     }
     return 0;
 }

@@ -383,7 +383,7 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
             return fl_scn_verr(c, hs->loc,
                                "link 'hosts' needs at least two hosts (the links between them); "
                                "for all of one host's traffic write host: %s",
-                               s->hosts[a->from.hosts[0]].name);
+                               hs->type == FL_YN_SEQ ? hs->items[0]->value : hs->value);
     } else if (fr || to) {
         lk->scope = FL_SCN_LINK_ONEWAY;
         a->oneway = true;
@@ -394,7 +394,7 @@ static int link_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
             return rc;
         for (size_t i = 0; i < a->from.n; i++)
             for (size_t k = 0; k < a->to.n; k++)
-                if (a->from.hosts[i] == a->to.hosts[k])
+                if (a->from.hosts[i] >= 0 && a->from.hosts[i] == a->to.hosts[k])
                     return fl_scn_verr(c, to->loc, "host '%s' is in both 'from' and 'to'",
                                        s->hosts[a->from.hosts[i]].name);
     } else {

@@ -129,7 +129,7 @@ static int pause_init(struct fl_run *r, char *err, size_t errlen)
         if (a->kind != FL_SCN_ACT_PAUSE)
             continue;
         for (size_t t = 0; rc >= 0 && t < r->s->n_tasks; t++)
-            if (fl_fault_covers(r, &a->target, (int)t))
+            if (fl_fault_may_cover(r, &a->target, (int)t))
                 rc = fl_run_task_cgroup(r, (int)t);
     }
     if (rc < 0)

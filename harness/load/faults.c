@@ -140,6 +140,7 @@ static size_t fault_keys(const char **keys, size_t max, const char **kinds, size
     }
     keys[n++] = "for";
     keys[n++] = "variant";
+    keys[n++] = "optional";
     return n;
 }
 
@@ -159,6 +160,31 @@ static int foreign_keys(struct fl_scn_vctx *c, const ynode *it, const struct fl_
         }
     }
     return 0;
+}
+
+/* A value as written, in flow style on one line ("[['{event.node}'], rest]"). */
+static void put_flow(const ynode *v, char *buf, size_t len)
+{
+    if (v->type == FL_YN_SCALAR) {
+        bool q = v->style == FL_YS_SINGLE || v->style == FL_YS_DOUBLE;
+        fl_text_add(buf, len, q ? "'%s'" : "%s", v->value);
+        return;
+    }
+    fl_text_add(buf, len, v->type == FL_YN_SEQ ? "[" : "{");
+    for (size_t i = 0; i < v->n; i++) {
+        fl_text_add(buf, len, i ? ", " : "");
+        if (v->type == FL_YN_MAP)
+            fl_text_add(buf, len, "%s: ", v->keys[i]->value);
+        put_flow(v->items[i], buf, len);
+    }
+    fl_text_add(buf, len, v->type == FL_YN_SEQ ? "]" : "}");
+}
+
+static char *one_line(const ynode *v)
+{
+    char buf[512] = "";
+    put_flow(v, buf, sizeof buf);
+    return strdup(buf);
 }
 
 static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_fault *f)
@@ -215,7 +241,7 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
                     fl_text_add(extra, sizeof extra, "%s, ", fl_fault_kinds[q]->keys[x]);
             return fl_scn_verr(c, it->keys[i]->loc,
                                "unknown key '%s' in fault (expected a trigger: at, after or "
-                               "on_log; a kind: %s; and %sfor, variant)",
+                               "on_log; a kind: %s; and %sfor, variant, optional)",
                                k, fl_fault_kind_list(kinds, sizeof kinds, " or "), extra);
         }
         if (is_trigger) {
@@ -248,7 +274,18 @@ static int load_fault(struct fl_scn_vctx *c, const ynode *it, struct fl_scn_faul
     const struct fl_fault_kind *kd = fl_fault_kind_find(ak->value);
     a->loc = ak->loc;
     a->kind = kd->kind;
-    if ((rc = kd->parse(c, it, ak, av, a)) < 0 || (rc = foreign_keys(c, it, kd)) < 0)
+    c->ev_field = true;
+    c->ev_trigger = f->trigger.kind;
+    c->ev_seen = false;
+    rc = kd->parse(c, it, ak, av, a);
+    c->ev_field = false;
+    if (rc < 0 || (rc = foreign_keys(c, it, kd)) < 0)
+        return rc;
+    if ((f->from_event = c->ev_seen) && !(f->as_written = one_line(av)))
+        return -ENOMEM;
+
+    const ynode *op = fl_scn_yaml_get(it, "optional", NULL);
+    if (op && (rc = fl_scn_get_bool(c, op, "'optional'", &f->optional)) < 0)
         return rc;
 
     struct fl_scn_ynode *sk = NULL;

@@ -157,6 +157,17 @@ static const char *const migrations[] = {
     /* 5: the notes printed under a run's verdict (a fault that could not
      * reach a program), one a line */
     "ALTER TABLE runs ADD COLUMN notes TEXT;\n",
+
+    /* 6: the faults of a run that never fired, with the note said of each */
+    "CREATE TABLE unfired_faults (\n"
+    "  run     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+    "  idx     INTEGER NOT NULL,\n"
+    "  kind    TEXT NOT NULL,\n"
+    "  target  TEXT,\n"
+    "  line    INTEGER,\n"
+    "  note    TEXT NOT NULL,\n"
+    "  PRIMARY KEY (run, idx)\n"
+    ");\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -170,6 +181,7 @@ enum qstmt {
     Q_EVENT,
     Q_FAULT,
     Q_FAULT_HEAL,
+    Q_UNFIRED,
     Q_CHECK,
     Q_OP,
     Q_RUN_END,
@@ -187,6 +199,8 @@ static const char *const qsql[Q_NSTMT] = {
     [Q_FAULT] = "INSERT INTO faults(run, fault_no, idx, kind, target, detail, applied_ms, error)"
                 " VALUES (?,?,?,?,?,?,?,?)",
     [Q_FAULT_HEAL] = "UPDATE faults SET healed_ms = ?3 WHERE run = ?1 AND fault_no = ?2",
+    [Q_UNFIRED] = "INSERT INTO unfired_faults(run, idx, kind, target, line, note)"
+                  " VALUES (?,?,?,?,?,?)",
     [Q_CHECK] = "INSERT INTO checks(run, name, target, passed, expected, observed, line)"
                 " VALUES (?,?,?,?,?,?,?)",
     [Q_OP] = "INSERT INTO ckpt_ops(run, kind, host, step, prefix, outcome, error, started_ms,"
@@ -1387,6 +1401,20 @@ int fl_rec_fault_healed(struct fl_rec_run *run, int fault_no, int64_t healed_ms)
     q_int(&b, run->rowid);
     q_int(&b, fault_no);
     q_int(&b, healed_ms);
+    return q_end(&b, true);
+}
+
+int fl_rec_fault_unfired(struct fl_rec_run *run, const struct fl_rec_unfired *u)
+{
+    if (!u->kind || !u->note || u->index <= 0)
+        return -EINVAL;
+    struct qbuild b = q_begin(run->rec, Q_UNFIRED);
+    q_int(&b, run->rowid);
+    q_int(&b, u->index);
+    q_text(&b, u->kind);
+    q_text(&b, u->target);
+    q_int_or_null(&b, u->line, u->line <= 0);
+    q_text(&b, u->note);
     return q_end(&b, true);
 }
 

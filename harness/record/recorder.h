@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 5
+#define FL_REC_SCHEMA_VERSION 6
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -231,6 +231,18 @@ struct fl_rec_fault {
 /* Returns the fault's number in this run (>= 0, faults.fault_no). */
 int fl_rec_fault_applied(struct fl_rec_run *run, const struct fl_rec_fault *f);
 int fl_rec_fault_healed(struct fl_rec_run *run, int fault_no, int64_t healed_ms);
+
+/* A fault of the scenario that never fired in the run (an unfired_faults
+ * row): index from 1, its kind, what it aims at as the note says, the line
+ * of the fault in the file, and the note as the terminal prints it. */
+struct fl_rec_unfired {
+    int index;
+    const char *kind;
+    const char *target;
+    int line;
+    const char *note; /* "fault 2 (f.yaml:12, kill b) never fired: no 'x' event came" */
+};
+int fl_rec_fault_unfired(struct fl_rec_run *run, const struct fl_rec_unfired *u);
 
 struct fl_rec_check {
     const char *name;   /* "exit", "fails_with", "file", "event", ... */

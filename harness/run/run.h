@@ -106,9 +106,11 @@ enum fault_state { F_PENDING, F_ACTIVE, F_DONE };
 
 /* One fault of the variant: its scenario entry and where it stands. */
 struct fault_rt {
-    const struct fl_scn_fault *f;
-    int index;        /* in s->faults */
-    unsigned matches; /* EVENT/LOG triggers seen so far */
+    const struct fl_scn_fault *f; /* in the scenario; once fired, own when it has one */
+    struct fl_scn_fault *own;     /* a fault aimed by its event ('{event.KEY}'): the
+                                     fault as that event made it (the scheduler's) */
+    int index;                    /* in s->faults */
+    unsigned matches;             /* EVENT/LOG triggers seen so far */
     enum fault_state st;
     int64_t heal_at; /* when ACTIVE and for_ms > 0 */
     int64_t tick_at; /* ms since start when the kind's tick is due; -1 none.  A

@@ -12,6 +12,21 @@ static void free_hostset(struct fl_scn_hostset *h)
     free(h->hosts);
 }
 
+void fl_scn_action_free(struct fl_scn_action *a)
+{
+    for (size_t k = 0; k < a->n_groups; k++)
+        free_hostset(&a->groups[k]);
+    free(a->groups);
+    free(a->params);
+    free_hostset(&a->from);
+    free_hostset(&a->to);
+    a->groups = NULL;
+    a->n_groups = 0;
+    a->params = NULL;
+    a->from.hosts = a->to.hosts = NULL;
+    a->from.n = a->to.n = 0;
+}
+
 void fl_scenario_free(struct fl_scenario *s)
 {
     if (!s)
@@ -73,13 +88,9 @@ void fl_scenario_free(struct fl_scenario *s)
         }
         free(f->trigger.where);
         fl_scn_regex_free(&f->trigger.match);
-        for (size_t k = 0; k < f->action.n_groups; k++)
-            free_hostset(&f->action.groups[k]);
-        free(f->action.groups);
-        free(f->action.params);
-        free_hostset(&f->action.from);
-        free_hostset(&f->action.to);
+        fl_scn_action_free(&f->action);
         fl_scn_selector_free(&f->variant);
+        free(f->as_written);
     }
     free(s->faults);
     for (size_t i = 0; i < s->n_expects; i++) {

@@ -26,6 +26,13 @@ struct fl_scn_vctx {
     size_t errlen;
     struct fl_scenario *s;
     const ynode *run; /* the run: mapping (or NULL) */
+    /* While a fault's kind is parsed (harness/load/faults.c): a host or
+     * target may be '{event.KEY}' (then FL_SCN_HOST_EVENT, and ev_seen is
+     * set) when the fault's trigger (ev_trigger) is `after:`; with another
+     * trigger it is an error. */
+    bool ev_field;
+    enum fl_scn_trigger_kind ev_trigger;
+    bool ev_seen;
 };
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -72,6 +79,12 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
 /* The error for a final: entry named where faults reach (a target, a
  * trigger's job): n names it, job is its index; returns -EINVAL. */
 int fl_scn_final_not_here(struct fl_scn_vctx *c, const ynode *n, int job, const char *where);
+
+/* '{event.KEY}': the KEY of a whole value naming the triggering event's
+ * attribute (into key, at most keylen bytes), else NULL.  Looks only at the
+ * shape; fl_scn_event_value_like says whether a value tries to be one. */
+const char *fl_scn_event_value_key(const char *v, char *key, size_t keylen);
+bool fl_scn_event_value_like(const char *v);
 
 /* Regexes. */
 int fl_scn_load_regex(struct fl_scn_vctx *c, const ynode *n, const char *what,

@@ -219,6 +219,17 @@ enum fl_scn_target_kind {
     FL_SCN_TGT_TASK,     /* "job:task" or "chief": one task */
 };
 
+/*
+ * A host or target written '{event.KEY}' in a fault triggered by `after:`
+ * (scenarios/README.md, "Targets from the event"): its value is attribute
+ * KEY of the event that fires the fault.  In the loaded scenario such a host
+ * index is FL_SCN_HOST_EVENT (a target: kind HOST, host FL_SCN_HOST_EVENT,
+ * task -1) and the fault has from_event set; the scheduler resolves the
+ * fault's value again when the event comes (fl_scn_fault_resolve,
+ * harness/load/load.h) and applies that.
+ */
+#define FL_SCN_HOST_EVENT (-2)
+
 struct fl_scn_target {
     enum fl_scn_target_kind kind;
     int host;   /* HOST: host index; TASK: the task's host */
@@ -356,6 +367,9 @@ struct fl_scn_fault {
     int64_t for_ms;   /* 0 = permanent (no heal); kill: relaunch after; restart/replace: downtime */
     bool has_variant; /* applies only to variants matching 'variant' */
     struct fl_scn_selector variant;
+    bool optional;    /* optional: true: no "never fired" note when it does not fire */
+    bool from_event;  /* a host or target is '{event.KEY}' (FL_SCN_HOST_EVENT) */
+    char *as_written; /* from_event: the kind's value as written, one line, for people */
 };
 
 /* ---- expectations ------------------------------------------------------ */
@@ -516,6 +530,8 @@ struct fl_scenario {
 
 /* Frees a scenario the loader made (harness/load/load.h) and all it owns. */
 void fl_scenario_free(struct fl_scenario *s);
+/* Frees what an action owns (its groups, hosts, params), not the action. */
+void fl_scn_action_free(struct fl_scn_action *a);
 
 /*
  * The scenario files under 'path': the file itself when it is a file (any

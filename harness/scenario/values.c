@@ -269,12 +269,65 @@ static int host_names(struct fl_scn_vctx *c, const char ***out)
     return 0;
 }
 
+/* ---- values from the triggering event ------------------------------------ */
+
+const char *fl_scn_event_value_key(const char *v, char *key, size_t keylen)
+{
+    static const char pre[] = "{event.";
+    size_t n = strlen(v);
+    if (strncmp(v, pre, sizeof pre - 1) || n < sizeof pre + 1 || v[n - 1] != '}')
+        return NULL;
+    const char *k = v + sizeof pre - 1;
+    size_t kl = n - (sizeof pre - 1) - 1;
+    /* an event attribute's key: one word, no space, '=' or brace (docs/events.md) */
+    for (size_t i = 0; i < kl; i++)
+        if (isspace((unsigned char)k[i]) || strchr("={}'\"", k[i]))
+            return NULL;
+    if (kl + 1 > keylen)
+        return NULL;
+    memcpy(key, k, kl);
+    key[kl] = 0;
+    return key;
+}
+
+bool fl_scn_event_value_like(const char *v)
+{
+    /* no host, job or task name has a brace: such a value means the event */
+    return strchr(v, '{') || strchr(v, '}');
+}
+
+/* A host or target '{event.KEY}' in a fault's kind: 1 when n is one (the
+ * fault's trigger allows it), 0 when n is something else, or an error. */
+static int event_value(struct fl_scn_vctx *c, const ynode *n, const char *what)
+{
+    char key[128];
+    if (!c->ev_field || n->type != FL_YN_SCALAR || !fl_scn_event_value_like(n->value))
+        return 0;
+    if (!fl_scn_event_value_key(n->value, key, sizeof key))
+        return fl_scn_verr(c, n->loc,
+                           "bad value '%s' in %s: a value taken from the triggering event is "
+                           "written '{event.KEY}', the whole value (KEY an attribute of the "
+                           "event, e.g. '{event.node}' for 'leader.is node=b')",
+                           n->value, what);
+    if (c->ev_trigger != FL_SCN_TRIG_EVENT)
+        return fl_scn_verr(c, n->loc,
+                           "'%s' in %s takes a value from the event that triggers the fault: "
+                           "only a fault triggered by 'after:' has one (this one has '%s:')",
+                           n->value, what, fl_scn_trigger_kind_name(c->ev_trigger));
+    c->ev_seen = true;
+    return 1;
+}
+
 /* Resolves a host name node; 'what' says where ("fault", "shared path"). */
 int fl_scn_resolve_host(struct fl_scn_vctx *c, const ynode *n, const char *what, int *out)
 {
     int rc;
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
         return rc;
+    if ((rc = event_value(c, n, what)) != 0) {
+        *out = FL_SCN_HOST_EVENT;
+        return rc < 0 ? rc : 0;
+    }
     int h = fl_scn_host_find(c->s, n->value);
     if (h >= 0) {
         *out = h;
@@ -312,7 +365,7 @@ int fl_scn_load_hostset(struct fl_scn_vctx *c, const ynode *n, const char *what,
         int h;
         if ((rc = fl_scn_resolve_host(c, items[i], what, &h)) < 0)
             return rc;
-        for (size_t q = 0; q < hs->n; q++)
+        for (size_t q = 0; q < hs->n && h >= 0; q++)
             if (hs->hosts[q] == h)
                 return fl_scn_verr(c, items[i]->loc, "host '%s' is listed twice in %s",
                                    items[i]->value, what);
@@ -600,6 +653,12 @@ int fl_scn_resolve_target(struct fl_scn_vctx *c, const ynode *n, const char *kin
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
         return rc;
     t->loc = n->loc;
+    if ((rc = event_value(c, n, what)) != 0) {
+        t->kind = FL_SCN_TGT_HOST;
+        t->host = FL_SCN_HOST_EVENT;
+        t->task = -1;
+        return rc < 0 ? rc : 0;
+    }
     if (strcmp(n->value, "chief") == 0) {
         t->kind = FL_SCN_TGT_TASK;
         t->task = s->chief_task;

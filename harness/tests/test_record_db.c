@@ -94,12 +94,12 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
     sqlite3 *db = fl_rec_db(rec);
     struct stat st;
     FL_ASSERT_EQ(stat(path, &st), 0);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "5");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "6");
     FL_ASSERT_STREQ(q1(db, "PRAGMA journal_mode"), "wal");
     FL_ASSERT_STREQ(q1(db, "PRAGMA foreign_keys"), "1");
     for (const char *const *t =
              (const char *const[]){"runs", "processes", "events", "faults", "checks", "ckpt_ops",
-                                   "saves", "restores", "exports", NULL};
+                                   "saves", "restores", "exports", "unfired_faults", NULL};
          *t; t++)
         FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", *t), "1");
     FL_ASSERT_STREQ(fl_rec_path(rec), path);
@@ -107,7 +107,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
 
     /* Reopening an up-to-date database changes nothing. */
     rec = open_ok(path, NULL);
-    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "5");
+    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "6");
     fl_rec_close(rec);
 }
 
@@ -129,7 +129,7 @@ FL_TEST(record_db, open_migrates_version_1_keeping_rows)
 
     struct fl_rec *rec = open_ok(path, NULL);
     db = fl_rec_db(rec);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "5");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "6");
     FL_ASSERT_STREQ(q1(db, "SELECT verdict FROM runs WHERE run_id = 'old-run'"), "fail");
     FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM saves"), "0");
     /* The new table is usable for the old run. */
@@ -153,7 +153,7 @@ FL_TEST(record_db, open_refuses_newer_schema)
     FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EPROTO);
     FL_ASSERT(rec == NULL);
     snprintf(want, sizeof want,
-             "database %s has schema version 7, this faultline knows up to 5; "
+             "database %s has schema version 7, this faultline knows up to 6; "
              "use a newer faultline or another --db",
              path);
     FL_ASSERT_STREQ(err, want);

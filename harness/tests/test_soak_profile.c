@@ -287,3 +287,36 @@ FL_TEST(soak_profile, profiles_in_scenarios_soak_load)
         fl_soak_profile_free(p);
     }
 }
+
+FL_TEST(soak_profile, draw_faults_aimed_by_their_event)
+{
+    struct fl_soak_profile *p = load(soak_data("event_values.yaml"));
+    FL_REQUIRE_EQ(p->n_entries, 2);
+    size_t aimed = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        struct fl_soak_schedule sc;
+        FL_REQUIRE_EQ(fl_soak_draw(p, seed, &sc), 0);
+        char *text, err[2048] = "";
+        struct fl_scenario *s = NULL;
+        FL_REQUIRE_EQ(fl_soak_render(p, &sc, NULL, NULL, &text), 0);
+        int rc = fl_scenario_load_mem("drawn.yaml", text, strlen(text), &s, err, sizeof err);
+        FL_REQUIRE_MSG(rc == 0, "%s\n%s", err, text);
+        FL_REQUIRE_EQ(s->n_faults, sc.n);
+        for (size_t i = 0; i < s->n_faults; i++) {
+            const struct fl_scn_fault *f = &s->faults[i];
+            FL_ASSERT_EQ(f->trigger.kind, FL_SCN_TRIG_EVENT);
+            if (!f->from_event)
+                continue;
+            aimed++;
+            /* rendered quoted, as a value (a bare {event.node} is a YAML mapping) */
+            FL_ASSERT_MSG(!strcmp(f->as_written, "'{event.node}'") ||
+                              !strcmp(f->as_written, "[['{event.node}'], rest]"),
+                          "%s", f->as_written);
+        }
+        fl_scenario_free(s);
+        free(text);
+        fl_soak_schedule_free(&sc);
+    }
+    FL_ASSERT_GE(aimed, 30);
+    fl_soak_profile_free(p);
+}

@@ -427,3 +427,28 @@ FL_TEST(reports_html, history_counts_squares_and_streak)
     free(h);
     fl_rec_close(rec);
 }
+
+FL_TEST(reports_html, faults_that_never_fired_are_listed_with_their_notes)
+{
+    struct fl_rec *rec = open_rec("fl.db");
+    struct fl_rec_run *run = begin(rec, "r1", "unfired", "", T0);
+    struct fl_rec_unfired u = {.index = 2,
+                               .kind = "kill",
+                               .target = "'{event.node}'",
+                               .line = 12,
+                               .note = "fault 2 (f.yaml:12, kill '{event.node}') never fired: no "
+                                       "'leader.is' event came (did you mean 'leader.was'?)"};
+    FL_REQUIRE_EQ(fl_rec_fault_unfired(run, &u), 0);
+    FL_REQUIRE_EQ(fl_rec_run_end(run, "pass", NULL, 1000), 0);
+    char path[4096], err[512];
+    snprintf(path, sizeof path, "%s/r.html", fl_test_dir());
+    FL_ASSERT_EQ(fl_report_html(fl_rec_db(rec), path, NULL, err, sizeof err), 1);
+    fl_rec_close(rec);
+    char *h = slurp(path);
+    FL_ASSERT_CONTAINS(h, "<h4>Faults that never fired (1)</h4>");
+    FL_ASSERT_CONTAINS(h, "<td>2</td><td>kill</td><td>&#39;{event.node}&#39;</td><td>12</td>"
+                          "<td>fault 2 (f.yaml:12, kill &#39;{event.node}&#39;) never fired: no "
+                          "&#39;leader.is&#39; event came (did you mean &#39;leader.was&#39;?)"
+                          "</td>");
+    free(h);
+}
