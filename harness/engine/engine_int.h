@@ -96,6 +96,8 @@ void fl_faults_on_line(struct engine *e, int host, int job, int task, const char
 void fl_faults_heal_all(struct engine *e);
 /* The faults that never fired, one line each with why; "" when none. */
 void fl_faults_unfired(const struct engine *e, char *buf, size_t len);
+/* res->faults_armed and faults_fired, and o->fates when asked */
+void fl_faults_fates(struct engine *e);
 const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);
 /* The kinds' init (those with a fault in the variant) and hooks; their free. */
 int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen);
