@@ -10,7 +10,9 @@
  * dropped while the same failure (verdict and reason class) reproduces
  * (soak/min.c), each try a run of the same seed, and the smallest failing
  * schedule goes next to it as NAME-iI-sSEED.min.yaml.  A line per
- * iteration (and per minimizing run) on stderr, a summary on stdout.
+ * iteration (its run, how many of its drawn faults were applied: the
+ * engine's fates) and per minimizing run on stderr, and once a warning when
+ * most draws came after the runs' end (soak/late.c); a summary on stdout.
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
@@ -46,6 +48,12 @@ const char fl_soak_usage[] =
     "minimized: faults are dropped while the same failure (verdict and what\n"
     "failed) reproduces, and the smallest schedule is written next to it\n"
     "(NAME-iI-sSEED.min.yaml). 'faultline run FILE' replays one.\n"
+    "Each iteration's line on stderr names its run and says how many of the\n"
+    "faults drawn were applied ('2/3 faults applied': one was drawn after the\n"
+    "run's end, or at an event the run had too few of); 'faultline runs RUN\n"
+    "--faults' lists that run's schedule. When most draws of an iteration, or of\n"
+    "the last 5 passing ones, never fired, a warning (once) says which profile\n"
+    "line to change, with how long the runs lasted.\n"
     "\n"
     "  --duration D        start no iteration, nor a run minimizing a failure, after D\n"
     "                      (250ms, 30s, 10m, 2h; default 1h)\n"
