@@ -143,6 +143,34 @@ int fl_report_history(struct sqlite3 *db, FILE *out, const struct fl_report_hist
  */
 int fl_report_changed(struct sqlite3 *db, FILE *out, const char *rev);
 
+/* One fault of a run's schedule, as its scenario says it (the caller loads
+ * the scenario text the database kept). */
+struct fl_report_planned_fault {
+    int idx;             /* its number in the scenario's faults:, from 1 (faults.idx) */
+    const char *trigger; /* "at 1200ms", "after the 7th save.done (host w0)" */
+    const char *what;    /* "kill worker:1 for=300ms" */
+    int64_t at_ms;       /* an at: trigger's time; -1 for the others */
+    const char *event;   /* an after: trigger's event kind; NULL for the others */
+    unsigned count;      /* after: the count-th event (0: 1) */
+    const char *host;    /* after: the host it names, or NULL */
+    bool filtered;       /* after: names a job or values too */
+};
+
+/*
+ * `faultline runs RUN --faults`: a line on the run (scenario, variant, seed,
+ * verdict, duration, "A of N faults applied"), then its schedule as a table
+ *   # TRIGGER FAULT APPLIED HEALED NOTE
+ * one row per planned fault in plan's order, with its faults row joined by
+ * number (FAULT then as applied: kind, target, detail); a fault with no row
+ * says in NOTE why it never fired, as far as the database tells (the run
+ * ended before its at: time; how many of its events came); applied rows no
+ * planned fault claims come last.  plan may be empty (n 0: the scenario's
+ * text is not kept): the applied rows alone.  Returns the number of rows,
+ * -ENOENT when run_id is not recorded, -EIO on a database error.
+ */
+int fl_report_faults(struct sqlite3 *db, FILE *out, const char *run_id,
+                     const struct fl_report_planned_fault *plan, size_t n);
+
 /* ---- the HTML report (reports/html.c, timeline.c) ----------------------------- */
 
 struct fl_report_html_opts {

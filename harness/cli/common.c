@@ -305,3 +305,17 @@ int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **r
     }
     return open_db(prog, path, rec, true);
 }
+
+int fl_cli_find_variant(const struct fl_scenario *s, const char *name, size_t *v)
+{
+    char buf[FL_SCN_VARIANT_NAME_MAX];
+    size_t n = fl_scn_variant_count(s);
+    for (size_t i = 0; i < n; i++) {
+        const char *vn = s->n_dims ? fl_scn_variant_name(s, i, buf, sizeof buf) : "default";
+        if (!strcmp(vn, name ? name : "default")) {
+            *v = i;
+            return 0;
+        }
+    }
+    return -1;
+}

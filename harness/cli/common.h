@@ -71,4 +71,8 @@ int fl_cli_record_lost(const char *prog, struct fl_rec *rec);
  * said, "PROG: no results database at PATH: ...". */
 int fl_cli_open_db_to_read(const char *prog, const char *path, struct fl_rec **rec);
 
+/* The variant of s that a run recorded as name ("default": none), into *v;
+ * -1 when s has no such variant. */
+int fl_cli_find_variant(const struct fl_scenario *s, const char *name, size_t *v);
+
 #endif

@@ -10,9 +10,15 @@
  * whose environment names the run (FAULTLINE_RUN), removes the run's cgroups
  * (pids and freezer; a paused task's processes outlive the harness, frozen,
  * until their cgroup is thawed: removal kills, then thaws, then removes),
- * unmounts anything left under the run directory, removes the directory and
- * marks the run 'error: harness killed' in the database its state file names
- * (a run recorded with --no-db names none, and has no row to mark).
+ * unmounts and removes the run's disks (everything in the run directory
+ * but its logs, scenario copy, etc-hosts and state file: the evidence,
+ * small, which the database's processes.log_path and the report point at;
+ * the state file then says "killed", so a later gc leaves the directory and
+ * `gc --all` removes it), and marks the run 'error: harness killed
+ * (faultline gc DATE: logs kept, disks removed)' with runs.gc_at in the
+ * database its state file names (a run recorded with --no-db names none,
+ * and has no row to mark).  A run recorded as passed was removing its
+ * directory when its harness died: gc removes it whole, as it would have.
  * Cgroups under faultline/ (in the pids, freezer and memory hierarchies) whose
  * run is not alive are removed too: judged by the run's state file when the
  * run is under this --out, otherwise by the harness that the run's cgroup
@@ -132,19 +138,50 @@ static void collect_run(const char *dir, const struct fl_state *st, bool dry, in
                 fprintf(stderr, "faultline gc: rmdir %s: %s\n", st->cgroups[i], strerror(-rc));
         }
     }
-    if (!dry && st->db[0]) {
-        struct fl_rec *rec;
-        char err[512];
-        if (fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0) {
-            fl_rec_mark_abandoned(rec, st->run_id, "harness killed");
-            fl_rec_close(rec);
-        }
-    }
-    if (!dry) {
-        int rc = fl_rm_rf(dir);
+    /* A run whose harness was killed after it had passed was removing its
+     * directory (a passing run keeps nothing): that is finished.  Any other
+     * keeps its evidence (logs, scenario, state), which the database and
+     * the report point at, and loses its disks. */
+    char verdict[16] = "";
+    struct fl_rec *rec = NULL;
+    char err[512];
+    if (st->db[0] && fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0 &&
+        fl_rec_run_verdict(rec, st->run_id, verdict, sizeof verdict) < 0)
+        verdict[0] = 0;
+    if (!strcmp(verdict, "pass")) {
+        printf("  %s its directory (it had passed: nothing to keep)\n",
+               dry ? "would remove" : "removing");
+        int rc = dry ? 0 : fl_rm_rf(dir);
         if (rc < 0)
             fprintf(stderr, "faultline gc: rm -rf %s: %s\n", dir, strerror(-rc));
+    } else {
+        printf("  %s its disks; its logs stay in %s/logs\n", dry ? "would remove" : "removing",
+               dir);
     }
+    if (!dry && strcmp(verdict, "pass")) {
+        size_t n;
+        int rc = fl_rundir_strip(dir, &n);
+        if (rc < 0)
+            fprintf(stderr, "faultline gc: removing the disks of %s: %s\n", dir, strerror(-rc));
+        /* not running any more: a later gc leaves it, gc --all removes it */
+        struct fl_state done = *st;
+        snprintf(done.status, sizeof done.status, "killed");
+        if ((rc = fl_state_write(dir, &done)) < 0)
+            fprintf(stderr, "faultline gc: %s/state: %s\n", dir, strerror(-rc));
+    }
+    if (!dry && rec) {
+        time_t now = time(NULL);
+        struct tm tm;
+        char when[32] = "", reason[128];
+        if (localtime_r(&now, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        snprintf(reason, sizeof reason,
+                 "harness killed (faultline gc %s: logs kept, disks removed)", when);
+        fl_rec_mark_abandoned(rec, st->run_id, reason);
+        fl_rec_mark_collected(rec, st->run_id, (int64_t)now * 1000);
+    }
+    if (rec)
+        fl_rec_close(rec);
     (*count)++;
 }
 
@@ -199,14 +236,18 @@ const char fl_cli_gc_usage[] =
     "usage: faultline gc [--out DIR] [--all] [--dry-run]\n"
     "\n"
     "Finds runs whose faultline process is gone (killed, crashed) and removes what\n"
-    "they left: processes (host inits, the switch), cgroups, mounts, the run\n"
-    "directory; marks them 'error: harness killed' in the database each run was\n"
-    "recorded in (named in its state file). Runs still going are left alone.\n"
+    "they left: processes (host inits, the switch), cgroups, mounts, and the run's\n"
+    "disks; it keeps the run's logs (OUT/runs/RUN/logs, where the database's\n"
+    "processes.log_path points), scenario copy and state file, and marks the run\n"
+    "'error: harness killed (faultline gc DATE: logs kept, disks removed)' in the\n"
+    "database it was recorded in (named in its state file; runs.gc_at). A run\n"
+    "that had passed already is removed whole. Runs still going are left alone.\n"
     "When no run is alive on the machine, it also removes the workdirs faultline\n"
     "made (the default /srv/faultline, and those of the runs it collected) and\n"
     "the empty faultline/ parent cgroups, as the last run to end does.\n"
     "  --out DIR   where run directories are (default out; runs in DIR/runs)\n"
-    "  --all       also remove the kept directories of finished runs\n"
+    "  --all       also remove the kept directories of finished runs (and the\n"
+    "              logs gc kept of killed ones)\n"
     "  --dry-run   only say what would be removed\n";
 
 int fl_cli_gc(int argc, char **argv)

@@ -127,20 +127,6 @@ static int load_recorded(const struct fl_rec_recorded *r, const char *dir_opt,
     return -1;
 }
 
-static int find_variant(const struct fl_scenario *s, const char *name, size_t *v)
-{
-    char buf[FL_SCN_VARIANT_NAME_MAX];
-    size_t n = fl_scn_variant_count(s);
-    for (size_t i = 0; i < n; i++) {
-        const char *vn = s->n_dims ? fl_scn_variant_name(s, i, buf, sizeof buf) : "default";
-        if (!strcmp(vn, name ? name : "default")) {
-            *v = i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 static void upper(const char *v, char *buf, size_t len)
 {
     size_t i = 0;
@@ -199,7 +185,7 @@ static int replay_one(struct replay *k, const char *run_id)
     }
     if (load_recorded(&r, k->scenario_dir, &s) < 0)
         goto out;
-    if (find_variant(s, r.variant, &v) < 0) {
+    if (fl_cli_find_variant(s, r.variant, &v) < 0) {
         fprintf(stderr, "faultline replay: the recorded scenario of run %s has no variant '%s'\n",
                 run_id, r.variant ? r.variant : "default");
         goto out;

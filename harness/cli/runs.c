@@ -1,13 +1,20 @@
 /*
  * runs.c: `faultline runs`: the recorded runs (most recent first), their
  * verdict history (--history) or the scenarios whose verdict changed since
- * a revision (--changed), read from the results database, which this
- * command never creates; the tables are written by reports/.
+ * a revision (--changed), or one run's fault schedule (RUN --faults: the
+ * faults of the scenario text the database kept of it, loaded here, each
+ * with what the database says became of it), read from the results
+ * database, which this command never creates; the tables are written by
+ * reports/.
  */
 #include "harness/cli/cli.h"
 #include "harness/cli/common.h"
 #include "harness/base/suggest.h"
+#include "harness/engine/engine.h"
+#include "harness/load/load.h"
+#include "harness/record/recorded.h"
 #include "harness/record/recorder.h"
+#include "harness/scenario/scenario.h"
 #include "reports/report.h"
 
 #include <ctype.h>
@@ -23,6 +30,7 @@
 const char fl_cli_runs_usage[] =
     "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
     "                      [--limit N] [--since REV] [--history] [--changed REV]\n"
+    "       faultline runs RUN_ID --faults [--db PATH]\n"
     "\n"
     "Lists recorded runs, most recent first.\n"
     "  --db PATH        results database (default out/faultline.db)\n"
@@ -37,6 +45,9 @@ const char fl_cli_runs_usage[] =
     "  --history        verdict history per scenario and variant (how often it\n"
     "                   fails); takes --scenario and --variant\n"
     "  --changed REV    scenarios whose verdict changed since git revision REV\n"
+    "  RUN_ID --faults  the run's fault schedule: each fault of its scenario (for a\n"
+    "                   soak iteration, the faults it drew) with its trigger, when\n"
+    "                   it was applied and healed, or why it never fired\n"
     "REV: anything git names in this checkout (HEAD~3, a branch, a full hash), or\n"
     "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n"
     "Runs on an uncommitted tree are recorded at REV-dirty: they are not REV's\n"
@@ -78,21 +89,86 @@ static void hint_scenario(sqlite3 *db, const char *path, const char *name)
     free(names);
 }
 
+/* The planned faults of a recorded run: its kept scenario text, loaded. */
+static int run_faults(struct fl_rec *rec, const char *run_id)
+{
+    struct fl_rec_recorded r;
+    struct fl_scenario *s = NULL;
+    struct fl_report_planned_fault *plan = NULL;
+    char err[4096], (*texts)[2][1024] = NULL;
+    size_t n = 0, v = 0;
+    if (fl_rec_recorded_get(rec, run_id, &r, err, sizeof err) < 0) {
+        fprintf(stderr, "faultline runs: %s\n", err);
+        return 2;
+    }
+    if (!r.text)
+        fprintf(stderr,
+                "faultline runs: the database does not hold the scenario text of run %s "
+                "(recorded before faultline kept it): only the faults applied are listed\n",
+                run_id);
+    else if (fl_scenario_load_mem(r.scenario_file ? r.scenario_file : "recorded.yaml", r.text,
+                                  r.text_len, &s, err, sizeof err) < 0)
+        fprintf(stderr,
+                "faultline runs: the recorded scenario of run %s does not load (%s): only the "
+                "faults applied are listed\n",
+                run_id, err);
+    else if (fl_cli_find_variant(s, r.variant, &v) < 0)
+        fprintf(stderr,
+                "faultline runs: the recorded scenario of run %s has no variant '%s': only the "
+                "faults applied are listed\n",
+                run_id, r.variant ? r.variant : "default");
+    else if (s->n_faults) {
+        plan = calloc(s->n_faults, sizeof *plan);
+        texts = calloc(s->n_faults, sizeof *texts);
+        if (!plan || !texts) {
+            fprintf(stderr, "faultline runs: out of memory\n");
+            free(plan);
+            free(texts);
+            fl_scenario_free(s);
+            fl_rec_recorded_free(&r);
+            return 2;
+        }
+        for (size_t i = 0; i < s->n_faults; i++) {
+            const struct fl_scn_fault *f = &s->faults[i];
+            if (!fl_scn_fault_applies(s, f, v))
+                continue;
+            const struct fl_scn_trigger *t = &f->trigger;
+            fl_engine_fault_text(s, i, texts[n][0], sizeof texts[n][0], texts[n][1],
+                                 sizeof texts[n][1]);
+            plan[n] = (struct fl_report_planned_fault){
+                .idx = (int)i + 1,
+                .trigger = texts[n][0],
+                .what = texts[n][1],
+                .at_ms = t->kind == FL_SCN_TRIG_AT ? t->at_ms : -1,
+                .event = t->kind == FL_SCN_TRIG_EVENT ? t->event : NULL,
+                .count = t->count,
+                .host =
+                    t->kind == FL_SCN_TRIG_EVENT && t->host >= 0 ? s->hosts[t->host].name : NULL,
+                .filtered = t->job >= 0 || t->n_where > 0};
+            n++;
+        }
+    }
+    int rc = fl_report_faults(fl_rec_db(rec), stdout, run_id, plan, n);
+    free(plan);
+    free(texts);
+    if (s)
+        fl_scenario_free(s);
+    fl_rec_recorded_free(&r);
+    return rc < 0 ? 2 : 0;
+}
+
 int fl_cli_runs(int argc, char **argv)
 {
     const char *db = NULL;
     struct fl_report_runs_opts ro = {0};
-    bool history = false;
+    bool history = false, faults = false;
     const char *changed = NULL;
-    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
-                                         {"scenario", required_argument, 0, 's'},
-                                         {"variant", required_argument, 0, 'v'},
-                                         {"verdict", required_argument, 0, 'V'},
-                                         {"limit", required_argument, 0, 'l'},
-                                         {"since", required_argument, 0, 'S'},
-                                         {"history", no_argument, 0, 'H'},
-                                         {"changed", required_argument, 0, 'C'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},      {"scenario", required_argument, 0, 's'},
+        {"variant", required_argument, 0, 'v'}, {"verdict", required_argument, 0, 'V'},
+        {"limit", required_argument, 0, 'l'},   {"since", required_argument, 0, 'S'},
+        {"history", no_argument, 0, 'H'},       {"changed", required_argument, 0, 'C'},
+        {"faults", no_argument, 0, 'F'},        {0, 0, 0, 0}};
     int ch;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -112,8 +188,26 @@ int fl_cli_runs(int argc, char **argv)
         case 'S': ro.since_rev = optarg; break;
         case 'H': history = true; break;
         case 'C': changed = optarg; break;
+        case 'F': faults = true; break;
         default: fputs(fl_cli_runs_usage, stderr); return 2;
         }
+    }
+    const char *run_id = optind < argc ? argv[optind] : NULL;
+    if (argc - optind > 1 || (run_id && !faults) || (faults && !run_id)) {
+        fprintf(stderr, "faultline runs: %s\n",
+                argc - optind > 1 ? "one RUN_ID at most"
+                : run_id          ? "a RUN_ID goes with --faults (faultline runs RUN_ID --faults)"
+                         : "--faults lists one run's faults: faultline runs RUN_ID --faults");
+        fputs(fl_cli_runs_usage, stderr);
+        return 2;
+    }
+    if (faults) {
+        struct fl_rec *rec;
+        if (fl_cli_open_db_to_read("faultline", db, &rec) < 0)
+            return 2;
+        int rc = run_faults(rec, run_id);
+        fl_rec_close(rec);
+        return rc;
     }
     /* A revision as typed ("HEAD~3", a full hash) -> as recorded (12 digits). */
     char top[PATH_MAX], since_rev[64], changed_rev[64];

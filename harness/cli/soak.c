@@ -10,7 +10,9 @@
  * dropped while the same failure (verdict and reason class) reproduces
  * (soak/min.c), each try a run of the same seed, and the smallest failing
  * schedule goes next to it as NAME-iI-sSEED.min.yaml.  A line per
- * iteration (and per minimizing run) on stderr, a summary on stdout.
+ * iteration (its run, how many of its drawn faults were applied: the
+ * engine's fates) and per minimizing run on stderr, and once a warning when
+ * most draws came after the runs' end (soak/late.c); a summary on stdout.
  * Interrupts: the engine stops the run it is in; between runs
  * fl_engine_take_interrupt() is asked before each new run.
  */
@@ -46,6 +48,12 @@ const char fl_soak_usage[] =
     "minimized: faults are dropped while the same failure (verdict and what\n"
     "failed) reproduces, and the smallest schedule is written next to it\n"
     "(NAME-iI-sSEED.min.yaml). 'faultline run FILE' replays one.\n"
+    "Each iteration's line on stderr names its run and says how many of the\n"
+    "faults drawn were applied ('2/3 faults applied': one was drawn after the\n"
+    "run's end, or at an event the run had too few of); 'faultline runs RUN\n"
+    "--faults' lists that run's schedule. When most draws of an iteration, or of\n"
+    "the last 5 passing ones, never fired, a warning (once) says which profile\n"
+    "line to change, with how long the runs lasted.\n"
     "\n"
     "  --duration D        start no iteration, nor a run minimizing a failure, after D\n"
     "                      (250ms, 30s, 10m, 2h; default 1h)\n"
@@ -400,6 +408,12 @@ int fl_cli_soak(int argc, char **argv)
     k.deadline = iters_set ? 0 : t0 + duration_ms;
     uint64_t iter = 0, passed = 0, failed = 0, kept = 0;
     bool baseline_fails = false;
+    struct fl_soak_late *late = fl_soak_late_new(k.p);
+    if (!late) {
+        fprintf(stderr, "faultline soak: out of memory\n");
+        ret = 1;
+        goto cleanup;
+    }
     for (;; iter++) {
         if (iters_set ? iter >= iterations : fl_mono_ms() - t0 >= duration_ms)
             break;
@@ -414,18 +428,41 @@ int fl_cli_soak(int argc, char **argv)
             break;
         }
         struct fl_engine_result res;
+        /* what became of each drawn fault: fired, or came after the end */
+        struct fl_engine_fault_fate *fates = calloc(sc.n ? sc.n : 1, sizeof *fates);
+        if (!fates) {
+            fprintf(stderr, "faultline soak: out of memory\n");
+            free(text);
+            fl_soak_schedule_free(&sc);
+            break;
+        }
+        k.eo.fates = fates;
+        k.eo.n_fates = sc.n;
         run_text(&k, k.p->path, text, sc.seed, &res);
+        k.eo.fates = NULL;
+        k.eo.n_fates = 0;
         free(text);
         bool ok = !strcmp(res.verdict, "pass");
         if (!k.interrupted) {
             ok ? passed++ : failed++;
+            /* applied: the drawn faults whose trigger came (the others were
+             * drawn after the run's end, or their event never came) */
+            size_t applied = 0;
+            for (size_t i = 0; i < sc.n; i++)
+                applied += fates[i].fired;
             if (!k.quiet)
                 fprintf(stderr,
-                        "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", %zu fault%s, "
-                        "%.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n",
-                        iter + 1, res.verdict, sc.seed, sc.n, sc.n == 1 ? "" : "s",
-                        (double)res.duration_ms / 1000, hms(fl_mono_ms() - t0, t1, sizeof t1),
-                        failed, failed == 1 ? "" : "s", ok ? "" : ": ", ok ? "" : res.reason);
+                        "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", run %s, %zu/%zu "
+                        "fault%s applied, %.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n",
+                        iter + 1, res.verdict, sc.seed, res.run_id[0] ? res.run_id : "-", applied,
+                        sc.n, sc.n == 1 ? "" : "s", (double)res.duration_ms / 1000,
+                        hms(fl_mono_ms() - t0, t1, sizeof t1), failed, failed == 1 ? "" : "s",
+                        ok ? "" : ": ", ok ? "" : res.reason);
+            char *warn = NULL;
+            if (ok && fl_soak_late_add(late, &sc, fates, res.duration_ms, iter + 1, &warn) > 0) {
+                fputs(warn, stderr);
+                free(warn);
+            }
             if (!ok) {
                 kept++;
                 if (keep_failure(&k, seed, iter + 1, &sc, &res)) {
@@ -440,6 +477,7 @@ int fl_cli_soak(int argc, char **argv)
                 }
             }
         }
+        free(fates);
         fl_soak_schedule_free(&sc);
         if (!k.interrupted)
             k.interrupted = fl_engine_take_interrupt();
@@ -465,6 +503,7 @@ int fl_cli_soak(int argc, char **argv)
         if (fl_cli_record_lost("faultline soak", rec) < 0)
             ret = FL_CLI_EXIT_UNRECORDED;
     }
+    fl_soak_late_free(late);
 cleanup:
     if (rec)
         fl_rec_close(rec);

@@ -278,6 +278,7 @@ judge:
     }
     if (!e->r.error[0] && !e->interrupts)
         fl_faults_unfired(e, res->unfired, sizeof res->unfired);
+    fl_faults_fates(e);
     fl_check_run(e); /* sets verdict (if not error), expected, observed */
     if (o->rec)
         fl_rec_set_nowait(o->rec, false); /* the verdict is in: now it may wait */

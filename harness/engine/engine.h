@@ -11,6 +11,14 @@
 struct fl_scenario;
 struct fl_rec;
 
+/* What became of one fault of the scenario in a run (fl_engine_opts.fates). */
+struct fl_engine_fault_fate {
+    bool armed;       /* it applies to the variant run */
+    bool fired;       /* its trigger came and it was applied (or applying it failed) */
+    unsigned matches; /* after:/on_log: the matching events or lines seen while it
+                         waited (a fault that never fired: every one of the run) */
+};
+
 struct fl_engine_opts {
     const char *out_dir; /* run directories go to <out_dir>/runs; default "out" */
     const char *bin_dir; /* {bin}: where faultline and psrt live */
@@ -25,6 +33,11 @@ struct fl_engine_opts {
      * shell on host shell_host; the run ends when the shell exits. */
     int shell_host; /* -1: a normal run */
     bool shell_start_roles;
+    /* When not NULL: fates[i] is filled at the end with what became of
+     * s->faults[i], for i < n_fates (`faultline soak` counts its drawn
+     * faults that fired, and those that came after the run's end). */
+    struct fl_engine_fault_fate *fates;
+    size_t n_fates;
 };
 
 struct fl_engine_result {
@@ -43,9 +56,11 @@ struct fl_engine_result {
      * fault that cannot reach a program: static or Go), one a line; "" when
      * none.  Also in runs.notes. */
     char notes[4096];
-    bool interrupted; /* SIGINT/SIGTERM: stop every further run */
-    int shell_status; /* shell mode: the shell's exit status (128+signal
-                         when killed); -1 when it did not end by itself */
+    size_t faults_armed; /* faults of the variant (0 in a shell) */
+    size_t faults_fired; /* of them, those whose trigger came (applied, or failed to) */
+    bool interrupted;    /* SIGINT/SIGTERM: stop every further run */
+    int shell_status;    /* shell mode: the shell's exit status (128+signal
+                            when killed); -1 when it did not end by itself */
 };
 
 /* Runs variant v of s.  Always cleans up what it created (unless opts->keep,
@@ -62,5 +77,12 @@ bool fl_engine_take_interrupt(void);
 /* Process-wide setup: a private mount namespace and blocked signals for the
  * event loop.  Call once, before anything else, single-threaded. */
 int fl_engine_global_init(char *err, size_t errlen);
+
+/* Fault i of s for people, without a run: its trigger ("at 1200ms",
+ * "after the 7th save.done (host w0)", "on_log 'ready' (job ps)") and what
+ * it does ("kill worker:1 for=300ms", "partition [a]|[b,c]"), as
+ * `faultline runs RUN --faults` lists a recorded run's schedule. */
+void fl_engine_fault_text(const struct fl_scenario *s, size_t i, char *trigger, size_t tlen,
+                          char *what, size_t wlen);
 
 #endif

@@ -141,6 +141,8 @@ void fl_faults_heal_all(struct engine *e);
 void fl_faults_heal_for_final(struct engine *e);
 /* The faults that never fired, one line each with why; "" when none. */
 void fl_faults_unfired(const struct engine *e, char *buf, size_t len);
+/* res->faults_armed and faults_fired, and o->fates when asked */
+void fl_faults_fates(struct engine *e);
 const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *buf, size_t len);
 /* The kinds' init (those with a fault in the variant) and hooks; their free. */
 int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen);
@@ -149,6 +151,8 @@ void fl_faults_kinds_free(struct engine *e);
 /* reach.c: a fault's target as the faults table says it ("ps1", "w:0");
  * "fault 3 (f.yaml:9, disk ps1 call=write errno=EIO)" */
 void eng_fault_target(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len);
+/* the same from the run alone (r->s is all it needs: runs --faults) */
+void eng_target_of(const struct fl_run *r, const struct fl_scn_fault *f, char *buf, size_t len);
 void eng_fault_name(const struct engine *e, const struct fault_rt *fr, char *buf, size_t len);
 
 /* reach.c: notes on faults that work through a preload and a program it

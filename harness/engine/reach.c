@@ -55,21 +55,30 @@ struct src {
 
 /* ---- naming faults (also for schedule.c) ---------------------------------- */
 
-void eng_fault_target(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len)
+/* What the fault hits, for people: the kind's own text, else its target as
+ * written (a task, a host); a fault aimed by an event not come yet: its
+ * value as written ("{event.node}").  Also for a run that is only a
+ * schedule (runs --faults: r->s alone). */
+void eng_target_of(const struct fl_run *r, const struct fl_scn_fault *f, char *buf, size_t len)
 {
-    const struct fl_scenario *s = e->r.s;
+    const struct fl_scenario *s = r->s;
     const struct fl_scn_action *a = &f->action;
     const struct fl_fault_kind *k = fl_fault_kind_of(a);
-    if (f->from_event) /* aimed by an event not come yet: as written ("{event.node}") */
+    if (f->from_event)
         snprintf(buf, len, "%s", f->as_written ? f->as_written : "?");
     else if (k->target)
-        k->target(&e->r, a, buf, len);
+        k->target(r, a, buf, len);
     else if (a->target.kind == FL_SCN_TGT_TASK)
         fl_scn_task_name(s, a->target.task, buf, len);
     else if (a->target.host >= 0)
         snprintf(buf, len, "%s", s->hosts[a->target.host].name);
     else
         snprintf(buf, len, "%s", a->host >= 0 ? s->hosts[a->host].name : "?");
+}
+
+void eng_fault_target(const struct engine *e, const struct fl_scn_fault *f, char *buf, size_t len)
+{
+    eng_target_of(&e->r, f, buf, len);
 }
 
 void eng_fault_name(const struct engine *e, const struct fault_rt *fr, char *buf, size_t len)

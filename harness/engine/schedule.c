@@ -174,7 +174,7 @@ static void fire(struct engine *e, struct fault_rt *fr, const struct fl_ev *ev, 
     char err[1024] = "", target[512], detail[1024] = "";
     const struct fl_scn_action *a = &fr->f->action;
     const struct fl_fault_kind *k = fl_fault_kind_of(a);
-    eng_fault_target(e, fr->f, target, sizeof target);
+    eng_target_of(&e->r, fr->f, target, sizeof target);
     if (k->detail)
         k->detail(&e->r, fr, detail, sizeof detail);
     if (fr->f->for_ms > 0)
@@ -378,7 +378,7 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
             continue; /* optional: true: not firing is one of its outcomes */
         const char *kind = fl_fault_kind_of(&f->action)->name;
         char target[256], note[1024];
-        eng_fault_target(e, f, target, sizeof target);
+        eng_target_of(&e->r, f, target, sizeof target);
         snprintf(note, sizeof note, "fault %d (%s:%d, %s %s) never fired: ", fr->index + 1,
                  e->r.s->path, f->loc.line, kind, target);
         why_unfired(e, fr, note, sizeof note);
@@ -392,6 +392,91 @@ void fl_faults_unfired(const struct engine *e, char *buf, size_t len)
             fl_rec_fault_unfired(e->r.rec, &u);
         }
     }
+}
+
+void fl_faults_fates(struct engine *e)
+{
+    const struct fl_engine_opts *o = e->o;
+    if (o->fates)
+        memset(o->fates, 0, o->n_fates * sizeof *o->fates);
+    e->res->faults_armed = e->r.nfaults;
+    e->res->faults_fired = 0;
+    for (size_t i = 0; i < e->r.nfaults; i++) {
+        const struct fault_rt *fr = &e->r.faults[i];
+        bool fired = fr->st != F_PENDING;
+        e->res->faults_fired += fired;
+        if (o->fates && (size_t)fr->index < o->n_fates)
+            o->fates[fr->index] = (struct fl_engine_fault_fate){
+                .armed = true, .fired = fired, .matches = fr->matches};
+    }
+}
+
+/* "1200ms", "3s" */
+static const char *ms_text(int64_t ms, char *buf, size_t len)
+{
+    if (ms % 1000)
+        snprintf(buf, len, "%lldms", (long long)ms);
+    else
+        snprintf(buf, len, "%llds", (long long)(ms / 1000));
+    return buf;
+}
+
+/* " (host w0, job ps:1, step=50)": the filters of an after: or on_log: */
+static void trigger_filters(const struct fl_scenario *s, const struct fl_scn_trigger *t, char *buf,
+                            size_t len)
+{
+    char f[512] = "";
+    if (t->host >= 0)
+        fl_text_add(f, sizeof f, "host %s", s->hosts[t->host].name);
+    if (t->job >= 0) {
+        fl_text_add(f, sizeof f, "%sjob %s", f[0] ? ", " : "", s->jobs[t->job].name);
+        if (t->task >= 0)
+            fl_text_add(f, sizeof f, ":%d", t->task);
+    }
+    for (size_t i = 0; i < t->n_where; i++)
+        fl_text_add(f, sizeof f, "%s%s=%s", f[0] ? ", " : "", t->where[i].key, t->where[i].value);
+    if (f[0])
+        fl_text_add(buf, len, " (%s)", f);
+}
+
+static const char *nth(unsigned n)
+{
+    return n % 100 >= 11 && n % 100 <= 13 ? "th"
+           : n % 10 == 1                  ? "st"
+           : n % 10 == 2                  ? "nd"
+           : n % 10 == 3                  ? "rd"
+                                          : "th";
+}
+
+void fl_engine_fault_text(const struct fl_scenario *s, size_t i, char *trigger, size_t tlen,
+                          char *what, size_t wlen)
+{
+    const struct fl_scn_fault *f = &s->faults[i];
+    const struct fl_scn_trigger *t = &f->trigger;
+    unsigned count = t->count ? t->count : 1;
+    char ms[32], target[512];
+    trigger[0] = 0;
+    switch (t->kind) {
+    case FL_SCN_TRIG_AT: snprintf(trigger, tlen, "at %s", ms_text(t->at_ms, ms, sizeof ms)); break;
+    case FL_SCN_TRIG_EVENT:
+        if (count > 1)
+            snprintf(trigger, tlen, "after the %u%s %s", count, nth(count), t->event);
+        else
+            snprintf(trigger, tlen, "after %s", t->event);
+        trigger_filters(s, t, trigger, tlen);
+        break;
+    case FL_SCN_TRIG_LOG:
+        snprintf(trigger, tlen, "on_log '%s'", t->match.src);
+        if (count > 1)
+            fl_text_add(trigger, tlen, " (the %u%s line)", count, nth(count));
+        trigger_filters(s, t, trigger, tlen);
+        break;
+    }
+    struct fl_run r = {.s = s};
+    eng_target_of(&r, f, target, sizeof target);
+    snprintf(what, wlen, "%s %s", fl_fault_kind_of(&f->action)->name, target);
+    if (f->for_ms > 0)
+        fl_text_add(what, wlen, " for=%s", ms_text(f->for_ms, ms, sizeof ms));
 }
 
 /* ---- the kinds' run-wide parts -------------------------------------------- */

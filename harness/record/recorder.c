@@ -168,6 +168,10 @@ static const char *const migrations[] = {
     "  note    TEXT NOT NULL,\n"
     "  PRIMARY KEY (run, idx)\n"
     ");\n",
+
+    /* 7: when `faultline gc` cleaned up after a run whose harness was killed
+     * (its logs kept, its disks removed) */
+    "ALTER TABLE runs ADD COLUMN gc_at INTEGER;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -1029,6 +1033,25 @@ int fl_rec_mark_abandoned(struct fl_rec *rec, const char *run_id, const char *re
         return 0;
     err = fl_rec_run_verdict(rec, run_id, v, sizeof v);
     return err ? err : -EALREADY;
+}
+
+int fl_rec_mark_collected(struct fl_rec *rec, const char *run_id, int64_t gc_at_ms)
+{
+    sqlite3_stmt *st;
+    int err = fl_rec_flush(rec);
+    if (err)
+        return err;
+    int rc =
+        sqlite3_prepare_v2(rec->db, "UPDATE runs SET gc_at = ?2 WHERE run_id = ?1", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return db_fail(rec, rc, "preparing mark collected");
+    sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, gc_at_ms);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return db_fail(rec, rc, "marking a run collected");
+    return sqlite3_changes(rec->db) == 1 ? 0 : -ENOENT;
 }
 
 int fl_rec_run_verdict(struct fl_rec *rec, const char *run_id, char *buf, size_t len)

@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 6
+#define FL_REC_SCHEMA_VERSION 7
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -161,6 +161,11 @@ int fl_rec_run_notes(struct fl_rec_run *run, const char *notes);
  * run, -EALREADY when it already has a verdict.  Commits at once.
  */
 int fl_rec_mark_abandoned(struct fl_rec *rec, const char *run_id, const char *reason);
+
+/* Sets the run's gc_at (unix ms): `faultline gc` cleaned up after its killed
+ * harness, keeping its logs and removing its disks.  0, or -ENOENT when no
+ * such run.  Commits at once. */
+int fl_rec_mark_collected(struct fl_rec *rec, const char *run_id, int64_t gc_at_ms);
 
 /* Copies the run's verdict ("running", "pass", ...) into buf; -ENOENT if none. */
 int fl_rec_run_verdict(struct fl_rec *rec, const char *run_id, char *buf, size_t len);

@@ -591,6 +591,8 @@ static int load_soak(struct fl_scn_vctx *c, struct fl_soak_profile *p, const yno
                 *fs = fl_scn_yaml_get(v, "faults", NULL);
     if (!d && st)
         return no_duration(c, key);
+    if (d)
+        p->duration_line = d->loc.line;
     if (d && (rc = fl_scn_get_duration(c, d, "soak 'duration'", false, &p->duration_ms)) < 0)
         return rc;
     if (d && p->duration_ms > base->timeout_ms)

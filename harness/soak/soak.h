@@ -48,6 +48,7 @@ struct fl_soak_profile {
     struct fl_scenario *base; /* the profile loaded as a scenario (no faults) */
     int64_t start_ms;         /* faults are drawn at times in [start, duration) */
     int64_t duration_ms;      /* 0 when no entry draws times (every one has after:) */
+    int duration_line;        /* where 'duration:' is (0: not given) */
     size_t max_faults;        /* at most this many per iteration (the earliest, each by its place
                                  in its own entry's range) */
     struct fl_soak_entry *entries;
@@ -105,6 +106,24 @@ int fl_soak_fault_text(const struct fl_soak_profile *p, const struct fl_soak_fau
  */
 int fl_soak_minimize(size_t n, bool *keep, int budget,
                      int (*reproduces)(void *ctx, const bool *keep), void *ctx);
+
+/*
+ * Drawn faults that came after the run's end (soak/late.c).  Each passing
+ * iteration is added with its schedule and what became of each of its
+ * faults (fates[i] of sc->faults[i], as the engine filled them), its run's
+ * duration and its number (from 1).  Once, when most faults of that
+ * iteration, or of the last FL_SOAK_LATE_WINDOW passing ones, never fired,
+ * *warn gets the warning to print (malloc'd; file:line of what to change,
+ * with figures) and it returns 1; else 0 (or -ENOMEM).
+ */
+#define FL_SOAK_LATE_WINDOW 5
+struct fl_soak_late;
+struct fl_engine_fault_fate;
+struct fl_soak_late *fl_soak_late_new(const struct fl_soak_profile *p);
+void fl_soak_late_free(struct fl_soak_late *l);
+int fl_soak_late_add(struct fl_soak_late *l, const struct fl_soak_schedule *sc,
+                     const struct fl_engine_fault_fate *fates, int64_t duration_ms, uint64_t iter,
+                     char **warn);
 
 /* The class of a failure, for "the same failure": the verdict and what
  * failed ("fail worker:1: exit", "fail timed out", "error <text, digits

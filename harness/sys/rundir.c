@@ -1,7 +1,8 @@
 /*
  * rundir.c: files of a run: the state file that lists every resource a run
  * created (so that `faultline gc` can remove what a killed run left and
- * `faultline exec` can find a host), and small file helpers (mkdir -p,
+ * `faultline exec` can find a host), what of it is evidence to keep when
+ * `gc` removes a killed run's disks, and small file helpers (mkdir -p,
  * rm -rf that unmounts first, atomic whole-file writes).
  *
  * The state file is plain "key value" lines, rewritten atomically (temp file
@@ -93,6 +94,42 @@ int fl_rm_rf(const char *path)
     if (nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
         return -errno;
     return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
+}
+
+/* What a run's directory keeps as evidence once its disks are gone: small,
+ * and what the database and the report point at. */
+static const char *const evidence[] = {"logs", "state", "scenario.yaml", "etc-hosts"};
+
+int fl_rundir_strip(const char *dir, size_t *removed)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    int ret = 0;
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        bool keep = false;
+        for (size_t i = 0; i < sizeof evidence / sizeof *evidence && !keep; i++)
+            keep = !strcmp(e->d_name, evidence[i]);
+        if (keep)
+            continue;
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
+            ret = -ENAMETOOLONG;
+            continue;
+        }
+        int rc = fl_rm_rf(path);
+        if (rc < 0 && !ret)
+            ret = rc;
+        n += rc == 0;
+    }
+    closedir(d);
+    if (removed)
+        *removed = n;
+    return ret;
 }
 
 static const char *copy_src, *copy_dst;

@@ -2,7 +2,8 @@
  * rundir.h: a run's directory and its state file.
  *
  * Every run owns <out>/runs/<run_id>/:
- *   state            what the run created (read by `gc` and `exec`)
+ *   state            what the run created (read by `gc` and `exec`); status
+ *                    running, done, or killed (gc removed its disks)
  *   scenario.yaml    a copy of the scenario file
  *   etc-hosts        /etc/hosts of every host
  *   ev.sock          the event channel
@@ -33,7 +34,7 @@ struct fl_state {
     char variant[256];
     char db[4096];
     char workdir[4096];
-    char status[16]; /* "running", "done" */
+    char status[16]; /* "running", "done", "killed" (gc: the harness was killed) */
     pid_t harness_pid;
     unsigned long long harness_start;
     pid_t switch_pid;
@@ -48,6 +49,13 @@ int fl_state_write(const char *dir, const struct fl_state *st);
 /* Reads <dir>/state; hosts is malloc'd (free with fl_state_free). */
 int fl_state_read(const char *dir, struct fl_state *st);
 void fl_state_free(struct fl_state *st);
+
+/* A killed run's directory, as `faultline gc` leaves it: removes everything
+ * in dir but the evidence (logs/, state, scenario.yaml, etc-hosts): the
+ * disks (fs/, and hosts/ and shared/ of --keep), the event socket, the
+ * preloads.  *removed (may be NULL) counts the entries removed; 0, or the
+ * first error (the rest is still tried). */
+int fl_rundir_strip(const char *dir, size_t *removed);
 
 /* mkdir -p */
 int fl_mkdir_p(const char *path, mode_t mode);

@@ -203,3 +203,105 @@ FL_TEST_ROOT_T(cli_runs, random_seeds_round_trip_as_one_number, 60)
     FL_ASSERT_CONTAINS(out, "--seed wants a whole number 0..9223372036854775807");
     free(out);
 }
+
+/* `runs RUN --faults`: the run's schedule from the scenario text the
+ * database kept, each fault with its applied row or why it never fired: a
+ * fault applied and healed, one at a time after the run's end, one waiting
+ * for the 3rd of an event the run had once, one waiting on a host's event
+ * that came only from another; a run whose text is not kept lists what was
+ * applied.  Without it, a passing soak iteration could not show which of
+ * its drawn faults fired (issue 20, item 3). */
+FL_TEST(cli_runs, faults_lists_the_schedule_fired_or_not)
+{
+    static const char text[] = "name: sched\n"
+                               "hosts: [a, b]\n"
+                               "cluster: {node: [a], peer: [b]}\n"
+                               "run: {command: sleep 1}\n"
+                               "faults:\n"
+                               "  - {at: 200ms, kill: 'node:0', for: 300ms}\n"
+                               "  - {at: 9s, pause: b, for: 1s}\n"
+                               "  - {after: {event: ckpt.saved, count: 3}, restart: a, for: 1s}\n"
+                               "  - {after: {event: ckpt.saved, host: b}, partition: [[a], [b]]}\n"
+                               "expect: {all: {all: {exit: 0}}}\n";
+    char db[4200], err[1024];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    struct fl_rec *rec;
+    FL_REQUIRE_EQ(fl_rec_open(&rec, db, NULL, err, sizeof err), 0);
+    struct fl_rec_run *run;
+    struct fl_rec_run_info ri = {.run_id = "20260101-000000-aaaaaa",
+                                 .scenario = "sched",
+                                 .scenario_file = "/nowhere/sched.yaml",
+                                 .variant = "default",
+                                 .scenario_hash = "h1",
+                                 .scenario_text = text,
+                                 .scenario_text_len = sizeof text - 1,
+                                 .seed = 7,
+                                 .started_at_ms = 1000};
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &ri, &run), 0);
+    struct fl_rec_fault f = {.index = 1,
+                             .kind = "kill",
+                             .target = "node:0",
+                             .detail = "signal=SIGKILL for=300ms",
+                             .applied_ms = 201};
+    int no = fl_rec_fault_applied(run, &f);
+    FL_REQUIRE(no >= 0);
+    fl_rec_fault_healed(run, no, 503);
+    fl_rec_event(run, 400, "a", "node", 0, "ckpt.saved", "", false);
+    fl_rec_run_end(run, "pass", NULL, 1500);
+    /* a run whose text is not kept */
+    ri.run_id = "20260101-000001-bbbbbb";
+    ri.scenario_hash = "h2";
+    ri.scenario_text = NULL;
+    ri.scenario_text_len = 0;
+    FL_REQUIRE_EQ(fl_rec_run_begin(rec, &ri, &run), 0);
+    f.applied_ms = 250;
+    FL_REQUIRE(fl_rec_fault_applied(run, &f) >= 0);
+    fl_rec_run_end(run, "pass", NULL, 1400);
+    fl_rec_close(rec);
+
+    char *out;
+    int rc = fl_test_sh(&out, "%s runs 20260101-000000-aaaaaa --faults --db %s 2>&1",
+                        fl_test_bin("faultline"), db);
+    FL_ASSERT_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "run 20260101-000000-aaaaaa: sched (default), seed 7, PASS in 1.5s: "
+                            "1 of 4 faults applied\n");
+    FL_ASSERT_CONTAINS(out, "#  TRIGGER");
+    FL_ASSERT_CONTAINS(out, "1  at 200ms ");
+    FL_ASSERT_CONTAINS(out, "kill node:0 signal=SIGKILL for=300ms");
+    FL_ASSERT_CONTAINS(out, "201ms");
+    FL_ASSERT_CONTAINS(out, "503ms");
+    FL_ASSERT_CONTAINS(out, "2  at 9s ");
+    FL_ASSERT_CONTAINS(out, "pause b for=1s");
+    FL_ASSERT_CONTAINS(out, "never fired: the run ended at 1.5s, before it");
+    FL_ASSERT_CONTAINS(out, "3  after the 3rd ckpt.saved ");
+    FL_ASSERT_CONTAINS(out, "restart a for=1s");
+    FL_ASSERT_CONTAINS(out, "never fired: it waits for the 3rd 'ckpt.saved' event, the run had 1");
+    FL_ASSERT_CONTAINS(out, "4  after ckpt.saved (host b) ");
+    FL_ASSERT_CONTAINS(out, "partition [a]|[b]");
+    FL_ASSERT_CONTAINS(out, "never fired: the run had no 'ckpt.saved' event from b");
+    free(out);
+
+    rc = fl_test_sh(&out, "%s runs --faults 20260101-000001-bbbbbb --db %s 2>&1",
+                    fl_test_bin("faultline"), db);
+    FL_ASSERT_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "does not hold the scenario text of run 20260101-000001-bbbbbb");
+    FL_ASSERT_CONTAINS(out, "PASS in 1.4s: 1 fault applied\n");
+    FL_ASSERT_CONTAINS(out, "250ms");
+    free(out);
+
+    /* a run not recorded; --faults without a run; a run without --faults */
+    rc = fl_test_sh(&out, "%s runs 20260101-000002-cccccc --faults --db %s 2>&1",
+                    fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "no run '20260101-000002-cccccc'");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs --faults --db %s 2>&1", fl_test_bin("faultline"), db);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "faultline runs RUN_ID --faults");
+    free(out);
+    rc = fl_test_sh(&out, "%s runs 20260101-000000-aaaaaa --db %s 2>&1", fl_test_bin("faultline"),
+                    db);
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "a RUN_ID goes with --faults");
+    free(out);
+}

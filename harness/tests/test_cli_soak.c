@@ -374,6 +374,19 @@ FL_TEST_ROOT_T(cli_soak, short_soak_of_robust_profile_passes, 120)
     FL_ASSERT_CONTAINS(out, "seed 3, 2 iterations");
     FL_ASSERT_CONTAINS(out, "soak: iteration 1 pass");
     FL_ASSERT_CONTAINS(out, "soak: iteration 2 pass");
+    /* every fault is drawn before the shortest run's end: all applied */
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "soak: iteration ")); p++) {
+        const char *b = strstr(p, ", run ");
+        FL_REQUIRE(b != NULL);
+        b += strcspn(b + 2, ",") + 4; /* past ", run ID, " */
+        unsigned applied, drawn;
+        FL_REQUIRE_EQ(sscanf(b, "%u/%u", &applied, &drawn), 2);
+        FL_ASSERT_EQ(applied, drawn);
+        lines++;
+    }
+    FL_ASSERT_EQ(lines, 2);
+    FL_ASSERT(!strstr(out, "warning"));
     FL_ASSERT_CONTAINS(out, "2 iterations in");
     FL_ASSERT_CONTAINS(out, "2 passed, 0 failed");
     free(out);
@@ -387,6 +400,54 @@ FL_TEST_ROOT_T(cli_soak, short_soak_of_robust_profile_passes, 120)
     char dir[4096], f[4096];
     snprintf(dir, sizeof dir, "%s/o/soak-failures", t);
     FL_ASSERT(!find_file(dir, false, f, sizeof f));
+}
+
+/* The soak said "6 faults" of an iteration that passed with none applied
+ * (all drawn after the run's end).  Each iteration line now says
+ * applied/drawn and names its run, whose schedule `runs RUN --faults`
+ * shows; and once most draws come after the end, a warning says so, once,
+ * with figures and what to change (issue 20, item 3). */
+FL_TEST_ROOT_T(cli_soak, late_draws_said_applied_of_drawn_and_warned_once, 120)
+{
+    fl_test_need_root();
+    const char *t = fl_test_dir();
+    char *out = NULL;
+    int rc = fl_test_sh(&out, "%s soak %s --iterations 3 --seed 1 --out %s/o --db %s/fl.db 2>&1",
+                        fl_test_bin("faultline"), soak_data("late.yaml"), t, t);
+    FL_ASSERT_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "soak: iteration 1 pass (seed ");
+    FL_ASSERT_CONTAINS(out, ", 0/4 faults applied, ");
+    size_t lines = 0, warnings = 0;
+    for (const char *p = out; (p = strstr(p, "faults applied")); p++)
+        lines++;
+    for (const char *p = out; (p = strstr(p, "warning: most faults drawn never fired")); p++)
+        warnings++;
+    FL_ASSERT_EQ(lines, 3);
+    FL_ASSERT_EQ(warnings, 1);
+    FL_ASSERT_CONTAINS(out, ": 4 of the 4 drawn in iteration 1 (a run of ");
+    FL_ASSERT_CONTAINS(out, "late.yaml:13: soak 'duration' draws times in [10.0s, 20.0s), and runs "
+                            "ended as early as ");
+    FL_ASSERT_CONTAINS(out, "3 of the 3 faults drawn at times came after their run's end.  Set "
+                            "'start' and 'duration' under ");
+    FL_ASSERT_CONTAINS(out, "late.yaml:17: this entry draws the N-th event (event: never.sent), "
+                            "N in [1, 5], and a run had none: 1 of its 1 faults never fired.");
+    /* the warning comes right after the first iteration */
+    FL_ASSERT(strstr(out, "warning: most") < strstr(out, "soak: iteration 2 "));
+    /* the schedule of a passing iteration: its run, as the line names it */
+    const char *r = strstr(out, "soak: iteration 1 pass (seed ");
+    FL_REQUIRE(r && (r = strstr(r, ", run ")));
+    char run_id[64];
+    snprintf(run_id, sizeof run_id, "%.*s", (int)strcspn(r + 6, ","), r + 6);
+    free(out);
+    rc = fl_test_sh(&out, "%s runs %s --faults --db %s/fl.db 2>&1", fl_test_bin("faultline"),
+                    run_id, t);
+    FL_ASSERT_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "soak-late (default)");
+    FL_ASSERT_CONTAINS(out, "0 of 4 faults applied");
+    FL_ASSERT_CONTAINS(out, "kill node:0 for=100ms");
+    FL_ASSERT_CONTAINS(out, "never fired: the run ended at ");
+    FL_ASSERT_CONTAINS(out, "never fired: it waits for the ");
+    free(out);
 }
 
 FL_TEST(cli_soak, cli_help_and_bad_options)

@@ -249,7 +249,48 @@ static bool inits_gone(void *arg)
     return !fl_pid_alive(st->switch_pid, st->switch_start);
 }
 
-FL_TEST_ROOT_T(engine_run, sigkill_then_gc_leaves_nothing, 60)
+/* What gc leaves of a killed run: its evidence (logs, scenario copy, state
+ * file, etc-hosts) and nothing else.  It removed the whole directory, logs
+ * included, while processes.log_path and the report still pointed at them
+ * (issue 20, item 4). */
+static void assert_evidence_only(const char *dir, const char *run_id)
+{
+    DIR *d = opendir(dir);
+    FL_REQUIRE_MSG(d != NULL, "gc removed the run directory %s, logs included", dir);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        FL_ASSERT_MSG(e->d_name[0] == '.' || !strcmp(e->d_name, "logs") ||
+                          !strcmp(e->d_name, "state") || !strcmp(e->d_name, "scenario.yaml") ||
+                          !strcmp(e->d_name, "etc-hosts"),
+                      "gc left %s/%s", dir, e->d_name);
+    closedir(d);
+    struct fl_state st;
+    FL_REQUIRE_EQ(fl_state_read(dir, &st), 0);
+    FL_ASSERT_STREQ(st.status, "killed");
+    fl_state_free(&st);
+    /* the database marks it, and every log it points at is there */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error' AND gc_at > 0"
+             " AND reason LIKE 'harness killed (faultline gc %%: logs kept, disks removed)'",
+             run_id);
+    FL_ASSERT_MSG(db_count(sql) == 1, "run %s not marked killed and cleaned by gc", run_id);
+    char *paths;
+    FL_REQUIRE_EQ(fl_test_sh(&paths,
+                             "sqlite3 %s/fl.db \"SELECT p.log_path FROM processes p JOIN runs r"
+                             " ON r.id = p.run WHERE r.run_id = '%s'\"",
+                             fl_test_dir(), run_id),
+                  0);
+    for (char *p = paths, *nl; *p; p = nl + 1) {
+        if (!(nl = strchr(p, '\n')))
+            break;
+        *nl = 0;
+        FL_ASSERT_MSG(access(p, R_OK) == 0, "processes.log_path %s is gone", p);
+    }
+    free(paths);
+}
+
+FL_TEST_ROOT_T(engine_run, sigkill_then_gc_keeps_logs_only, 60)
 {
     require_setup();
     struct gc_ctx g;
@@ -274,27 +315,45 @@ FL_TEST_ROOT_T(engine_run, sigkill_then_gc_leaves_nothing, 60)
     FL_ASSERT_MSG(fl_test_wait_until(inits_gone, &st, 5000),
                   "host inits or the switch outlived the harness");
     fl_state_free(&st);
+    /* what would hold the disks (fs/ is the run's tmpfs, gone with the
+     * harness's mount namespace: a file stands for a disk left there) */
+    char disk[4200];
+    snprintf(disk, sizeof disk, "%s/fs/hosts/a/disk", g.dir);
+    FL_REQUIRE_EQ(fl_mkdir_p(disk, 0755), 0);
+    snprintf(disk, sizeof disk, "%s/fs/hosts/a/disk/model.ckpt", g.dir);
+    FL_REQUIRE_EQ(fl_write_file(disk, "x", 1), 0);
 
     char *out;
     int rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
     FL_ASSERT_CONTAINS(out, g.run_id);
+    FL_ASSERT_CONTAINS(out, "removing its disks; its logs stay in ");
     free(out);
-    FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "run directory %s left", g.dir);
+    assert_evidence_only(g.dir, g.run_id);
+    char log[4200];
+    snprintf(log, sizeof log, "%s/logs/a.sleeper.0.0.log", g.dir);
+    char *text;
+    FL_REQUIRE_EQ(fl_read_file(log, &text, NULL), 0);
+    FL_ASSERT_CONTAINS(text, "UP");
+    free(text);
     FL_ASSERT_MSG(stat(cg, &sb) != 0, "cgroup %s left", cg);
     /* nothing of the run in this mount namespace either */
     char *mounts;
     FL_REQUIRE_EQ(fl_read_file("/proc/self/mounts", &mounts, NULL), 0);
     FL_ASSERT(strstr(mounts, g.run_id) == NULL);
     free(mounts);
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM runs WHERE run_id='%s' AND verdict='error'",
-             g.run_id);
-    FL_ASSERT_EQ(db_count(sql), 1);
-    /* a second gc finds nothing */
+    /* `faultline runs` says it */
+    rc = fl_test_sh(&out, "%s runs --db %s/fl.db 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_CONTAINS(out, "harness killed (faultline gc ");
+    free(out);
+    /* a second gc finds nothing; --all removes what the first kept */
     rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
     FL_ASSERT_CONTAINS(out, "nothing to remove");
     free(out);
+    rc = fl_test_sh(&out, "%s gc --all --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_CONTAINS(out, "removing finished run directory");
+    free(out);
+    FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "gc --all left %s", g.dir);
 }
 
 /* The worker has logged UP and been killed (its relaunch comes 3 s later):
@@ -356,7 +415,9 @@ FL_TEST_ROOT_T(engine_run, gc_elsewhere_spares_a_live_run, 60)
  * tracing the harness only, not its hosts): at its first setns, while
  * hosts are being set up (its cgroups and database row exist already), and
  * at its first umount2, tearing down a run that passed.  gc must then
- * remove the run's directory and cgroup and mark its row, at once. */
+ * remove the run's cgroup and disks and mark its row, at once, and keep
+ * its logs, but those of a run that passed (removed whole, as it was
+ * being). */
 FL_TEST_ROOT_T(engine_run, kill_at_a_call_then_gc_cleans, 60)
 {
     require_setup();
@@ -395,7 +456,12 @@ FL_TEST_ROOT_T(engine_run, kill_at_a_call_then_gc_cleans, 60)
         FL_ASSERT_MSG(rc == 0, "%s: gc exited %d: %s", calls[c], rc, out);
         FL_ASSERT_CONTAINS(out, g.run_id);
         free(out);
-        FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "%s: run directory %s left", calls[c], g.dir);
+        /* killed setting up: its evidence stays; killed removing the
+         * directory of a run that passed: it goes whole */
+        if (c == 0)
+            assert_evidence_only(g.dir, g.run_id);
+        else
+            FL_ASSERT_MSG(access(g.dir, F_OK) != 0, "%s: run directory %s left", calls[c], g.dir);
         char cg[4096], root[4096];
         if (fl_cgroup_root(root, sizeof root) > 0) {
             snprintf(cg, sizeof cg, "%s/%s", root, g.run_id);
