@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +21,52 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* Whether pid holds BASE.in open read-write: the preload's hold_fifos,
+ * the last thing its constructor does with the fifos.  Before it, libfiu's
+ * thread alone reads .in, and closes and opens it again after each session:
+ * a process stopped then (SIGSTOP interrupts the open) has no reader on .in,
+ * and a command gets ENXIO instead of waiting for it. */
+static bool holds_fifos(pid_t pid, const char *base)
+{
+    char dir[64], in[4200], path[4300], link[4300], info[8192];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    snprintf(in, sizeof in, "%s.in", base);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool held = false;
+    struct dirent *de;
+    while (!held && (de = readdir(d))) {
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        if (strcmp(link, in) != 0)
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/fdinfo/%s", (int)pid, de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(info, sizeof info, f)) {
+            unsigned long flags;
+            if (sscanf(info, "flags: %lo", &flags) == 1 && (flags & O_ACCMODE) == O_RDWR)
+                held = true;
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return held;
+}
+
+/* Waits (up to 10 s) until the preload's constructor holds the fifos. */
+static void wait_held(pid_t pid, const char *base)
+{
+    for (int i = 0; i < 10000 && !holds_fifos(pid, base); i++)
+        usleep(1000); /* polling /proc: the constructor sends no event */
+    FL_REQUIRE_MSG(holds_fifos(pid, base), "pid %d never held %s.in", (int)pid, base);
+}
 
 /* `sleep 60` under the preload, its fifos under the test's directory;
  * returns its pid, and its fifo base in base. */
@@ -40,6 +87,7 @@ static pid_t start_sleeper(char *base, size_t len)
         _exit(127);
     }
     snprintf(base, len, "%s-%d", fifo, (int)pid);
+    wait_held(pid, base);
     return pid;
 }
 
