@@ -329,10 +329,11 @@ FL_TEST_ROOT_T(cli_soak, guilty_fault_kept_minimized_and_replayed, 240)
 }
 
 /* A failure that needs a fault to hit a save: psrt with
- * --max_failed_saves=1, a 20 ms write fault on the ps's disk.  Drawn at a
- * time, such a file replayed to the failure 6 times in 10; drawn at the
- * save (after: save.begin, a sync point), the kept file names the save, and
- * every replay fails the same way. */
+ * --max_failed_saves=1, a write fault on the ps's disk.  Drawn at a time
+ * (20 ms long), such a file replayed to the failure 6 times in 10; drawn at
+ * the save (after: save.begin, a sync point) and held for 2 s, so that a ps
+ * held up on a busy machine still writes under it, the kept file names the
+ * save, and every replay fails the same way. */
 FL_TEST_ROOT_T(cli_soak, failure_drawn_at_events_replays_the_same, 180)
 {
     fl_test_need_root();
