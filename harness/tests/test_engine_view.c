@@ -33,9 +33,9 @@ FL_TEST_ROOT_T(engine_view, checks_stay_in_host, 60)
     /* a directory of the machine holding a checkpoint state file */
     snprintf(machine, sizeof machine, "%s/machine-ckpt", fl_test_dir());
     FL_REQUIRE_EQ(mkdir(machine, 0755), 0);
-    FL_REQUIRE_EQ(fl_test_sh(NULL, "echo 'model_checkpoint_path: \"model.ckpt-5\"' > %s/checkpoint",
-                             machine),
-                  0);
+    FL_REQUIRE_EQ(
+        fl_test_sh(NULL, "echo 'model_checkpoint_path: \"model.ckpt-5\"' > %s/checkpoint", machine),
+        0);
     snprintf(text, sizeof text,
              "name: view\n"
              "hosts: [a]\n"
