@@ -6,8 +6,9 @@
  * generation of each task it covers (exit status, signal, core dump); output
  * checks (fails_with, log_matches, log_not_matches) read the logs of every
  * generation of the task.  File checks look at the host's disk (or the shared
- * directory a path falls in) as the run left it; event checks count the
- * events received.  With no block for the variant, every task must exit 0.
+ * directory a path falls in, or its /tmp) as the run left it, resolved in the
+ * host's view only (view.c: no symlink leads to the machine's files); event
+ * checks count the events received.  With no block for the variant, every task must exit 0.
  * A final: check (final.c) is judged like a task, by its own name (all,
  * chief and host targets cover the cluster's tasks only): it must exit 0
  * unless a block says how it may end, and it fails when it timed out; one
@@ -24,12 +25,12 @@
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 struct judge {
@@ -270,39 +271,6 @@ static void summarise_check(struct judge *j, const struct fl_scn_check *c)
         fprintf(j->expf, " log /%s/", c->log_matches.src);
 }
 
-/* Where a path of a host's filesystem lives in the harness's view. */
-static void host_path(struct engine *e, int host, const char *path, char *out, size_t len)
-{
-    const struct fl_scenario *s = e->r.s;
-    char rel[PATH_MAX];
-    size_t wl = strlen(s->workdir);
-    if (path[0] != '/')
-        snprintf(rel, sizeof rel, "%s", path);
-    else if (!strncmp(path, s->workdir, wl) && (path[wl] == '/' || !path[wl]))
-        snprintf(rel, sizeof rel, "%s", path[wl] ? path + wl + 1 : "");
-    else if (!strncmp(path, "/tmp/", 5) || !strcmp(path, "/tmp")) {
-        snprintf(out, len, "%s%s", e->r.hosts[host].tmp, path + 4);
-        return;
-    } else {
-        snprintf(out, len, "%s", path); /* outside the host's own files */
-        return;
-    }
-    while (rel[0] == '.' && rel[1] == '/')
-        memmove(rel, rel + 2, strlen(rel + 2) + 1);
-    for (size_t m = 0; m < s->n_shared; m++) {
-        const struct fl_scn_shared *sd = &s->shared[m];
-        size_t pl = strlen(sd->path);
-        bool mine = false;
-        for (size_t k = 0; k < sd->n_hosts; k++)
-            mine |= sd->hosts[k] == host;
-        if (mine && !strncmp(rel, sd->path, pl) && (rel[pl] == '/' || !rel[pl])) {
-            snprintf(out, len, "%s/shared/%zu%s", e->r.fsdir, m, rel + pl);
-            return;
-        }
-    }
-    snprintf(out, len, "%s/%s", e->r.hosts[host].disk, rel);
-}
-
 /* Is the task judged in this variant?  Every task of cluster:; a final:
  * check only in the variants it runs in. */
 static bool judged(const struct engine *e, size_t t)
@@ -375,10 +343,13 @@ void fl_check_run(struct engine *e)
             }
             for (size_t f = 0; f < x->n_files; f++) {
                 const struct fl_scn_file_check *fc = &x->files[f];
-                char path[PATH_MAX], target[PATH_MAX + 64];
-                host_path(e, fc->host, fc->path, path, sizeof path);
-                struct stat st;
-                bool exists = lstat(path, &st) == 0;
+                char target[PATH_MAX + 64];
+                /* in the host's view only: a symlink a task made to /etc
+                 * does not lead to the machine's files */
+                int fd = fl_host_open_in_view(e, fc->host, fc->path, O_PATH | O_NOFOLLOW);
+                bool exists = fd >= 0;
+                if (fd >= 0)
+                    close(fd);
                 snprintf(target, sizeof target, "%s:%s", s->hosts[fc->host].name, fc->path);
                 record(j, "file", target, exists == fc->exists, fc->exists ? "present" : "absent",
                        exists ? "present" : "absent", fc->loc.line);
@@ -407,8 +378,7 @@ void fl_check_run(struct engine *e)
                 if (j->nexp < 4)
                     fprintf(j->expf, "%s%s %s", j->nexp++ ? "; " : "", target, exp);
             }
-            struct fl_check_ckpt_ctx cc = {e,       j,       record,   host_path,
-                                           j->expf, j->obsf, &j->nexp, &j->nobs};
+            struct fl_check_ckpt_ctx cc = {e, j, record, j->expf, j->obsf, &j->nexp, &j->nobs};
             for (size_t k = 0; k < x->n_ckpts; k++)
                 fl_check_ckpt(&cc, &x->ckpts[k]);
         }

@@ -22,6 +22,9 @@
  * The chief's save.done / restore.done steps come from the events the
  * engine kept in memory (so the checks work with --no-db too).
  * Every check is recorded through check.c's record() with target HOST:PATH.
+ * Every file is read in the host's view only (view.c, and the library's
+ * *_open_in / *_read_in): a symlink a task made that leads out of the
+ * host's disk, /tmp or shared directory reads nothing of the machine's.
  */
 #include "harness/engine/check_ckpt.h"
 #include "harness/engine/engine_int.h"
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What an event of the run is to these checks: a save.done (EV_SAVED) or a
  * restore.done (EV_RESTORED) from the chief's host, else EV_OTHER. */
@@ -66,47 +70,70 @@ static const char *base_of(const char *path)
     return s ? s + 1 : path;
 }
 
-/* Where one check's bundle is, in the harness's view: the prefix, its name
- * and step.  0, or -1 with why. */
+/* Where one check's bundle is: the directory of the host's view that holds
+ * it (view.c; every file of the bundle is resolved inside it only), the
+ * prefix inside that, its name and step.  0, or -1 with why. */
 struct located {
+    int root; /* -1 none */
     char prefix[PATH_MAX];
     char name[PATH_MAX]; /* basename, e.g. model.ckpt-300 */
     long long step;      /* -1 unknown */
 };
 
+/* The root of path in host's view (fl_host_view_at), or -1 with why. */
+static int view_at(const struct fl_check_ckpt_ctx *cx, int host, const char *path, char *rel,
+                   size_t len, char *why, size_t wlen)
+{
+    int root = fl_host_view_at(cx->e, host, path, rel, len);
+    if (root == -EXDEV)
+        snprintf(why, wlen, "%s is not one of the host's own files (outside the workdir and /tmp)",
+                 path);
+    else if (root < 0)
+        snprintf(why, wlen, "%s: %s", path, strerror(-root));
+    return root < 0 ? -1 : root;
+}
+
 static int locate(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_check *ck,
                   struct located *l, char *why, size_t len)
 {
     char dir[PATH_MAX];
+    l->root = -1;
     if (ck->prefix[0]) {
-        cx->host_path(cx->e, ck->host, ck->prefix, l->prefix, sizeof l->prefix);
+        l->root = view_at(cx, ck->host, ck->prefix, l->prefix, sizeof l->prefix, why, len);
         snprintf(l->name, sizeof l->name, "%s", base_of(ck->prefix));
         l->step = step_of(l->name);
-        return 0;
+        return l->root < 0 ? -1 : 0;
     }
-    cx->host_path(cx->e, ck->host, ck->dir, dir, sizeof dir);
+    int droot = view_at(cx, ck->host, ck->dir, dir, sizeof dir, why, len);
+    if (droot < 0)
+        return -1;
     struct ckpt_state st;
     struct ckpt_err ce = {0};
     memset(&st, 0, sizeof st);
-    int r = ckpt_state_read(dir, &st, &ce);
+    int r = ckpt_state_read_in(droot, dir, &st, &ce);
     if (r < 0) {
+        close(droot);
         snprintf(why, len, "%s", r == -ENOENT ? "no `checkpoint` state file" : ce.msg);
         return -1;
     }
     if (!st.model_checkpoint_path || !*st.model_checkpoint_path) {
+        close(droot);
         ckpt_state_free(&st);
         snprintf(why, len, "the `checkpoint` state file names no checkpoint");
         return -1;
     }
     const char *m = st.model_checkpoint_path;
-    if (m[0] == '/')
-        cx->host_path(cx->e, ck->host, m, l->prefix, sizeof l->prefix);
-    else
+    if (m[0] == '/') {
+        close(droot);
+        l->root = view_at(cx, ck->host, m, l->prefix, sizeof l->prefix, why, len);
+    } else {
+        l->root = droot;
         snprintf(l->prefix, sizeof l->prefix, "%s/%s", dir, m);
+    }
     snprintf(l->name, sizeof l->name, "%s", base_of(m));
     l->step = step_of(l->name);
     ckpt_state_free(&st);
-    return 0;
+    return l->root < 0 ? -1 : 0;
 }
 
 /* The stored bytes of a tensor (crc checked), malloc'd. */
@@ -186,22 +213,26 @@ static bool restore_check(const struct fl_check_ckpt_ctx *cx, const struct fl_sc
     bool ok = true;
     for (size_t c = 0; c < ck->n_copies && ok; c++) {
         const struct fl_scn_ckpt_copy *co = &ck->copies[c];
-        char where[PATH_MAX], cpre[PATH_MAX + 64];
+        char where[PATH_MAX], cpre[PATH_MAX + 64], why[PATH_MAX + 96];
         const char *hn = cx->e->r.s->hosts[co->host].name;
+        int croot;
         if (co->prefix[0]) {
-            cx->host_path(cx->e, co->host, co->prefix, cpre, sizeof cpre);
+            croot = view_at(cx, co->host, co->prefix, cpre, sizeof cpre, why, sizeof why);
             snprintf(where, sizeof where, "%s:%s", hn, co->prefix);
         } else {
-            cx->host_path(cx->e, co->host, co->dir, where, sizeof where);
+            croot = view_at(cx, co->host, co->dir, where, sizeof where, why, sizeof why);
             snprintf(cpre, sizeof cpre, "%s/%s", where, l->name);
             snprintf(where, sizeof where, "%s:%s/%s", hn, co->dir, l->name);
         }
         struct ckpt_reader *cr;
-        if (ckpt_reader_open(&cr, cpre, &ce) < 0) {
-            snprintf(obs, len, "copy %s does not open: %s", where, ce.msg);
+        if (croot < 0 || ckpt_reader_open_in(&cr, croot, cpre, &ce) < 0) {
+            snprintf(obs, len, "copy %s does not open: %s", where, croot < 0 ? why : ce.msg);
+            if (croot >= 0)
+                close(croot);
             ok = false;
             break;
         }
+        close(croot); /* the reader holds its own */
         for (size_t i = 0; i < ckpt_reader_count(cr) && ok; i++) {
             const struct ckpt_entry *ce2 = ckpt_reader_entry(cr, i);
             if (ce2->nslices > 0)
@@ -287,7 +318,7 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
                    "a state file naming the latest checkpoint", found ? L.name : why, line);
     struct ckpt_reader *r = NULL;
     struct ckpt_err ce = {0};
-    if (found && ckpt_reader_open(&r, L.prefix, &ce) < 0) {
+    if (found && ckpt_reader_open_in(&r, L.root, L.prefix, &ce) < 0) {
         snprintf(why, sizeof why, "%s does not open: %s", L.name, ce.msg);
         r = NULL;
     }
@@ -395,6 +426,8 @@ void fl_check_ckpt(const struct fl_check_ckpt_ctx *cx, const struct fl_scn_ckpt_
     }
     if (r)
         ckpt_reader_close(r);
+    if (L.root >= 0)
+        close(L.root);
     /* observed summary: what the checkpoint is, when everything held */
     if (all_ok && *cx->nobs < 3) {
         fprintf(cx->obsf, "%s%s", (*cx->nobs)++ ? "; " : "", target);

@@ -23,8 +23,6 @@ struct fl_check_ckpt_ctx {
     /* check.c's record(): one check result (database row, verdict, reason). */
     void (*record)(struct judge *j, const char *name, const char *target, bool passed,
                    const char *expected, const char *observed, int line);
-    /* check.c's host_path(): where a path of a host's filesystem is, for us. */
-    void (*host_path)(struct engine *e, int host, const char *path, char *out, size_t len);
     FILE *expf, *obsf; /* the run's expected / observed summary texts */
     int *nexp, *nobs;  /* items already in them */
 };

@@ -126,6 +126,16 @@ int eng_shell_start(struct engine *e);
 /* teardown.c: everything the run holds removed (hosts, kinds, switch,
  * cgroups; events drained); then the engine's memory freed. */
 void eng_teardown(struct engine *e);
+
+/* view.c: a path of a host's filesystem as the host sees it (relative to
+ * the workdir, or absolute inside it or /tmp).  fl_host_view_at: an O_PATH
+ * fd of the directory that holds it (the host's disk, a shared directory
+ * or its /tmp) and, in rel, the path inside it, to resolve there only with
+ * RESOLVE_IN_ROOT; -EXDEV for a path outside the host's own files.
+ * fl_host_open_in_view: the file opened so (flags of open(2); O_PATH |
+ * O_NOFOLLOW to look at a symlink itself), or -errno. */
+int fl_host_view_at(struct engine *e, int host, const char *path, char *rel, size_t len);
+int fl_host_open_in_view(struct engine *e, int host, const char *path, int flags);
 void eng_free(struct engine *e);
 
 /* schedule.c: the faults of the variant, when they fire and heal. */

@@ -220,13 +220,13 @@ static int at_rest_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode 
     a->host = a->target.host;
     char what[32];
     snprintf(what, sizeof what, "%s 'path'", kind);
-    if ((rc = fl_scn_want(c, p, FL_YN_SCALAR, what)) < 0 ||
-        (rc = fl_scn_check_rel_path(c, p, what)) < 0)
+    if ((rc = fl_scn_want(c, p, FL_YN_SCALAR, what)) < 0)
         return rc;
     if (!p->value[0] || strlen(p->value) >= FL_SCN_REST_PATH_MAX)
         return fl_scn_verr(c, p->loc, "%s must be 1 to %d characters", what,
                            FL_SCN_REST_PATH_MAX - 1);
-    snprintf(rest->path, sizeof rest->path, "%s", p->value);
+    if ((rc = fl_scn_norm_path(c, p, what, FL_SCN_PATH_REL, rest->path, sizeof rest->path)) < 0)
+        return rc;
     snprintf(what, sizeof what, "%s '%s'", kind, corrupt ? "bytes" : "size");
     if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
         return rc;

@@ -93,18 +93,21 @@ static int load_check(struct fl_scn_vctx *c, const ynode *k, const ynode *v,
     return 0;
 }
 
-/* A ".." component anywhere in path p ("/srv/x/..", "a/../b"). */
-static bool has_dotdot(const char *p)
+/* An absolute path a check reads must be one of the host's own: inside
+ * the workdir (its disk, or a shared directory) or /tmp; any other is the
+ * machine's file, which the check must not report on ("/etc/shadow").
+ * p is normalised (fl_scn_norm_path). */
+static int own_path(struct fl_scn_vctx *c, const ynode *n, const char *what, const char *p)
 {
-    for (const char *q = p; *q;) {
-        size_t l = strcspn(q, "/");
-        if (l == 2 && q[0] == '.' && q[1] == '.')
-            return true;
-        q += l;
-        while (*q == '/')
-            q++;
-    }
-    return false;
+    const char *wd = c->s->workdir;
+    size_t wl = strlen(wd);
+    if (p[0] != '/' || (!strncmp(p, wd, wl) && (p[wl] == '/' || !p[wl])) ||
+        (!strncmp(p, "/tmp", 4) && (p[4] == '/' || !p[4])))
+        return 0;
+    return fl_scn_verr(c, n->loc,
+                       "%s '%s' is not one of the host's own files: an absolute path must be "
+                       "inside the workdir (%s) or /tmp",
+                       what, n->value, wd);
 }
 
 static int load_file_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_expect *x)
@@ -132,14 +135,18 @@ static int load_file_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_scn
         if (!p)
             return fl_scn_verr(c, it->loc, "file check needs 'path'");
         if ((rc = fl_scn_resolve_host(c, h, "file check", &f->host)) < 0 ||
-            (rc = fl_scn_get_str(c, p, "'path'", &f->path)) < 0)
+            (rc = fl_scn_want_scalar(c, p, "path")) < 0)
             return rc;
         if (!*p->value)
             return fl_scn_verr(c, p->loc, "file check 'path' must not be empty");
-        if (p->value[0] != '/' && (rc = fl_scn_check_rel_path(c, p, "path")) < 0)
+        if ((rc = fl_scn_get_path(c, p, "path", FL_SCN_PATH_DOT, &f->path)) < 0 ||
+            (rc = own_path(c, p, "path", f->path)) < 0)
             return rc;
-        if (p->value[0] == '/' && has_dotdot(p->value))
-            return fl_scn_verr(c, p->loc, "path '%s' must not contain '..'", p->value);
+        if (!f->path[0]) { /* ".": the workdir itself */
+            free(f->path);
+            if ((rc = fl_scn_dup_str(c, ".", &f->path)) < 0)
+                return rc;
+        }
         if (e && (rc = fl_scn_get_bool(c, e, "'exists'", &f->exists)) < 0)
             return rc;
     }
@@ -195,8 +202,9 @@ static int load_event_checks(struct fl_scn_vctx *c, const ynode *v, struct fl_sc
     return 0;
 }
 
-/* A path of a checkpoint check into a fixed buffer: relative (no '..') or
- * absolute, not empty, shorter than FL_SCN_CKPT_PATH_MAX. */
+/* A path of a checkpoint check into a fixed buffer, normalised: relative
+ * or absolute inside the workdir or /tmp, no '..', not empty, shorter than
+ * FL_SCN_CKPT_PATH_MAX. */
 static int ckpt_path(struct fl_scn_vctx *c, const ynode *n, const char *what, char *out)
 {
     int rc;
@@ -207,12 +215,11 @@ static int ckpt_path(struct fl_scn_vctx *c, const ynode *n, const char *what, ch
     if (strlen(n->value) >= FL_SCN_CKPT_PATH_MAX)
         return fl_scn_verr(c, n->loc, "checkpoint '%s' is longer than %d characters", what,
                            FL_SCN_CKPT_PATH_MAX - 1);
-    if (n->value[0] != '/' && (rc = fl_scn_check_rel_path(c, n, what)) < 0)
+    if ((rc = fl_scn_norm_path(c, n, what, FL_SCN_PATH_DOT, out, FL_SCN_CKPT_PATH_MAX)) < 0)
         return rc;
-    if (n->value[0] == '/' && has_dotdot(n->value))
-        return fl_scn_verr(c, n->loc, "%s '%s' must not contain '..'", what, n->value);
-    snprintf(out, FL_SCN_CKPT_PATH_MAX, "%s", n->value);
-    return 0;
+    if (!out[0]) /* "." : the workdir itself */
+        snprintf(out, FL_SCN_CKPT_PATH_MAX, ".");
+    return own_path(c, n, what, out);
 }
 
 /* dir: or prefix: (exactly one) of a checkpoint or copy mapping. */

@@ -235,8 +235,7 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
         h->n_dirs = dirs->n;
         for (size_t i = 0; i < dirs->n; i++) {
             const ynode *d = dirs->items[i];
-            if ((rc = fl_scn_get_str(c, d, "a disk dir", &h->dirs[i].path)) < 0 ||
-                (rc = fl_scn_check_rel_path(c, d, "disk dir")) < 0)
+            if ((rc = fl_scn_get_path(c, d, "disk dir", FL_SCN_PATH_REL, &h->dirs[i].path)) < 0)
                 return rc;
             h->dirs[i].loc = d->loc;
         }
@@ -252,11 +251,19 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
             const ynode *k = files->keys[i], *v = files->items[i];
             struct fl_scn_file *f = &h->files[i];
             f->loc = k->loc;
-            if ((rc = fl_scn_check_rel_path(c, k, "disk file")) < 0 ||
-                (rc = fl_scn_dup_str(c, k->value, &f->path)) < 0)
-                return rc;
             if (!*k->value)
                 return fl_scn_verr(c, k->loc, "disk file path must not be empty");
+            /* "logs/" or "logs/." names a directory: seen before the
+             * normalisation takes the end away */
+            size_t kl = strlen(k->value);
+            if (k->value[kl - 1] == '/' || !strcmp(k->value, ".") ||
+                (kl >= 2 && !strcmp(k->value + kl - 2, "/.")))
+                return fl_scn_verr(
+                    c, k->loc,
+                    "disk file '%s' names a directory, not a file (list directories in 'dirs')",
+                    k->value);
+            if ((rc = fl_scn_get_path(c, k, "disk file", FL_SCN_PATH_REL, &f->path)) < 0)
+                return rc;
             if (fl_scn_yaml_is_null(v) && v->type == FL_YN_SCALAR) {
                 if ((rc = fl_scn_dup_str(c, "", &f->content)) < 0)
                     return rc;
@@ -1034,8 +1041,7 @@ static int load_shared(struct fl_scn_vctx *c, const ynode *sh)
             return fl_scn_verr(c, it->loc, "shared entry has no 'path'");
         if (!h)
             return fl_scn_verr(c, it->loc, "shared entry has no 'hosts'");
-        if ((rc = fl_scn_get_str(c, p, "'path'", &e->path)) < 0 ||
-            (rc = fl_scn_check_rel_path(c, p, "shared path")) < 0)
+        if ((rc = fl_scn_get_path(c, p, "shared path", FL_SCN_PATH_REL, &e->path)) < 0)
             return rc;
         if ((rc = check_shared_path(c, p, e)) < 0)
             return rc;
@@ -1136,26 +1142,28 @@ static int load_top(struct fl_scn_vctx *c, const ynode *root)
         return rc;
     n = fl_scn_yaml_get(root, "workdir", NULL);
     if (n) {
-        if ((rc = fl_scn_get_str(c, n, "'workdir'", &s->workdir)) < 0)
+        /* the rules below see the normalised path: "//" is "/", "/./sys"
+         * is "/sys"; messages show it when it differs from the text */
+        char wd[PATH_MAX], as[PATH_MAX + 16] = "";
+        if ((rc = fl_scn_norm_path(c, n, "workdir", 0, wd, sizeof wd)) < 0)
             return rc;
-        if (s->workdir[0] != '/' || strcmp(s->workdir, "/") == 0 || strstr(s->workdir, "/../") ||
-            (strlen(s->workdir) >= 3 && strcmp(s->workdir + strlen(s->workdir) - 3, "/..") == 0))
+        if (strcmp(wd, n->value) != 0)
+            snprintf(as, sizeof as, " (that is %s)", wd);
+        if (wd[0] != '/' || strcmp(wd, "/") == 0)
             return fl_scn_verr(
                 c, n->loc,
-                "'workdir' must be an absolute path below / (e.g. /srv/faultline), not '%s'",
-                s->workdir);
+                "'workdir' must be an absolute path below / (e.g. /srv/faultline), not '%s'%s",
+                n->value, as);
         static const char *const bad[] = {"/proc", "/sys", "/dev", "/etc", "/tmp", "/run"};
         for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
             size_t bl = strlen(bad[i]);
-            if (strncmp(s->workdir, bad[i], bl) == 0 &&
-                (s->workdir[bl] == 0 || s->workdir[bl] == '/'))
+            if (strncmp(wd, bad[i], bl) == 0 && (wd[bl] == 0 || wd[bl] == '/'))
                 return fl_scn_verr(c, n->loc,
-                                   "workdir '%s' is inside %s, which the harness manages itself",
-                                   s->workdir, bad[i]);
+                                   "workdir '%s'%s is inside %s, which the harness manages itself",
+                                   n->value, as, bad[i]);
         }
-        size_t l = strlen(s->workdir);
-        while (l > 1 && s->workdir[l - 1] == '/')
-            s->workdir[--l] = 0;
+        if ((rc = fl_scn_dup_str(c, wd, &s->workdir)) < 0)
+            return rc;
         /* The disk is mounted over the workdir: over a directory of programs
          * or anywhere in a library tree it hides /bin/sh or what it needs
          * (every exec failed at run time). */

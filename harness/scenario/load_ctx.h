@@ -61,7 +61,17 @@ int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, lon
 int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, bool *out);
 /* The signal a scalar names (SIGKILL, KILL, 9); else an error with suggestions. */
 int fl_scn_get_signal(struct fl_scn_vctx *c, const ynode *n, int *sig);
-int fl_scn_check_rel_path(struct fl_scn_vctx *c, const ynode *n, const char *what);
+/* A path scalar, normalised ("a//./b/" -> "a/b", "//" -> "/", "/./sys" ->
+ * "/sys"), ".." refused, into out (fl_scn_norm_path) or a new string
+ * (fl_scn_get_path).  how: FL_SCN_PATH_REL (relative to the workdir),
+ * FL_SCN_PATH_ABS, or 0 (either); FL_SCN_PATH_DOT lets a relative path
+ * name the workdir itself (".": normalised to "").  Errors name the place
+ * and `what` ("shared path"). */
+enum { FL_SCN_PATH_REL = 1, FL_SCN_PATH_ABS = 2, FL_SCN_PATH_DOT = 4 };
+int fl_scn_norm_path(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned how,
+                     char *out, size_t len);
+int fl_scn_get_path(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned how,
+                    char **out);
 
 /* Places. */
 struct fl_scn_loc fl_scn_loc_at(struct fl_scn_vctx *c, size_t off);

@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,21 +202,59 @@ int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, boo
     return fl_scn_verr(c, n->loc, "%s must be true or false, not '%s'", what, n->value);
 }
 
-/* A relative path without ".." components. */
-int fl_scn_check_rel_path(struct fl_scn_vctx *c, const ynode *n, const char *what)
+/* The one normaliser of every path a scenario names (workdir, shared, disk
+ * dirs and files, corrupt/truncate globs, expect files, checkpoint dir and
+ * prefix): "//" and "." components collapse, a trailing '/' goes, and a
+ * ".." component is refused (it could lead out of the place the path is
+ * meant for, and "/srv/../sys" or "a/../.." would get past the rules that
+ * look at the path's text).  The rules are then applied to what this
+ * returns, so "//" is "/" and "/./sys" is "/sys" to them. */
+int fl_scn_norm_path(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned how,
+                     char *out, size_t len)
 {
+    int rc;
+    if ((rc = fl_scn_want(c, n, FL_YN_SCALAR, what)) < 0)
+        return rc;
     const char *p = n->value;
-    if (p[0] == '/')
+    bool abs = p[0] == '/';
+    if (abs && (how & FL_SCN_PATH_REL))
         return fl_scn_verr(c, n->loc, "%s '%s' must be relative to the workdir", what, p);
+    if (!abs && (how & FL_SCN_PATH_ABS))
+        return fl_scn_verr(c, n->loc, "%s '%s' must be an absolute path", what, p);
+    size_t o = 0;
+    if (abs && len)
+        out[o++] = '/';
     for (const char *q = p; *q;) {
         size_t l = strcspn(q, "/");
         if (l == 2 && q[0] == '.' && q[1] == '.')
             return fl_scn_verr(c, n->loc, "%s '%s' must not contain '..'", what, p);
+        if (l && !(l == 1 && q[0] == '.')) {
+            if (o + l + 2 > len)
+                return fl_scn_verr(c, n->loc, "%s '%.40s...' is too long", what, p);
+            if (o && out[o - 1] != '/')
+                out[o++] = '/';
+            memcpy(out + o, q, l);
+            o += l;
+        }
         q += l;
         while (*q == '/')
             q++;
     }
+    if (o >= len)
+        return fl_scn_verr(c, n->loc, "%s '%.40s...' is too long", what, p);
+    out[o] = 0;
+    if (*p && !o && !(how & FL_SCN_PATH_DOT))
+        return fl_scn_verr(c, n->loc, "%s '%s' names the workdir itself, not a path inside it",
+                           what, p);
     return 0;
+}
+
+int fl_scn_get_path(struct fl_scn_vctx *c, const ynode *n, const char *what, unsigned how,
+                    char **out)
+{
+    char buf[PATH_MAX];
+    int rc = fl_scn_norm_path(c, n, what, how, buf, sizeof buf);
+    return rc < 0 ? rc : fl_scn_dup_str(c, buf, out);
 }
 
 /* Line:column of a byte offset in the source. */

@@ -243,6 +243,12 @@ struct ckpt_entry {
 /* Opens PREFIX.index, checks footer, every block crc, the header and every
  * entry's encoding. */
 int ckpt_reader_open(struct ckpt_reader **rp, const char *prefix, struct ckpt_err *err);
+/* The same, with PREFIX and the data files resolved inside the directory
+ * ROOT as if it were "/" (openat2 RESOLVE_IN_ROOT, Linux >= 5.6): neither
+ * "..", an absolute path nor a symlink leads out of it.  The reader keeps
+ * its own copy of ROOT. */
+int ckpt_reader_open_in(struct ckpt_reader **rp, int root, const char *prefix,
+                        struct ckpt_err *err);
 void ckpt_reader_close(struct ckpt_reader *r);
 
 const char *ckpt_reader_prefix(const struct ckpt_reader *r);

@@ -125,6 +125,10 @@ int ckpt_strings_check(const uint8_t *p, size_t size, uint64_t n, uint32_t maske
 /* ---- file-system helpers; -errno ---- */
 int ckpt_write_all(int fd, const void *p, size_t n);
 int ckpt_pread_all(int fd, void *p, size_t n, uint64_t off, size_t *got);
+/* open(path, flags), or with root >= 0: path resolved inside the directory
+ * root as if it were "/" (openat2 RESOLVE_IN_ROOT: "..", absolute paths and
+ * symlinks never lead out of it).  fd, or -1 with errno. */
+int ckpt_open_in(int root, const char *path, int flags);
 int ckpt_fsync_dir(const char *dir);  /* dir "" means "." */
 char *ckpt_dirname(const char *path); /* malloc'd, "." if none */
 int ckpt_mkdir_p(const char *dir, char *failed, size_t failedlen);

@@ -51,6 +51,7 @@ struct ckpt_reader {
     const uint8_t *memdata;
     size_t memlen;
     struct ckpt_err *err; /* during open */
+    int root;             /* files resolved inside it (ckpt_reader_open_in), else -1 */
 };
 
 static int entry_err(struct ckpt_reader *r, struct ckpt_err *err, int code, const char *path,
@@ -232,6 +233,11 @@ static int finish_open(struct ckpt_reader *r, const uint8_t *index, size_t len,
 
 int ckpt_reader_open(struct ckpt_reader **rp, const char *prefix, struct ckpt_err *err)
 {
+    return ckpt_reader_open_in(rp, -1, prefix, err);
+}
+
+int ckpt_reader_open_in(struct ckpt_reader **rp, int root, const char *prefix, struct ckpt_err *err)
+{
     struct ckpt_reader *r = NULL;
     uint8_t *index = NULL;
     int fd = -1, rc = 0;
@@ -241,11 +247,18 @@ int ckpt_reader_open(struct ckpt_reader **rp, const char *prefix, struct ckpt_er
     if (!prefix || !*prefix)
         return ckpt_err_set(err, -EINVAL, NULL, NULL, NULL, 0, "bundle reader: empty prefix");
     r = calloc(1, sizeof *r);
+    if (r)
+        r->root = -1;
     if (!r || !(r->prefix = strdup(prefix)) || !(r->index_path = ckpt_index_name(prefix))) {
         rc = ckpt_err_set(err, -ENOMEM, NULL, prefix, NULL, 0, "out of memory");
         goto cleanup;
     }
-    fd = open(r->index_path, O_RDONLY | O_CLOEXEC);
+    if (root >= 0 && (r->root = fcntl(root, F_DUPFD_CLOEXEC, 0)) < 0) {
+        rc = -errno;
+        ckpt_err_set(err, rc, "dup", prefix, NULL, 0, NULL);
+        goto cleanup;
+    }
+    fd = ckpt_open_in(r->root, r->index_path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         rc = -errno;
         ckpt_err_set(err, rc, "open", r->index_path, NULL, 0, NULL);
@@ -293,6 +306,7 @@ int ckpt_reader_open_mem(struct ckpt_reader **rp, const char *name, const void *
         ckpt_reader_close(r);
         return ckpt_err_set(err, -ENOMEM, NULL, name, NULL, 0, "out of memory");
     }
+    r->root = -1;
     r->mem = true;
     r->memdata = data;
     r->memlen = data ? data_len : 0;
@@ -318,6 +332,8 @@ void ckpt_reader_close(struct ckpt_reader *r)
     ckpt_arena_free(&r->arena);
     free(r->prefix);
     free(r->index_path);
+    if (r->root >= 0)
+        close(r->root);
     free(r);
 }
 
@@ -379,7 +395,7 @@ static int shard_fd(struct ckpt_reader *r, const struct ckpt_entry *e, struct ck
         return ckpt_err_set(err, -ENOMEM, NULL, r->prefix, NULL, 0, "out of memory");
     if (!s->tried) {
         s->tried = true;
-        s->fd = open(path, O_RDONLY | O_CLOEXEC);
+        s->fd = ckpt_open_in(r->root, path, O_RDONLY | O_CLOEXEC);
         s->err = s->fd < 0 ? -errno : 0;
         if (s->fd >= 0)
             posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);

@@ -376,12 +376,21 @@ fail:
 
 int ckpt_state_read(const char *path, struct ckpt_state *st, struct ckpt_err *err)
 {
+    return ckpt_state_read_in(-1, path, st, err);
+}
+
+int ckpt_state_read_in(int root, const char *path, struct ckpt_state *st, struct ckpt_err *err)
+{
     char *file = NULL, *text = NULL;
     int fd = -1, rc = 0;
     struct stat sb;
 
     memset(st, 0, sizeof *st);
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    int dfd = ckpt_open_in(root, path, O_PATH | O_CLOEXEC);
+    bool dir = dfd >= 0 && fstat(dfd, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if (dfd >= 0)
+        close(dfd);
+    if (dir) {
         if (asprintf(&file, "%s/%s", path, CKPT_STATE_FILENAME) < 0) {
             file = NULL;
             return ckpt_err_set(err, -ENOMEM, NULL, path, NULL, 0, "out of memory");
@@ -389,7 +398,7 @@ int ckpt_state_read(const char *path, struct ckpt_state *st, struct ckpt_err *er
     } else if (!(file = strdup(path))) {
         return ckpt_err_set(err, -ENOMEM, NULL, path, NULL, 0, "out of memory");
     }
-    fd = open(file, O_RDONLY | O_CLOEXEC);
+    fd = ckpt_open_in(root, file, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         rc = -errno;
         ckpt_err_set(err, rc, "open", file, NULL, 0, NULL);

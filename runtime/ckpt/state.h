@@ -39,6 +39,9 @@ struct ckpt_state {
  * proto.  Unknown fields are an error (TensorFlow's parser rejects them).
  * *st is overwritten (not freed first). */
 int ckpt_state_read(const char *path, struct ckpt_state *st, struct ckpt_err *err);
+/* The same, with PATH resolved inside the directory ROOT as if it were "/"
+ * (ckpt_reader_open_in). */
+int ckpt_state_read_in(int root, const char *path, struct ckpt_state *st, struct ckpt_err *err);
 /* Parses text; name is used in messages. */
 int ckpt_state_parse(const char *text, size_t len, const char *name, struct ckpt_state *st,
                      struct ckpt_err *err);

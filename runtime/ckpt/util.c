@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime/ckpt/bundle.h"
@@ -606,4 +608,14 @@ cleanup:
     free(tmp);
     free(dir);
     return rc;
+}
+
+int ckpt_open_in(int root, const char *path, int flags)
+{
+    if (root < 0)
+        return open(path, flags);
+    struct open_how how = {.flags = (uint64_t)flags,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    long fd = syscall(SYS_openat2, root, path, &how, sizeof how);
+    return fd < 0 ? -1 : (int)fd;
 }
