@@ -249,7 +249,13 @@ static void collect_run(const char *dir, const struct fl_state *st, bool dry, in
     char verdict[16] = "";
     struct fl_rec *rec = NULL;
     char err[512];
-    if (st->db[0] && fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0 &&
+    /* the database the state file names, only if it is one that records
+     * this run (never one created, nor another file migrated, at a path a
+     * host wrote there) */
+    bool has_row = st->db[0] && fl_rec_db_has_run(st->db, st->run_id);
+    if (st->db[0] && !has_row)
+        printf("  not marking it in %s: not a faultline database that records it\n", st->db);
+    if (has_row && fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0 &&
         fl_rec_run_verdict(rec, st->run_id, verdict, sizeof verdict) < 0)
         verdict[0] = 0;
     if (!strcmp(verdict, "pass")) {
