@@ -27,11 +27,22 @@
  * (nothing holds the runs lock, see shared_leftovers.c), the workdirs that
  * faultline made (the default one and those of the runs collected) and the
  * empty faultline/ parent cgroups are removed.
+ *
+ * A run's directory (its state file included) may be writable by its hosts'
+ * tasks, so gc trusts nothing in it (issue 21): the run id is the
+ * directory's name; every pid is checked to be the run's (start time,
+ * namespaces, its name or environment, no live harness above it: see
+ * run_owned.c) and signalled through a pidfd; every cgroup must be exactly
+ * <faultline root>/<run_id>; a run that a live harness owns (its processes
+ * descend from it, or its cgroups' owner mark names it) is left whole; files
+ * are removed without following symlinks (rundir.c).
  */
 #include "harness/sys/cgroup.h"
 #include "harness/cli/cli.h"
 #include "harness/record/recorder.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/host.h"
+#include "harness/sys/run_owned.h"
 #include "harness/scenario/scenario.h"
 #include "harness/sys/shared_leftovers.h"
 
@@ -44,11 +55,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-/* Kills every process whose environment holds FAULTLINE_RUN=<run_id>. */
-static int kill_run_processes(const char *run_id, bool dry)
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+/* Kills every process of the run found by its environment
+ * (FAULTLINE_RUN=<run_id>), each only when run_owned.c finds it the run's (on
+ * a host, no live harness above it) and through a pidfd; *live (may be
+ * NULL: this is only a look, which says nothing) counts those a live
+ * faultline harness is above (the run is alive, under another --out). */
+static int kill_run_processes(const char *run_id, bool dry, int *live)
 {
     char want[128];
     int n = snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
@@ -67,18 +87,55 @@ static int kill_run_processes(const char *run_id, bool dry)
         size_t len;
         if (fl_read_file(path, &env, &len) < 0)
             continue;
-        for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
-            if (!strncmp(env + off, want, (size_t)n) && env[off + (size_t)n] == 0) {
-                if (!dry)
-                    kill(pid, SIGKILL);
-                killed++;
-                break;
-            }
-        }
+        bool named = false;
+        for (size_t off = 0; off < len && !named; off += strlen(env + off) + 1)
+            named = !strncmp(env + off, want, (size_t)n) && env[off + (size_t)n] == 0;
         free(env);
+        if (!named)
+            continue;
+        if (fl_owned_under_live_harness(pid)) {
+            if (live)
+                (*live)++;
+            continue;
+        }
+        char why[256];
+        int fd =
+            fl_owned_pidfd(pid, fl_proc_starttime(pid), FL_OWNED_TASK, run_id, why, sizeof why);
+        if (fd == -EPERM && !live) /* live: only looking */
+            printf("  not killing process %d: %s\n", pid, why);
+        if (fd < 0)
+            continue;
+        if (!dry)
+            syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+        close(fd);
+        killed++;
     }
     closedir(d);
     return killed;
+}
+
+/* Is the run's cgroup (under any of faultline's roots) owned by a live
+ * harness (its owner mark, see cgroup.c)?  A cgroup the run's own state
+ * file cannot speak for: hosts cannot write it. */
+static bool owner_alive(const char *run_id)
+{
+    char roots[3][PATH_MAX];
+    int nr = 0;
+    if (fl_cgroup_root(roots[nr], sizeof roots[0]) > 0)
+        nr++;
+    if (fl_cgroup_freezer_root(roots[nr], sizeof roots[0]) > 0)
+        nr++;
+    if (fl_cgroup_memory_root(roots[nr], sizeof roots[0]) > 0)
+        nr++;
+    for (int i = 0; i < nr; i++) {
+        char path[PATH_MAX];
+        pid_t owner;
+        unsigned long long start;
+        snprintf(path, sizeof path, "%s/%s", roots[i], run_id);
+        if (fl_cgroup_owner(path, &owner, &start) == 0 && fl_pid_alive(owner, start))
+            return true;
+    }
+    return false;
 }
 
 /* The workdirs of the dead runs collected, removed at the end when no run
@@ -115,22 +172,69 @@ static void collect_shared(bool dry)
     }
 }
 
+/* Signals a pid the state file names, when it is what it claims to be
+ * (run_owned.c); says why not otherwise. */
+static void kill_recorded(const struct fl_state *st, pid_t pid, unsigned long long start,
+                          enum fl_owned_kind kind, const char *what, bool dry)
+{
+    if (pid <= 0)
+        return;
+    char why[256];
+    int fd = fl_owned_pidfd(pid, start, kind, st->run_id, why, sizeof why);
+    if (fd == -EPERM)
+        printf("  not killing %s %d: %s\n", what, (int)pid, why);
+    if (fd < 0)
+        return;
+    if (!dry)
+        syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+    close(fd);
+}
+
+/* The workdir a state file names, if it is one faultline may have made: an
+ * absolute path without "." or ".." components (fl_workdir_remove then
+ * removes only empty directories up to faultline's mark). */
+static bool plain_abs_path(const char *p)
+{
+    if (p[0] != '/')
+        return false;
+    for (const char *c = p; (c = strchr(c, '/')); c++)
+        if (!strncmp(c, "/./", 3) || !strcmp(c, "/.") || !strncmp(c, "/../", 4) ||
+            !strcmp(c, "/.."))
+            return false;
+    return true;
+}
+
 static void collect_run(const char *dir, const struct fl_state *st, bool dry, int *count)
 {
-    note_workdir(st->workdir);
+    /* another live run's, under another --out, whatever this state file
+     * says: its processes descend from its harness, its cgroups name it */
+    int live = 0;
+    kill_run_processes(st->run_id, true, &live);
+    if (live || owner_alive(st->run_id)) {
+        printf("leaving run %s in %s: its state file says its harness is gone, but a live "
+               "faultline harness owns %s\n",
+               st->run_id, dir, live ? "processes of it" : "its cgroup");
+        return;
+    }
+    if (plain_abs_path(st->workdir))
+        note_workdir(st->workdir);
     printf("%s run %s (%s %s), harness pid %d gone\n", dry ? "would remove" : "removing",
            st->run_id, st->scenario, st->variant, (int)st->harness_pid);
-    if (!dry) {
-        for (size_t i = 0; i < st->nhosts; i++)
-            if (fl_pid_alive(st->hosts[i].pid, st->hosts[i].starttime))
-                kill(st->hosts[i].pid, SIGKILL);
-        if (fl_pid_alive(st->switch_pid, st->switch_start))
-            kill(st->switch_pid, SIGKILL);
+    for (size_t i = 0; i < st->nhosts; i++) {
+        char what[128];
+        snprintf(what, sizeof what, "host %s's init", st->hosts[i].name);
+        kill_recorded(st, st->hosts[i].pid, st->hosts[i].starttime, FL_OWNED_INIT, what, dry);
     }
-    int k = kill_run_processes(st->run_id, dry);
+    kill_recorded(st, st->switch_pid, st->switch_start, FL_OWNED_SWITCH, "the switch", dry);
+    int k = kill_run_processes(st->run_id, dry, NULL);
     if (k)
         printf("  %s %d process%s\n", dry ? "would kill" : "killed", k, k == 1 ? "" : "es");
     for (size_t i = 0; i < st->ncgroups; i++) {
+        char why[PATH_MAX + 128];
+        if (fl_owned_cgroup(st->cgroups[i], st->run_id, why, sizeof why) < 0) {
+            printf("  not removing cgroup %s: %s\n", st->cgroups[i], why);
+            continue;
+        }
         printf("  %s cgroup %s\n", dry ? "would remove" : "removing", st->cgroups[i]);
         if (!dry) {
             int rc = fl_cgroup_remove_run(st->cgroups[i]);
@@ -145,7 +249,13 @@ static void collect_run(const char *dir, const struct fl_state *st, bool dry, in
     char verdict[16] = "";
     struct fl_rec *rec = NULL;
     char err[512];
-    if (st->db[0] && fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0 &&
+    /* the database the state file names, only if it is one that records
+     * this run (never one created, nor another file migrated, at a path a
+     * host wrote there) */
+    bool has_row = st->db[0] && fl_rec_db_has_run(st->db, st->run_id);
+    if (st->db[0] && !has_row)
+        printf("  not marking it in %s: not a faultline database that records it\n", st->db);
+    if (has_row && fl_rec_open(&rec, st->db, NULL, err, sizeof err) == 0 &&
         fl_rec_run_verdict(rec, st->run_id, verdict, sizeof verdict) < 0)
         verdict[0] = 0;
     if (!strcmp(verdict, "pass")) {
@@ -203,7 +313,10 @@ static void collect_cgroups(const char *root, const char *runs_dir, bool dry, in
         bool alive = false;
         pid_t owner;
         unsigned long long owner_start;
-        if (fl_state_read(rundir, &st) == 0) {
+        bool marked = fl_cgroup_owner(path, &owner, &owner_start) == 0;
+        if (marked && fl_pid_alive(owner, owner_start)) {
+            alive = true; /* its harness lives, whatever a state file says */
+        } else if (fl_state_read(rundir, &st) == 0) {
             alive = !strcmp(st.status, "running") && fl_pid_alive(st.harness_pid, st.harness_start);
             /* a dry run leaves a dead run's directory, whose cgroups it has
              * listed already */
@@ -211,13 +324,11 @@ static void collect_cgroups(const char *root, const char *runs_dir, bool dry, in
                 if (!strcmp(st.cgroups[i], path))
                     alive = true;
             fl_state_free(&st);
-        } else if (fl_cgroup_owner(path, &owner, &owner_start) == 0) {
-            /* a run under another --out: its cgroup names its harness */
-            alive = fl_pid_alive(owner, owner_start);
-        } else {
+        } else if (!marked) {
             /* no owner mark (an older faultline): only remove when no
              * process names the run */
-            alive = kill_run_processes(e->d_name, true) > 0;
+            int live = 0;
+            alive = kill_run_processes(e->d_name, true, &live) > 0 || live > 0;
         }
         if (alive)
             continue;
@@ -242,6 +353,10 @@ const char fl_cli_gc_usage[] =
     "'error: harness killed (faultline gc DATE: logs kept, disks removed)' in the\n"
     "database it was recorded in (named in its state file; runs.gc_at). A run\n"
     "that had passed already is removed whole. Runs still going are left alone.\n"
+    "It trusts nothing a host may have written in a run's directory: a process\n"
+    "is killed only when it is the run's (recorded start time, a host's init or\n"
+    "the run's switch or task, no live faultline above it), a cgroup removed only\n"
+    "when it is faultline/RUN under faultline's own roots; it says what it left.\n"
     "When no run is alive on the machine, it also removes the workdirs faultline\n"
     "made (the default /srv/faultline, and those of the runs it collected) and\n"
     "the empty faultline/ parent cgroups, as the last run to end does.\n"
@@ -285,6 +400,9 @@ int fl_cli_gc(int argc, char **argv)
                 continue;
             char dir[PATH_MAX];
             snprintf(dir, sizeof dir, "%s/%s", runs, e->d_name);
+            struct stat lsb;
+            if (lstat(dir, &lsb) < 0 || !S_ISDIR(lsb.st_mode) || !fl_owned_run_id_ok(e->d_name))
+                continue; /* not a run's directory (a symlink, say): not followed */
             struct fl_state st;
             if (fl_state_read(dir, &st) < 0) {
                 /* killed before its state file was written: only if old */
@@ -298,6 +416,12 @@ int fl_cli_gc(int argc, char **argv)
                 }
                 continue;
             }
+            /* the run is the directory's: its name is the run id faultline
+             * gave it, whatever the (writable) state file says */
+            if (strcmp(st.run_id, e->d_name))
+                printf("run directory %s: its state file names run '%.64s': taken as run %s\n", dir,
+                       st.run_id, e->d_name);
+            snprintf(st.run_id, sizeof st.run_id, "%s", e->d_name);
             bool running = !strcmp(st.status, "running");
             if (running && !fl_pid_alive(st.harness_pid, st.harness_start))
                 collect_run(dir, &st, dry, &count);

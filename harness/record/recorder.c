@@ -1054,6 +1054,24 @@ int fl_rec_mark_collected(struct fl_rec *rec, const char *run_id, int64_t gc_at_
     return sqlite3_changes(rec->db) == 1 ? 0 : -ENOENT;
 }
 
+bool fl_rec_db_has_run(const char *path, const char *run_id)
+{
+    struct stat sb;
+    if (!path[0] || lstat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return false;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+        sqlite3_busy_timeout(db, 30000) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT 1 FROM runs WHERE run_id = ?", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC) == SQLITE_OK)
+        found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return found;
+}
+
 int fl_rec_run_verdict(struct fl_rec *rec, const char *run_id, char *buf, size_t len)
 {
     sqlite3_stmt *st;

@@ -167,6 +167,12 @@ int fl_rec_mark_abandoned(struct fl_rec *rec, const char *run_id, const char *re
  * such run.  Commits at once. */
 int fl_rec_mark_collected(struct fl_rec *rec, const char *run_id, int64_t gc_at_ms);
 
+/* Is path an existing regular file (not a symlink), a SQLite database
+ * holding a runs row for run_id?  Opened read-only, never created nor
+ * migrated: for `gc`, which takes the path from a state file that a host may
+ * have written. */
+bool fl_rec_db_has_run(const char *path, const char *run_id);
+
 /* Copies the run's verdict ("running", "pass", ...) into buf; -ENOENT if none. */
 int fl_rec_run_verdict(struct fl_rec *rec, const char *run_id, char *buf, size_t len);
 

@@ -51,8 +51,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 static int write_str(const char *path, const char *s)
 {
@@ -372,9 +380,41 @@ int fl_cgroup_signal(const char *path, int sig)
     return n;
 }
 
+/* SIGKILL to every process in the cgroup that lives on a host (in a PID
+ * namespace below ours: every process a run puts in its cgroups does), each
+ * through a pidfd so that a pid reused meanwhile is never hit.  A process of
+ * the machine moved into the cgroup (by a host's task, say) is spared, and
+ * the cgroup then stays. */
+static void kill_host_members(const char *path)
+{
+    char procs[PATH_MAX];
+    snprintf(procs, sizeof procs, "%s/cgroup.procs", path);
+    FILE *f = fopen(procs, "re");
+    if (!f)
+        return;
+    struct stat self;
+    bool known = stat("/proc/self/ns/pid", &self) == 0;
+    int pid;
+    while (fscanf(f, "%d", &pid) == 1) {
+        if (pid <= 1 || !known)
+            continue;
+        int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (fd < 0)
+            continue;
+        char ns[64];
+        struct stat sb;
+        snprintf(ns, sizeof ns, "/proc/%d/ns/pid", pid);
+        if (stat(ns, &sb) == 0 && !(sb.st_ino == self.st_ino && sb.st_dev == self.st_dev))
+            syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+        close(fd);
+    }
+    fclose(f);
+}
+
 /* Removes a cgroup and every cgroup below it, depth first.  What is left
  * in one (its processes are ours and should be dead) is killed, then thawed
- * (a frozen process dies only once thawed), before it is removed. */
+ * (a frozen process dies only once thawed), before it is removed.  Only
+ * directories are followed (cgroupfs has no symlinks). */
 static int remove_tree(const char *path)
 {
     int rc = 0;
@@ -399,7 +439,7 @@ static int remove_tree(const char *path)
     if (errno != EBUSY)
         return rc ? rc : -errno;
     for (int i = 0; i < 100; i++) {
-        fl_cgroup_signal(path, SIGKILL);
+        kill_host_members(path);
         fl_cgroup_freeze(path, false, 0); /* -ENOENT: not a freezer cgroup */
         if (rmdir(path) == 0 || errno == ENOENT)
             return rc;

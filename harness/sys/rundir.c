@@ -58,7 +58,17 @@ static void umount_below(const char *path)
     char *pts[256];
     size_t n = 0;
     char line[8192];
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        fclose(f);
+        return;
+    }
+    path = real;
     size_t plen = strlen(path);
+    if (plen <= 1) { /* "/": never everything */
+        fclose(f);
+        return;
+    }
     while (fgets(line, sizeof line, f) && n < 256) {
         char dev[4096], mnt[4096];
         if (sscanf(line, "%4095s %4095s", dev, mnt) != 2)
@@ -74,26 +84,82 @@ static void umount_below(const char *path)
     }
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+/* Removes what is in the directory fd (then closes it), depth first,
+ * through file descriptors: a symlink is removed, never followed, and a
+ * directory on another filesystem (a mount point left) is not entered, so
+ * nothing outside the tree is touched even when someone swaps a directory
+ * for a symlink meanwhile.  0, or the first error. */
+static int rm_below(int fd, dev_t dev, int depth)
 {
-    (void)sb;
-    (void)ftw;
-    if (flag == FTW_DP)
-        rmdir(p);
-    else
-        unlink(p);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    int ret = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat sb;
+        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (sb.st_dev != dev || depth > 256) {
+                if (!ret)
+                    ret = -EXDEV;
+                continue;
+            }
+            int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                continue;
+            struct stat again;
+            if (fstat(sub, &again) < 0 || again.st_dev != dev || again.st_ino != sb.st_ino) {
+                close(sub); /* swapped meanwhile */
+                continue;
+            }
+            int rc = rm_below(sub, dev, depth + 1);
+            if (rc < 0 && !ret)
+                ret = rc;
+            if (unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0 && !ret && errno != ENOENT)
+                ret = -errno;
+        } else if (unlinkat(fd, e->d_name, 0) < 0 && !ret && errno != ENOENT) {
+            ret = -errno;
+        }
+    }
+    closedir(d);
+    return ret;
+}
+
+/* Removes the entry name of the directory dirfd, whole (path: the same,
+ * for unmounting what is mounted below it first). */
+static int rm_at(int dirfd, const char *name, const char *path)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (!S_ISDIR(st.st_mode)) /* a file, or a symlink: itself, never its target */
+        return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+    umount_below(path);
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno;
+    struct stat top;
+    if (fstat(fd, &top) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    rm_below(fd, top.st_dev, 0);
+    if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return errno == ENOTEMPTY || errno == EEXIST ? -ENOTEMPTY : -errno;
     return 0;
 }
 
 int fl_rm_rf(const char *path)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -errno;
-    umount_below(path);
-    if (nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
-        return -errno;
-    return access(path, F_OK) == 0 ? -ENOTEMPTY : 0;
+    return rm_at(AT_FDCWD, path, path);
 }
 
 /* What a run's directory keeps as evidence once its disks are gone: small,
@@ -102,9 +168,16 @@ static const char *const evidence[] = {"logs", "state", "scenario.yaml", "etc-ho
 
 int fl_rundir_strip(const char *dir, size_t *removed)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    /* the directory itself, never a symlink's target */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0)
         return -errno;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return -e;
+    }
     int ret = 0;
     size_t n = 0;
     struct dirent *e;
@@ -121,7 +194,7 @@ int fl_rundir_strip(const char *dir, size_t *removed)
             ret = -ENAMETOOLONG;
             continue;
         }
-        int rc = fl_rm_rf(path);
+        int rc = rm_at(dfd, e->d_name, path);
         if (rc < 0 && !ret)
             ret = rc;
         n += rc == 0;
@@ -207,7 +280,10 @@ int fl_write_file(const char *path, const void *buf, size_t len)
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
         return -ENAMETOOLONG;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a fresh file: a symlink (or anything) someone left at tmp is replaced,
+     * never followed */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     const char *p = buf;
@@ -329,9 +405,24 @@ int fl_state_read(const char *dir, struct fl_state *st)
     memset(st, 0, sizeof *st);
     char path[PATH_MAX], *buf;
     snprintf(path, sizeof path, "%s/state", dir);
-    int rc = fl_read_file(path, &buf, NULL);
-    if (rc < 0)
-        return rc;
+    /* a regular file of a sane size, not a symlink's target nor a fifo that
+     * would hang the reader (hosts may be able to write the run directory) */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size > (1 << 20) ||
+        !(buf = malloc((size_t)sb.st_size + 1))) {
+        close(fd);
+        return -EINVAL;
+    }
+    ssize_t n = read(fd, buf, (size_t)sb.st_size);
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        return -EIO;
+    }
+    buf[n] = 0;
     char *save = NULL;
     for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *sp = strchr(line, ' ');

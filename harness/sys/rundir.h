@@ -60,7 +60,9 @@ int fl_rundir_strip(const char *dir, size_t *removed);
 /* mkdir -p */
 int fl_mkdir_p(const char *path, mode_t mode);
 /* rm -rf that does not cross mount points (it unmounts what it finds under
- * path in the caller's mount namespace first, lazily). */
+ * path's real path in the caller's mount namespace first, lazily) nor follow
+ * a symlink (one is removed itself; the walk goes through directory fds,
+ * O_NOFOLLOW), so it never leaves the tree, whatever is put in it. */
 int fl_rm_rf(const char *path);
 /* Copies the tree under src into dst (created if missing): directories,
  * regular files, symlinks; owners and modes kept. */

@@ -8,13 +8,16 @@
  * machine, parallel runs, SIGKILL + gc).
  */
 #include "harness/sys/cgroup.h"
+#include "harness/sys/host.h"
 #include "harness/sys/rundir.h"
 #include "harness/tests/fl_test.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -472,6 +475,141 @@ FL_TEST_ROOT_T(engine_run, kill_at_a_call_then_gc_cleans, 60)
                  g.run_id, c == 0 ? "error" : "pass");
         FL_ASSERT_MSG(db_count(sql) == 1, "%s: run %s not recorded as %s", calls[c], g.run_id,
                       c == 0 ? "error" : "pass");
+    }
+}
+
+/* `faultline run -q` of long.yaml with --out <test dir>/<out> in the
+ * background; its pid. */
+static pid_t start_long_in(const char *out)
+{
+    char o[4096], db[4096];
+    snprintf(o, sizeof o, "%s/%s", fl_test_dir(), out);
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", o, "--db", db,
+              scn("long.yaml"), (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The decoy has exec'd sleep (its start time and cgroup are then final). */
+static bool decoy_sleeps(void *arg)
+{
+    char path[64], *comm;
+    snprintf(path, sizeof path, "/proc/%d/comm", *(pid_t *)arg);
+    if (fl_read_file(path, &comm, NULL) < 0)
+        return false;
+    bool ok = !strncmp(comm, "sleep", 5);
+    free(comm);
+    return ok;
+}
+
+/* Issue 21, item 4: a host's task rewrote its run's state file to name a
+ * process and a cgroup outside faultline (and the live run's id, init and
+ * cgroup); `gc` then SIGKILLed the process, removed the cgroup and killed
+ * the live run.  The tampered file is written here, with the harness
+ * killed, as a task of the run would have (whether hosts see the run
+ * directory or not, gc must hold): gc removes the run's own leftovers and
+ * touches nothing else. */
+FL_TEST_ROOT_T(engine_run, gc_trusts_no_tampered_state_file, 90)
+{
+    require_setup();
+    char root[4096], decoy_cg[4096];
+    if (fl_cgroup_root(root, sizeof root) <= 0)
+        FL_SKIP("no pids cgroup hierarchy");
+    /* the decoy: a process of the machine in a cgroup of its own, outside
+     * faultline's (<hierarchy>/fl-decoy-PID) */
+    snprintf(decoy_cg, sizeof decoy_cg, "%.*s/fl-decoy-%d", (int)(strrchr(root, '/') - root), root,
+             (int)getpid());
+    FL_REQUIRE_MSG(mkdir(decoy_cg, 0755) == 0, "mkdir %s: %s", decoy_cg, strerror(errno));
+    pid_t decoy = fork();
+    if (decoy == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, whatever happens */
+        char procs[4200];
+        snprintf(procs, sizeof procs, "%s/cgroup.procs", decoy_cg);
+        FILE *f = fopen(procs, "w");
+        if (!f || fprintf(f, "0\n") < 0 || fclose(f) != 0)
+            _exit(126);
+        execlp("sleep", "sleep", "1000", (char *)NULL);
+        _exit(127);
+    }
+    FL_REQUIRE(decoy > 0);
+    pid_t live_pid = -1;
+    FL_ASSERT_MSG(fl_test_wait_until(decoy_sleeps, &decoy, 5000), "the decoy did not start");
+    unsigned long long decoy_start = fl_proc_starttime(decoy);
+    FL_ASSERT(decoy_start != 0);
+
+    /* a live run under another --out, and the run to tamper with */
+    struct gc_ctx live, g;
+    snprintf(live.runs, sizeof live.runs, "%s/live/runs", fl_test_dir());
+    snprintf(g.runs, sizeof g.runs, "%s/out/runs", fl_test_dir());
+    live_pid = start_long_in("live");
+    pid_t pid = fl_test_scenario_start("long.yaml");
+    FL_ASSERT_MSG(fl_test_wait_until(run_is_up, &live, 30000), "the live run did not come up");
+    FL_ASSERT_MSG(fl_test_wait_until(run_is_up, &g, 30000), "the run did not come up");
+    struct fl_state lst, st;
+    FL_ASSERT_EQ(fl_state_read(live.dir, &lst), 0);
+    FL_ASSERT_EQ(fl_state_read(g.dir, &st), 0);
+    int live_procs = fl_test_count_run_processes(live.run_id);
+    char own_cg[4096];
+    if (lst.nhosts < 2 || lst.ncgroups < 1 || st.ncgroups < 1 || live_procs < 2) {
+        FL_ASSERT_MSG(false,
+                      "the runs' state files list %zu hosts, %zu and %zu cgroups; %d "
+                      "processes of the live run",
+                      lst.nhosts, lst.ncgroups, st.ncgroups, live_procs);
+        goto out;
+    }
+    snprintf(own_cg, sizeof own_cg, "%s", st.cgroups[0]);
+
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    FL_ASSERT_MSG(fl_test_wait_until(run_processes_gone, &g, 5000),
+                  "processes of run %s outlived the harness", g.run_id);
+    /* what the task wrote: the decoy as a host's init and as the switch,
+     * the live run's init as the other host's, the decoy's cgroup and the
+     * live run's, and the live run's id */
+    char text[16384];
+    snprintf(text, sizeof text,
+             "run_id %s\nscenario it-long\nvariant default\ndb %s/fl.db\nworkdir %s\n"
+             "status running\nharness %d %llu\nswitch %d %llu\ncgroup %s\ncgroup %s\n"
+             "cgroup %s/../fl-decoy-%d\ncgroup %s\nhost a %d %llu\nhost b %d %llu\n",
+             live.run_id, fl_test_dir(), st.workdir, (int)st.harness_pid, st.harness_start,
+             (int)decoy, decoy_start, decoy_cg, lst.cgroups[0], root, (int)getpid(), own_cg,
+             (int)decoy, decoy_start, (int)lst.hosts[0].pid, lst.hosts[0].starttime);
+    char state[4200];
+    snprintf(state, sizeof state, "%s/state", g.dir);
+    FL_ASSERT_EQ(fl_write_file(state, text, strlen(text)), 0);
+
+    char *out;
+    int rc = fl_test_sh(&out, "%s gc --out %s/out 2>&1", fl_test_bin("faultline"), fl_test_dir());
+    FL_ASSERT_MSG(rc == 0, "gc exited %d: %s", rc, out);
+    /* nothing outside the run touched */
+    FL_ASSERT_MSG(fl_pid_alive(decoy, decoy_start), "gc killed the decoy %d: %s", (int)decoy, out);
+    FL_ASSERT_MSG(access(decoy_cg, F_OK) == 0, "gc removed the decoy cgroup %s: %s", decoy_cg, out);
+    FL_ASSERT_MSG(fl_pid_alive(lst.hosts[0].pid, lst.hosts[0].starttime),
+                  "gc killed the live run's init: %s", out);
+    FL_ASSERT_MSG(access(lst.cgroups[0], F_OK) == 0, "gc removed the live run's cgroup: %s", out);
+    FL_ASSERT_EQ(fl_test_count_run_processes(live.run_id), live_procs);
+    /* and the run's own leftovers removed, its evidence kept */
+    FL_ASSERT_MSG(access(own_cg, F_OK) != 0, "gc left the run's cgroup %s: %s", own_cg, out);
+    free(out);
+    assert_evidence_only(g.dir, g.run_id);
+out:
+    fl_state_free(&st);
+    fl_state_free(&lst);
+    kill(decoy, SIGKILL);
+    waitpid(decoy, NULL, 0);
+    rmdir(decoy_cg);
+    if (live_pid > 0) {
+        kill(live_pid, SIGKILL);
+        waitpid(live_pid, NULL, 0);
+        fl_test_sh(NULL, "%s gc --out %s/live >/dev/null 2>&1", fl_test_bin("faultline"),
+                   fl_test_dir());
     }
 }
 
