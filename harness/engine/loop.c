@@ -197,8 +197,8 @@ static void reap(struct engine *e)
                 p->exit_code = -1;
                 p->sig = WTERMSIG(st);
                 p->core = WCOREDUMP(st);
-                p->stopped_at_end =
-                    p->end_signalled && (p->sig == SIGTERM || p->sig == SIGKILL) && !p->core;
+                p->stopped_at_end = p->end_signalled && p->sig != p->fault_sig &&
+                                    (p->sig == SIGTERM || p->sig == SIGKILL) && !p->core;
             }
             if (e->r.rec)
                 fl_rec_proc_end(e->r.rec, p->rec_no, p->ended_ms, p->exit_code, p->sig, p->core,

@@ -49,6 +49,8 @@ static int kill_one(struct fl_run *r, struct fault_rt *fr, int task, char *err, 
     int sig = fr->f->action.signal ? fr->f->action.signal : SIGKILL;
     if (p->stopped)
         fl_run_signal_proc(r, p, SIGCONT);
+    if (sig != SIGCONT)
+        p->fault_sig = sig;
     fl_run_signal_proc(r, p, sig);
     /* a paused task is thawed, like a stopped one continued: after the
      * signal, so that a SIGKILL ends it before it runs again */

@@ -150,6 +150,8 @@ void fl_run_host_down(struct fl_run *r, int host, bool by_fault, bool will_resta
     for (struct proc *p = r->procs; p; p = p->next) {
         if (p->host != host || !p->running)
             continue;
+        if (by_fault)
+            p->fault_sig = SIGKILL;
         if (will_restart && r->tasks[p->task].cur == p)
             r->tasks[p->task].restart_pending++;
     }

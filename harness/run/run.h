@@ -65,6 +65,9 @@ struct proc {
     int sig;
     bool core;
     bool end_signalled;  /* the harness sent it SIGTERM (then SIGKILL) to end the run */
+    int fault_sig;       /* the signal a fault sent it (SIGKILL: its host taken down), 0 if
+                            none: dying of it, the fault killed it, even when the run's
+                            end signal came before it was reaped */
     bool stopped_at_end; /* reaped: killed by that signal (not a fault's, not a crash) */
     int64_t started_ms, ended_ms;
     int rec_no;
