@@ -9,6 +9,19 @@
  * working directory, its own /tmp, the run's /etc/hosts, any shared paths and
  * a /proc of its own, sets the hostname, reports ready on a pipe shared by all
  * inits, then only reaps orphans until it is killed or the harness goes away.
+ *
+ * A root of its own (spec.root set, as every run does): init assembles the
+ * host's root at spec.root, an overlay whose lower layer is the harness's /
+ * and whose upper layer the harness keeps per host (fl_root_layer_make), so
+ * that the host sees the machine's files and writes only to its own layer;
+ * binds everything above into it from the harness's view (so the sources
+ * need no tricks when they lie under /tmp), covers spec.hide (the run's
+ * output directory) with an empty tmpfs and binds back spec.binds (what the
+ * host may see of the run); mounts a /proc, a /sys (sysfs mounted in the
+ * host's network namespace shows its devices only), the machine's /dev and
+ * cgroup hierarchies and a /dev/shm; then pivot_root and a detach of the old
+ * root leave nothing else in its mount namespace.  Without spec.root, the
+ * host keeps the machine's root (the mounts are made over it).
  * Init shares the harness's memory (CLONE_VM, on a stack of its own, making
  * raw system calls only; see rawsys.h): cloning hundreds of hosts then costs
  * no page-table copies.  A large batch is plugged into the fabric by a
@@ -354,7 +367,7 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
                          STEP_MOUNT_SHARED);
         }
         if (s->hosts_file && pass == 0)
-            ROOT_TRY(bind_into_root(R, s->hosts_file, "/etc/hosts", 0), STEP_MOUNT_HOSTS);
+            ROOT_TRY(bind_into_root(R, s->hosts_file, "/etc/hosts", FL_BIND_RO), STEP_MOUNT_HOSTS);
         for (size_t i = 0; i < s->nbinds; i++) {
             *arg = (int)i;
             if (THIS_PASS(s->binds[i].path))
