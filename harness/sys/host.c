@@ -18,8 +18,8 @@
  * need no tricks when they lie under /tmp), covers spec.hide (the run's
  * output directory) with an empty tmpfs and binds back spec.binds (what the
  * host may see of the run); mounts a /proc, a /sys (sysfs mounted in the
- * host's network namespace shows its devices only), the machine's /dev and
- * cgroup hierarchies and a /dev/shm; then pivot_root and a detach of the old
+ * host's network namespace shows its devices only), the machine's cgroup
+ * hierarchies, a /dev of its own (make_dev) and a /dev/shm; then pivot_root and a detach of the old
  * root leave nothing else in its mount namespace.  Without spec.root, the
  * host keeps the machine's root (the mounts are made over it).
  * Init shares the harness's memory (CLONE_VM, on a stack of its own, making
@@ -329,6 +329,45 @@ FL_INIT_CODE static long bind_into_root(const char *root, const char *src, const
     return r;
 }
 
+/* The host's own /dev at root/dev: a tmpfs with the devices every program
+ * expects (null, zero, full, random, urandom, tty), a devpts instance of its
+ * own (ptmx), the /proc/self/fd links; /dev/shm comes after. */
+FL_INIT_CODE static long make_dev(const char *root)
+{
+    static const struct {
+        const char *name;
+        unsigned major, minor;
+    } nodes[] = {{"/null", 1, 3},   {"/zero", 1, 5},    {"/full", 1, 7},
+                 {"/random", 1, 8}, {"/urandom", 1, 9}, {"/tty", 5, 0}};
+    static const char *const links[][2] = {{"/fd", "/proc/self/fd"},
+                                           {"/stdin", "/proc/self/fd/0"},
+                                           {"/stdout", "/proc/self/fd/1"},
+                                           {"/stderr", "/proc/self/fd/2"},
+                                           {"/ptmx", "pts/ptmx"}};
+    char dev[4096], at[4096];
+    long r;
+    if ((r = under_root(dev, root, "/dev")) < 0 ||
+        (r = fl_rs5(SYS_mount, "fl-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755")) < 0)
+        return r;
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+        if ((r = under_root(at, dev, nodes[i].name)) < 0)
+            return r;
+        unsigned long d = ((unsigned long)nodes[i].major << 8) | nodes[i].minor;
+        if ((r = fl_rs4(SYS_mknodat, AT_FDCWD, at, S_IFCHR | 0666, d)) < 0)
+            return r;
+        fl_rs3(SYS_fchmodat, AT_FDCWD, at, 0666); /* past the umask */
+    }
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        if ((r = under_root(at, dev, links[i][0])) < 0 ||
+            (r = fl_rs3(SYS_symlinkat, links[i][1], AT_FDCWD, at)) < 0)
+            return r;
+    }
+    if ((r = under_root(at, dev, "/pts")) < 0 || (r = fl_rs3(SYS_mkdirat, AT_FDCWD, at, 0755)) < 0)
+        return r;
+    return fl_rs5(SYS_mount, "devpts", at, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=620");
+}
+
 /* A root of the host's own, assembled at s->root and made its root (see
  * "A root of its own" in the file's opening): 0, or a negative errno with
  * *step and *arg saying where. */
@@ -378,7 +417,7 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
     }
     /* its own /proc (its PID namespace), /sys (init is in the host's
      * network namespace: sysfs shows its devices only) with the machine's
-     * cgroup hierarchies, the machine's /dev and a /dev/shm of its own */
+     * cgroup hierarchies, its own /dev and /dev/shm */
     ROOT_TRY(under_root(at, R, "/proc"), STEP_MOUNT_PROC);
     ROOT_TRY(fl_rs5(SYS_mount, "proc", at, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
@@ -387,13 +426,11 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
              STEP_ROOT_SYS);
     ROOT_TRY(bind_into_root(R, "/sys/fs/cgroup", "/sys/fs/cgroup", FL_BIND_OPTIONAL | BIND_REC),
              STEP_ROOT_SYS);
-    ROOT_TRY(bind_into_root(R, "/dev", "/dev", BIND_REC), STEP_ROOT_DEV);
+    ROOT_TRY(make_dev(R), STEP_ROOT_DEV);
     ROOT_TRY(under_root(at, R, "/dev/shm"), STEP_MOUNT_SHM);
-    r = fl_rs5(SYS_mount, "tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
-    if (r < 0 && r != -ENOENT) {
-        *step = STEP_MOUNT_SHM;
-        return r;
-    }
+    ROOT_TRY(fl_rs3(SYS_mkdirat, AT_FDCWD, at, 01777), STEP_MOUNT_SHM);
+    ROOT_TRY(fl_rs5(SYS_mount, "tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"),
+             STEP_MOUNT_SHM);
     /* the machine's root goes: pivot_root(".", ".") stacks it on the new
      * root, and the detach takes it (and every mount of the run under it)
      * out of the host's mount namespace */

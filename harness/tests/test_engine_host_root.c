@@ -3,7 +3,7 @@
  * "A root of its own"): what a host writes outside its disk is its own,
  * kept by a restart, gone with a replace, never on the machine; a host
  * finds neither another host's disk nor the run's files by any path; its
- * /sys shows its own network devices.  Each runs the real faultline binary
+ * /sys shows its own network devices, its /dev is its own.  Each runs the real faultline binary
  * on a scenario of harness/tests/scenarios/ with real hosts.
  */
 #include "harness/tests/fl_test.h"
@@ -51,9 +51,13 @@ FL_TEST_ROOT_T(engine_host_root, host_finds_no_other_disk_nor_run_files, 180)
     fl_test_scenario_passes("root-isolation.yaml");
 }
 
-/* /sys/class/net lists the host's own devices, not the machine's. */
-FL_TEST_ROOT_T(engine_host_root, sys_class_net_shows_own_devices, 60)
+/* /sys/class/net lists the host's own devices, not the machine's; /dev is
+ * its own too. */
+FL_TEST_ROOT_T(engine_host_root, sys_and_dev_are_the_hosts_own, 60)
 {
     require_setup();
+    machine_has("/dev/fl-it-root-dev.*");
     fl_test_scenario_passes("root-sys.yaml");
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs"), 1);
+    FL_ASSERT_MSG(machine_has("/dev/fl-it-root-dev.*") == 0, "a host's /dev file on the machine");
 }
