@@ -19,6 +19,7 @@
 #include "harness/sys/netns_settle.h"
 #include "harness/base/monoclock.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 #include "harness/scenario/scenario.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"

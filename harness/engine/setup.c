@@ -8,6 +8,7 @@
 #include "harness/engine/engine_int.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"
 
@@ -97,6 +98,8 @@ int eng_setup_dirs(struct engine *e)
     if (!strcmp(e->r.hide, "/") || !strchr(e->r.hide + 1, '/') || strlen(e->r.hide) < 2)
         snprintf(e->r.hide, sizeof e->r.hide, "%.*s", (int)(strrchr(e->r.dir, '/') - e->r.dir),
                  e->r.dir);
+    /* the machine's own mounts below / (an overlay of / holds none) */
+    e->r.nsubmounts = fl_root_submounts(e->r.hide, e->r.submounts, FL_RUN_MAX_SUBMOUNTS);
     /* shared paths */
     for (size_t m = 0; m < s->n_shared; m++) {
         snprintf(path, sizeof path, "%s/shared/%zu", e->r.fsdir, m);
@@ -127,7 +130,8 @@ int eng_setup_dirs(struct engine *e)
         snprintf(hr->dstore, sizeof hr->dstore, "%s/durable/%s", e->r.fsdir, s->hosts[i].name);
         /* what the host sees of the harness's view: {bin} and
          * {scenario_dir} read-only, the event socket, the preloads, its
-         * own control files (disk faults) and store (unsynced: lose) */
+         * own control files (disk faults) and store (unsynced: lose), the
+         * machine's mounts below / read-only */
         size_t nb = 0;
         if (e->r.bin_dir)
             hr->binds[nb++] = (struct fl_host_bind){e->r.bin_dir, FL_BIND_RO};
@@ -136,6 +140,9 @@ int eng_setup_dirs(struct engine *e)
         hr->binds[nb++] = (struct fl_host_bind){e->r.libdir, FL_BIND_RO};
         hr->binds[nb++] = (struct fl_host_bind){hr->ctl, 0};
         hr->binds[nb++] = (struct fl_host_bind){hr->dstore, FL_BIND_OPTIONAL};
+        for (size_t m = 0; m < e->r.nsubmounts; m++)
+            hr->binds[nb++] = (struct fl_host_bind){e->r.submounts[m],
+                                                    FL_BIND_RO | FL_BIND_REC | FL_BIND_OPTIONAL};
         hr->nbinds = nb;
         /* shared mounts of this host */
         for (size_t m = 0; m < s->n_shared; m++)

@@ -7,6 +7,7 @@
 #include "harness/run/run.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -85,6 +85,8 @@ struct task_rt {
     char cgroup[PATH_MAX];
 };
 
+#define FL_RUN_MAX_SUBMOUNTS 16
+
 struct host_rt {
     struct fl_host h;
     char disk[PATH_MAX], tmp[PATH_MAX], cgroup[PATH_MAX];
@@ -99,9 +101,9 @@ struct host_rt {
     bool tmpfs_disk;
     /* its root of its own (fl_root_layer_make): RUN/fs/hosts/NAME/root */
     char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[2 * PATH_MAX + 64];
-    char ctl[PATH_MAX];           /* RUN/ctl/NAME: the harness's files for this host only */
-    char dstore[PATH_MAX];        /* RUN/fs/durable/NAME (durable.c), if there is one */
-    struct fl_host_bind binds[6]; /* what of the harness's view it sees */
+    char ctl[PATH_MAX];    /* RUN/ctl/NAME: the harness's files for this host only */
+    char dstore[PATH_MAX]; /* RUN/fs/durable/NAME (durable.c), if there is one */
+    struct fl_host_bind binds[6 + FL_RUN_MAX_SUBMOUNTS]; /* what of the harness's view it sees */
     size_t nbinds;
     char addr[16];
     bool down_by_fault;
@@ -144,13 +146,16 @@ struct fl_run {
     const char *db_path; /* the results database, for the state file; NULL none */
     bool done;           /* judged: the state file says "done" */
 
-    int epfd;               /* the engine's epoll: every process's output joins it */
-    char ev_path[PATH_MAX]; /* the event channel's socket */
-    char fsdir[PATH_MAX];   /* tmpfs holding every disk, /tmp and shared dir */
-    const char *expose[3];  /* run, bin and scenario dirs, visible in every host */
-    char hide[PATH_MAX];    /* covered in every host: the run's output directory */
-    char libdir[PATH_MAX];  /* RUN/fs/lib (fl_run_lib_dir) */
-    char sync_kinds[1024];  /* FAULTLINE_SYNC */
+    int epfd;                              /* the engine's epoll: every process's output joins it */
+    char ev_path[PATH_MAX];                /* the event channel's socket */
+    char fsdir[PATH_MAX];                  /* tmpfs holding every disk, /tmp and shared dir */
+    const char *expose[3];                 /* run, bin and scenario dirs, visible in every host */
+    char hide[PATH_MAX];                   /* covered in every host: the run's output directory */
+    char libdir[PATH_MAX];                 /* RUN/fs/lib (fl_run_lib_dir) */
+    char *submounts[FL_RUN_MAX_SUBMOUNTS]; /* the machine's mounts below / that every
+                                              host sees read-only (fl_root_submounts) */
+    size_t nsubmounts;
+    char sync_kinds[1024]; /* FAULTLINE_SYNC */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;
 

@@ -280,8 +280,7 @@ FL_INIT_CODE static long under_root(char *buf, const char *root, const char *pat
     return 0;
 }
 
-#define BIND_REC 0x100 /* with what is mounted below src */
-
+#define BIND_REC FL_BIND_REC
 /* path is dir or lies below it */
 FL_INIT_CODE static bool path_under(const char *path, const char *dir)
 {

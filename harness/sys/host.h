@@ -19,7 +19,11 @@ struct fl_host_mount {
 
 /* A file or directory of the harness's view that a host with a root of its
  * own sees at the same path (fl_host_spec.binds). */
-enum { FL_BIND_RO = 1, FL_BIND_OPTIONAL = 2 /* absent at the host's start: skipped */ };
+enum {
+    FL_BIND_RO = 1,
+    FL_BIND_OPTIONAL = 2, /* absent at the host's start: skipped */
+    FL_BIND_REC = 4,      /* with the mounts below it */
+};
 struct fl_host_bind {
     const char *path;
     unsigned flags;

@@ -404,26 +404,3 @@ bool fl_pid_alive(pid_t pid, unsigned long long starttime)
     unsigned long long now = fl_proc_starttime(pid);
     return now != 0 && (starttime == 0 || now == starttime);
 }
-
-int fl_root_layer_make(const char *dir, bool fresh, char *mnt, size_t mntlen, char *opts,
-                       size_t optlen)
-{
-    static const char *const sub[] = {"upper", "work", "mnt"};
-    char path[PATH_MAX];
-    int rc;
-    if (fresh && (rc = fl_rm_rf(dir)) < 0)
-        return rc;
-    for (size_t i = 0; i < 3; i++) {
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, sub[i]) >= sizeof path)
-            return -ENAMETOOLONG;
-        if ((rc = fl_mkdir_p(path, 0755)) < 0)
-            return rc;
-    }
-    /* index=off: a restarted host mounts the same upper layer again while
-     * the kernel may still be letting go of its last mount */
-    if ((size_t)snprintf(mnt, mntlen, "%s/mnt", dir) >= mntlen ||
-        (size_t)snprintf(opts, optlen, "lowerdir=/,upperdir=%s/upper,workdir=%s/work,index=off",
-                         dir, dir) >= optlen)
-        return -ENAMETOOLONG;
-    return 0;
-}

@@ -75,13 +75,4 @@ int fl_read_file(const char *path, char **buf, size_t *len);
 /* Is the process that wrote a state file still the one running? */
 bool fl_pid_alive(pid_t pid, unsigned long long starttime);
 
-/* Makes DIR the home of a host's private root: DIR/upper (what the host
- * wrote outside its disk, /tmp and shared paths), DIR/work (overlayfs's)
- * and DIR/mnt (where init assembles the root); with fresh, anything there
- * before is removed first (a replaced host: a new machine).  The mount
- * point (DIR/mnt) and the overlay's options go to mnt and opts: 0 or
- * -errno. */
-int fl_root_layer_make(const char *dir, bool fresh, char *mnt, size_t mntlen, char *opts,
-                       size_t optlen);
-
 #endif

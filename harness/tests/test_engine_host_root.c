@@ -9,6 +9,7 @@
 #include "harness/tests/fl_test.h"
 
 #include <glob.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 static void require_setup(void)
@@ -60,4 +61,20 @@ FL_TEST_ROOT_T(engine_host_root, sys_and_dev_are_the_hosts_own, 60)
     fl_test_scenario_passes("root-sys.yaml");
     FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs"), 1);
     FL_ASSERT_MSG(machine_has("/dev/fl-it-root-dev.*") == 0, "a host's /dev file on the machine");
+}
+
+/* A filesystem mounted right below / on the machine (an overlay of / does
+ * not hold it) is seen, read-only.  The tmpfs at /mnt lives in a mount
+ * namespace of the test's own. */
+FL_TEST_ROOT_T(engine_host_root, machine_submounts_seen_read_only, 60)
+{
+    require_setup();
+    char *o = NULL;
+    int rc = fl_test_sh(&o,
+                        "unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs fl-it /mnt && "
+                        "echo sub > /mnt/fl-it-sub && %s run -q --no-db --out %s/o "
+                        "%s/harness/tests/scenarios/root-submount.yaml' 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "exit %d: %s", rc, o ? o : "");
+    free(o);
 }
