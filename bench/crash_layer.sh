@@ -59,8 +59,10 @@ run() { # NAME -> appends the task's seconds to the array named NAME
   rm -f "$W/fl.db"
   "$FL" run -q --db "$W/fl.db" --out "$W/out" "$W/$1.yaml" >"$W/$1.log" 2>&1 ||
     { echo "bench/crash_layer.sh: $1 failed: $(cat "$W/$1.log")" >&2; exit 1; }
-  eval "$1+=($(sqlite3 "$W/fl.db" "SELECT attrs FROM events WHERE kind='bench.secs'" |
-    sed -n 's/.*secs=\([0-9.e+-]*\).*/\1/p'))""
+  local secs
+  secs=$(sqlite3 "$W/fl.db" "SELECT attrs FROM events WHERE kind='bench.secs'" |
+    sed -n 's/.*secs=\([0-9.e+-]*\).*/\1/p')
+  eval "$1+=($secs)"
 }
 big_lose=() big_keep=() small_lose=() small_keep=()
 rounds=${CRASH_BENCH_ROUNDS:-3}
