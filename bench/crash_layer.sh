@@ -25,7 +25,8 @@ W=$(mktemp -d /tmp/fl-bench-crash.XXXXXX)
 trap 'rm -rf "$W"' EXIT INT TERM HUP
 
 # scenario NAME UNSYNCED FILES KIB: the task writes FILES files of KIB KiB
-# with dd conv=fsync and writes its seconds to $W/NAME.secs
+# with dd conv=fsync and emits its seconds (event bench.secs, read from the
+# run's database: a host cannot write into {scenario_dir})
 scenario() {
   cat >"$W/$1.yaml" <<EOF
 name: bench-crash-layer-$1
@@ -40,7 +41,7 @@ run:
       i=\$((i + 1))
     done
     t1=\$(date +%s.%N)
-    echo "\$t0 \$t1" | awk '{{ print \$2 - \$1 }}' > {scenario_dir}/$1.secs
+    {bin}/faultline emit bench.secs secs=\$(echo "\$t0 \$t1" | awk '{{ print \$2 - \$1 }}')
 timeout: 60s
 faults:
   - {at: 59s, crash_host: a, unsynced: $2}
@@ -55,9 +56,13 @@ scenario small_lose lose 2000 4
 scenario small_keep keep 2000 4
 
 run() { # NAME -> appends the task's seconds to the array named NAME
-  "$FL" run -q --no-db --out "$W/out" "$W/$1.yaml" >"$W/$1.log" 2>&1 ||
+  rm -f "$W/fl.db"
+  "$FL" run -q --db "$W/fl.db" --out "$W/out" "$W/$1.yaml" >"$W/$1.log" 2>&1 ||
     { echo "bench/crash_layer.sh: $1 failed: $(cat "$W/$1.log")" >&2; exit 1; }
-  eval "$1+=($(cat "$W/$1.secs"))"
+  local secs
+  secs=$(sqlite3 "$W/fl.db" "SELECT attrs FROM events WHERE kind='bench.secs'" |
+    sed -n 's/.*secs=\([0-9.e+-]*\).*/\1/p')
+  eval "$1+=($secs)"
 }
 big_lose=() big_keep=() small_lose=() small_keep=()
 rounds=${CRASH_BENCH_ROUNDS:-3}

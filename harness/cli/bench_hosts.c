@@ -1,8 +1,8 @@
 /*
  * bench_hosts.c: `faultline _bench-hosts N [ROUNDS]` (used by `make bench`):
- * brings N hosts up and down exactly as a run does (disk and /tmp
- * directories, /etc/hosts, the switch, every init with its namespaces and
- * mounts, veths and addresses in one netlink batch) and prints the best
+ * brings N hosts up and down exactly as a run does (disk, /tmp and root
+ * layer directories, /etc/hosts, the switch, every init with its namespaces
+ * and mounts and root of its own, veths and addresses in one netlink batch) and prints the best
  * wall time of ROUNDS rounds in seconds.
  *
  * The kernel frees dead network namespaces after their last process is
@@ -19,6 +19,7 @@
 #include "harness/sys/netns_settle.h"
 #include "harness/base/monoclock.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 #include "harness/scenario/scenario.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"
@@ -38,7 +39,7 @@ static int one_round(int n, const char *base, double *secs)
     char err[1024];
     struct fl_host *h = calloc((size_t)n, sizeof *h);
     struct fl_host **hp = calloc((size_t)n, sizeof *hp);
-    char(*paths)[3][PATH_MAX] = calloc((size_t)n, sizeof *paths);
+    char(*paths)[6][PATH_MAX] = calloc((size_t)n, sizeof *paths);
     char etc[PATH_MAX];
     struct fl_fabric *fab = NULL;
     int rc = 0;
@@ -65,14 +66,25 @@ static int one_round(int n, const char *base, double *secs)
         snprintf(paths[i][0], PATH_MAX, "%s/hosts/h%d/disk", base, i);
         snprintf(paths[i][1], PATH_MAX, "%s/hosts/h%d/tmp", base, i);
         snprintf(paths[i][2], PATH_MAX, "h%d", i);
+        snprintf(paths[i][3], PATH_MAX, "%s/hosts/h%d/root", base, i);
         fl_mkdir_p(paths[i][0], 0755);
         fl_mkdir_p(paths[i][1], 01777);
+        /* its root of its own, as a run makes it (paths[i][4]: the mount
+         * point, [5]: the overlay's options), the bench's directory hidden */
+        if ((rc = fl_root_layer_make(paths[i][3], false, paths[i][4], PATH_MAX, paths[i][5],
+                                     PATH_MAX)) < 0) {
+            snprintf(err, sizeof err, "the root of h%d at %s: %s", i, paths[i][3], strerror(-rc));
+            goto fail;
+        }
         h[i].spec = (struct fl_host_spec){.name = paths[i][2],
                                           .idx = i,
                                           .disk_dir = paths[i][0],
                                           .tmp_dir = paths[i][1],
                                           .workdir = FL_SCN_DEFAULT_WORKDIR,
-                                          .hosts_file = etc};
+                                          .hosts_file = etc,
+                                          .root = paths[i][4],
+                                          .root_opts = paths[i][5],
+                                          .hide = base};
         h[i].pidfd = -1;
         hp[i] = &h[i];
     }

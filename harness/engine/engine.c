@@ -210,12 +210,13 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
         goto judge;
     }
     fl_run_write_state(&e->r);
-    if (eng_hosts_up(e) < 0)
-        goto judge;
+    /* the socket before the hosts: each host's root binds it */
     if (fl_evsrv_open(&e->ev, e->r.ev_path, free, err, sizeof err) < 0) {
         fl_run_error(&e->r, "event channel: %s", err);
         goto judge;
     }
+    if (eng_hosts_up(e) < 0)
+        goto judge;
     e->r.epfd = epoll_create1(EPOLL_CLOEXEC);
     sigset_t set;
     loop_signals(&set);

@@ -8,6 +8,7 @@
 #include "harness/engine/engine_int.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"
 
@@ -80,6 +81,25 @@ int eng_setup_dirs(struct engine *e)
         fl_run_error(&e->r, "write %s: %s", path, strerror(-rc));
         return rc;
     }
+    /* copies of the preloads (every host sees them, read-only) */
+    fl_run_lib_dir(&e->r, e->r.libdir, sizeof e->r.libdir);
+    if ((rc = fl_mkdir_p(e->r.libdir, 0755)) < 0) {
+        fl_run_error(&e->r, "mkdir %s: %s", e->r.libdir, strerror(-rc));
+        return rc;
+    }
+    /* what every host's root covers: the output directory (the results
+     * database, every run directory), or only its runs/ if it is / */
+    snprintf(e->r.hide, sizeof e->r.hide, "%s", e->r.dir);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(e->r.hide, '/');
+        if (slash && slash != e->r.hide)
+            *slash = 0;
+    }
+    if (!strcmp(e->r.hide, "/") || !strchr(e->r.hide + 1, '/') || strlen(e->r.hide) < 2)
+        snprintf(e->r.hide, sizeof e->r.hide, "%.*s", (int)(strrchr(e->r.dir, '/') - e->r.dir),
+                 e->r.dir);
+    /* the machine's own mounts below / (an overlay of / holds none) */
+    e->r.nsubmounts = fl_root_submounts(e->r.hide, e->r.submounts, FL_RUN_MAX_SUBMOUNTS);
     /* shared paths */
     for (size_t m = 0; m < s->n_shared; m++) {
         snprintf(path, sizeof path, "%s/shared/%zu", e->r.fsdir, m);
@@ -99,6 +119,31 @@ int eng_setup_dirs(struct engine *e)
             break;
         if ((rc = fl_run_make_tmp(&e->r, (int)i)) < 0)
             break;
+        snprintf(hr->root, sizeof hr->root, "%s/hosts/%s/root", e->r.fsdir, s->hosts[i].name);
+        if ((rc = fl_run_make_root(&e->r, (int)i, true)) < 0)
+            break;
+        snprintf(hr->ctl, sizeof hr->ctl, "%s/ctl/%s", e->r.dir, s->hosts[i].name);
+        if ((rc = fl_mkdir_p(hr->ctl, 0755)) < 0) {
+            fl_run_error(&e->r, "mkdir %s: %s", hr->ctl, strerror(-rc));
+            break;
+        }
+        snprintf(hr->dstore, sizeof hr->dstore, "%s/durable/%s", e->r.fsdir, s->hosts[i].name);
+        /* what the host sees of the harness's view: {bin} and
+         * {scenario_dir} read-only, the event socket, the preloads, its
+         * own control files (disk faults) and store (unsynced: lose), the
+         * machine's mounts below / read-only */
+        size_t nb = 0;
+        if (e->r.bin_dir)
+            hr->binds[nb++] = (struct fl_host_bind){e->r.bin_dir, FL_BIND_RO};
+        hr->binds[nb++] = (struct fl_host_bind){s->dir, FL_BIND_RO};
+        hr->binds[nb++] = (struct fl_host_bind){e->r.ev_path, 0};
+        hr->binds[nb++] = (struct fl_host_bind){e->r.libdir, FL_BIND_RO};
+        hr->binds[nb++] = (struct fl_host_bind){hr->ctl, 0};
+        hr->binds[nb++] = (struct fl_host_bind){hr->dstore, FL_BIND_OPTIONAL};
+        for (size_t m = 0; m < e->r.nsubmounts; m++)
+            hr->binds[nb++] = (struct fl_host_bind){e->r.submounts[m],
+                                                    FL_BIND_RO | FL_BIND_REC | FL_BIND_OPTIONAL};
+        hr->nbinds = nb;
         /* shared mounts of this host */
         for (size_t m = 0; m < s->n_shared; m++)
             for (size_t k = 0; k < s->shared[m].n_hosts; k++)
@@ -152,6 +197,11 @@ int eng_setup_dirs(struct engine *e)
                     : NULL,
             .expose = e->r.expose,
             .nexpose = 3,
+            .root = hr->root_mnt,
+            .root_opts = hr->root_opts,
+            .hide = e->r.hide,
+            .binds = hr->binds,
+            .nbinds = hr->nbinds,
         };
         hr->h.pidfd = -1;
     }

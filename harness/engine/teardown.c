@@ -94,6 +94,9 @@ void eng_free(struct engine *e)
         free(e->r.hosts[i].mounts);
         free((char *)e->r.hosts[i].h.spec.hosts_file);
     }
+    for (size_t i = 0; i < e->r.nsubmounts; i++)
+        free(e->r.submounts[i]);
+    e->r.nsubmounts = 0;
     for (size_t i = 0; i < e->r.nfaults; i++) {
         free(e->r.faults[i].tasks);
         free(e->r.faults[i].starts);

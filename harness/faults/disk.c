@@ -12,10 +12,10 @@
  * fl_fiu_preload.so (libfiu's remote control and the state file, see
  * harness/tools/fl_fiu_preload.c) and, when a `call:` fault targets the task,
  * libfiu's fiu_posix_preload.so.  Each task has a directory per host
- * generation, RUN/fiu/HOST.GEN/JOB.INDEX/, holding `state` (the current
- * enable/disable line of each failure point of the task) and one fifo pair
- * c-PID.in/.out per live process (PID as the host's PID namespace numbers
- * it; a new host generation is a new PID namespace, hence the directory).
+ * generation, RUN/ctl/HOST/fiu.GEN/JOB.INDEX/ (which only that host sees), holding `state` (the
+ * current enable/disable line of each failure point of the task) and one fifo pair c-PID.in/.out
+ * per live process (PID as the host's PID namespace numbers it; a new host generation is a new PID
+ * namespace, hence the directory).
  *
  * Applying or healing a fault: recompute the state of every task it covers
  * (per point, the most recently applied fault that is on wins, else
@@ -128,14 +128,6 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
                 d->any_probability |= dk->probability < 1;
             }
     }
-    /* the library where every host sees it (build/lib may lie under /tmp,
-     * which each host has its own of): the run directory */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/fiu", r->dir);
-    int rc = fl_run_preload(r, "fl_fiu_preload.so", dir, "disk faults", d->preload,
-                            sizeof d->preload, err, errlen);
-    if (rc < 0)
-        return rc;
     for (size_t t = 0; t < s->n_tasks; t++)
         if (d->posix[t] && access(POSIX_PRELOAD, R_OK) != 0) {
             snprintf(err, errlen,
@@ -144,6 +136,23 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
             return -ENOENT;
         }
     return 0;
+}
+
+/* The library where every host sees it (RUN/fs/lib, read-only in each
+ * host's root), copied once the run's tmpfs is there: before the first
+ * host starts. */
+static int disk_host_starting(struct fl_run *r, int host, char *err, size_t errlen)
+{
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
+    if (!d || d->preload[0])
+        return 0;
+    char dir[PATH_MAX];
+    fl_run_lib_dir(r, dir, sizeof dir);
+    int rc = fl_run_preload(r, "fl_fiu_preload.so", dir, "disk faults", d->preload,
+                            sizeof d->preload, err, errlen);
+    if (rc < 0)
+        d->preload[0] = 0;
+    return rc;
 }
 
 static void disk_free(struct fl_run *r)
@@ -167,8 +176,8 @@ static void disk_free(struct fl_run *r)
 static void task_dir(const struct fl_run *r, int task, char *buf, size_t len)
 {
     const struct fl_scn_task *t = &r->s->tasks[task];
-    snprintf(buf, len, "%s/fiu/%s.%d/%s.%d", r->dir, r->s->hosts[t->host].name,
-             r->hosts[t->host].h.generation, r->s->jobs[t->job].name, t->index);
+    snprintf(buf, len, "%s/fiu.%d/%s.%d", r->hosts[t->host].ctl, r->hosts[t->host].h.generation,
+             r->s->jobs[t->job].name, t->index);
 }
 
 /* The task's current command lines, one per failure point; returns the count. */
@@ -754,6 +763,7 @@ const struct fl_fault_kind fl_kind_disk = {
     .parse = disk_parse,
     .at_setup = true,
     .init = disk_init,
+    .host_starting = disk_host_starting,
     .free = disk_free,
     .task_env = disk_env,
     .detail = disk_detail,

@@ -77,7 +77,7 @@ struct fl_durable {
                                preload cannot enter: harness/engine/reach.c), or NULL */
     dev_t *dev;             /* per host: its disk's st_dev at its last start */
     char dir[PATH_MAX];     /* RUN/fs/durable */
-    char preload[PATH_MAX]; /* fl_sync_preload.so copied under dir, at the first start */
+    char preload[PATH_MAX]; /* fl_sync_preload.so copied to RUN/fs/lib, at the first start */
 };
 
 static struct fl_durable *dur(const struct fl_run *r)
@@ -126,6 +126,8 @@ void fl_durable_free(struct fl_run *r)
         return;
     if (d->preload[0] || access(d->dir, F_OK) == 0)
         fl_rm_rf(d->dir);
+    if (d->preload[0]) /* not in a copy of the run's disks (--keep) */
+        unlink(d->preload);
     for (size_t h = 0; h < r->s->n_hosts; h++)
         free(d->unseen[h]);
     free(d->unseen);
@@ -155,10 +157,16 @@ int fl_durable_baseline(struct fl_run *r, int host, char *err, size_t errlen)
     const char *name = r->s->hosts[host].name, *disk = r->hosts[host].disk;
     char path[PATH_MAX];
     int rc;
-    /* the preload where every host sees it (d->dir goes with the run's end) */
-    if (!d->preload[0] && (rc = fl_run_preload(r, "fl_sync_preload.so", d->dir, "unsynced: lose",
+    /* the preload where every host sees it */
+    char lib[PATH_MAX];
+    fl_run_lib_dir(r, lib, sizeof lib);
+    if (!d->preload[0] && (rc = fl_run_preload(r, "fl_sync_preload.so", lib, "unsynced: lose",
                                                d->preload, sizeof d->preload, err, errlen)) < 0)
         return rc;
+    if ((rc = fl_mkdir_p(d->dir, 0755)) < 0) {
+        snprintf(err, errlen, "mkdir %s: %s", d->dir, strerror(-rc));
+        return rc;
+    }
     store_path(r, host, path, sizeof path);
     struct stat sb;
     if (stat(disk, &sb) < 0) {

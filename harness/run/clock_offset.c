@@ -27,7 +27,7 @@
  * fl_clock_preload.so also goes into the tasks of a host with an offset
  * alone: it mends libfaketime's clock_nanosleep on an absolute deadline of
  * the real monotonic clock (Python's time.sleep), see the library.
- * The library is copied into the run directory (RUN/clock/), where every
+ * The library is copied into the run directory (RUN/fs/lib/), where every
  * host sees it, at the first task that needs it.
  */
 #include "harness/run/clock_offset.h"
@@ -65,12 +65,12 @@ void fl_clock_faketime_value(int64_t ms, char *buf, size_t len)
              (unsigned long long)(a % 1000));
 }
 
-/* RUN/clock/fl_clock_preload.so, copied there from next to faultline at
+/* RUN/fs/lib/fl_clock_preload.so, copied there from next to faultline at
  * the first call; 0 or -errno (err filled). */
 static int clock_preload(struct fl_run *r, char *path, size_t len, char *err, size_t errlen)
 {
     char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/clock", r->dir);
+    fl_run_lib_dir(r, dir, sizeof dir);
     snprintf(path, len, "%s/fl_clock_preload.so", dir);
     if (access(path, R_OK) == 0)
         return 0;

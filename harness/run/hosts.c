@@ -1,12 +1,13 @@
 /*
- * hosts.c: a host's disk and /tmp (made at set-up, made again when a
- * replace fault gives it a new machine's), and a host brought down (every
+ * hosts.c: a host's disk, /tmp and root of its own (made at set-up, made
+ * again when a replace fault gives it a new machine's), and a host brought down (every
  * process at once: its init is killed) and up again during a run.  The fault
  * kinds learn of a host coming up through the run's hooks.
  */
 #include "harness/run/run.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/root_layer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +113,17 @@ int fl_run_make_tmp(struct fl_run *r, int i)
     return 0;
 }
 
+int fl_run_make_root(struct fl_run *r, int i, bool fresh)
+{
+    struct host_rt *hr = &r->hosts[i];
+    int rc = fl_root_layer_make(hr->root, fresh, hr->root_mnt, sizeof hr->root_mnt, hr->root_opts,
+                                sizeof hr->root_opts);
+    if (rc < 0)
+        fl_run_error(r, "host %s: its own root at %s: %s", r->s->hosts[i].name, hr->root,
+                     strerror(-rc));
+    return rc;
+}
+
 int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
 {
     struct host_rt *hr = &r->hosts[i];
@@ -120,7 +132,8 @@ int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
     if (hr->h.state != FL_HOST_DOWN)
         return 0;
     if (fresh_disk &&
-        ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0))
+        ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0 ||
+         (hr->h.spec.root && (rc = fl_run_make_root(r, i, true)) < 0)))
         return rc;
     /* the fault kinds' word first (what survived the way down is durable) */
     if (r->host_starting && (rc = r->host_starting(r, i, err, sizeof err)) < 0) {

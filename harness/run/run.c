@@ -100,6 +100,11 @@ void fl_run_write_state(struct fl_run *r)
     free(st.hosts);
 }
 
+void fl_run_lib_dir(const struct fl_run *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/lib", r->fsdir);
+}
+
 int fl_run_preload(const struct fl_run *r, const char *name, const char *dir, const char *what,
                    char *path, size_t len, char *err, size_t errlen)
 {

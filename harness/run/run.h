@@ -88,6 +88,8 @@ struct task_rt {
     char cgroup[PATH_MAX];
 };
 
+#define FL_RUN_MAX_SUBMOUNTS 16
+
 struct host_rt {
     struct fl_host h;
     char disk[PATH_MAX], tmp[PATH_MAX], cgroup[PATH_MAX];
@@ -100,6 +102,12 @@ struct host_rt {
     bool own_tmpfs;       /* its disk a tmpfs of its own even when not sized */
     bool has_cgroup, has_mem_cgroup;
     bool tmpfs_disk;
+    /* its root of its own (fl_root_layer_make): RUN/fs/hosts/NAME/root */
+    char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[2 * PATH_MAX + 64];
+    char ctl[PATH_MAX];    /* RUN/ctl/NAME: the harness's files for this host only */
+    char dstore[PATH_MAX]; /* RUN/fs/durable/NAME (durable.c), if there is one */
+    struct fl_host_bind binds[6 + FL_RUN_MAX_SUBMOUNTS]; /* what of the harness's view it sees */
+    size_t nbinds;
     char addr[16];
     bool down_by_fault;
     bool comes_back; /* down, and a heal will bring it up again */
@@ -141,11 +149,16 @@ struct fl_run {
     const char *db_path; /* the results database, for the state file; NULL none */
     bool done;           /* judged: the state file says "done" */
 
-    int epfd;               /* the engine's epoll: every process's output joins it */
-    char ev_path[PATH_MAX]; /* the event channel's socket */
-    char fsdir[PATH_MAX];   /* tmpfs holding every disk, /tmp and shared dir */
-    const char *expose[3];  /* run, bin and scenario dirs, visible in every host */
-    char sync_kinds[1024];  /* FAULTLINE_SYNC */
+    int epfd;                              /* the engine's epoll: every process's output joins it */
+    char ev_path[PATH_MAX];                /* the event channel's socket */
+    char fsdir[PATH_MAX];                  /* tmpfs holding every disk, /tmp and shared dir */
+    const char *expose[3];                 /* run, bin and scenario dirs, visible in every host */
+    char hide[PATH_MAX];                   /* covered in every host: the run's output directory */
+    char libdir[PATH_MAX];                 /* RUN/fs/lib (fl_run_lib_dir) */
+    char *submounts[FL_RUN_MAX_SUBMOUNTS]; /* the machine's mounts below / that every
+                                              host sees read-only (fl_root_submounts) */
+    size_t nsubmounts;
+    char sync_kinds[1024]; /* FAULTLINE_SYNC */
     struct fl_fabric *fab;
     struct fl_rec_run *rec;
 
@@ -197,12 +210,19 @@ size_t fl_run_cgroup_trees(const struct fl_run *r, const char *trees[3]);
  * -errno with err filled ("WHAT needs NAME next to faultline ..."). */
 int fl_run_preload(const struct fl_run *r, const char *name, const char *dir, const char *what,
                    char *path, size_t len, char *err, size_t errlen);
+/* RUN/fs/lib: where the preloads are copied (every host sees it, read-only;
+ * on the run's tmpfs, it goes with the harness) */
+void fl_run_lib_dir(const struct fl_run *r, char *buf, size_t len);
 
 /* hosts.c */
 /* A fresh disk (empty directory, or tmpfs when sized or own_tmpfs), with
  * the mount points of its shared paths and, with preload, its leftovers. */
 int fl_run_make_disk(struct fl_run *r, int host, bool preload);
 int fl_run_make_tmp(struct fl_run *r, int host); /* an empty /tmp */
+/* The host's root of its own (RUN/fs/hosts/NAME/root: what it wrote outside
+ * its disk, /tmp and shared paths); fresh: empty again (a replace), else
+ * kept (a restart or crash) */
+int fl_run_make_root(struct fl_run *r, int host, bool fresh);
 /* Brings a host that is down up again (fresh_disk: a new machine). */
 int fl_run_host_up(struct fl_run *r, int host, bool fresh_disk);
 /* Kills every process on a host at once; by_fault: not the run's error;

@@ -9,6 +9,19 @@
  * working directory, its own /tmp, the run's /etc/hosts, any shared paths and
  * a /proc of its own, sets the hostname, reports ready on a pipe shared by all
  * inits, then only reaps orphans until it is killed or the harness goes away.
+ *
+ * A root of its own (spec.root set, as every run does): init assembles the
+ * host's root at spec.root, an overlay whose lower layer is the harness's /
+ * and whose upper layer the harness keeps per host (fl_root_layer_make), so
+ * that the host sees the machine's files and writes only to its own layer;
+ * binds everything above into it from the harness's view (so the sources
+ * need no tricks when they lie under /tmp), covers spec.hide (the run's
+ * output directory) with an empty tmpfs and binds back spec.binds (what the
+ * host may see of the run); mounts a /proc, a /sys (sysfs mounted in the
+ * host's network namespace shows its devices only), the machine's cgroup
+ * hierarchies, a /dev of its own (make_dev) and a /dev/shm; then pivot_root and a detach of the old
+ * root leave nothing else in its mount namespace.  Without spec.root, the
+ * host keeps the machine's root (the mounts are made over it).
  * Init shares the harness's memory (CLONE_VM, on a stack of its own, making
  * raw system calls only; see rawsys.h): cloning hundreds of hosts then costs
  * no page-table copies.  A large batch is plugged into the fabric by a
@@ -81,6 +94,12 @@ enum init_step {
     STEP_MOUNT_EXPOSE,
     STEP_DUP_PIPES,
     STEP_MOUNT_SHM,
+    STEP_ROOT_OVERLAY,
+    STEP_ROOT_HIDE,
+    STEP_ROOT_BIND,
+    STEP_ROOT_SYS,
+    STEP_ROOT_DEV,
+    STEP_ROOT_PIVOT,
 };
 
 static const char *step_name(int step)
@@ -98,6 +117,12 @@ static const char *step_name(int step)
         "expose a directory under /tmp",
         "dup3 of the harness's pipes",
         "mount a tmpfs at",
+        "mount the overlay of its root at",
+        "hide the run's directory",
+        "bind into its root",
+        "mount its own /sys",
+        "mount /dev",
+        "pivot_root into its own root",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -221,7 +246,7 @@ FL_INIT_CODE static char *utoa_in_child(char *end, unsigned v)
 
 FL_INIT_CODE static long mkdir_p_in_child(const char *path)
 {
-    char buf[1024];
+    char buf[4096];
     size_t len = strlen(path);
     if (len >= sizeof buf)
         return -ENAMETOOLONG;
@@ -242,6 +267,178 @@ FL_INIT_CODE static long mkdir_p_in_child(const char *path)
 FL_INIT_CODE static long bind_mount(const char *src, const char *dst)
 {
     return fl_rs5(SYS_mount, src, dst, NULL, MS_BIND | MS_REC, NULL);
+}
+
+/* root + path (absolute) into buf (4096 bytes) */
+FL_INIT_CODE static long under_root(char *buf, const char *root, const char *path)
+{
+    size_t rl = strlen(root), pl = strlen(path);
+    if (rl + pl + 1 > 4096)
+        return -ENAMETOOLONG;
+    memcpy(buf, root, rl);
+    memcpy(buf + rl, path, pl + 1);
+    return 0;
+}
+
+#define BIND_REC FL_BIND_REC
+/* path is dir or lies below it */
+FL_INIT_CODE static bool path_under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+/* Binds src (the harness's view) at root + dst, making the mount point (a
+ * directory, or an empty file when src is not a directory) first.  With
+ * FL_BIND_OPTIONAL, a src that does not exist is skipped; FL_BIND_RO makes
+ * the bind read-only; BIND_REC brings the mounts below src along. */
+FL_INIT_CODE static long bind_into_root(const char *root, const char *src, const char *dst,
+                                        unsigned flags)
+{
+    char at[4096];
+    struct stat sb;
+    long r = fl_rs4(SYS_newfstatat, AT_FDCWD, src, &sb, 0);
+    if (r == -ENOENT && (flags & FL_BIND_OPTIONAL))
+        return 0;
+    if (r < 0)
+        return r;
+    if ((r = under_root(at, root, dst)) < 0)
+        return r;
+    if (S_ISDIR(sb.st_mode)) {
+        if ((r = mkdir_p_in_child(at)) < 0)
+            return r;
+    } else {
+        char *slash = strrchr(at, '/');
+        *slash = 0;
+        r = mkdir_p_in_child(at);
+        *slash = '/';
+        if (r < 0)
+            return r;
+        /* not for writing: that would copy the machine's file up */
+        long fd = fl_rs4(SYS_openat, AT_FDCWD, at, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && fd != -EEXIST)
+            return fd;
+        if (fd >= 0)
+            fl_rs1(SYS_close, fd);
+    }
+    if ((r = fl_rs5(SYS_mount, src, at, NULL, MS_BIND | (flags & BIND_REC ? MS_REC : 0), NULL)) < 0)
+        return r;
+    if (flags & FL_BIND_RO)
+        r = fl_rs5(SYS_mount, NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+    return r;
+}
+
+/* The host's own /dev at root/dev: a tmpfs with the devices every program
+ * expects (null, zero, full, random, urandom, tty), a devpts instance of its
+ * own (ptmx), the /proc/self/fd links; /dev/shm comes after. */
+FL_INIT_CODE static long make_dev(const char *root)
+{
+    static const struct {
+        const char *name;
+        unsigned major, minor;
+    } nodes[] = {{"/null", 1, 3},   {"/zero", 1, 5},    {"/full", 1, 7},
+                 {"/random", 1, 8}, {"/urandom", 1, 9}, {"/tty", 5, 0}};
+    static const char *const links[][2] = {{"/fd", "/proc/self/fd"},
+                                           {"/stdin", "/proc/self/fd/0"},
+                                           {"/stdout", "/proc/self/fd/1"},
+                                           {"/stderr", "/proc/self/fd/2"},
+                                           {"/ptmx", "pts/ptmx"}};
+    char dev[4096], at[4096];
+    long r;
+    if ((r = under_root(dev, root, "/dev")) < 0 ||
+        (r = fl_rs5(SYS_mount, "fl-dev", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755")) < 0)
+        return r;
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+        if ((r = under_root(at, dev, nodes[i].name)) < 0)
+            return r;
+        unsigned long d = ((unsigned long)nodes[i].major << 8) | nodes[i].minor;
+        if ((r = fl_rs4(SYS_mknodat, AT_FDCWD, at, S_IFCHR | 0666, d)) < 0)
+            return r;
+        fl_rs3(SYS_fchmodat, AT_FDCWD, at, 0666); /* past the umask */
+    }
+    for (size_t i = 0; i < sizeof links / sizeof *links; i++) {
+        if ((r = under_root(at, dev, links[i][0])) < 0 ||
+            (r = fl_rs3(SYS_symlinkat, links[i][1], AT_FDCWD, at)) < 0)
+            return r;
+    }
+    if ((r = under_root(at, dev, "/pts")) < 0 || (r = fl_rs3(SYS_mkdirat, AT_FDCWD, at, 0755)) < 0)
+        return r;
+    return fl_rs5(SYS_mount, "devpts", at, "devpts", MS_NOSUID | MS_NOEXEC,
+                  "newinstance,ptmxmode=0666,mode=620");
+}
+
+/* A root of the host's own, assembled at s->root and made its root (see
+ * "A root of its own" in the file's opening): 0, or a negative errno with
+ * *step and *arg saying where. */
+FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int *arg)
+{
+    const char *R = s->root;
+    char at[4096];
+    long r;
+#define ROOT_TRY(call, at_step) \
+    do {                        \
+        if ((r = (call)) < 0) { \
+            *step = (at_step);  \
+            return r;           \
+        }                       \
+    } while (0)
+    ROOT_TRY(fl_rs5(SYS_mount, "fl-root", R, "overlay", 0, s->root_opts), STEP_ROOT_OVERLAY);
+    ROOT_TRY(bind_into_root(R, s->tmp_dir, "/tmp", BIND_REC), STEP_MOUNT_TMP);
+    /* Two passes: what lies outside the hidden directory, the hiding
+     * tmpfs (over whatever a bind of a parent of it brought), then what
+     * lies inside it. */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && s->hide) {
+            ROOT_TRY(under_root(at, R, s->hide), STEP_ROOT_HIDE);
+            ROOT_TRY(mkdir_p_in_child(at), STEP_ROOT_HIDE);
+            ROOT_TRY(
+                fl_rs5(SYS_mount, "fl-hide", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=1m"),
+                STEP_ROOT_HIDE);
+        }
+#define THIS_PASS(path) ((pass == 1) == (s->hide && path_under((path), s->hide)))
+        if (THIS_PASS(s->workdir))
+            ROOT_TRY(bind_into_root(R, s->disk_dir, s->workdir, BIND_REC), STEP_MOUNT_DISK);
+        for (size_t i = 0; i < s->nmounts; i++) {
+            *arg = (int)i;
+            if (THIS_PASS(s->mounts[i].dst))
+                ROOT_TRY(bind_into_root(R, s->mounts[i].src, s->mounts[i].dst, BIND_REC),
+                         STEP_MOUNT_SHARED);
+        }
+        if (s->hosts_file && pass == 0)
+            ROOT_TRY(bind_into_root(R, s->hosts_file, "/etc/hosts", FL_BIND_RO), STEP_MOUNT_HOSTS);
+        for (size_t i = 0; i < s->nbinds; i++) {
+            *arg = (int)i;
+            if (THIS_PASS(s->binds[i].path))
+                ROOT_TRY(bind_into_root(R, s->binds[i].path, s->binds[i].path, s->binds[i].flags),
+                         STEP_ROOT_BIND);
+        }
+#undef THIS_PASS
+    }
+    /* its own /proc (its PID namespace), /sys (init is in the host's
+     * network namespace: sysfs shows its devices only) with the machine's
+     * cgroup hierarchies, its own /dev and /dev/shm */
+    ROOT_TRY(under_root(at, R, "/proc"), STEP_MOUNT_PROC);
+    ROOT_TRY(fl_rs5(SYS_mount, "proc", at, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+             STEP_MOUNT_PROC);
+    ROOT_TRY(under_root(at, R, "/sys"), STEP_ROOT_SYS);
+    ROOT_TRY(fl_rs5(SYS_mount, "sysfs", at, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+             STEP_ROOT_SYS);
+    ROOT_TRY(bind_into_root(R, "/sys/fs/cgroup", "/sys/fs/cgroup", FL_BIND_OPTIONAL | BIND_REC),
+             STEP_ROOT_SYS);
+    ROOT_TRY(make_dev(R), STEP_ROOT_DEV);
+    ROOT_TRY(under_root(at, R, "/dev/shm"), STEP_MOUNT_SHM);
+    ROOT_TRY(fl_rs3(SYS_mkdirat, AT_FDCWD, at, 01777), STEP_MOUNT_SHM);
+    ROOT_TRY(fl_rs5(SYS_mount, "tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"),
+             STEP_MOUNT_SHM);
+    /* the machine's root goes: pivot_root(".", ".") stacks it on the new
+     * root, and the detach takes it (and every mount of the run under it)
+     * out of the host's mount namespace */
+    ROOT_TRY(fl_rs1(SYS_chdir, R), STEP_ROOT_PIVOT);
+    ROOT_TRY(fl_rs2(SYS_pivot_root, ".", "."), STEP_ROOT_PIVOT);
+    ROOT_TRY(fl_rs2(SYS_umount2, ".", MNT_DETACH), STEP_ROOT_PIVOT);
+    ROOT_TRY(fl_rs1(SYS_chdir, "/"), STEP_ROOT_PIVOT);
+#undef ROOT_TRY
+    return 0;
 }
 
 FL_INIT_CODE static __attribute__((noreturn)) void init_exit(int code)
@@ -289,6 +486,14 @@ FL_INIT_CODE static int init_main(void *arg)
         }
     }
     INIT_TRY(fl_rs2(SYS_sethostname, s->name, strlen(s->name)), STEP_HOSTNAME);
+    if (s->root) {
+        int step = STEP_OK;
+        if ((r = make_root(s, &step, &msg.arg)) < 0) {
+            msg.step = step;
+            goto fail;
+        }
+        goto mounted;
+    }
     INIT_TRY(bind_mount(s->disk_dir, s->workdir), STEP_MOUNT_DISK);
     for (size_t i = 0; i < s->nmounts; i++) {
         msg.arg = (int)i;
@@ -341,6 +546,7 @@ FL_INIT_CODE static int init_main(void *arg)
     }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
+mounted:;
     unsigned long chld = 1UL << (SIGCHLD - 1); /* the kernel's sigset */
     INIT_TRY(fl_rs4(SYS_rt_sigprocmask, SIG_BLOCK, &chld, NULL, sizeof chld), STEP_SIGNALS);
     long sfd;
@@ -466,11 +672,15 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                 h->starttime = fl_proc_starttime(h->pid);
             } else if (rc == 0) {
                 const char *what = step_name(m.step);
-                const char *path = m.step == STEP_MOUNT_DISK    ? h->spec.workdir
-                                   : m.step == STEP_MOUNT_TMP   ? "/tmp"
-                                   : m.step == STEP_MOUNT_HOSTS ? "/etc/hosts"
-                                   : m.step == STEP_MOUNT_PROC  ? "/proc"
-                                   : m.step == STEP_MOUNT_SHM   ? "/dev/shm"
+                const char *path = m.step == STEP_MOUNT_DISK                     ? h->spec.workdir
+                                   : m.step == STEP_MOUNT_TMP                    ? "/tmp"
+                                   : m.step == STEP_MOUNT_HOSTS                  ? "/etc/hosts"
+                                   : m.step == STEP_MOUNT_PROC                   ? "/proc"
+                                   : m.step == STEP_MOUNT_SHM                    ? "/dev/shm"
+                                   : m.step == STEP_ROOT_OVERLAY && h->spec.root ? h->spec.root
+                                   : m.step == STEP_ROOT_HIDE && h->spec.hide    ? h->spec.hide
+                                   : m.step == STEP_ROOT_BIND && (size_t)m.arg < h->spec.nbinds
+                                       ? h->spec.binds[m.arg].path
                                    : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts
                                        ? h->spec.mounts[m.arg].dst
                                    : m.step == STEP_MOUNT_EXPOSE && (size_t)m.arg < h->spec.nexpose
@@ -578,10 +788,7 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
             int step;
         } st = {0, 0};
         close(status_pipe[0]);
-        if (setns(h->pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0) {
-            st.step = 1;
-            goto child_fail;
-        }
+        /* the cgroups first: their paths are the harness's view */
         const char *cgroups[3] = {h->spec.cgroup, h->spec.cgroup_mem, sp->cgroup};
         for (int i = 0; i < 3; i++) {
             if (!cgroups[i])
@@ -594,6 +801,10 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
                 goto child_fail;
             }
             close(fd);
+        }
+        if (setns(h->pidfd, CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC) < 0) {
+            st.step = 1;
+            goto child_fail;
         }
         if (chdir(sp->cwd ? sp->cwd : h->spec.workdir) < 0) {
             st.step = 3;

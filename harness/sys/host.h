@@ -17,6 +17,18 @@ struct fl_host_mount {
     char *dst; /* absolute path inside the host */
 };
 
+/* A file or directory of the harness's view that a host with a root of its
+ * own sees at the same path (fl_host_spec.binds). */
+enum {
+    FL_BIND_RO = 1,
+    FL_BIND_OPTIONAL = 2, /* absent at the host's start: skipped */
+    FL_BIND_REC = 4,      /* with the mounts below it */
+};
+struct fl_host_bind {
+    const char *path;
+    unsigned flags;
+};
+
 /* What a host is made of; the caller owns the strings. */
 struct fl_host_spec {
     const char *name;                   /* host name, also its UTS hostname */
@@ -37,6 +49,17 @@ struct fl_host_spec {
      * scenario's directory ({scenario_dir}). */
     const char *const *expose;
     size_t nexpose;
+    /* A root of its own (see host.c): NULL, the machine's root as it is
+     * (and expose above applies).  Else the mount point where init
+     * assembles the host's root (fl_root_layer_make), the overlay's options,
+     * a directory covered with an empty tmpfs (the run's output directory:
+     * nothing of the run is seen but what binds gives back) and what the
+     * host sees of the harness's view at the same path. */
+    const char *root;
+    const char *root_opts;
+    const char *hide;
+    const struct fl_host_bind *binds;
+    size_t nbinds;
 };
 
 enum fl_host_state { FL_HOST_DOWN, FL_HOST_STARTING, FL_HOST_UP };
