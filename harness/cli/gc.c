@@ -120,13 +120,7 @@ static int kill_run_processes(const char *run_id, bool dry, int *live)
 static bool owner_alive(const char *run_id)
 {
     char roots[3][PATH_MAX];
-    int nr = 0;
-    if (fl_cgroup_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
-    if (fl_cgroup_freezer_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
-    if (fl_cgroup_memory_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
+    int nr = fl_cgroup_roots(roots);
     for (int i = 0; i < nr; i++) {
         char path[PATH_MAX];
         pid_t owner;

@@ -207,6 +207,18 @@ int fl_cgroup_memory_root(char *buf, size_t len)
     return root_for("memory", buf, len);
 }
 
+int fl_cgroup_roots(char roots[3][PATH_MAX])
+{
+    int nr = 0;
+    if (fl_cgroup_root(roots[nr], PATH_MAX) > 0)
+        nr++;
+    if (fl_cgroup_freezer_root(roots[nr], PATH_MAX) > 0)
+        nr++;
+    if (fl_cgroup_memory_root(roots[nr], PATH_MAX) > 0)
+        nr++;
+    return nr;
+}
+
 int fl_cgroup_create_memory(const char *run_id, const char *host, char *path, size_t len)
 {
     char root[PATH_MAX];

@@ -5,6 +5,7 @@
 #define FL_CGROUP_H
 
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,9 @@ int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *
  * hierarchy, the same tree as the pids cgroups), 1 (the v1 memory
  * hierarchy) or -ENOTSUP. */
 int fl_cgroup_memory_root(char *buf, size_t len);
+/* faultline's roots on this machine (pids, freezer, memory: those there
+ * are), into roots; returns how many. */
+int fl_cgroup_roots(char roots[3][PATH_MAX]);
 /* The host's memory cgroup <root>/<run_id>/<host>: on v2 the host's pids
  * cgroup with the memory controller enabled down to it; on v1 its own. */
 int fl_cgroup_create_memory(const char *run_id, const char *host, char *path, size_t len);

@@ -252,13 +252,7 @@ int fl_owned_cgroup(const char *path, const char *run_id, char *why, size_t whyl
         return -EPERM;
     }
     char roots[3][PATH_MAX];
-    int nr = 0;
-    if (fl_cgroup_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
-    if (fl_cgroup_freezer_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
-    if (fl_cgroup_memory_root(roots[nr], sizeof roots[0]) > 0)
-        nr++;
+    int nr = fl_cgroup_roots(roots);
     for (int i = 0; i < nr; i++) {
         char want[PATH_MAX];
         if (snprintf(want, sizeof want, "%s/%s", roots[i], run_id) >= (int)sizeof want)
