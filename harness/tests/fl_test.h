@@ -70,6 +70,8 @@ int fl_test_db_int(const char *path, const char *sql);
 /* How many processes carry FAULTLINE_RUN=run_id in their environment (the
  * tasks of a run, wherever they are). */
 int fl_test_count_run_processes(const char *run_id);
+/* The same processes: up to max of their pids into pids; how many there are. */
+int fl_test_run_processes(const char *run_id, pid_t *pids, size_t max);
 /* Runs `faultline run` on harness/tests/scenarios/NAME with --out and --db
  * in fl_test_dir() (o/, fl.db); fails the test, with its output, unless it
  * exits 0 (the scenario's expectations are the verdict). */

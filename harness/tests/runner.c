@@ -239,6 +239,11 @@ int fl_test_scenario_db_int(const char *sql)
 
 int fl_test_count_run_processes(const char *run_id)
 {
+    return fl_test_run_processes(run_id, NULL, 0);
+}
+
+int fl_test_run_processes(const char *run_id, pid_t *pids, size_t max)
+{
     char want[160];
     snprintf(want, sizeof want, "FAULTLINE_RUN=%s", run_id);
     int n = 0;
@@ -255,6 +260,8 @@ int fl_test_count_run_processes(const char *run_id)
             continue;
         for (size_t off = 0; off < len; off += strlen(env + off) + 1)
             if (!strcmp(env + off, want)) {
+                if ((size_t)n < max)
+                    pids[n] = pid;
                 n++;
                 break;
             }
