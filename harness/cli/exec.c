@@ -29,6 +29,9 @@ const char fl_cli_exec_usage[] =
     "/bin/sh. Exit status is CMD's. CMD gets none of the run's preloads: on a host a "
     "crash_host with\n"
     "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
+    "CMD runs as the machine's root, like the tasks of a host with 'privileged: true'\n"
+    "(it can change the host's network and mounts, and the machine): it is for looking\n"
+    "into a host by hand; the scenario's tasks are root of their host only.\n"
     "  --out DIR   where run directories are (default out)\n";
 
 int fl_cli_exec(int argc, char **argv)

@@ -202,6 +202,7 @@ int eng_setup_dirs(struct engine *e)
             .hide = e->r.hide,
             .binds = hr->binds,
             .nbinds = hr->nbinds,
+            .privileged = s->hosts[i].privileged,
         };
         hr->h.pidfd = -1;
     }

@@ -166,7 +166,7 @@ static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
 
 static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const ynode *opt)
 {
-    static const char *const keys[] = {"disk", "clock_offset", "clock_drift"};
+    static const char *const keys[] = {"disk", "clock_offset", "clock_drift", "privileged"};
     static const char *const disk_keys[] = {"size", "dirs", "files"};
     char where[128];
     int rc;
@@ -176,6 +176,9 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
     snprintf(where, sizeof where, "options of host '%s'", h->name);
     if ((rc = fl_scn_want(c, opt, FL_YN_MAP, where)) < 0 ||
         (rc = fl_scn_check_keys(c, opt, keys, ARRAY_LEN(keys), where)) < 0)
+        return rc;
+    const ynode *pv = fl_scn_yaml_get(opt, "privileged", NULL);
+    if (pv && (rc = fl_scn_get_bool(c, pv, "'privileged'", &h->privileged)) < 0)
         return rc;
     const ynode *co = fl_scn_yaml_get(opt, "clock_offset", NULL);
     if (co) {

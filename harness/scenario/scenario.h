@@ -75,6 +75,7 @@ struct fl_scn_host {
     int64_t clock_drift_ppm; /* its tasks' wall clock runs this much fast (< 0: slow), in
                                 millionths, from the start of the run; 0 unless set */
     bool clock_drift_set;
+    bool privileged; /* its tasks are the machine's root (harness/sys/userns.c) */
 };
 
 /* A path mounted into several hosts (models NFS). */

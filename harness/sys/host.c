@@ -44,6 +44,7 @@
  * DOWN.
  */
 #include "harness/sys/host.h"
+#include "harness/sys/userns.h"
 #include "netem/fabric.h"
 #include "netem/seterr.h"
 #include "harness/base/rawsys.h"
@@ -100,6 +101,8 @@ enum init_step {
     STEP_ROOT_SYS,
     STEP_ROOT_DEV,
     STEP_ROOT_PIVOT,
+    STEP_NET_SYSCTL,
+    STEP_PROC_RO,
 };
 
 static const char *step_name(int step)
@@ -123,6 +126,8 @@ static const char *step_name(int step)
         "mount its own /sys",
         "mount /dev",
         "pivot_root into its own root",
+        "open ports below 1024 and ICMP echo sockets to its users (sysctl)",
+        "make /proc/sys and the kernel's files in /proc read-only",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -323,9 +328,61 @@ FL_INIT_CODE static long bind_into_root(const char *root, const char *src, const
     }
     if ((r = fl_rs5(SYS_mount, src, at, NULL, MS_BIND | (flags & BIND_REC ? MS_REC : 0), NULL)) < 0)
         return r;
-    if (flags & FL_BIND_RO)
-        r = fl_rs5(SYS_mount, NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+    if (!(flags & FL_BIND_RO))
+        return r;
+    if (flags & BIND_REC) { /* the mounts below too (a remount takes the top one only) */
+        struct mount_attr ma = {.attr_set = MOUNT_ATTR_RDONLY};
+        r = fl_rs5(SYS_mount_setattr, AT_FDCWD, at, AT_RECURSIVE, &ma, sizeof ma);
+        if (r != -ENOSYS)
+            return r;
+    }
+    return fl_rs5(SYS_mount, NULL, at, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL);
+}
+
+/* Writes text to a file of the host's /proc at proc + rel (a sysctl of
+ * its network namespace): 0 or -errno. */
+FL_INIT_CODE static long proc_write(const char *proc, const char *rel, const char *text)
+{
+    char at[4096];
+    long r = under_root(at, proc, rel);
+    if (r < 0)
+        return r;
+    long fd = fl_rs4(SYS_openat, AT_FDCWD, at, O_WRONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return fd;
+    size_t n = strlen(text);
+    r = fl_rs3(SYS_write, fd, text, n);
+    fl_rs1(SYS_close, fd);
+    return r < 0 ? r : r == (long)n ? 0 : -EIO;
+}
+
+/* The host's network is faultline's (its namespace belongs to the
+ * machine's user namespace, see userns.c), so a task could not bind a port
+ * below 1024 or send a ping without these, which a machine's root can:
+ * any port and ICMP echo sockets (what ping uses without CAP_NET_RAW) for
+ * every user of the host. */
+FL_INIT_CODE static long net_for_everyone(const char *proc)
+{
+    long r = proc_write(proc, "/sys/net/ipv4/ip_unprivileged_port_start", "0\n");
+    if (r == 0)
+        r = proc_write(proc, "/sys/net/ipv4/ping_group_range", "0 2147483647\n");
     return r;
+}
+
+/* What root may write in /proc by file modes alone (no capability): the
+ * kernel's settings (/proc/sys: core_pattern, the machine's sysctls),
+ * sysrq and the drivers' files, read-only, as container runtimes do. */
+FL_INIT_CODE static long proc_read_only(const char *root)
+{
+    static const char *const paths[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/bus", "/proc/fs",
+                                        "/proc/irq"};
+    char src[4096];
+    long r;
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if ((r = under_root(src, root, paths[i])) < 0 ||
+            (r = bind_into_root(root, src, paths[i], FL_BIND_RO | FL_BIND_OPTIONAL)) < 0)
+            return r;
+    return 0;
 }
 
 /* The host's own /dev at root/dev: a tmpfs with the devices every program
@@ -420,10 +477,17 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
     ROOT_TRY(under_root(at, R, "/proc"), STEP_MOUNT_PROC);
     ROOT_TRY(fl_rs5(SYS_mount, "proc", at, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
+    ROOT_TRY(net_for_everyone(at), STEP_NET_SYSCTL);
+    if (!s->privileged)
+        ROOT_TRY(proc_read_only(R), STEP_PROC_RO);
+    /* unprivileged: /sys and the cgroup hierarchies read-only (root may
+     * write sysfs and cgroup files by their modes) */
+    unsigned long ro = s->privileged ? 0 : MS_RDONLY;
     ROOT_TRY(under_root(at, R, "/sys"), STEP_ROOT_SYS);
-    ROOT_TRY(fl_rs5(SYS_mount, "sysfs", at, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+    ROOT_TRY(fl_rs5(SYS_mount, "sysfs", at, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | ro, NULL),
              STEP_ROOT_SYS);
-    ROOT_TRY(bind_into_root(R, "/sys/fs/cgroup", "/sys/fs/cgroup", FL_BIND_OPTIONAL | BIND_REC),
+    ROOT_TRY(bind_into_root(R, "/sys/fs/cgroup", "/sys/fs/cgroup",
+                            FL_BIND_OPTIONAL | BIND_REC | (s->privileged ? 0 : FL_BIND_RO)),
              STEP_ROOT_SYS);
     ROOT_TRY(make_dev(R), STEP_ROOT_DEV);
     ROOT_TRY(under_root(at, R, "/dev/shm"), STEP_MOUNT_SHM);
@@ -546,6 +610,7 @@ FL_INIT_CODE static int init_main(void *arg)
     }
     INIT_TRY(fl_rs5(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
              STEP_MOUNT_PROC);
+    INIT_TRY(net_for_everyone("/proc"), STEP_NET_SYSCTL);
 mounted:;
     unsigned long chld = 1UL << (SIGCHLD - 1); /* the kernel's sigset */
     INIT_TRY(fl_rs4(SYS_rt_sigprocmask, SIG_BLOCK, &chld, NULL, sizeof chld), STEP_SIGNALS);
@@ -695,6 +760,15 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
     return rc;
 }
 
+/* The user namespace of the host's tasks goes with them: the next start
+ * makes a new one at its first spawn. */
+static void drop_userns(struct fl_host *h)
+{
+    if (h->has_userns)
+        close(h->userns_fd);
+    h->has_userns = false;
+}
+
 int fl_host_kill(struct fl_host *h)
 {
     if (h->state == FL_HOST_DOWN)
@@ -708,6 +782,7 @@ int fl_host_kill(struct fl_host *h)
     close(h->pidfd);
     h->pidfd = -1;
     h->state = FL_HOST_DOWN;
+    drop_userns(h);
     return 0;
 }
 
@@ -756,6 +831,7 @@ bool fl_host_reaped(struct fl_host *h, pid_t pid)
         h->pidfd = -1;
         h->state = FL_HOST_DOWN;
     }
+    drop_userns(h);
     return true;
 }
 
@@ -764,6 +840,15 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
     if (h->state != FL_HOST_UP) {
         fl_netem_seterr(err, errlen, "host %s is down", h->spec.name);
         return -EHOSTDOWN;
+    }
+    if (!h->spec.privileged && !h->has_userns) {
+        char why[256];
+        int r = fl_userns_make(&h->userns_fd, why, sizeof why);
+        if (r < 0) {
+            fl_netem_seterr(err, errlen, "host %s: %s", h->spec.name, why);
+            return r;
+        }
+        h->has_userns = true;
     }
     int status_pipe[2];
     if (pipe2(status_pipe, O_CLOEXEC) < 0) {
@@ -808,6 +893,12 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
         }
         if (chdir(sp->cwd ? sp->cwd : h->spec.workdir) < 0) {
             st.step = 3;
+            goto child_fail;
+        }
+        /* last of the namespaces: joining it drops every capability in the
+         * machine's user namespace, which the setns calls above need */
+        if (h->has_userns && setns(h->userns_fd, CLONE_NEWUSER) < 0) {
+            st.step = 6;
             goto child_fail;
         }
         int null = open("/dev/null", O_RDWR);
@@ -870,7 +961,8 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
     close(status_pipe[0]);
     if (n == sizeof st) {
         static const char *what[] = {
-            "", "setns(net, mount, uts, ipc)", "join cgroup", "chdir", "dup2", "exec"};
+            "",     "setns(net, mount, uts, ipc)",     "join cgroup", "chdir", "dup2",
+            "exec", "setns(the host's user namespace)"};
         int w;
         while (waitpid(pid, &w, 0) < 0 && errno == EINTR)
             ;

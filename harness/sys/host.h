@@ -60,6 +60,12 @@ struct fl_host_spec {
     const char *hide;
     const struct fl_host_bind *binds;
     size_t nbinds;
+    /* false (the default): the host's tasks run in a user namespace of its
+     * own (userns.c) and its /sys, /proc/sys and cgroup hierarchies are
+     * read-only: root there is root of the host only.  true (a scenario's
+     * `privileged: true`): its tasks are the machine's root, as the
+     * harness is. */
+    bool privileged;
 };
 
 enum fl_host_state { FL_HOST_DOWN, FL_HOST_STARTING, FL_HOST_UP };
@@ -71,6 +77,8 @@ struct fl_host {
     int pidfd;                    /* of init, for setns; -1 when down */
     unsigned long long starttime; /* of init, from /proc/PID/stat, for gc */
     int generation;               /* 0 on first start, +1 per restart/replace */
+    bool has_userns;              /* userns_fd is open: the user namespace its tasks */
+    int userns_fd;                /* join (made at the first spawn after a start) */
 };
 
 /* One-time setup of the calling process (the harness): a private mount

@@ -3,12 +3,14 @@
  * "A root of its own"): what a host writes outside its disk is its own,
  * kept by a restart, gone with a replace, never on the machine; a host
  * finds neither another host's disk nor the run's files by any path; its
- * /sys shows its own network devices, its /dev is its own.  Each runs the real faultline binary
- * on a scenario of harness/tests/scenarios/ with real hosts.
+ * /sys shows its own network devices, its /dev is its own; root in it is
+ * root of that host only (unless privileged: true).  Each runs the real
+ * faultline binary on a scenario of harness/tests/scenarios/ with real hosts.
  */
 #include "harness/tests/fl_test.h"
 
 #include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -77,4 +79,23 @@ FL_TEST_ROOT_T(engine_host_root, machine_submounts_seen_read_only, 60)
                         fl_test_bin("faultline"), fl_test_dir(), fl_test_root());
     FL_ASSERT_MSG(rc == 0, "exit %d: %s", rc, o ? o : "");
     free(o);
+}
+
+/* Root in a host is root of that host only (harness/sys/userns.c): every
+ * probe of root_probe.py fails on host a, and the machine is as it was
+ * (no link, nothing planted beside the scenario, no /etc file); on a host
+ * with privileged: true the same task is the machine's root. */
+FL_TEST_ROOT_T(engine_host_root, root_in_a_host_is_root_of_that_host_only, 60)
+{
+    require_setup();
+    char planted[4096];
+    snprintf(planted, sizeof planted, "%s/harness/tests/scenarios/fl-it-planted", fl_test_root());
+    unlink(planted);
+    machine_has("/etc/fl-it-root-confined");
+    fl_test_scenario_passes("root-confined.yaml");
+    FL_ASSERT_MSG(access(planted, F_OK) != 0, "a host wrote %s", planted);
+    FL_ASSERT_MSG(machine_has("/etc/fl-it-root-confined") == 0,
+                  "a host's /etc file on the machine");
+    FL_ASSERT_MSG(fl_test_sh(NULL, "ip link show flp0 >/dev/null 2>&1") != 0,
+                  "link flp0 in the machine's network namespace");
 }

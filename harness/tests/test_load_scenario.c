@@ -65,6 +65,8 @@ FL_TEST(load_scenario, load_full_hosts_and_disks)
     FL_ASSERT(s->hosts[2].clock_offset_set);
     FL_ASSERT_EQ(s->hosts[2].clock_offset_ms, -250);
     FL_ASSERT(!s->hosts[3].clock_offset_set);
+    FL_ASSERT(!s->hosts[2].privileged);
+    FL_ASSERT(s->hosts[3].privileged);
     FL_REQUIRE_EQ(s->n_shared, 2);
     FL_ASSERT_STREQ(s->shared[0].path, "train_logs");
     FL_REQUIRE_EQ(s->shared[0].n_hosts, 3);
