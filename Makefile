@@ -22,7 +22,7 @@ CC       ?= cc
 PREFIX   ?= /usr/local
 FIU      ?= 1
 O        := build
-PKGS     := yaml-0.1 sqlite3 libmnl libnftables libnftnl libnetfilter_queue
+PKGS     := yaml-0.1 sqlite3 libmnl libnftables libnftnl libnetfilter_queue fuse3
 CFLAGS   ?= -O2 -g
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation -Wshadow -Wvla \
             -D_GNU_SOURCE -fno-strict-aliasing -MMD -MP -I. \
@@ -42,22 +42,25 @@ obj_of    = $(patsubst %.c,$(O)/obj/%.o,$(1))
 CKPT_SRC    := $(call src_of,runtime/ckpt)
 PSRT_SRC    := $(call src_of,runtime/psrt,runtime/psrt/main.c)
 NETEM_SRC   := $(call src_of,netem)
+FUSEDISK_SRC := $(call src_of,fusedisk)
 # The harness's layers, top first (docs/architecture.md): each is one archive
 # and may call only the layers after it in this list.
 HARNESS_LAYERS := cli soak engine load faults run scenario record sys base
 REPORTS_SRC := $(call src_of,reports)
-TEST_SRC    := $(wildcard harness/tests/*.c runtime/tests/*.c netem/tests/*.c reports/tests/*.c)
+TEST_SRC    := $(wildcard harness/tests/*.c runtime/tests/*.c netem/tests/*.c reports/tests/*.c \
+                         fusedisk/tests/*.c)
 
 LIB_CKPT    := $(O)/lib/libckpt.a
 LIB_PSRT    := $(O)/lib/libpsrt.a
 LIB_NETEM   := $(O)/lib/libnetem.a
+LIB_FUSEDISK := $(O)/lib/libfusedisk.a
 LIB_HARNESS := $(foreach l,$(HARNESS_LAYERS),$(O)/lib/libfl_$(l).a)
 LIB_REPORTS := $(O)/lib/libreports.a
 
 # Link order: users before what they use.  The harness's archives link in
 # layer order without a group, so a layer that called up would not link.
-HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_CKPT)
-FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_PSRT) $(LIB_CKPT)
+HARNESS_LIBS := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_FUSEDISK) $(LIB_CKPT)
+FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_FUSEDISK) $(LIB_PSRT) $(LIB_CKPT)
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
@@ -85,6 +88,7 @@ endef
 $(eval $(call archive,$(LIB_CKPT),$(CKPT_SRC)))
 $(eval $(call archive,$(LIB_PSRT),$(PSRT_SRC)))
 $(eval $(call archive,$(LIB_NETEM),$(NETEM_SRC)))
+$(eval $(call archive,$(LIB_FUSEDISK),$(FUSEDISK_SRC)))
 $(foreach l,$(HARNESS_LAYERS),$(eval $(call archive,$(O)/lib/libfl_$(l).a,\
     $(call src_of,harness/$(l),harness/cli/main.c))))
 $(eval $(call archive,$(LIB_REPORTS),$(REPORTS_SRC)))

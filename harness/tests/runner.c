@@ -527,7 +527,7 @@ static void usage(FILE *f)
                "  --unit       only the unit tests (`make check-unit`: any user, seconds)\n"
                "  --layer L    only the tests of layer L, from files test_L_*.c: a harness\n"
                "               layer (cli soak engine load faults run scenario record sys\n"
-               "               base), or psrt, ckpt, netem, reports; may be repeated\n"
+               "               base), or psrt, ckpt, netem, fusedisk, reports; may be repeated\n"
                "               (`make check LAYER=L`)\n"
                "  PATTERN      only the tests whose \"suite/name\" contains PATTERN (any one\n"
                "               of several; `TESTS=PATTERN make check`)\n"

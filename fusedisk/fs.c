@@ -1,0 +1,524 @@
+/*
+ * fs.c: the faultline filesystem's FUSE server (fusedisk.h): a passthrough to
+ * the backing directory, done with *at() calls on a descriptor of it as the
+ * calling process's uid and gid, each operation first asking the rules
+ * (rules.c) whether it fails, waits or is cut short.  libfuse's high-level
+ * API (paths, which the rules match) and its multi-threaded loop, in a
+ * thread of its own; reads and writes go as fd buffers (splice where the
+ * kernel can).
+ */
+#define FUSE_USE_VERSION 312
+#include "fusedisk/fusedisk.h"
+#include "fusedisk/rules.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse3/fuse.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+struct fl_fusedisk {
+    struct fuse *fuse;
+    pthread_t loop;
+    bool looping;
+    int bfd; /* the backing directory */
+    char *mnt;
+    unsigned threads;
+    struct fl_fd_rules rules;
+};
+
+static struct fl_fusedisk *self(void)
+{
+    return fuse_get_context()->private_data;
+}
+
+/* "/a/b" -> "a/b"; "/" -> "." */
+static const char *rel(const char *path)
+{
+    while (*path == '/')
+        path++;
+    return *path ? path : ".";
+}
+
+/* The rules' verdict on op: 0 to go on (after any delay; *cut set for a
+ * short write), or -errno. */
+static int fault(unsigned op, const char *path, const char *path2, uint64_t *cut)
+{
+    struct fl_fd_hit hit;
+    if (!fl_fd_rules_match(&self()->rules, op, rel(path), path2 ? rel(path2) : NULL, &hit))
+        return 0;
+    if (hit.err)
+        return -hit.err;
+    if (hit.delay_us) {
+        struct timespec ts = {(time_t)(hit.delay_us / 1000000), (long)(hit.delay_us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+    if (cut)
+        *cut = hit.short_len;
+    return 0;
+}
+
+#define FAULT(op, path, path2)                        \
+    do {                                              \
+        int fault_rc_ = fault((op), (path), (path2), NULL); \
+        if (fault_rc_ < 0)                            \
+            return fault_rc_;                         \
+    } while (0)
+
+/* Made as the caller: its fsuid and fsgid for the call (per thread). */
+struct as_caller {
+    uid_t uid;
+    gid_t gid;
+};
+static struct as_caller caller_begin(void)
+{
+    struct fuse_context *c = fuse_get_context();
+    struct as_caller old = {(uid_t)setfsuid(c->uid), 0};
+    old.gid = (gid_t)setfsgid(c->gid);
+    return old;
+}
+static void caller_end(struct as_caller old)
+{
+    setfsuid(old.uid);
+    setfsgid(old.gid);
+}
+
+static int ret(int r)
+{
+    return r < 0 ? -errno : 0;
+}
+
+static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    cfg->use_ino = 1;
+    /* every operation gets its path (the rules match on it); a file
+     * unlinked while open is gone at once, as on a disk (its operations then
+     * come without a path and meet no rule) */
+    cfg->nullpath_ok = 0;
+    cfg->hard_remove = 1;
+    return fuse_get_context()->private_data;
+}
+
+static int fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    if (fi)
+        return ret(fstat((int)fi->fh, st));
+    return ret(fstatat(self()->bfd, rel(path), st, AT_SYMLINK_NOFOLLOW));
+}
+
+static int fs_readlink(const char *path, char *buf, size_t len)
+{
+    ssize_t n = readlinkat(self()->bfd, rel(path), buf, len - 1);
+    if (n < 0)
+        return -errno;
+    buf[n] = 0;
+    return 0;
+}
+
+static int fs_mknod(const char *path, mode_t mode, dev_t dev)
+{
+    FAULT(FL_FD_CREATE, path, NULL);
+    struct as_caller o = caller_begin();
+    int r = ret(mknodat(self()->bfd, rel(path), mode, dev));
+    caller_end(o);
+    return r;
+}
+
+static int fs_mkdir(const char *path, mode_t mode)
+{
+    FAULT(FL_FD_MKDIR, path, NULL);
+    struct as_caller o = caller_begin();
+    int r = ret(mkdirat(self()->bfd, rel(path), mode));
+    caller_end(o);
+    return r;
+}
+
+static int fs_unlink(const char *path)
+{
+    FAULT(FL_FD_UNLINK, path, NULL);
+    return ret(unlinkat(self()->bfd, rel(path), 0));
+}
+
+static int fs_rmdir(const char *path)
+{
+    FAULT(FL_FD_RMDIR, path, NULL);
+    return ret(unlinkat(self()->bfd, rel(path), AT_REMOVEDIR));
+}
+
+static int fs_symlink(const char *target, const char *path)
+{
+    FAULT(FL_FD_CREATE, path, NULL);
+    struct as_caller o = caller_begin();
+    int r = ret(symlinkat(target, self()->bfd, rel(path)));
+    caller_end(o);
+    return r;
+}
+
+static int fs_rename(const char *from, const char *to, unsigned flags)
+{
+    FAULT(FL_FD_RENAME, from, to);
+    return ret(renameat2(self()->bfd, rel(from), self()->bfd, rel(to), flags));
+}
+
+static int fs_link(const char *from, const char *to)
+{
+    FAULT(FL_FD_RENAME, from, to);
+    return ret(linkat(self()->bfd, rel(from), self()->bfd, rel(to), 0));
+}
+
+static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    if (fi)
+        return ret(fchmod((int)fi->fh, mode));
+    return ret(fchmodat(self()->bfd, rel(path), mode, 0));
+}
+
+static int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    if (fi)
+        return ret(fchown((int)fi->fh, uid, gid));
+    return ret(fchownat(self()->bfd, rel(path), uid, gid, AT_SYMLINK_NOFOLLOW));
+}
+
+static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    FAULT(FL_FD_TRUNCATE, path, NULL);
+    if (fi)
+        return ret(ftruncate((int)fi->fh, size));
+    int fd = openat(self()->bfd, rel(path), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int r = ret(ftruncate(fd, size));
+    close(fd);
+    return r;
+}
+
+static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    if (fi)
+        return ret(futimens((int)fi->fh, tv));
+    return ret(utimensat(self()->bfd, rel(path), tv, AT_SYMLINK_NOFOLLOW));
+}
+
+static int open_flags(int flags)
+{
+    /* O_DIRECT is the program's business with the kernel's FUSE cache; the
+     * backing tmpfs is asked for plain I/O */
+    return (flags & ~(O_DIRECT | O_NOFOLLOW)) | O_CLOEXEC;
+}
+
+static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    FAULT(FL_FD_CREATE, path, NULL);
+    struct as_caller o = caller_begin();
+    int fd = openat(self()->bfd, rel(path), open_flags(fi->flags) | O_CREAT, mode);
+    int e = errno;
+    caller_end(o);
+    if (fd < 0)
+        return -e;
+    fi->fh = (uint64_t)fd;
+    return 0;
+}
+
+static int fs_open(const char *path, struct fuse_file_info *fi)
+{
+    FAULT(FL_FD_OPEN, path, NULL);
+    if (fi->flags & O_TRUNC)
+        FAULT(FL_FD_TRUNCATE, path, NULL);
+    int fd = openat(self()->bfd, rel(path), open_flags(fi->flags));
+    if (fd < 0)
+        return -errno;
+    fi->fh = (uint64_t)fd;
+    return 0;
+}
+
+static int fs_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    if (path)
+        FAULT(FL_FD_READ, path, NULL);
+    struct fuse_bufvec *b = malloc(sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    *b = FUSE_BUFVEC_INIT(size);
+    b->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    b->buf[0].fd = (int)fi->fh;
+    b->buf[0].pos = off;
+    *bufp = b;
+    return 0;
+}
+
+static int fs_write_buf(const char *path, struct fuse_bufvec *in, off_t off,
+                        struct fuse_file_info *fi)
+{
+    size_t len = fuse_buf_size(in);
+    uint64_t cut = 0;
+    if (path) {
+        int r = fault(FL_FD_WRITE, path, NULL, &cut);
+        if (r < 0)
+            return r;
+    }
+    if (cut && cut < len)
+        len = (size_t)cut;
+    struct fuse_bufvec dst = FUSE_BUFVEC_INIT(len);
+    dst.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+    dst.buf[0].fd = (int)fi->fh;
+    dst.buf[0].pos = off;
+    return (int)fuse_buf_copy(&dst, in, FUSE_BUF_SPLICE_NONBLOCK);
+}
+
+static int fs_statfs(const char *path, struct statvfs *st)
+{
+    FAULT(FL_FD_STATFS, path, NULL);
+    return ret(fstatvfs(self()->bfd, st));
+}
+
+static int fs_flush(const char *path, struct fuse_file_info *fi)
+{
+    /* close(2) of one of the program's descriptors: a close of a duplicate
+     * gives the backing file's errors at the same point */
+    int fd = dup((int)fi->fh);
+    if (fd < 0)
+        return -errno;
+    return ret(close(fd));
+}
+
+static int fs_release(const char *path, struct fuse_file_info *fi)
+{
+    close((int)fi->fh);
+    return 0;
+}
+
+static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    if (path)
+        FAULT(FL_FD_FSYNC, path, NULL);
+    return ret(datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh));
+}
+
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len,
+                        struct fuse_file_info *fi)
+{
+    if (path)
+        FAULT(FL_FD_TRUNCATE, path, NULL);
+    return ret(fallocate((int)fi->fh, mode, off, len));
+}
+
+struct dirh {
+    DIR *dir;
+    struct dirent *entry;
+    off_t off;
+};
+
+static int fs_opendir(const char *path, struct fuse_file_info *fi)
+{
+    FAULT(FL_FD_READDIR, path, NULL);
+    int fd = openat(self()->bfd, rel(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct dirh *d = calloc(1, sizeof *d);
+    if (!d || !(d->dir = fdopendir(fd))) {
+        int e = d ? errno : ENOMEM;
+        free(d);
+        close(fd);
+        return -e;
+    }
+    fi->fh = (uint64_t)(uintptr_t)d;
+    return 0;
+}
+
+static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
+                      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+    if (off != d->off) {
+        seekdir(d->dir, off);
+        d->entry = NULL;
+        d->off = off;
+    }
+    for (;;) {
+        if (!d->entry) {
+            errno = 0;
+            if (!(d->entry = readdir(d->dir)))
+                return errno ? -errno : 0;
+        }
+        struct stat st = {.st_ino = d->entry->d_ino, .st_mode = (mode_t)DTTOIF(d->entry->d_type)};
+        off_t next = telldir(d->dir);
+        if (fill(buf, d->entry->d_name, &st, next, 0))
+            return 0; /* full: this entry goes first next time */
+        d->entry = NULL;
+        d->off = next;
+    }
+}
+
+static int fs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+    closedir(d->dir);
+    free(d);
+    return 0;
+}
+
+static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    if (path)
+        FAULT(FL_FD_FSYNC, path, NULL);
+    struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
+    int fd = dirfd(d->dir);
+    return ret(datasync ? fdatasync(fd) : fsync(fd));
+}
+
+static const struct fuse_operations ops = {
+    .init = fs_init,
+    .getattr = fs_getattr,
+    .readlink = fs_readlink,
+    .mknod = fs_mknod,
+    .mkdir = fs_mkdir,
+    .unlink = fs_unlink,
+    .rmdir = fs_rmdir,
+    .symlink = fs_symlink,
+    .rename = fs_rename,
+    .link = fs_link,
+    .chmod = fs_chmod,
+    .chown = fs_chown,
+    .truncate = fs_truncate,
+    .utimens = fs_utimens,
+    .create = fs_create,
+    .open = fs_open,
+    .read_buf = fs_read_buf,
+    .write_buf = fs_write_buf,
+    .statfs = fs_statfs,
+    .flush = fs_flush,
+    .release = fs_release,
+    .fsync = fs_fsync,
+    .fallocate = fs_fallocate,
+    .opendir = fs_opendir,
+    .readdir = fs_readdir,
+    .releasedir = fs_releasedir,
+    .fsyncdir = fs_fsyncdir,
+};
+
+static void seterr(char *err, size_t len, const char *fmt, ...)
+{
+    if (!err || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+}
+
+static void *loop_main(void *arg)
+{
+    struct fl_fusedisk *d = arg;
+    struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+    if (cfg) {
+        if (d->threads)
+            fuse_loop_cfg_set_max_threads(cfg, d->threads);
+        fuse_loop_cfg_set_idle_threads(cfg, d->threads ? d->threads : 4);
+    }
+    fuse_loop_mt(d->fuse, cfg);
+    if (cfg)
+        fuse_loop_cfg_destroy(cfg);
+    return NULL;
+}
+
+int fl_fusedisk_mount(struct fl_fusedisk **out, const char *backing, const char *mountpoint,
+                      unsigned threads, char *err, size_t errlen)
+{
+    struct fl_fusedisk *d = calloc(1, sizeof *d);
+    if (!d)
+        return -ENOMEM;
+    fl_fd_rules_init(&d->rules);
+    d->threads = threads;
+    d->bfd = open(backing, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (d->bfd < 0) {
+        int e = errno;
+        seterr(err, errlen, "fusedisk: open backing directory %s: %s", backing, strerror(e));
+        fl_fd_rules_free(&d->rules);
+        free(d);
+        return -e;
+    }
+    char *argv[] = {"faultline-disk", "-o",
+                    "allow_other,default_permissions,fsname=faultline-disk,subtype=faultline",
+                    NULL};
+    struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+    int rc = 0;
+    d->mnt = strdup(mountpoint);
+    if (!d->mnt) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if (!(d->fuse = fuse_new(&args, &ops, sizeof ops, d))) {
+        seterr(err, errlen, "fusedisk: fuse_new for %s failed (libfuse3's message above)",
+               mountpoint);
+        rc = -EINVAL;
+        goto fail;
+    }
+    if (fuse_mount(d->fuse, mountpoint) != 0) {
+        seterr(err, errlen,
+               "fusedisk: mount at %s failed (is /dev/fuse there, and are we root?)",
+               mountpoint);
+        rc = -EIO;
+        goto fail;
+    }
+    if ((rc = -pthread_create(&d->loop, NULL, loop_main, d)) < 0) {
+        seterr(err, errlen, "fusedisk: thread for %s: %s", mountpoint, strerror(-rc));
+        fuse_unmount(d->fuse);
+        goto fail;
+    }
+    d->looping = true;
+    fuse_opt_free_args(&args);
+    *out = d;
+    return 0;
+fail:
+    fuse_opt_free_args(&args);
+    if (d->fuse)
+        fuse_destroy(d->fuse);
+    close(d->bfd);
+    fl_fd_rules_free(&d->rules);
+    free(d->mnt);
+    free(d);
+    return rc;
+}
+
+void fl_fusedisk_unmount(struct fl_fusedisk *d)
+{
+    if (!d)
+        return;
+    /* the loop's threads read /dev/fuse: the unmount ends their reads */
+    fuse_exit(d->fuse);
+    fuse_unmount(d->fuse);
+    if (d->looping)
+        pthread_join(d->loop, NULL);
+    fuse_destroy(d->fuse);
+    close(d->bfd);
+    fl_fd_rules_free(&d->rules);
+    free(d->mnt);
+    free(d);
+}
+
+int fl_fusedisk_add_rule(struct fl_fusedisk *d, const struct fl_fd_rule *r)
+{
+    return fl_fd_rules_add(&d->rules, r);
+}
+
+int fl_fusedisk_remove_rule(struct fl_fusedisk *d, int id)
+{
+    return fl_fd_rules_remove(&d->rules, id);
+}
+
+uint64_t fl_fusedisk_hits(struct fl_fusedisk *d, int id)
+{
+    return fl_fd_rules_hits(&d->rules, id);
+}

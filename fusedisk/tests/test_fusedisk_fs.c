@@ -1,0 +1,267 @@
+/*
+ * test_fusedisk_fs.c: the faultline filesystem for real (fusedisk/fs.c): a
+ * FUSE mount over a backing directory in a mount namespace of the test's
+ * own (gone with it), used by the test itself, by a statically linked
+ * program (no C library to preload: what only a filesystem reaches) and by
+ * a process of another uid.  Needs root and /dev/fuse; skips otherwise.
+ */
+#include "fusedisk/fusedisk.h"
+#include "harness/sys/exe_kind.h"
+#include "harness/tests/fl_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char backing[4096], mnt[4096];
+
+static struct fl_fusedisk *mount_disk(void)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    FL_REQUIRE(unshare(CLONE_NEWNS) == 0);
+    FL_REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+    snprintf(backing, sizeof backing, "%s/backing", fl_test_dir());
+    snprintf(mnt, sizeof mnt, "%s/disk", fl_test_dir());
+    FL_REQUIRE(mkdir(backing, 0755) == 0 && mkdir(mnt, 0755) == 0);
+    struct fl_fusedisk *d = NULL;
+    char err[512] = "";
+    int rc = fl_fusedisk_mount(&d, backing, mnt, 0, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "mount: %s", err);
+    return d;
+}
+
+static int write_file(const char *dir, const char *name, const char *text, bool sync)
+{
+    char p[8192];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        rc = -errno;
+    if (!rc && sync && fsync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+    char p[8192], *buf = calloc(1, 65536);
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int fd = open(p, O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, 65535);
+        buf[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    return buf;
+}
+
+/* Files, directories, links, renames and listings made through the mount are
+ * on the backing directory as made, and the other way round. */
+FL_TEST_ROOT(fusedisk_fs, passes_every_operation_through)
+{
+    struct fl_fusedisk *d = mount_disk();
+    char p[8192], q[8192];
+    snprintf(p, sizeof p, "%s/dir", mnt);
+    FL_ASSERT_EQ(mkdir(p, 0750), 0);
+    FL_ASSERT_EQ(write_file(mnt, "dir/a.txt", "hello", true), 0);
+    char *b = slurp(backing, "dir/a.txt");
+    FL_ASSERT_STREQ(b, "hello");
+    free(b);
+    FL_ASSERT_EQ(write_file(backing, "dir/from-backing", "seen", false), 0);
+    b = slurp(mnt, "dir/from-backing");
+    FL_ASSERT_STREQ(b, "seen");
+    free(b);
+    snprintf(p, sizeof p, "%s/dir/a.txt", mnt);
+    snprintf(q, sizeof q, "%s/dir/b.txt", mnt);
+    FL_ASSERT_EQ(rename(p, q), 0);
+    snprintf(p, sizeof p, "%s/dir/b.txt", backing);
+    FL_ASSERT_EQ(access(p, F_OK), 0);
+    snprintf(p, sizeof p, "%s/dir/link", mnt);
+    FL_ASSERT_EQ(symlink("b.txt", p), 0);
+    char t[64] = "";
+    FL_ASSERT_EQ(readlink(p, t, sizeof t - 1), 5);
+    FL_ASSERT_STREQ(t, "b.txt");
+    struct stat st;
+    snprintf(p, sizeof p, "%s/dir", mnt);
+    FL_ASSERT_EQ(stat(p, &st), 0);
+    FL_ASSERT_EQ(st.st_mode & 07777, 0750);
+    char *o = NULL;
+    FL_ASSERT_EQ(fl_test_sh(&o, "ls %s/dir | tr '\\n' ' '", mnt), 0);
+    FL_ASSERT_STREQ(o, "b.txt from-backing link ");
+    free(o);
+    snprintf(p, sizeof p, "%s/dir/b.txt", mnt);
+    FL_ASSERT_EQ(truncate(p, 2), 0);
+    b = slurp(backing, "dir/b.txt");
+    FL_ASSERT_STREQ(b, "he");
+    free(b);
+    FL_ASSERT_EQ(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/dir/b.txt", backing);
+    FL_ASSERT(access(p, F_OK) != 0);
+    fl_fusedisk_unmount(d);
+}
+
+/* A statically linked program (its fsync a system call no preload sees)
+ * gets EIO on fsync of a file under a/, while its fsync under b/ and its
+ * writes to stdout succeed. */
+FL_TEST_ROOT(fusedisk_fs, fsync_fault_reaches_a_static_program_by_path)
+{
+    struct fl_fusedisk *d = mount_disk();
+    static const char prog[] =
+        "#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "#include <unistd.h>\n"
+        "static const char *try(const char *p) {\n"
+        "  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"
+        "  if (fd < 0) return strerror(errno);\n"
+        "  if (write(fd, \"data\", 4) != 4) return strerror(errno);\n"
+        "  const char *r = fsync(fd) ? strerrorname_np(errno) : \"ok\";\n"
+        "  close(fd); return r; }\n"
+        "int main(void) { printf(\"a=%s\\n\", try(\"a/x\")); printf(\"b=%s\\n\", try(\"b/y\"));"
+        " return 0; }\n";
+    const char *src = fl_test_write("syncer.c", prog);
+    char *o = NULL;
+    int rc = fl_test_sh(&o, "cc -static -O1 -o %s/syncer %s 2>&1", fl_test_dir(), src);
+    if (rc != 0)
+        FL_SKIP("cc -static failed (no static C library?): %s", o);
+    free(o);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/a", mnt);
+    FL_REQUIRE(mkdir(p, 0755) == 0);
+    snprintf(p, sizeof p, "%s/b", mnt);
+    FL_REQUIRE(mkdir(p, 0755) == 0);
+    struct fl_fd_rule r = {.glob = "a/**", .ops = FL_FD_FSYNC, .err = EIO, .probability = 1};
+    int id = fl_fusedisk_add_rule(d, &r);
+    FL_REQUIRE(id > 0);
+    snprintf(p, sizeof p, "%s/syncer", fl_test_dir());
+    FL_REQUIRE_MSG(fl_exe_kind_path(p) == FL_EXE_STATIC, "%s is not static", p);
+    FL_ASSERT_EQ(fl_test_sh(&o, "cd %s && %s", mnt, p), 0);
+    FL_ASSERT_STREQ(o, "a=EIO\nb=ok\n");
+    free(o);
+    FL_ASSERT_EQ(fl_fusedisk_hits(d, id), 1);
+    char *b = slurp(backing, "b/y");
+    FL_ASSERT_STREQ(b, "data");
+    free(b);
+    fl_fusedisk_unmount(d);
+}
+
+/* A full disk from a point on (ENOSPC on every write and create), healed
+ * by removing the rule; what was written before stays. */
+FL_TEST_ROOT(fusedisk_fs, full_disk_from_a_point_on_then_healed)
+{
+    struct fl_fusedisk *d = mount_disk();
+    FL_ASSERT_EQ(write_file(mnt, "before", "kept", true), 0);
+    struct fl_fd_rule full = {
+        .glob = "**", .ops = FL_FD_WRITE | FL_FD_CREATE, .err = ENOSPC, .probability = 1};
+    int id = fl_fusedisk_add_rule(d, &full);
+    FL_ASSERT_EQ(write_file(mnt, "new", "x", false), -ENOSPC);
+    char p[8192];
+    snprintf(p, sizeof p, "%s/before", mnt);
+    int fd = open(p, O_WRONLY | O_APPEND);
+    FL_ASSERT(fd >= 0);
+    errno = 0;
+    FL_ASSERT_EQ(write(fd, "more", 4), -1);
+    FL_ASSERT_EQ(errno, ENOSPC);
+    close(fd);
+    FL_ASSERT_EQ(fl_fusedisk_remove_rule(d, id), 0);
+    FL_ASSERT_EQ(write_file(mnt, "new", "x", true), 0);
+    char *b = slurp(backing, "before");
+    FL_ASSERT_STREQ(b, "kept");
+    free(b);
+    fl_fusedisk_unmount(d);
+}
+
+/* A failed rename leaves both names as a real failed rename does: the old
+ * file where it was, the new name untouched. */
+FL_TEST_ROOT(fusedisk_fs, rename_fault_leaves_both_names)
+{
+    struct fl_fusedisk *d = mount_disk();
+    FL_ASSERT_EQ(write_file(mnt, "ckpt.tmp", "new", true), 0);
+    FL_ASSERT_EQ(write_file(mnt, "ckpt", "old", true), 0);
+    struct fl_fd_rule r = {.glob = "ckpt", .ops = FL_FD_RENAME, .err = EIO, .probability = 1};
+    fl_fusedisk_add_rule(d, &r);
+    char p[8192], q[8192];
+    snprintf(p, sizeof p, "%s/ckpt.tmp", mnt);
+    snprintf(q, sizeof q, "%s/ckpt", mnt);
+    errno = 0;
+    FL_ASSERT_EQ(rename(p, q), -1);
+    FL_ASSERT_EQ(errno, EIO);
+    char *a = slurp(mnt, "ckpt.tmp"), *b = slurp(mnt, "ckpt");
+    FL_ASSERT_STREQ(a, "new");
+    FL_ASSERT_STREQ(b, "old");
+    free(a);
+    free(b);
+    fl_fusedisk_unmount(d);
+}
+
+/* A short write keeps only the first bytes; a delay holds the call. */
+FL_TEST_ROOT(fusedisk_fs, short_write_and_delay)
+{
+    struct fl_fusedisk *d = mount_disk();
+    struct fl_fd_rule s = {.glob = "short", .ops = FL_FD_WRITE, .short_len = 100, .probability = 1};
+    struct fl_fd_rule w = {.glob = "slow", .ops = FL_FD_FSYNC, .delay_us = 300000, .probability = 1};
+    fl_fusedisk_add_rule(d, &s);
+    fl_fusedisk_add_rule(d, &w);
+    char p[8192], buf[8192];
+    memset(buf, 'x', sizeof buf);
+    snprintf(p, sizeof p, "%s/short", mnt);
+    int fd = open(p, O_WRONLY | O_CREAT, 0644);
+    FL_REQUIRE(fd >= 0);
+    FL_ASSERT_EQ(write(fd, buf, sizeof buf), 100);
+    close(fd);
+    snprintf(p, sizeof p, "%s/slow", mnt);
+    fd = open(p, O_WRONLY | O_CREAT, 0644);
+    FL_REQUIRE(fd >= 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    FL_ASSERT_EQ(fsync(fd), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    close(fd);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    FL_ASSERT_MSG(ms >= 299, "fsync under a 300 ms delay took %.1f ms", ms);
+    fl_fusedisk_unmount(d);
+}
+
+/* What another user makes is that user's, and the kernel checks its
+ * permissions: nobody cannot write root's 0644 file. */
+FL_TEST_ROOT(fusedisk_fs, files_belong_to_whoever_made_them)
+{
+    struct fl_fusedisk *d = mount_disk();
+    FL_REQUIRE(chmod(fl_test_dir(), 0755) == 0); /* nobody must reach the mount */
+    char p[8192];
+    snprintf(p, sizeof p, "%s/pub", mnt);
+    FL_REQUIRE(mkdir(p, 0777) == 0);
+    FL_REQUIRE(chmod(p, 01777) == 0);
+    FL_ASSERT_EQ(write_file(mnt, "roots", "r", false), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) || setuid(65534))
+            _exit(10);
+        if (write_file(mnt, "pub/mine", "n", true) != 0)
+            _exit(11);
+        if (write_file(mnt, "roots", "no", false) != -EACCES)
+            _exit(12);
+        _exit(0);
+    }
+    int w;
+    FL_REQUIRE(waitpid(pid, &w, 0) == pid);
+    FL_ASSERT_MSG(WIFEXITED(w) && WEXITSTATUS(w) == 0, "the child as nobody: status %d", w);
+    struct stat st;
+    snprintf(p, sizeof p, "%s/pub/mine", backing);
+    FL_ASSERT_EQ(stat(p, &st), 0);
+    FL_ASSERT_EQ(st.st_uid, 65534);
+    FL_ASSERT_EQ(st.st_gid, 65534);
+    fl_fusedisk_unmount(d);
+}
