@@ -59,7 +59,8 @@ static int fault(unsigned op, const char *path, const char *path2, uint64_t *cut
     if (hit.err)
         return -hit.err;
     if (hit.delay_us) {
-        struct timespec ts = {(time_t)(hit.delay_us / 1000000), (long)(hit.delay_us % 1000000) * 1000};
+        struct timespec ts = {(time_t)(hit.delay_us / 1000000),
+                              (long)(hit.delay_us % 1000000) * 1000};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
     }
@@ -68,11 +69,11 @@ static int fault(unsigned op, const char *path, const char *path2, uint64_t *cut
     return 0;
 }
 
-#define FAULT(op, path, path2)                        \
-    do {                                              \
+#define FAULT(op, path, path2)                              \
+    do {                                                    \
         int fault_rc_ = fault((op), (path), (path2), NULL); \
-        if (fault_rc_ < 0)                            \
-            return fault_rc_;                         \
+        if (fault_rc_ < 0)                                  \
+            return fault_rc_;                               \
     } while (0)
 
 /* Made as the caller: its fsuid and fsgid for the call (per thread). */
@@ -100,6 +101,16 @@ static int ret(int r)
 
 static void *fs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
+    /* 1 MiB a request (the kernel's default is 128 KiB), and the data of
+     * writes spliced from /dev/fuse to the backing file where it can */
+    conn->max_write = 1 << 20;
+    conn->max_readahead = 1 << 20;
+    if (conn->capable & FUSE_CAP_SPLICE_READ)
+        conn->want |= FUSE_CAP_SPLICE_READ;
+    if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+        conn->want |= FUSE_CAP_SPLICE_WRITE;
+    if (conn->capable & FUSE_CAP_SPLICE_MOVE)
+        conn->want |= FUSE_CAP_SPLICE_MOVE;
     cfg->use_ino = 1;
     /* every operation gets its path (the rules match on it); a file
      * unlinked while open is gone at once, as on a disk (its operations then
@@ -306,8 +317,7 @@ static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     return ret(datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh));
 }
 
-static int fs_fallocate(const char *path, int mode, off_t off, off_t len,
-                        struct fuse_file_info *fi)
+static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
 {
     if (path)
         FAULT(FL_FD_TRUNCATE, path, NULL);
@@ -466,8 +476,7 @@ int fl_fusedisk_mount(struct fl_fusedisk **out, const char *backing, const char 
         goto fail;
     }
     if (fuse_mount(d->fuse, mountpoint) != 0) {
-        seterr(err, errlen,
-               "fusedisk: mount at %s failed (is /dev/fuse there, and are we root?)",
+        seterr(err, errlen, "fusedisk: mount at %s failed (is /dev/fuse there, and are we root?)",
                mountpoint);
         rc = -EIO;
         goto fail;

@@ -79,10 +79,10 @@ const char *fl_fd_op_names(void);
 bool fl_fd_glob_match(const char *glob, const char *path);
 
 struct fl_fd_rule {
-    const char *glob; /* copied */
-    unsigned ops;     /* mask of enum fl_fd_op */
-    int err;          /* > 0: fail with this errno */
-    uint64_t delay_us; /* > 0: sleep this long first */
+    const char *glob;   /* copied */
+    unsigned ops;       /* mask of enum fl_fd_op */
+    int err;            /* > 0: fail with this errno */
+    uint64_t delay_us;  /* > 0: sleep this long first */
     uint64_t short_len; /* > 0 with err == 0: a write keeps at most this many bytes */
     double probability; /* 0 < p <= 1 (1: every time) */
     uint64_t seed;      /* of the rule's draws */

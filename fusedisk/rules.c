@@ -18,9 +18,9 @@ struct fl_fd_live {
     uint64_t hits; /* atomic */
 };
 
-static const char *const op_names[] = {"open",   "create", "read",  "write",
-                                       "fsync",  "rename", "unlink", "mkdir",
-                                       "rmdir",  "truncate", "readdir", "statfs"};
+static const char *const op_names[] = {"open",  "create",   "read",    "write",
+                                       "fsync", "rename",   "unlink",  "mkdir",
+                                       "rmdir", "truncate", "readdir", "statfs"};
 
 int fl_fd_op_parse(const char *name, unsigned *mask)
 {
@@ -58,8 +58,8 @@ static bool match_from(const char *g, const char *p)
         if (gl == 2 && g[0] == '*' && g[1] == '*') {
             const char *gn = g[2] ? g + 3 : g + 2; /* the glob after "**" */
             if (!*gn)
-                return true; /* "**" last: anything, nothing too */
-            for (const char *q = p;;) {  /* none, one, two... components */
+                return true;            /* "**" last: anything, nothing too */
+            for (const char *q = p;;) { /* none, one, two... components */
                 if (match_from(gn, q))
                     return true;
                 if (!*q)

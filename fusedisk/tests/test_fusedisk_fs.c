@@ -211,7 +211,8 @@ FL_TEST_ROOT(fusedisk_fs, short_write_and_delay)
 {
     struct fl_fusedisk *d = mount_disk();
     struct fl_fd_rule s = {.glob = "short", .ops = FL_FD_WRITE, .short_len = 100, .probability = 1};
-    struct fl_fd_rule w = {.glob = "slow", .ops = FL_FD_FSYNC, .delay_us = 300000, .probability = 1};
+    struct fl_fd_rule w = {
+        .glob = "slow", .ops = FL_FD_FSYNC, .delay_us = 300000, .probability = 1};
     fl_fusedisk_add_rule(d, &s);
     fl_fusedisk_add_rule(d, &w);
     char p[8192], buf[8192];

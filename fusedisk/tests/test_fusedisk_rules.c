@@ -29,7 +29,7 @@ FL_TEST(fusedisk_rules, globs_match_by_component)
     } cases[] = {
         {"a/**", "a/x", true},
         {"a/**", "a/x/y/z", true},
-        {"a/**", "a", false}, /* inside a/, not a itself (as gitignore) */
+        {"a/**", "a", false},    /* inside a/, not a itself (as gitignore) */
         {"a/**/x", "a/x", true}, /* ** may be no component */
         {"a/**", "b/x", false},
         {"a/**", "ab/x", false},
@@ -57,8 +57,8 @@ FL_TEST(fusedisk_rules, first_matching_rule_applies_and_counts)
 {
     struct fl_fd_rules t;
     fl_fd_rules_init(&t);
-    struct fl_fd_rule slow = {.glob = "a/**", .ops = FL_FD_WRITE | FL_FD_FSYNC, .delay_us = 5000,
-                              .probability = 1};
+    struct fl_fd_rule slow = {
+        .glob = "a/**", .ops = FL_FD_WRITE | FL_FD_FSYNC, .delay_us = 5000, .probability = 1};
     struct fl_fd_rule eio = {.glob = "**", .ops = FL_FD_FSYNC, .err = EIO, .probability = 1};
     int s = fl_fd_rules_add(&t, &slow), e = fl_fd_rules_add(&t, &eio);
     FL_REQUIRE(s > 0 && e > s);
