@@ -14,8 +14,11 @@
  * host), the programs it runs are looked at:
  *   - when it starts: each command word of its expanded command (the first
  *     word, and the first after ;, &&, ||, |, &, (, exec, env, ...),
- *     resolved as the host sees it (its workdir and /tmp are its own, a
- *     bare name on PATH);
+ *     resolved as the host sees it: in its root of its own, through its
+ *     init's /proc/PID/root with symlinks kept inside it (openat2
+ *     RESOLVE_IN_ROOT), so that a program the host put on its own layer
+ *     (/usr/local/bin) is found and a machine's file it does not have is
+ *     not; relative to its workdir, a bare name on PATH;
  *   - its live processes (those of the host's PID namespace whose
  *     FAULTLINE_JOB and FAULTLINE_TASK name the task) when a disk fault or
  *     a crash with unsynced: lose is about to fire on it, and when the run
@@ -36,12 +39,15 @@
 #include "harness/faults/kind.h"
 #include "harness/sys/exe_kind.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_SRC 32
@@ -157,13 +163,13 @@ static void note(struct engine *e, int task, const struct src *sc, const char *e
     }
 }
 
-/* exe (as the host names it) is the file at path (as the harness finds it). */
-static void note_all(struct engine *e, int task, int only, const char *exe, const char *path)
+/* exe (as the host names it) is the file open at fd. */
+static void note_all(struct engine *e, int task, int only, const char *exe, int fd)
 {
     struct stat sb;
-    if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode))
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
         return;
-    enum fl_exe_kind k = fl_exe_kind_path(path);
+    enum fl_exe_kind k = fl_exe_kind_fd(fd);
     if (k != FL_EXE_STATIC && k != FL_EXE_GO)
         return;
     struct src sc[MAX_SRC];
@@ -175,45 +181,56 @@ static void note_all(struct engine *e, int task, int only, const char *exe, cons
 
 /* ---- at start: the command's words ---------------------------------------- */
 
-/* path as the host sees it -> where the harness finds it (its workdir is
- * its disk, its /tmp its own, the run's, bin and scenario directories the
- * harness's); false when it cannot be told. */
-static bool host_path(const struct fl_run *r, int host, const char *path, char *out, size_t len)
+/* The host's own root (its init's), for openat2: an O_PATH fd, or -1 when
+ * the host is down. */
+static int host_root(const struct fl_run *r, int host)
 {
-    const char *wd = r->s->workdir;
-    size_t wl = strlen(wd);
-    for (size_t i = 0; path[0] == '/' && i < sizeof r->expose / sizeof *r->expose; i++) {
-        size_t el = r->expose[i] ? strlen(r->expose[i]) : 0;
-        if (el && !strncmp(path, r->expose[i], el) && path[el] == '/') {
-            snprintf(out, len, "%s", path); /* the run's, bin and scenario dirs: the same */
-            return true;
-        }
-    }
-    if (path[0] != '/')
-        snprintf(out, len, "%s/%s", r->hosts[host].disk, path);
-    else if (!strncmp(path, wd, wl) && path[wl] == '/')
-        snprintf(out, len, "%s%s", r->hosts[host].disk, path + wl);
-    else if (!strncmp(path, "/tmp/", 5))
-        snprintf(out, len, "%s%s", r->hosts[host].tmp, path + 4);
-    else
-        snprintf(out, len, "%s", path);
-    return true;
+    const struct fl_host *h = &r->hosts[host].h;
+    if (h->state != FL_HOST_UP)
+        return -1;
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/root", (int)h->pid);
+    return open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* A bare name on PATH (the harness's: tasks inherit it). */
-static bool on_path(const char *name, char *out, size_t len)
+/* path (absolute, as the host sees it) opened in the host's root, symlinks
+ * and ".." kept inside it: an fd, or -1. */
+static int open_in_root(int root, const char *path)
 {
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+    return (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+}
+
+/* A command word as the host finds it: a path (relative ones from its
+ * workdir) or a bare name on PATH (the harness's: tasks inherit it), an
+ * executable regular file.  Its fd, or -1. */
+static int open_command(const struct fl_run *r, int root, const char *w)
+{
+    char p[PATH_MAX * 2];
+    if (strchr(w, '/')) {
+        if (w[0] == '/')
+            snprintf(p, sizeof p, "%s", w);
+        else
+            snprintf(p, sizeof p, "%s/%s", r->s->workdir, w);
+        return open_in_root(root, p);
+    }
     const char *path = getenv("PATH");
     if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
     while (*path) {
         size_t k = strcspn(path, ":");
-        snprintf(out, len, "%.*s/%s", (int)k, path, name);
-        if (k && access(out, X_OK) == 0)
-            return true;
+        if (k) {
+            snprintf(p, sizeof p, "%.*s/%s", (int)k, path, w);
+            int fd = open_in_root(root, p);
+            struct stat sb;
+            if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0111))
+                return fd;
+            if (fd >= 0)
+                close(fd);
+        }
         path += k + (path[k] == ':');
     }
-    return false;
+    return -1;
 }
 
 static bool is_separator(const char *w)
@@ -234,9 +251,14 @@ static void hook_task_started(struct fl_run *r, int task, const char *cmd)
     if (!sources(e, task, -1, sc))
         return;
     int host = r->s->tasks[task].host;
+    int root = host_root(r, host);
     char *copy = strdup(cmd);
-    if (!copy)
+    if (root < 0 || !copy) {
+        free(copy);
+        if (root >= 0)
+            close(root);
         return;
+    }
     bool at_cmd = true;
     for (char *save = NULL, *w = strtok_r(copy, " \t\n", &save); w;
          w = strtok_r(NULL, " \t\n", &save)) {
@@ -255,15 +277,16 @@ static void hook_task_started(struct fl_run *r, int task, const char *cmd)
         size_t nl = strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_0123456789");
         bool assignment = nl > 0 && w[nl] == '=' && !(w[0] >= '0' && w[0] <= '9');
         if (at_cmd && !assignment && w[0] != '-' && w[0] != '$' && w[0] != '"' && w[0] != '\'') {
-            char found[PATH_MAX * 2];
-            bool ok = strchr(w, '/') ? host_path(r, host, w, found, sizeof found)
-                                     : on_path(w, found, sizeof found);
-            if (ok)
-                note_all(e, task, -1, w, found);
+            int fd = open_command(r, root, w);
+            if (fd >= 0) {
+                note_all(e, task, -1, w, fd);
+                close(fd);
+            }
         }
         at_cmd = ends || (at_cmd && assignment);
     }
     free(copy);
+    close(root);
 }
 
 /* ---- alive: the host's processes ------------------------------------------ */
@@ -294,7 +317,11 @@ static void scan_one(void *ctx, pid_t pid)
     if (n <= 0)
         return;
     exe[n] = 0;
-    note_all(sc->e, task, sc->only, exe, path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        note_all(sc->e, task, sc->only, exe, fd);
+        close(fd);
+    }
 }
 
 static void scan_host(struct engine *e, int host, int only)

@@ -224,3 +224,41 @@ FL_TEST_ROOT_T(engine_reach, disk_fault_on_a_go_program_says_so, 120)
     FL_ASSERT_CONTAINS(out, "the fault does nothing to it");
     free(out);
 }
+
+/* A program the host put on its own layer (/usr/local/bin, not on the
+ * machine) is found where the host finds it: the first generation copies
+ * the static writer there, a kill relaunches the task, and the second runs
+ * it by its bare name under a clock offset; it exits before the run
+ * stops, so only the look at the command's words can see it. */
+FL_TEST_ROOT_T(engine_reach, program_on_the_hosts_own_layer_is_found, 90)
+{
+    fl_test_need_root();
+    build_writers();
+    FL_REQUIRE_MSG(access("/usr/local/bin/fl-it-layer-writer", F_OK) != 0,
+                   "/usr/local/bin/fl-it-layer-writer is on the machine");
+    const char *yaml = fl_test_write(
+        "l.yaml", "name: it-reach-layer\n"
+                  "hosts:\n"
+                  "  c: {clock_offset: 1h}\n"
+                  "cluster: {k: [c]}\n"
+                  "run:\n"
+                  "  k:\n"
+                  "    command: >\n"
+                  "      if [ \"$FAULTLINE_GENERATION\" = 0 ]; then\n"
+                  "        cp {scenario_dir}/writer-static /usr/local/bin/fl-it-layer-writer &&\n"
+                  "        {bin}/faultline emit --sync copied && sleep 30;\n"
+                  "      else fl-it-layer-writer t.bin 64; fi\n"
+                  "faults:\n"
+                  "  - {after: {event: copied}, kill: c, for: 100ms}\n"
+                  "expect:\n"
+                  "  all:\n"
+                  "    k: {exit: 0, log_matches: '^wrote 64 KiB$'}\n");
+    char *out;
+    int rc = run(&out, yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "note: host c's clock_offset (");
+    FL_ASSERT_CONTAINS(out, "fl-it-layer-writer on c is statically linked");
+    free(out);
+    FL_ASSERT_MSG(access("/usr/local/bin/fl-it-layer-writer", F_OK) != 0,
+                  "the host's program is on the machine");
+}
