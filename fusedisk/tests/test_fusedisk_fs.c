@@ -121,7 +121,8 @@ FL_TEST_ROOT(fusedisk_fs, fsync_fault_reaches_a_static_program_by_path)
 {
     struct fl_fusedisk *d = mount_disk();
     static const char prog[] =
-        "#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n"
+        "#define _GNU_SOURCE\n#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include "
+        "<string.h>\n"
         "#include <unistd.h>\n"
         "static const char *try(const char *p) {\n"
         "  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"

@@ -111,7 +111,7 @@ static size_t sources(const struct engine *e, int task, int only, struct src *ou
         const struct fl_scn_action *a = &r->faults[i].f->action;
         if (only >= 0 && (int)i != only)
             continue;
-        if (a->kind == FL_SCN_ACT_DISK && fl_fault_covers(r, &a->target, task))
+        if (a->kind == FL_SCN_ACT_DISK && !a->disk.fs && fl_fault_covers(r, &a->target, task))
             out[n++] = (struct src){SRC_DISK, (int)i};
         else if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE &&
                  a->host == r->s->tasks[task].host)

@@ -35,6 +35,8 @@
  * delay | short, probability}) into struct fl_scn_disk and its target.
  */
 #include "harness/faults/kind.h"
+#include "harness/faults/disk_fs.h"
+#include "fusedisk/fusedisk.h"
 #include "harness/base/text.h"
 #include "harness/sys/fiu_ctl.h"
 #include "harness/tools/fl_fiu_preload.h"
@@ -66,7 +68,8 @@ struct fl_disk {
     char preload[PATH_MAX]; /* fl_fiu_preload.so */
     int *keep;              /* fds of sessions that timed out (fiu_ctl.h) */
     size_t nkeep;
-    struct owed { /* a fifo base whose process owes late replies */
+    struct fl_disk_fs *fs; /* faults by path (disk_fs.c), or NULL */
+    struct owed {          /* a fifo base whose process owes late replies */
         char *base;
         int n;
     } * owed;
@@ -104,7 +107,7 @@ static unsigned long long failinfo(const struct fl_scn_disk *dk)
 static bool covers(const struct fl_run *r, const struct fault_rt *fr, int task)
 {
     const struct fl_scn_action *a = &fr->f->action;
-    if (a->kind != FL_SCN_ACT_DISK)
+    if (a->kind != FL_SCN_ACT_DISK || a->disk.fs)
         return false;
     return fl_fault_covers(r, &a->target, task);
 }
@@ -120,7 +123,7 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
     for (size_t i = 0; i < r->nfaults; i++) {
         const struct fl_scn_disk *dk = &r->faults[i].f->action.disk;
         for (size_t t = 0; t < s->n_tasks; t++)
-            if (r->faults[i].f->action.kind == FL_SCN_ACT_DISK &&
+            if (r->faults[i].f->action.kind == FL_SCN_ACT_DISK && !dk->fs &&
                 fl_fault_may_cover(r, &r->faults[i].f->action.target, (int)t)) {
                 d->targeted[t] = true;
                 d->posix[t] |=
@@ -135,7 +138,7 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
                      POSIX_PRELOAD, strerror(errno));
             return -ENOENT;
         }
-    return 0;
+    return fl_disk_fs_init(r, &d->fs, err, errlen);
 }
 
 /* The library where every host sees it (RUN/fs/lib, read-only in each
@@ -144,12 +147,13 @@ static int disk_init(struct fl_run *r, char *err, size_t errlen)
 static int disk_host_starting(struct fl_run *r, int host, char *err, size_t errlen)
 {
     struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
-    if (!d || d->preload[0])
-        return 0;
+    int rc = d ? fl_disk_fs_host_starting(r, d->fs, host, err, errlen) : 0;
+    if (rc < 0 || !d || d->preload[0])
+        return rc;
     char dir[PATH_MAX];
     fl_run_lib_dir(r, dir, sizeof dir);
-    int rc = fl_run_preload(r, "fl_fiu_preload.so", dir, "disk faults", d->preload,
-                            sizeof d->preload, err, errlen);
+    rc = fl_run_preload(r, "fl_fiu_preload.so", dir, "disk faults", d->preload, sizeof d->preload,
+                        err, errlen);
     if (rc < 0)
         d->preload[0] = 0;
     return rc;
@@ -160,6 +164,7 @@ static void disk_free(struct fl_run *r)
     struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     if (!d)
         return;
+    fl_disk_fs_free(d->fs);
     for (size_t i = 0; i < d->nkeep; i++)
         close(d->keep[i]);
     free(d->keep);
@@ -354,11 +359,17 @@ static int set(struct fl_run *r, struct fault_rt *fr, bool on, char *err, size_t
 static int disk_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen, char *err,
                       size_t errlen)
 {
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
+    if (fr->f->action.disk.fs)
+        return fl_disk_fs_set(r, d ? d->fs : NULL, fr, true, err, errlen);
     return set(r, fr, true, err, errlen);
 }
 
 static int disk_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
+    struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
+    if (fr->f->action.disk.fs)
+        return fl_disk_fs_set(r, d ? d->fs : NULL, fr, false, err, errlen);
     return set(r, fr, false, err, errlen);
 }
 
@@ -367,7 +378,9 @@ static void disk_detail(const struct fl_run *r, const struct fault_rt *fr, char 
     const struct fl_scn_disk *dk = &fr->f->action.disk;
     const char *en = fl_scn_errno_name(dk->err);
     size_t n;
-    if (dk->call[0])
+    if (dk->fs)
+        n = fl_disk_fs_detail(dk, buf, len);
+    else if (dk->call[0])
         n = (size_t)snprintf(buf, len, "call=%s", dk->call);
     else
         n = (size_t)snprintf(buf, len, "point=%s", dk->point);
@@ -682,11 +695,97 @@ static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
     return 0;
 }
 
+/* A disk fault with path: (and op:): a rule of the faultline filesystem
+ * under the host's disk (disk_fs.c), reaching every program. */
+static int parse_fs(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a)
+{
+    struct fl_scn_disk *d = &a->disk;
+    const ynode *h = fl_scn_yaml_get(v, "host", NULL), *pa = fl_scn_yaml_get(v, "path", NULL);
+    const ynode *op = fl_scn_yaml_get(v, "op", NULL), *en = fl_scn_yaml_get(v, "errno", NULL);
+    const ynode *de = fl_scn_yaml_get(v, "delay", NULL), *sh = fl_scn_yaml_get(v, "short", NULL);
+    const ynode *pr = fl_scn_yaml_get(v, "probability", NULL);
+    const ynode *ca = fl_scn_yaml_get(v, "call", NULL), *pt = fl_scn_yaml_get(v, "point", NULL);
+    int rc;
+    if (ca || pt)
+        return fl_scn_verr(c, (ca ? ca : pt)->loc,
+                           "disk has 'path' and '%s': a fault by path acts at the filesystem "
+                           "(any program), one by %s in the program (its C library); give one",
+                           ca ? "call" : "point", ca ? "call" : "point");
+    if (!pa)
+        return fl_scn_verr(c, op->loc, "disk 'op' needs 'path' (e.g. path: 'train_logs/**')");
+    if ((rc = fl_scn_resolve_target(c, h, "disk", &a->target)) < 0)
+        return rc;
+    if (a->target.kind != FL_SCN_TGT_HOST || a->target.host == FL_SCN_HOST_EVENT)
+        return fl_scn_verr(c, h->loc,
+                           "disk with 'path' acts on a host's disk: name the host, not a task "
+                           "or an event's value");
+    a->host = a->target.host;
+    d->fs = true;
+    if ((rc = fl_scn_want(c, pa, FL_YN_SCALAR, "disk 'path'")) < 0)
+        return rc;
+    const char *g = pa->value;
+    bool dotdot = false;
+    for (const char *q = g; *q; q += strcspn(q, "/"), q += *q == '/')
+        dotdot |= q[0] == '.' && q[1] == '.' && (q[2] == '/' || !q[2]);
+    if (!*g || g[0] == '/' || dotdot || strlen(g) >= sizeof d->glob)
+        return fl_scn_verr(c, pa->loc,
+                           "disk 'path' must be a glob relative to the workdir (the host's "
+                           "disk) without '..', like 'train_logs/**' or '**/*.data-*', not '%s'",
+                           g);
+    snprintf(d->glob, sizeof d->glob, "%s", g);
+    d->ops = FL_FD_OP_ALL;
+    if (op) {
+        const ynode *one = op;
+        size_t n = op->type == FL_YN_SEQ ? op->n : 1;
+        d->ops = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (op->type == FL_YN_SEQ)
+                one = op->items[i];
+            unsigned m;
+            if ((rc = fl_scn_want(c, one, FL_YN_SCALAR, "disk 'op'")) < 0)
+                return rc;
+            if (fl_fd_op_parse(one->value, &m) < 0)
+                return fl_scn_verr(c, one->loc, "unknown op '%s' in disk; ops: %s", one->value,
+                                   fl_fd_op_names());
+            d->ops |= m;
+        }
+    }
+    const ynode *what[] = {en, de, sh};
+    const char *what_name[] = {"errno", "delay", "short"};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            if (what[i] && what[j])
+                return fl_scn_verr(c, what[j]->loc,
+                                   "disk has both '%s' and '%s'; give one (a fault either fails, "
+                                   "delays or shortens an operation)",
+                                   what_name[i], what_name[j]);
+    if (en && (rc = load_errno(c, en, &d->err)) < 0)
+        return rc;
+    if (de && (rc = load_delay(c, de, d)) < 0)
+        return rc;
+    if (sh) {
+        if ((rc = load_short(c, sh, d)) < 0)
+            return rc;
+        if (d->short_ppm)
+            return fl_scn_verr(c, sh->loc,
+                               "disk 'short' with 'path' is a size (bytes a write keeps), not a "
+                               "percentage");
+        if (!(d->ops & FL_FD_WRITE))
+            return fl_scn_verr(c, sh->loc, "disk 'short' needs op write");
+        d->ops = FL_FD_WRITE;
+    }
+    if (de || sh)
+        d->err = 0;
+    if (pr && (rc = load_probability(c, pr, &d->probability)) < 0)
+        return rc;
+    return 0;
+}
+
 static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
                       struct fl_scn_action *a)
 {
-    static const char *const keys[] = {"host",  "call",  "point",      "errno",
-                                       "delay", "short", "probability"};
+    static const char *const keys[] = {"host",  "call",        "point", "errno", "delay",
+                                       "short", "probability", "path",  "op"};
     struct fl_scn_disk *d = &a->disk;
     int rc;
 
@@ -708,6 +807,9 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
     const ynode *de = fl_scn_yaml_get(v, "delay", NULL), *sh = fl_scn_yaml_get(v, "short", NULL);
     if (!h)
         return fl_scn_verr(c, v->loc, "disk needs 'host' (a host, job:task or chief)");
+    const ynode *pa = fl_scn_yaml_get(v, "path", NULL), *op = fl_scn_yaml_get(v, "op", NULL);
+    if (pa || op)
+        return parse_fs(c, v, a);
     if (ca && pt)
         return fl_scn_verr(c, pt->loc, "disk has both 'call' and 'point'; give one");
     if (!ca && !pt)

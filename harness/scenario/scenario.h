@@ -287,6 +287,13 @@ struct fl_scn_disk {
     int64_t delay_us;     /* > 0: the call is delayed this long, then made */
     uint64_t short_bytes; /* > 0: a write writes at most this many bytes */
     unsigned short_ppm;   /* > 0: a write writes this fraction (ppm) of what it was asked */
+    /* path: given (fs): the fault is a rule of the faultline filesystem under
+     * the host's disk (harness/faults/disk_fs.c, fusedisk/), for every
+     * program: the operations in ops (enum fl_fd_op) on the disk's paths
+     * that match glob (relative to the workdir); call and point are "". */
+    bool fs;
+    char glob[256];
+    unsigned ops;
 };
 
 /*

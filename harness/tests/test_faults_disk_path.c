@@ -1,0 +1,82 @@
+/*
+ * test_faults_disk_path.c: `disk:` faults by path (harness/faults/disk_fs.c),
+ * which act at the faultline filesystem under a host's disk and so reach a
+ * statically linked program, which no preload does: EIO on fsync under
+ * logs/ while data/ and stdout are fine, nothing said about the program
+ * (the fault reaches it), the rule off after its heal, and the fault
+ * recorded with its path and op.  The real faultline binary on a scenario
+ * written by the test, with a program it builds (`cc -static`).
+ */
+#include "harness/tests/fl_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char syncer_c[] =
+    "#define _GNU_SOURCE\n#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include "
+    "<string.h>\n"
+    "#include <unistd.h>\n"
+    "static const char *try(const char *p) {\n"
+    "  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"
+    "  if (fd < 0) return strerrorname_np(errno);\n"
+    "  if (write(fd, \"data\", 4) != 4) return strerrorname_np(errno);\n"
+    "  const char *r = fsync(fd) ? strerrorname_np(errno) : \"ok\";\n"
+    "  close(fd); return r; }\n"
+    "int main(int argc, char **argv) {\n"
+    "  const char *a = try(\"logs/x\"), *b = try(\"data/y\");\n"
+    "  printf(\"%s logs=%s data=%s\\n\", argv[1], a, b); fflush(stdout); return 0; }\n";
+
+FL_TEST_ROOT_T(faults_disk_path, fsync_eio_by_path_reaches_a_static_program, 90)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    if (access("/usr/lib/x86_64-linux-gnu/libc.a", R_OK) != 0 && access("/usr/lib/libc.a", R_OK))
+        FL_SKIP("no static C library (libc6-dev)");
+    fl_test_write("syncer.c", syncer_c);
+    char *out;
+    int rc = fl_test_sh(&out, "cd %s && cc -static -O1 -o syncer syncer.c", fl_test_dir());
+    FL_REQUIRE_MSG(rc == 0, "building the program: %s", out);
+    free(out);
+    const char *yaml = fl_test_write(
+        "p.yaml",
+        "name: it-disk-path\n"
+        "hosts: [a, b]\n"
+        "cluster: {w: [a], o: [b]}\n"
+        "run:\n"
+        "  stop_when: [w]\n"
+        "  w:\n"
+        "    command: |\n"
+        "      mkdir -p logs data && {bin}/faultline emit --sync disk.go\n"
+        "      {scenario_dir}/syncer during\n"
+        "      n=0\n"
+        "      until {scenario_dir}/syncer after | grep -q 'logs=ok'; do\n"
+        "        n=$((n+1)); [ $n -lt 100 ] || exit 3; sleep 0.05\n"
+        "      done\n"
+        "      echo healed\n"
+        "  o:\n"
+        "    command: |\n"
+        "      mkdir -p logs data && {scenario_dir}/syncer other\n"
+        "      sleep 60\n"
+        "faults:\n"
+        "  - {after: {event: disk.go, host: a}, disk: {host: a, path: 'logs/**', op: fsync, "
+        "errno: EIO}, for: 1s}\n"
+        "expect:\n"
+        "  all:\n"
+        "    w: {exit: 0, log_matches: '^during logs=EIO data=ok$'}\n"
+        "    \"w:0\": {log_matches: '^healed$'}\n"
+        "    o: {log_matches: '^other logs=ok data=ok$'}\n");
+    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir(), fl_test_dir(), yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_MSG(!strstr(out, "note:"), "a note on a fault that reaches the program:\n%s", out);
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind='disk' AND "
+                                    "detail LIKE 'path=logs/** op=fsync errno=EIO%' AND "
+                                    "healed_ms IS NOT NULL"),
+                 1);
+}
