@@ -236,6 +236,58 @@ FL_TEST_ROOT(fusedisk_fs, short_write_and_delay)
     fl_fusedisk_unmount(d);
 }
 
+/* Large writes (spliced from /dev/fuse to the backing file, in requests of
+ * up to 1 MiB) land byte for byte at their offsets, closes need no flush, and
+ * a short-write rule cuts a spliced request (the rest of the pipe dropped,
+ * the next write fine). */
+FL_TEST_ROOT(fusedisk_fs, large_writes_arrive_intact_and_cut_short)
+{
+    struct fl_fusedisk *d = mount_disk();
+    enum { LEN = 3 * (1 << 20) + 12345 };
+    unsigned char *buf = malloc(LEN), *back = malloc(LEN);
+    FL_REQUIRE(buf && back);
+    uint32_t x = 12345;
+    for (size_t i = 0; i < LEN; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (unsigned char)(x >> 24);
+    }
+    char p[8192];
+    snprintf(p, sizeof p, "%s/big", mnt);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    FL_REQUIRE(fd >= 0);
+    FL_ASSERT_EQ(write(fd, buf, 1 << 20), 1 << 20);
+    FL_ASSERT_EQ(write(fd, buf + (1 << 20), LEN - (1 << 20)), LEN - (1 << 20));
+    FL_ASSERT_EQ(fsync(fd), 0);
+    FL_ASSERT_EQ(close(fd), 0);
+    snprintf(p, sizeof p, "%s/big", backing);
+    fd = open(p, O_RDONLY);
+    FL_REQUIRE(fd >= 0);
+    FL_ASSERT_EQ(read(fd, back, LEN), LEN);
+    close(fd);
+    FL_ASSERT(memcmp(buf, back, LEN) == 0);
+
+    struct fl_fd_rule s = {
+        .glob = "cut", .ops = FL_FD_WRITE, .short_len = 300000, .probability = 1};
+    int id = fl_fusedisk_add_rule(d, &s);
+    FL_REQUIRE(id > 0);
+    snprintf(p, sizeof p, "%s/cut", mnt);
+    fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    FL_REQUIRE(fd >= 0);
+    FL_ASSERT_EQ(write(fd, buf, 1 << 20), 300000);
+    FL_ASSERT_EQ(fl_fusedisk_remove_rule(d, id), 0);
+    FL_ASSERT_EQ(write(fd, buf + 300000, 1 << 20), 1 << 20);
+    FL_ASSERT_EQ(close(fd), 0);
+    snprintf(p, sizeof p, "%s/cut", backing);
+    fd = open(p, O_RDONLY);
+    FL_REQUIRE(fd >= 0);
+    FL_ASSERT_EQ(read(fd, back, LEN), 300000 + (1 << 20));
+    close(fd);
+    FL_ASSERT(memcmp(buf, back, 300000 + (1 << 20)) == 0);
+    free(buf);
+    free(back);
+    fl_fusedisk_unmount(d);
+}
+
 /* What another user makes is that user's, and the kernel checks its
  * permissions: nobody cannot write root's 0644 file. */
 FL_TEST_ROOT(fusedisk_fs, files_belong_to_whoever_made_them)
