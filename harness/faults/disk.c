@@ -695,6 +695,22 @@ static int load_short(struct fl_scn_vctx *c, const ynode *n, struct fl_scn_disk 
     return 0;
 }
 
+/* At most one of errno, delay and short: 0, or the error naming both. */
+static int one_action(struct fl_scn_vctx *c, const ynode *en, const ynode *de, const ynode *sh,
+                      const char *what)
+{
+    const ynode *n[] = {en, de, sh};
+    const char *name[] = {"errno", "delay", "short"};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = i + 1; j < 3; j++)
+            if (n[i] && n[j])
+                return fl_scn_verr(c, n[j]->loc,
+                                   "disk has both '%s' and '%s'; give one (a fault either fails, "
+                                   "delays or shortens %s)",
+                                   name[i], name[j], what);
+    return 0;
+}
+
 /* A disk fault with path: (and op:): a rule of the faultline filesystem
  * under the host's disk (disk_fs.c), reaching every program. */
 static int parse_fs(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action *a)
@@ -750,15 +766,8 @@ static int parse_fs(struct fl_scn_vctx *c, const ynode *v, struct fl_scn_action 
             d->ops |= m;
         }
     }
-    const ynode *what[] = {en, de, sh};
-    const char *what_name[] = {"errno", "delay", "short"};
-    for (size_t i = 0; i < 3; i++)
-        for (size_t j = i + 1; j < 3; j++)
-            if (what[i] && what[j])
-                return fl_scn_verr(c, what[j]->loc,
-                                   "disk has both '%s' and '%s'; give one (a fault either fails, "
-                                   "delays or shortens an operation)",
-                                   what_name[i], what_name[j]);
+    if ((rc = one_action(c, en, de, sh, "an operation")) < 0)
+        return rc;
     if (en && (rc = load_errno(c, en, &d->err)) < 0)
         return rc;
     if (de && (rc = load_delay(c, de, d)) < 0)
@@ -816,15 +825,8 @@ static int disk_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
         return fl_scn_verr(c, v->loc,
                            "disk needs 'call' (a call to fail, e.g. write) or 'point' (a failure "
                            "point, e.g. psrt/save/shard_write)");
-    const ynode *what[] = {en, de, sh};
-    const char *what_name[] = {"errno", "delay", "short"};
-    for (size_t i = 0; i < 3; i++)
-        for (size_t j = i + 1; j < 3; j++)
-            if (what[i] && what[j])
-                return fl_scn_verr(c, what[j]->loc,
-                                   "disk has both '%s' and '%s'; give one (a fault either fails, "
-                                   "delays or shortens a call)",
-                                   what_name[i], what_name[j]);
+    if ((rc = one_action(c, en, de, sh, "a call")) < 0)
+        return rc;
     if ((de || sh) && pt)
         return fl_scn_verr(c, (de ? de : sh)->loc,
                            "disk '%s' needs 'call' (a call like %s), not 'point'",
