@@ -135,8 +135,10 @@ int fl_fd_rules_add(struct fl_fd_rules *t, const struct fl_fd_rule *r)
         t->cap = cap;
     }
     int id = ++t->next_id;
-    t->rules[t->n++] = (struct fl_fd_live){.id = id, .r = *r, .rng = r->seed};
-    t->rules[t->n - 1].r.glob = g;
+    t->rules[t->n] = (struct fl_fd_live){.id = id, .r = *r, .rng = r->seed};
+    t->rules[t->n].r.glob = g;
+    /* atomic: fl_fd_rules_match reads the count without the lock */
+    __atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
     pthread_rwlock_unlock(&t->lock);
     return id;
 }
@@ -149,7 +151,7 @@ int fl_fd_rules_remove(struct fl_fd_rules *t, int id)
         if (t->rules[i].id == id) {
             free((char *)t->rules[i].r.glob);
             memmove(&t->rules[i], &t->rules[i + 1], (t->n - i - 1) * sizeof *t->rules);
-            t->n--;
+            __atomic_store_n(&t->n, t->n - 1, __ATOMIC_RELEASE);
             rc = 0;
             break;
         }
