@@ -1,9 +1,9 @@
 /*
  * bench_hosts.c: `faultline _bench-hosts N [ROUNDS]` (used by `make bench`):
  * brings N hosts up and down exactly as a run does (disk, /tmp and root
- * layer directories, /etc/hosts, the switch, every init with its namespaces
- * and mounts and root of its own, veths and addresses in one netlink batch) and prints the best
- * wall time of ROUNDS rounds in seconds.
+ * layer directories, the roots' common layer, /etc/hosts, the switch, every init with its
+ * namespaces and mounts and root of its own, veths and addresses in one netlink batch) and prints
+ * the best wall time of ROUNDS rounds in seconds.
  *
  * The kernel frees dead network namespaces after their last process is
  * gone, asynchronously; left alone, that work from one round would land in
@@ -39,7 +39,7 @@ static int one_round(int n, const char *base, double *secs)
     char err[1024];
     struct fl_host *h = calloc((size_t)n, sizeof *h);
     struct fl_host **hp = calloc((size_t)n, sizeof *hp);
-    char(*paths)[6][PATH_MAX] = calloc((size_t)n, sizeof *paths);
+    char(*paths)[7][PATH_MAX] = calloc((size_t)n, sizeof *paths);
     char etc[PATH_MAX];
     struct fl_fabric *fab = NULL;
     int rc = 0;
@@ -62,16 +62,23 @@ static int one_round(int n, const char *base, double *secs)
     }
     if ((rc = fl_fabric_create(&fab, "bench", err, sizeof err)) < 0)
         goto fail;
+    char common[PATH_MAX];
+    snprintf(common, sizeof common, "%s/hosts/root-common", base);
+    if ((rc = fl_root_common_make(common, etc)) < 0) {
+        snprintf(err, sizeof err, "the common layer at %s: %s", common, strerror(-rc));
+        goto fail;
+    }
     for (int i = 0; i < n; i++) {
         snprintf(paths[i][0], PATH_MAX, "%s/hosts/h%d/disk", base, i);
         snprintf(paths[i][1], PATH_MAX, "%s/hosts/h%d/tmp", base, i);
         snprintf(paths[i][2], PATH_MAX, "h%d", i);
         snprintf(paths[i][3], PATH_MAX, "%s/hosts/h%d/root", base, i);
+        snprintf(paths[i][6], PATH_MAX, "%s/hide", paths[i][3]);
         fl_mkdir_p(paths[i][0], 0755);
         fl_mkdir_p(paths[i][1], 01777);
         /* its root of its own, as a run makes it (paths[i][4]: the mount
          * point, [5]: the overlay's options), the bench's directory hidden */
-        if ((rc = fl_root_layer_make(paths[i][3], false, paths[i][4], PATH_MAX, paths[i][5],
+        if ((rc = fl_root_layer_make(paths[i][3], common, true, paths[i][4], PATH_MAX, paths[i][5],
                                      PATH_MAX)) < 0) {
             snprintf(err, sizeof err, "the root of h%d at %s: %s", i, paths[i][3], strerror(-rc));
             goto fail;
@@ -84,7 +91,8 @@ static int one_round(int n, const char *base, double *secs)
                                           .hosts_file = etc,
                                           .root = paths[i][4],
                                           .root_opts = paths[i][5],
-                                          .hide = base};
+                                          .hide = base,
+                                          .hide_with = paths[i][6]};
         h[i].pidfd = -1;
         hp[i] = &h[i];
     }

@@ -301,6 +301,7 @@ judge:
     if (!remove_dir)
         fl_run_write_state(&e->r);
     if (o->keep) {
+        fl_run_roots_strip(&e->r);
         int rc = fl_copy_tree(e->r.fsdir, e->r.dir);
         if (rc < 0)
             fprintf(stderr, "faultline: keeping the disks of run %s: %s\n", e->r.run_id,

@@ -81,6 +81,13 @@ int eng_setup_dirs(struct engine *e)
         fl_run_error(&e->r, "write %s: %s", path, strerror(-rc));
         return rc;
     }
+    /* what every host's root has above the machine's: /dev, /etc/hosts */
+    snprintf(e->r.root_common, sizeof e->r.root_common, "%s/root-common", e->r.fsdir);
+    if ((rc = fl_root_common_make(e->r.root_common, path)) < 0) {
+        fl_run_error(&e->r, "the layer of every host's root at %s: %s", e->r.root_common,
+                     strerror(-rc));
+        return rc;
+    }
     /* copies of the preloads (every host sees them, read-only) */
     fl_run_lib_dir(&e->r, e->r.libdir, sizeof e->r.libdir);
     if ((rc = fl_mkdir_p(e->r.libdir, 0755)) < 0) {
@@ -122,6 +129,7 @@ int eng_setup_dirs(struct engine *e)
         snprintf(hr->root, sizeof hr->root, "%s/hosts/%s/root", e->r.fsdir, s->hosts[i].name);
         if ((rc = fl_run_make_root(&e->r, (int)i, true)) < 0)
             break;
+        snprintf(hr->root_hide, sizeof hr->root_hide, "%s/hide", hr->root);
         snprintf(hr->ctl, sizeof hr->ctl, "%s/ctl/%s", e->r.dir, s->hosts[i].name);
         if ((rc = fl_mkdir_p(hr->ctl, 0755)) < 0) {
             fl_run_error(&e->r, "mkdir %s: %s", hr->ctl, strerror(-rc));
@@ -200,6 +208,7 @@ int eng_setup_dirs(struct engine *e)
             .root = hr->root_mnt,
             .root_opts = hr->root_opts,
             .hide = e->r.hide,
+            .hide_with = hr->root_hide,
             .binds = hr->binds,
             .nbinds = hr->nbinds,
             .privileged = s->hosts[i].privileged,

@@ -116,12 +116,21 @@ int fl_run_make_tmp(struct fl_run *r, int i)
 int fl_run_make_root(struct fl_run *r, int i, bool fresh)
 {
     struct host_rt *hr = &r->hosts[i];
-    int rc = fl_root_layer_make(hr->root, fresh, hr->root_mnt, sizeof hr->root_mnt, hr->root_opts,
-                                sizeof hr->root_opts);
+    int rc = fl_root_layer_make(hr->root, r->root_common, fresh, hr->root_mnt, sizeof hr->root_mnt,
+                                hr->root_opts, sizeof hr->root_opts);
     if (rc < 0)
         fl_run_error(r, "host %s: its own root at %s: %s", r->s->hosts[i].name, hr->root,
                      strerror(-rc));
     return rc;
+}
+
+void fl_run_roots_strip(struct fl_run *r)
+{
+    for (size_t i = 0; i < r->s->n_hosts; i++)
+        if (r->hosts[i].root_hide[0])
+            fl_rm_rf(r->hosts[i].root_hide);
+    if (r->root_common[0])
+        fl_rm_rf(r->root_common);
 }
 
 int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
@@ -132,8 +141,9 @@ int fl_run_host_up(struct fl_run *r, int i, bool fresh_disk)
     if (hr->h.state != FL_HOST_DOWN)
         return 0;
     if (fresh_disk &&
-        ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0 ||
-         (hr->h.spec.root && (rc = fl_run_make_root(r, i, true)) < 0)))
+        ((rc = fl_run_make_disk(r, i, false)) < 0 || (rc = fl_run_make_tmp(r, i)) < 0))
+        return rc;
+    if (hr->h.spec.root && (rc = fl_run_make_root(r, i, fresh_disk)) < 0)
         return rc;
     /* the fault kinds' word first (what survived the way down is durable) */
     if (r->host_starting && (rc = r->host_starting(r, i, err, sizeof err)) < 0) {

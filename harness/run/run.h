@@ -103,9 +103,10 @@ struct host_rt {
     bool has_cgroup, has_mem_cgroup;
     bool tmpfs_disk;
     /* its root of its own (fl_root_layer_make): RUN/fs/hosts/NAME/root */
-    char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[2 * PATH_MAX + 64];
-    char ctl[PATH_MAX];    /* RUN/ctl/NAME: the harness's files for this host only */
-    char dstore[PATH_MAX]; /* RUN/fs/durable/NAME (durable.c), if there is one */
+    char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[3 * PATH_MAX + 64];
+    char root_hide[PATH_MAX]; /* RUN/fs/hosts/NAME/root/hide */
+    char ctl[PATH_MAX];       /* RUN/ctl/NAME: the harness's files for this host only */
+    char dstore[PATH_MAX];    /* RUN/fs/durable/NAME (durable.c), if there is one */
     struct fl_host_bind binds[6 + FL_RUN_MAX_SUBMOUNTS]; /* what of the harness's view it sees */
     size_t nbinds;
     char addr[16];
@@ -149,12 +150,13 @@ struct fl_run {
     const char *db_path; /* the results database, for the state file; NULL none */
     bool done;           /* judged: the state file says "done" */
 
-    int epfd;                              /* the engine's epoll: every process's output joins it */
-    char ev_path[PATH_MAX];                /* the event channel's socket */
-    char fsdir[PATH_MAX];                  /* tmpfs holding every disk, /tmp and shared dir */
-    const char *expose[3];                 /* run, bin and scenario dirs, visible in every host */
-    char hide[PATH_MAX];                   /* covered in every host: the run's output directory */
-    char libdir[PATH_MAX];                 /* RUN/fs/lib (fl_run_lib_dir) */
+    int epfd;                   /* the engine's epoll: every process's output joins it */
+    char ev_path[PATH_MAX];     /* the event channel's socket */
+    char fsdir[PATH_MAX];       /* tmpfs holding every disk, /tmp and shared dir */
+    char root_common[PATH_MAX]; /* FSDIR/root-common: every host root's /dev, /etc/hosts */
+    const char *expose[3];      /* run, bin and scenario dirs, visible in every host */
+    char hide[PATH_MAX];        /* covered in every host: the run's output directory */
+    char libdir[PATH_MAX];      /* RUN/fs/lib (fl_run_lib_dir) */
     char *submounts[FL_RUN_MAX_SUBMOUNTS]; /* the machine's mounts below / that every
                                               host sees read-only (fl_root_submounts) */
     size_t nsubmounts;
@@ -223,6 +225,10 @@ int fl_run_make_tmp(struct fl_run *r, int host); /* an empty /tmp */
  * its disk, /tmp and shared paths); fresh: empty again (a replace), else
  * kept (a restart or crash) */
 int fl_run_make_root(struct fl_run *r, int host, bool fresh);
+/* Removes what of the hosts' roots is the harness's, not what a host wrote
+ * (the common layer, each host's hide directory of mount points), so that
+ * --keep copies only the hosts' own layers.  Every host is down. */
+void fl_run_roots_strip(struct fl_run *r);
 /* Brings a host that is down up again (fresh_disk: a new machine). */
 int fl_run_host_up(struct fl_run *r, int host, bool fresh_disk);
 /* Kills every process on a host at once; by_fault: not the run's error;

@@ -36,7 +36,8 @@ struct fl_host_spec {
     const char *disk_dir;               /* mounted at workdir */
     const char *tmp_dir;                /* mounted at /tmp */
     const char *workdir;                /* absolute, exists in the root filesystem */
-    const char *hosts_file;             /* bind-mounted over /etc/hosts, or NULL */
+    const char *hosts_file;             /* bind-mounted over /etc/hosts, or NULL (with a
+                                         * root of its own: its common layer's) */
     const struct fl_host_mount *mounts; /* extra binds (shared paths) */
     size_t nmounts;
     const char *cgroup;     /* cgroup dir that init and every process join, or NULL */
@@ -51,13 +52,17 @@ struct fl_host_spec {
     size_t nexpose;
     /* A root of its own (see host.c): NULL, the machine's root as it is
      * (and expose above applies).  Else the mount point where init
-     * assembles the host's root (fl_root_layer_make), the overlay's options,
-     * a directory covered with an empty tmpfs (the run's output directory:
+     * assembles the host's root (fl_root_layer_make), the overlay's options
+     * (their lower layers: fl_root_common_make's, which holds its /dev and
+     * /etc/hosts, over the machine's /), a directory covered with an empty
+     * one (hide_with; the run's output directory:
      * nothing of the run is seen but what binds gives back) and what the
      * host sees of the harness's view at the same path. */
     const char *root;
     const char *root_opts;
     const char *hide;
+    const char *hide_with; /* an empty directory of the host's own bound over
+                            * hide (fl_root_layer_make's), or NULL: a tmpfs */
     const struct fl_host_bind *binds;
     size_t nbinds;
     /* false (the default): the host's tasks run in a user namespace of its

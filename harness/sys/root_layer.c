@@ -1,29 +1,102 @@
 /*
  * root_layer.c: what a host's root of its own is made of, on the harness's
  * side (harness/sys/host.c assembles it in the host's init): the
- * directories of its overlay's upper layer, and the mounts of the machine
- * below / that an overlay of / does not hold (an overlay's lower layer is
- * one filesystem: a /usr or /home of its own would be empty), which each
- * host gets read-only.
+ * directories of its overlay's upper layer, the layer every host's root
+ * has above the machine's / (its /dev and /etc/hosts: made once per run, so
+ * that no host pays a mount for them), and the mounts of the machine below
+ * / that an overlay of / does not hold (an overlay's lower layer is one
+ * filesystem: a /usr or /home of its own would be empty), which each host
+ * gets read-only.
  */
 #include "harness/sys/root_layer.h"
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
 
-int fl_root_layer_make(const char *dir, bool fresh, char *mnt, size_t mntlen, char *opts,
-                       size_t optlen)
+int fl_root_common_make(const char *dir, const char *hosts_file)
 {
-    static const char *const sub[] = {"upper", "work", "mnt"};
+    static const struct {
+        const char *name;
+        unsigned major, minor;
+    } nodes[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+                 {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+    static const char *const links[][2] = {{"fd", "/proc/self/fd"},
+                                           {"stdin", "/proc/self/fd/0"},
+                                           {"stdout", "/proc/self/fd/1"},
+                                           {"stderr", "/proc/self/fd/2"},
+                                           {"ptmx", "pts/ptmx"}};
+    char path[PATH_MAX];
+    int rc;
+    if ((rc = fl_rm_rf(dir)) < 0)
+        return rc;
+    if ((size_t)snprintf(path, sizeof path, "%s/dev/pts", dir) >= sizeof path)
+        return -ENAMETOOLONG;
+    if ((rc = fl_mkdir_p(path, 0755)) < 0)
+        return rc;
+    /* opaque: what the machine's root filesystem has in /dev is not shown */
+    snprintf(path, sizeof path, "%s/dev", dir);
+    if (setxattr(path, "trusted.overlay.opaque", "y", 1, 0) < 0)
+        return -errno;
+    mode_t old = umask(0);
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/dev/%s", dir, nodes[i].name);
+        if (mknod(path, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0)
+            rc = -errno;
+    }
+    snprintf(path, sizeof path, "%s/dev/shm", dir);
+    if (rc == 0 && mkdir(path, 01777) < 0)
+        rc = -errno;
+    umask(old);
+    for (size_t i = 0; i < sizeof links / sizeof *links && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/dev/%s", dir, links[i][0]);
+        if (symlink(links[i][1], path) < 0)
+            rc = -errno;
+    }
+    if (rc < 0 || !hosts_file)
+        return rc;
+    snprintf(path, sizeof path, "%s/etc", dir);
+    if (mkdir(path, 0755) < 0)
+        return -errno;
+    snprintf(path, sizeof path, "%s/etc/hosts", dir);
+    int in = open(hosts_file, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return -errno;
+    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0) {
+        rc = -errno;
+        close(in);
+        return rc;
+    }
+    char buf[65536];
+    ssize_t n;
+    while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0) {
+        if (n < 0 || write(out, buf, (size_t)n) != n)
+            rc = n < 0 ? -errno : -EIO;
+    }
+    close(in);
+    if (close(out) < 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
+int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mnt, size_t mntlen,
+                       char *opts, size_t optlen)
+{
+    static const char *const sub[] = {"upper", "work", "mnt", "hide"};
     char path[PATH_MAX];
     int rc;
     if (fresh && (rc = fl_rm_rf(dir)) < 0)
         return rc;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
         if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, sub[i]) >= sizeof path)
             return -ENAMETOOLONG;
         if ((rc = fl_mkdir_p(path, 0755)) < 0)
@@ -32,9 +105,16 @@ int fl_root_layer_make(const char *dir, bool fresh, char *mnt, size_t mntlen, ch
     /* index=off: a restarted host mounts the same upper layer again while
      * the kernel may still be letting go of its last mount */
     if ((size_t)snprintf(mnt, mntlen, "%s/mnt", dir) >= mntlen ||
-        (size_t)snprintf(opts, optlen, "lowerdir=/,upperdir=%s/upper,workdir=%s/work,index=off",
-                         dir, dir) >= optlen)
+        (size_t)snprintf(opts, optlen, "lowerdir=%s%s/,upperdir=%s/upper,workdir=%s/work,index=off",
+                         common ? common : "", common ? ":" : "", dir, dir) >= optlen)
         return -ENAMETOOLONG;
+    /* a machine's /dev/shm is empty after a boot */
+    if (!fresh) {
+        if ((size_t)snprintf(path, sizeof path, "%s/upper/dev/shm", dir) >= sizeof path)
+            return -ENAMETOOLONG;
+        if ((rc = fl_rm_rf(path)) < 0)
+            return rc;
+    }
     return 0;
 }
 

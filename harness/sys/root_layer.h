@@ -8,14 +8,27 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Makes DIR the home of a host's private root: DIR/upper (what the host
- * wrote outside its disk, /tmp and shared paths), DIR/work (overlayfs's)
- * and DIR/mnt (where init assembles the root); with fresh, anything there
- * before is removed first (a replaced host: a new machine).  The mount
- * point (DIR/mnt) and the overlay's options go to mnt and opts: 0 or
+/* Makes DIR (afresh) the layer every host's root has above the machine's
+ * /: DIR/dev, opaque (the machine's root filesystem's /dev is not shown),
+ * with null, zero, full, random, urandom, tty, the fd/stdin/stdout/stderr
+ * links, ptmx -> pts/ptmx, pts/ (each host mounts a devpts of its own
+ * there) and shm/ (1777); and DIR/etc/hosts, a copy of hosts_file (unless
+ * NULL).  What a host writes there lands in its own upper layer: 0 or
  * -errno. */
-int fl_root_layer_make(const char *dir, bool fresh, char *mnt, size_t mntlen, char *opts,
-                       size_t optlen);
+int fl_root_common_make(const char *dir, const char *hosts_file);
+
+/* Makes DIR the home of a host's private root: DIR/upper (what the host
+ * wrote outside its disk, /tmp and shared paths), DIR/work (overlayfs's),
+ * DIR/mnt (where init assembles the root) and DIR/hide (bound over the
+ * run's output directory in the host: empty but for the mount points of
+ * what the host is given back there); with fresh, anything there
+ * before is removed first (a replaced host: a new machine), without it
+ * only the host's /dev/shm is emptied (a restart: a reboot).  The overlay's
+ * lower layers are common (a directory fl_root_common_make made; NULL for
+ * none) over the machine's /.  The mount point (DIR/mnt) and the overlay's
+ * options go to mnt and opts: 0 or -errno. */
+int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mnt, size_t mntlen,
+                       char *opts, size_t optlen);
 
 /* The mount points right below the harness's / that a host's overlay of /
  * does not hold and that it should see (read-only): every one but /proc,
