@@ -34,6 +34,8 @@ struct fl_fusedisk {
     char *mnt;
     unsigned threads;
     struct fl_fd_rules rules;
+    fl_fd_synced_fn synced; /* set before the filesystem is used */
+    void *synced_ctx;
 };
 
 static struct fl_fusedisk *self(void)
@@ -323,11 +325,21 @@ static int fs_release(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
+/* A successful sync of the backing fd: told to the user (fl_fusedisk_on_synced). */
+static int synced(int fd, int r)
+{
+    struct fl_fusedisk *d = self();
+    if (r == 0 && d->synced)
+        d->synced(d->synced_ctx, fd);
+    return ret(r);
+}
+
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     if (path)
         FAULT(FL_FD_FSYNC, path, NULL);
-    return ret(datasync ? fdatasync((int)fi->fh) : fsync((int)fi->fh));
+    int fd = (int)fi->fh;
+    return synced(fd, datasync ? fdatasync(fd) : fsync(fd));
 }
 
 static int fs_fallocate(const char *path, int mode, off_t off, off_t len, struct fuse_file_info *fi)
@@ -398,7 +410,7 @@ static int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi
         FAULT(FL_FD_FSYNC, path, NULL);
     struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
     int fd = dirfd(d->dir);
-    return ret(datasync ? fdatasync(fd) : fsync(fd));
+    return synced(fd, datasync ? fdatasync(fd) : fsync(fd));
 }
 
 static const struct fuse_operations ops = {
@@ -545,6 +557,12 @@ int fl_fusedisk_add_rule(struct fl_fusedisk *d, const struct fl_fd_rule *r)
 int fl_fusedisk_remove_rule(struct fl_fusedisk *d, int id)
 {
     return fl_fd_rules_remove(&d->rules, id);
+}
+
+void fl_fusedisk_on_synced(struct fl_fusedisk *d, fl_fd_synced_fn fn, void *ctx)
+{
+    d->synced_ctx = ctx;
+    d->synced = fn;
 }
 
 uint64_t fl_fusedisk_hits(struct fl_fusedisk *d, int id)

@@ -101,6 +101,17 @@ void fl_fusedisk_unmount(struct fl_fusedisk *d);
 int fl_fusedisk_add_rule(struct fl_fusedisk *d, const struct fl_fd_rule *r);
 /* Removes rule id (healed); 0 or -ENOENT. */
 int fl_fusedisk_remove_rule(struct fl_fusedisk *d, int id);
+/* Told after a program made something durable through the filesystem: a
+ * successful fsync or fdatasync of a file or of a directory (a write through
+ * an O_SYNC or O_DSYNC descriptor reaches the filesystem as a write and an
+ * fsync of the whole file).  fd is the backing file's or directory's
+ * descriptor, for the call only.  Called by the worker threads, several at
+ * once; an fsync that a rule failed is not told.  sync(2) and syncfs(2)
+ * are never told: the kernel does not pass them to a FUSE server.  Set it
+ * before the filesystem is used (NULL: nothing told). */
+typedef void (*fl_fd_synced_fn)(void *ctx, int fd);
+void fl_fusedisk_on_synced(struct fl_fusedisk *d, fl_fd_synced_fn fn, void *ctx);
+
 /* How many operations rule id has hit so far (errno, delay or short applied). */
 uint64_t fl_fusedisk_hits(struct fl_fusedisk *d, int id);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,4 +319,54 @@ FL_TEST_ROOT(fusedisk_fs, files_belong_to_whoever_made_them)
     FL_ASSERT_EQ(st.st_uid, 65534);
     FL_ASSERT_EQ(st.st_gid, 65534);
     fl_fusedisk_unmount(d);
+}
+
+/* What the filesystem tells of syncs: each fsync that succeeds, of a file or
+ * a directory, with the backing file's own descriptor; not a write without
+ * one, nor an fsync a rule failed. */
+struct told {
+    pthread_mutex_t mu;
+    ino_t ino[16];
+    int n;
+};
+
+static void on_synced(void *ctx, int fd)
+{
+    struct told *t = ctx;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0)
+        return;
+    pthread_mutex_lock(&t->mu);
+    if (t->n < 16)
+        t->ino[t->n++] = sb.st_ino;
+    pthread_mutex_unlock(&t->mu);
+}
+
+static ino_t ino_of(const char *dir, const char *name)
+{
+    char p[8192];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0 ? sb.st_ino : 0;
+}
+
+FL_TEST_ROOT(fusedisk_fs, syncs_are_told_with_the_backing_file)
+{
+    struct fl_fusedisk *d = mount_disk();
+    struct told t = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    fl_fusedisk_on_synced(d, on_synced, &t);
+    FL_ASSERT_EQ(write_file(mnt, "synced.txt", "s", true), 0);
+    FL_ASSERT_EQ(write_file(mnt, "plain.txt", "p", false), 0);
+    int dfd = open(mnt, O_RDONLY | O_DIRECTORY);
+    FL_ASSERT(dfd >= 0 && fsync(dfd) == 0);
+    close(dfd);
+    struct fl_fd_rule r = {.glob = "failed.txt", .ops = FL_FD_FSYNC, .err = EIO, .probability = 1};
+    FL_ASSERT(fl_fusedisk_add_rule(d, &r) > 0);
+    FL_ASSERT_EQ(write_file(mnt, "failed.txt", "f", true), -EIO);
+    fl_fusedisk_unmount(d);
+    /* told: synced.txt, then the root directory, as the backing ones */
+    FL_ASSERT_EQ(t.n, 2);
+    FL_ASSERT_EQ(t.ino[0], ino_of(backing, "synced.txt"));
+    FL_ASSERT_EQ(t.ino[1], ino_of(backing, "."));
+    FL_ASSERT(t.ino[0] != 0 && t.ino[0] != ino_of(backing, "plain.txt"));
 }

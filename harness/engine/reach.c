@@ -27,7 +27,8 @@
  * (fl_run_note: under the verdict, and runs.notes), e.g.
  *   fault 3 (f.yaml:9, disk ps1 call=write errno=EIO): /usr/bin/etcd on ps1
  *   is a Go binary: ...; the fault does nothing to it
- * and, for a crash with unsynced: lose, marks its host so that the crash
+ * and, for a crash with unsynced: lose (on a disk the faultline filesystem
+ * does not serve: that one sees every program's syncs), marks its host so that the crash
  * leaves the disk as it was instead of rebuilding it from a record that
  * missed every sync (fl_durable_unseen, harness/faults/durable.c).  A
  * script is judged by nothing (its interpreter runs); a program started
@@ -114,7 +115,7 @@ static size_t sources(const struct engine *e, int task, int only, struct src *ou
         if (a->kind == FL_SCN_ACT_DISK && !a->disk.fs && fl_fault_covers(r, &a->target, task))
             out[n++] = (struct src){SRC_DISK, (int)i};
         else if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE &&
-                 a->host == r->s->tasks[task].host)
+                 a->host == r->s->tasks[task].host && !r->hosts[a->host].disk_by_fs)
             out[n++] = (struct src){SRC_SYNC, (int)i};
     }
     return n;
@@ -150,10 +151,12 @@ static void note(struct engine *e, int task, const struct src *sc, const char *e
     } else {
         eng_fault_name(e, &r->faults[sc->fault], who, sizeof who);
     }
-    const char *effect = sc->kind == SRC_CLOCK  ? "its clock is the machine's"
-                         : sc->kind == SRC_DISK ? "the fault does nothing to it"
-                                                : "its syncs are not seen, so the crash leaves "
-                                                  "the disk as it was (nothing lost)";
+    const char *effect = sc->kind == SRC_CLOCK ? "its clock is the machine's"
+                         : sc->kind == SRC_DISK
+                             ? "the fault does nothing to it (a disk fault by path: reaches it)"
+                             : "its syncs are not seen, so the crash leaves the disk as it was "
+                               "(nothing lost; with disk: {fs: true} on the host, the faultline "
+                               "filesystem sees them)";
     fl_run_note(r, "%s: %s on %s %s; %s", who, exe, hn, fl_exe_kind_why(k), effect);
     if (sc->kind == SRC_SYNC) {
         char why[PATH_MAX + 64];

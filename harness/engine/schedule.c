@@ -523,6 +523,7 @@ int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen)
         bool any = false;
         for (size_t f = 0; f < e->r.nfaults && !any; f++)
             any = e->r.faults[f].f->action.kind == kd->kind;
+        any |= kd->needed && kd->needed(&e->r);
         int rc = any && kd->init ? kd->init(&e->r, err, errlen) : 0;
         if (rc < 0)
             return rc;

@@ -868,6 +868,7 @@ const struct fl_fault_kind fl_kind_disk = {
     .at_setup = true,
     .init = disk_init,
     .host_starting = disk_host_starting,
+    .needed = fl_disk_fs_wanted,
     .free = disk_free,
     .task_env = disk_env,
     .detail = disk_detail,

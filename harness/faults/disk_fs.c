@@ -13,9 +13,18 @@
  * caches of the old one, and the rules that are on are put back.  The
  * mounts live in the harness's private mount namespace: they go with it,
  * whatever ends the run.
+ *
+ * A host with `disk: {fs: true}` is served so for the whole run, faults or
+ * none.  On a disk the filesystem serves, crash consistency (`crash_host`
+ * with `unsynced: lose`, durable.c) learns of syncs from it, not from the
+ * preload: every fsync and fdatasync that reaches the disk, from any
+ * program, is told to fl_durable_fs_synced with the backing file's
+ * descriptor (sync and syncfs never reach a FUSE server: see the
+ * reference).
  */
 #include "harness/faults/disk_fs.h"
 #include "fusedisk/fusedisk.h"
+#include "harness/faults/durable.h"
 #include "harness/base/text.h"
 
 #include <errno.h>
@@ -29,6 +38,8 @@ struct host_fs {
     bool need;
     struct fl_fusedisk *fd;
     char mnt[PATH_MAX];
+    struct fl_run *r; /* for the syncs it tells */
+    int host;
 };
 
 struct fl_disk_fs {
@@ -45,7 +56,7 @@ static bool by_path(const struct fault_rt *fr)
 int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t errlen)
 {
     *out = NULL;
-    bool any = false;
+    bool any = fl_disk_fs_wanted(r);
     for (size_t i = 0; i < r->nfaults; i++)
         any |= by_path(&r->faults[i]);
     if (!any)
@@ -60,23 +71,30 @@ int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t
     for (size_t i = 0; i < r->nfaults; i++)
         if (by_path(&r->faults[i]))
             fs->h[r->faults[i].f->action.host].need = true;
-    /* the record of syncs (unsynced: lose) tells the disk's files by their
-     * device, which the filesystem changes: not yet together */
-    for (size_t i = 0; i < r->nfaults; i++) {
-        const struct fl_scn_action *a = &r->faults[i].f->action;
-        if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE &&
-            a->host >= 0 && fs->h[a->host].need) {
-            snprintf(err, errlen,
-                     "host %s has a disk fault by path and a crash_host with unsynced: lose "
-                     "(%s:%d): the two do not work together yet; use a disk fault with call: "
-                     "there, or unsynced: keep",
-                     r->s->hosts[a->host].name, r->s->path, r->faults[i].f->loc.line);
-            fl_disk_fs_free(fs);
-            return -ENOTSUP;
-        }
+    for (size_t h = 0; h < fs->nhosts; h++) {
+        fs->h[h].need |= r->s->hosts[h].disk_fs;
+        fs->h[h].r = r;
+        fs->h[h].host = (int)h;
+        r->hosts[h].disk_by_fs = fs->h[h].need;
     }
     *out = fs;
+    (void)err;
+    (void)errlen;
     return 0;
+}
+
+bool fl_disk_fs_wanted(const struct fl_run *r)
+{
+    for (size_t h = 0; h < r->s->n_hosts; h++)
+        if (r->s->hosts[h].disk_fs)
+            return true;
+    return false;
+}
+
+static void told_synced(void *ctx, int fd)
+{
+    struct host_fs *h = ctx;
+    fl_durable_fs_synced(h->r, h->host, fd);
 }
 
 static int add_rule(struct fl_run *r, struct fl_disk_fs *fs, struct fault_rt *fr, char *err,
@@ -125,6 +143,8 @@ int fl_disk_fs_host_starting(struct fl_run *r, struct fl_disk_fs *fs, int host, 
         return rc;
     }
     hr->h.spec.disk_dir = h->mnt;
+    if (fl_durable_tracks(r, host))
+        fl_fusedisk_on_synced(h->fd, told_synced, h);
     for (size_t i = 0; i < r->nfaults; i++)
         if (fs->rule[i] && by_path(&r->faults[i]) && r->faults[i].f->action.host == host &&
             (rc = add_rule(r, fs, &r->faults[i], err, errlen)) < 0)

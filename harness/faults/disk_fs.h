@@ -12,6 +12,9 @@ struct fl_disk_fs;
 /* The run's filesystems to be (one per host a fault by path targets): *out,
  * NULL when the run has no such fault. */
 int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t errlen);
+/* Does a host of the run want its disk served so for the whole run
+ * (`disk: {fs: true}`)? */
+bool fl_disk_fs_wanted(const struct fl_run *r);
 /* Before host starts (and starts again): its disk served through a fresh
  * faultline filesystem, the host's spec pointed at it, the rules that are
  * on put back. */

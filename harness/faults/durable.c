@@ -20,10 +20,13 @@
  * the variant targets ("tracked"); a run without one does nothing here and
  * preloads nothing.  A tracked host's disk is a tmpfs of its own (so its
  * st_dev tells its files from the host's /tmp and shared paths), and its
- * tasks start with LD_PRELOAD of fl_sync_preload.so (harness/tools/), which
- * records each sync in the host's store (harness/sys/durable_store.h) under
- * RUN/fs/durable/HOST: on the run's tmpfs, outside the disk (its size limit
- * does not count it), visible in the host through the run directory.
+ * syncs are recorded in the host's store (harness/sys/durable_store.h) under
+ * RUN/fs/durable/HOST by whoever sees them: on a disk the faultline
+ * filesystem serves (disk_fs.c), the filesystem, for every program
+ * (fl_durable_fs_synced); elsewhere fl_sync_preload.so (harness/tools/),
+ * which the host's tasks start with in LD_PRELOAD.  The store lies on the
+ * run's tmpfs, outside the disk (its size limit does not count it),
+ * visible in the host through the run directory.
  *
  * States of a tracked host's store: reset and filled with the whole disk
  * (the baseline) each time the host starts (run start, coming back after
@@ -140,8 +143,35 @@ void fl_durable_free(struct fl_run *r)
 void fl_durable_unseen(struct fl_run *r, int host, const char *why)
 {
     struct fl_durable *d = dur(r);
-    if (d && d->tracked[host] && !d->unseen[host])
+    if (d && d->tracked[host] && !r->hosts[host].disk_by_fs && !d->unseen[host])
         d->unseen[host] = strdup(why);
+}
+
+bool fl_durable_tracks(const struct fl_run *r, int host)
+{
+    return dur(r) && dur(r)->tracked[host];
+}
+
+void fl_durable_fs_synced(struct fl_run *r, int host, int fd)
+{
+    struct fl_durable *d = dur(r);
+    if (!d || !d->tracked[host])
+        return;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", d->dir, r->s->hosts[host].name);
+    struct fl_dstore st;
+    int rc = fl_dstore_open(&st, path, d->dev[host]);
+    if (rc < 0)
+        return; /* no store: the crash finds none and says so */
+    if ((rc = fl_dstore_sync_fd(&st, fd)) < 0) {
+        char why[160];
+        snprintf(why, sizeof why, "recording a sync told by the faultline filesystem: %s",
+                 strerror(-rc));
+        fl_dstore_mark_broken(&st, why);
+    } else {
+        fl_dstore_count_sync(&st);
+    }
+    fl_dstore_close(&st);
 }
 
 static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
@@ -190,8 +220,8 @@ int fl_durable_env(struct fl_run *r, int task, char **env, size_t *k, char *err,
 {
     struct fl_durable *d = dur(r);
     int host = r->s->tasks[task].host;
-    if (!d || !d->tracked[host])
-        return 0;
+    if (!d || !d->tracked[host] || r->hosts[host].disk_by_fs)
+        return 0; /* a disk the filesystem serves: it tells the syncs */
     if (!d->preload[0]) {
         snprintf(err, errlen, "host %s: fl_sync_preload.so not in place", r->s->hosts[host].name);
         return -ENOENT;

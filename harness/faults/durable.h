@@ -38,6 +38,14 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
  * was (the first reason is kept).  No-op for an untracked host. */
 void fl_durable_unseen(struct fl_run *r, int host, const char *why);
 
+/* Is host's disk tracked (a crash with unsynced: lose may target it)? */
+bool fl_durable_tracks(const struct fl_run *r, int host);
+/* The faultline filesystem serving host's disk (disk_fs.c) says fd, a file
+ * or directory of the disk itself, was synced: recorded as durable, as the
+ * preload records a sync (a failure marks the store broken).  From the
+ * filesystem's threads, several at once. */
+void fl_durable_fs_synced(struct fl_run *r, int host, int fd);
+
 /* corrupt:/truncate: changed file ino at rest: the durable copy too. */
 int fl_durable_rest_corrupt(struct fl_run *r, int host, uint64_t ino, uint64_t off, uint8_t x);
 int fl_durable_rest_truncate(struct fl_run *r, int host, uint64_t ino, uint64_t size);

@@ -50,6 +50,9 @@ struct fl_fault_kind {
      * (the run's faults are in r->faults): what the run needs for it (host
      * cgroups, a preload, state in r->kind_state[kind]). */
     int (*init)(struct fl_run *r, char *err, size_t errlen);
+    /* Init runs also when this says so (a host option the kind serves,
+     * in a run without a fault of the kind); NULL: never. */
+    bool (*needed)(const struct fl_run *r);
     /* At the end of every run, before the fabric goes: undoes init. */
     void (*free)(struct fl_run *r);
     /* Adds to a task's env being built (room for 4 more at *k, for each kind). */

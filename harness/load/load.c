@@ -167,7 +167,7 @@ static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
 static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const ynode *opt)
 {
     static const char *const keys[] = {"disk", "clock_offset", "clock_drift", "privileged"};
-    static const char *const disk_keys[] = {"size", "dirs", "files"};
+    static const char *const disk_keys[] = {"size", "dirs", "files", "fs"};
     char where[128];
     int rc;
 
@@ -213,6 +213,9 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
     snprintf(where, sizeof where, "disk of host '%s'", h->name);
     if ((rc = fl_scn_want(c, disk, FL_YN_MAP, where)) < 0 ||
         (rc = fl_scn_check_keys(c, disk, disk_keys, ARRAY_LEN(disk_keys), where)) < 0)
+        return rc;
+    const ynode *fsn = fl_scn_yaml_get(disk, "fs", NULL);
+    if (fsn && (rc = fl_scn_get_bool(c, fsn, "disk 'fs'", &h->disk_fs)) < 0)
         return rc;
     const ynode *size = fl_scn_yaml_get(disk, "size", NULL);
     if (size) {

@@ -102,6 +102,7 @@ struct host_rt {
     bool own_tmpfs;       /* its disk a tmpfs of its own even when not sized */
     bool has_cgroup, has_mem_cgroup;
     bool tmpfs_disk;
+    bool disk_by_fs; /* its disk served through the faultline filesystem (disk_fs.c) */
     /* its root of its own (fl_root_layer_make): RUN/fs/hosts/NAME/root */
     char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[3 * PATH_MAX + 64];
     char root_hide[PATH_MAX]; /* RUN/fs/hosts/NAME/root/hide */

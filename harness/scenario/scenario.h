@@ -76,6 +76,9 @@ struct fl_scn_host {
                                 millionths, from the start of the run; 0 unless set */
     bool clock_drift_set;
     bool privileged; /* its tasks are the machine's root (harness/sys/userns.c) */
+    bool disk_fs;    /* disk.fs: its disk served through the faultline filesystem for
+                        the whole run (as a disk fault by path does), so that every
+                        program's syncs are seen (harness/faults/disk_fs.c) */
 };
 
 /* A path mounted into several hosts (models NFS). */

@@ -80,3 +80,69 @@ FL_TEST_ROOT_T(faults_disk_path, fsync_eio_by_path_reaches_a_static_program, 90)
                                     "healed_ms IS NOT NULL"),
                  1);
 }
+
+/* A static program's writes on a disk the faultline filesystem serves
+ * (disk: {fs: true}): what it fsynced (file and directory) survives a
+ * crash_host with unsynced: lose, what it wrote after is lost, and nothing
+ * is said about syncs not seen (the filesystem sees every program's). */
+static const char writer_c[] =
+    "#include <fcntl.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    "#include <unistd.h>\n"
+    "static void put(const char *p, const char *s, int sync) {\n"
+    "  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"
+    "  if (fd < 0 || write(fd, s, strlen(s)) < 0 || (sync && fsync(fd))) exit(2);\n"
+    "  close(fd); }\n"
+    "static const char *get(const char *p, char *buf) {\n"
+    "  int fd = open(p, O_RDONLY); if (fd < 0) return \"gone\";\n"
+    "  ssize_t n = read(fd, buf, 63); close(fd); buf[n > 0 ? n : 0] = 0;\n"
+    "  return n > 0 ? buf : \"empty\"; }\n"
+    "int main(void) {\n"
+    "  const char *g = getenv(\"FAULTLINE_GENERATION\");\n"
+    "  if (g && strcmp(g, \"0\")) { char a[64], b[64], c[64];\n"
+    "    printf(\"verify: kept=%s old=%s lost=%s\\n\", get(\"kept.txt\", a), get(\"old.txt\", b),\n"
+    "           get(\"lost.txt\", c)); return 0; }\n"
+    "  put(\"kept.txt\", \"K\", 1); put(\"old.txt\", \"v1\", 1);\n"
+    "  int d = open(\".\", O_RDONLY | O_DIRECTORY); if (d < 0 || fsync(d)) return 2; close(d);\n"
+    "  put(\"old.txt\", \"v2-longer\", 0); put(\"lost.txt\", \"L\", 0);\n"
+    "  printf(\"written\\n\"); fflush(stdout); sleep(120); return 0; }\n";
+
+FL_TEST_ROOT_T(faults_disk_path, static_program_keeps_what_it_synced_at_a_crash, 90)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    if (access("/usr/lib/x86_64-linux-gnu/libc.a", R_OK) != 0 && access("/usr/lib/libc.a", R_OK))
+        FL_SKIP("no static C library (libc6-dev)");
+    fl_test_write("writer.c", writer_c);
+    char *out;
+    int rc = fl_test_sh(&out, "cd %s && cc -static -O1 -o writer writer.c", fl_test_dir());
+    FL_REQUIRE_MSG(rc == 0, "building the program: %s", out);
+    free(out);
+    const char *yaml = fl_test_write(
+        "w.yaml", "name: it-static-unsynced\n"
+                  "hosts:\n"
+                  "  h: {disk: {fs: true}}\n"
+                  "cluster: {node: [h]}\n"
+                  "run:\n"
+                  "  command: '{scenario_dir}/writer'\n"
+                  "faults:\n"
+                  "  - {on_log: {host: h, match: '^written$'}, crash_host: h, unsynced: lose, "
+                  "for: 100ms}\n"
+                  "timeout: 30s\n"
+                  "expect:\n"
+                  "  all:\n"
+                  "    all: {exit: 0}\n"
+                  "    h: {log_matches: '^verify: kept=K old=v1 lost=gone$'}\n");
+    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir(), fl_test_dir(), yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_MSG(!strstr(out, "not seen"), "said its syncs are not seen:\n%s", out);
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    FL_ASSERT_EQ(
+        fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind='crash_host' AND "
+                           "detail = 'for=100ms unsynced=lose: 1 entry lost, 1 file rolled "
+                           "back, 0 entries back, 10 bytes unsynced: -lost.txt ~old.txt 9->2'"),
+        1);
+}
