@@ -565,6 +565,12 @@ void fl_fusedisk_on_synced(struct fl_fusedisk *d, fl_fd_synced_fn fn, void *ctx)
     d->synced = fn;
 }
 
+size_t fl_fusedisk_where(struct fl_fusedisk *d, int id, struct fl_fd_where *out, size_t max,
+                         uint64_t *more)
+{
+    return fl_fd_rules_where(&d->rules, id, out, max, more);
+}
+
 uint64_t fl_fusedisk_hits(struct fl_fusedisk *d, int id)
 {
     return fl_fd_rules_hits(&d->rules, id);

@@ -115,4 +115,17 @@ void fl_fusedisk_on_synced(struct fl_fusedisk *d, fl_fd_synced_fn fn, void *ctx)
 /* How many operations rule id has hit so far (errno, delay or short applied). */
 uint64_t fl_fusedisk_hits(struct fl_fusedisk *d, int id);
 
+/* Where a rule hit: one operation on one path (a rename: the name that
+ * matched), how many times. */
+#define FL_FD_WHERE_MAX 32 /* distinct (op, path) kept per rule; the rest only counted */
+struct fl_fd_where {
+    unsigned op; /* one enum fl_fd_op */
+    char path[256];
+    uint64_t count;
+};
+/* Up to max of rule id's (op, path) in the order first hit, into out; how
+ * many.  *more: the hits not listed (past FL_FD_WHERE_MAX, or past max). */
+size_t fl_fusedisk_where(struct fl_fusedisk *d, int id, struct fl_fd_where *out, size_t max,
+                         uint64_t *more);
+
 #endif

@@ -16,6 +16,11 @@ struct fl_fd_live {
     struct fl_fd_rule r;
     uint64_t rng;  /* splitmix64 state, advanced atomically */
     uint64_t hits; /* atomic */
+    /* where it hit, under the table's where_mu: the first FL_FD_WHERE_MAX
+     * distinct (op, path), then only counted in more */
+    struct fl_fd_where *where;
+    size_t nwhere;
+    uint64_t more;
 };
 
 static const char *const op_names[] = {"open",  "create",   "read",    "write",
@@ -104,14 +109,64 @@ void fl_fd_rules_init(struct fl_fd_rules *t)
 {
     memset(t, 0, sizeof *t);
     pthread_rwlock_init(&t->lock, NULL);
+    pthread_mutex_init(&t->where_mu, NULL);
+}
+
+static void live_free(struct fl_fd_live *l)
+{
+    free((char *)l->r.glob);
+    free(l->where);
 }
 
 void fl_fd_rules_free(struct fl_fd_rules *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        free((char *)t->rules[i].r.glob);
+        live_free(&t->rules[i]);
     free(t->rules);
     pthread_rwlock_destroy(&t->lock);
+    pthread_mutex_destroy(&t->where_mu);
+}
+
+/* One more hit of l by op on path (with the read lock held). */
+static void note_where(struct fl_fd_rules *t, struct fl_fd_live *l, unsigned op, const char *path)
+{
+    pthread_mutex_lock(&t->where_mu);
+    size_t i = 0;
+    while (i < l->nwhere && !(l->where[i].op == op && !strcmp(l->where[i].path, path)))
+        i++;
+    if (i < l->nwhere) {
+        l->where[i].count++;
+    } else if (l->nwhere < FL_FD_WHERE_MAX && strlen(path) < sizeof l->where[0].path &&
+               (l->where || (l->where = calloc(FL_FD_WHERE_MAX, sizeof *l->where)))) {
+        struct fl_fd_where *w = &l->where[l->nwhere++];
+        w->op = op;
+        memcpy(w->path, path, strlen(path) + 1);
+        w->count = 1;
+    } else {
+        l->more++;
+    }
+    pthread_mutex_unlock(&t->where_mu);
+}
+
+size_t fl_fd_rules_where(struct fl_fd_rules *t, int id, struct fl_fd_where *out, size_t max,
+                         uint64_t *more)
+{
+    size_t n = 0;
+    *more = 0;
+    pthread_rwlock_rdlock(&t->lock);
+    pthread_mutex_lock(&t->where_mu);
+    for (size_t i = 0; i < t->n; i++)
+        if (t->rules[i].id == id) {
+            struct fl_fd_live *l = &t->rules[i];
+            for (; n < l->nwhere && n < max; n++)
+                out[n] = l->where[n];
+            *more = l->more;
+            for (size_t k = n; k < l->nwhere; k++)
+                *more += l->where[k].count;
+        }
+    pthread_mutex_unlock(&t->where_mu);
+    pthread_rwlock_unlock(&t->lock);
+    return n;
 }
 
 int fl_fd_rules_add(struct fl_fd_rules *t, const struct fl_fd_rule *r)
@@ -149,7 +204,7 @@ int fl_fd_rules_remove(struct fl_fd_rules *t, int id)
     pthread_rwlock_wrlock(&t->lock);
     for (size_t i = 0; i < t->n; i++)
         if (t->rules[i].id == id) {
-            free((char *)t->rules[i].r.glob);
+            live_free(&t->rules[i]);
             memmove(&t->rules[i], &t->rules[i + 1], (t->n - i - 1) * sizeof *t->rules);
             __atomic_store_n(&t->n, t->n - 1, __ATOMIC_RELEASE);
             rc = 0;
@@ -197,6 +252,7 @@ bool fl_fd_rules_match(struct fl_fd_rules *t, unsigned op, const char *path, con
         if (l->r.probability < 1 && draw(&l->rng) >= l->r.probability)
             continue;
         __atomic_add_fetch(&l->hits, 1, __ATOMIC_RELAXED);
+        note_where(t, l, op, path2 && !fl_fd_glob_match(l->r.glob, path) ? path2 : path);
         *hit = (struct fl_fd_hit){l->r.err, l->r.delay_us, l->r.err ? 0 : l->r.short_len};
         found = true;
     }

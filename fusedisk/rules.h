@@ -11,6 +11,7 @@
 
 struct fl_fd_rules {
     pthread_rwlock_t lock;
+    pthread_mutex_t where_mu; /* each rule's record of where it hit */
     struct fl_fd_live *rules; /* in the order added */
     size_t n, cap;
     int next_id;
@@ -29,6 +30,9 @@ void fl_fd_rules_free(struct fl_fd_rules *t);
 int fl_fd_rules_add(struct fl_fd_rules *t, const struct fl_fd_rule *r);
 int fl_fd_rules_remove(struct fl_fd_rules *t, int id);
 uint64_t fl_fd_rules_hits(struct fl_fd_rules *t, int id);
+/* Where rule id hit (see fl_fusedisk_where). */
+size_t fl_fd_rules_where(struct fl_fd_rules *t, int id, struct fl_fd_where *out, size_t max,
+                         uint64_t *more);
 /* The first rule for op on path (or path2, when not NULL: a rename's other
  * name) that wins its draw: true and *hit filled, or false. */
 bool fl_fd_rules_match(struct fl_fd_rules *t, unsigned op, const char *path, const char *path2,

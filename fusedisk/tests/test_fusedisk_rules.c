@@ -7,6 +7,7 @@
 #include "harness/tests/fl_test.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 FL_TEST(fusedisk_rules, ops_parse_by_name)
 {
@@ -122,5 +123,40 @@ FL_TEST(fusedisk_rules, bad_rules_are_refused)
     r.ops = FL_FD_WRITE;
     r.glob = NULL;
     FL_ASSERT_EQ(fl_fd_rules_add(&t, &r), -EINVAL);
+    fl_fd_rules_free(&t);
+}
+
+/* Where a rule hit: each (op, path) once, in the order first hit, counted;
+ * a rename under the name that matched; past FL_FD_WHERE_MAX only counted. */
+FL_TEST(fusedisk_rules, where_lists_each_op_and_path_then_counts_the_rest)
+{
+    struct fl_fd_rules t;
+    fl_fd_rules_init(&t);
+    struct fl_fd_rule r = {.glob = "logs/**", .ops = FL_FD_OP_ALL, .err = EIO, .probability = 1};
+    int id = fl_fd_rules_add(&t, &r);
+    FL_REQUIRE(id > 0);
+    struct fl_fd_hit hit;
+    FL_ASSERT(fl_fd_rules_match(&t, FL_FD_FSYNC, "logs/a", NULL, &hit));
+    FL_ASSERT(fl_fd_rules_match(&t, FL_FD_WRITE, "logs/b", NULL, &hit));
+    FL_ASSERT(fl_fd_rules_match(&t, FL_FD_FSYNC, "logs/a", NULL, &hit));
+    FL_ASSERT(fl_fd_rules_match(&t, FL_FD_RENAME, "data/x", "logs/x", &hit));
+    FL_ASSERT(!fl_fd_rules_match(&t, FL_FD_WRITE, "data/y", NULL, &hit));
+    struct fl_fd_where w[FL_FD_WHERE_MAX];
+    uint64_t more = 99;
+    size_t n = fl_fd_rules_where(&t, id, w, FL_FD_WHERE_MAX, &more);
+    FL_ASSERT_EQ(n, 3);
+    FL_ASSERT_EQ(more, 0);
+    FL_ASSERT(w[0].op == FL_FD_FSYNC && !strcmp(w[0].path, "logs/a") && w[0].count == 2);
+    FL_ASSERT(w[1].op == FL_FD_WRITE && !strcmp(w[1].path, "logs/b") && w[1].count == 1);
+    FL_ASSERT(w[2].op == FL_FD_RENAME && !strcmp(w[2].path, "logs/x") && w[2].count == 1);
+    for (int i = 0; i < FL_FD_WHERE_MAX + 5; i++) {
+        char p[32];
+        snprintf(p, sizeof p, "logs/f%d", i);
+        FL_ASSERT(fl_fd_rules_match(&t, FL_FD_READ, p, NULL, &hit));
+    }
+    n = fl_fd_rules_where(&t, id, w, FL_FD_WHERE_MAX, &more);
+    FL_ASSERT_EQ(n, FL_FD_WHERE_MAX);
+    FL_ASSERT_EQ(more, 3 + 5);
+    FL_ASSERT_EQ(fl_fd_rules_hits(&t, id), 4 + FL_FD_WHERE_MAX + 5);
     fl_fd_rules_free(&t);
 }

@@ -155,8 +155,8 @@ static void note(struct engine *e, int task, const struct src *sc, const char *e
                          : sc->kind == SRC_DISK
                              ? "the fault does nothing to it (a disk fault by path: reaches it)"
                              : "its syncs are not seen, so the crash leaves the disk as it was "
-                               "(nothing lost; with disk: {fs: true} on the host, the faultline "
-                               "filesystem sees them)";
+                               "(nothing lost); disk: {fs: true} on the host has the faultline "
+                               "filesystem see them";
     fl_run_note(r, "%s: %s on %s %s; %s", who, exe, hn, fl_exe_kind_why(k), effect);
     if (sc->kind == SRC_SYNC) {
         char why[PATH_MAX + 64];

@@ -164,7 +164,7 @@ static void disk_free(struct fl_run *r)
     struct fl_disk *d = r->kind_state[FL_SCN_ACT_DISK];
     if (!d)
         return;
-    fl_disk_fs_free(d->fs);
+    fl_disk_fs_free(r, d->fs);
     for (size_t i = 0; i < d->nkeep; i++)
         close(d->keep[i]);
     free(d->keep);

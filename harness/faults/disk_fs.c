@@ -25,6 +25,7 @@
 #include "harness/faults/disk_fs.h"
 #include "fusedisk/fusedisk.h"
 #include "harness/faults/durable.h"
+#include "harness/record/recorder.h"
 #include "harness/base/text.h"
 
 #include <errno.h>
@@ -42,10 +43,19 @@ struct host_fs {
     int host;
 };
 
+/* Where a fault hit, over every rule it had (one per time it was on and
+ * per start of its host): faults.hits. */
+struct where_acc {
+    struct fl_fd_where w[FL_FD_WHERE_MAX];
+    size_t n;
+    uint64_t more;
+};
+
 struct fl_disk_fs {
     size_t nhosts;
     struct host_fs *h;
-    int *rule; /* per fault of the run: its rule's id while on, else 0 */
+    int *rule;               /* per fault of the run: its rule's id while on, else 0 */
+    struct where_acc *where; /* per fault of the run */
 };
 
 static bool by_path(const struct fault_rt *fr)
@@ -63,8 +73,9 @@ int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t
         return 0;
     struct fl_disk_fs *fs = calloc(1, sizeof *fs);
     if (!fs || !(fs->h = calloc(r->s->n_hosts, sizeof *fs->h)) ||
-        !(fs->rule = calloc(r->nfaults, sizeof *fs->rule))) {
-        fl_disk_fs_free(fs);
+        !(fs->rule = calloc(r->nfaults, sizeof *fs->rule)) ||
+        !(fs->where = calloc(r->nfaults ? r->nfaults : 1, sizeof *fs->where))) {
+        fl_disk_fs_free(r, fs);
         return -ENOMEM;
     }
     fs->nhosts = r->s->n_hosts;
@@ -89,6 +100,41 @@ bool fl_disk_fs_wanted(const struct fl_run *r)
         if (r->s->hosts[h].disk_fs)
             return true;
     return false;
+}
+
+/* Fault i's rule on d is about to go (healed, or its filesystem unmounted):
+ * where it hit joins the fault's record, and faults.hits says it all. */
+static void take_where(struct fl_run *r, struct fl_disk_fs *fs, size_t i, struct fl_fusedisk *d)
+{
+    struct where_acc *a = &fs->where[i];
+    struct fl_fd_where w[FL_FD_WHERE_MAX];
+    uint64_t more = 0;
+    size_t n = fl_fusedisk_where(d, fs->rule[i], w, FL_FD_WHERE_MAX, &more);
+    a->more += more;
+    for (size_t k = 0; k < n; k++) {
+        size_t j = 0;
+        while (j < a->n && !(a->w[j].op == w[k].op && !strcmp(a->w[j].path, w[k].path)))
+            j++;
+        if (j < a->n)
+            a->w[j].count += w[k].count;
+        else if (a->n < FL_FD_WHERE_MAX)
+            a->w[a->n++] = w[k];
+        else
+            a->more += w[k].count;
+    }
+    struct fault_rt *fr = &r->faults[i];
+    if (!r->rec || fr->rec_no < 0)
+        return;
+    char text[FL_FD_WHERE_MAX * 300 + 64];
+    size_t len = 0;
+    for (size_t k = 0; k < a->n && len < sizeof text; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s%s %s (%llu)", k ? ", " : "",
+                                fl_fd_op_name(a->w[k].op), a->w[k].path,
+                                (unsigned long long)a->w[k].count);
+    if (a->more && len < sizeof text)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s... (%llu more)",
+                                a->n ? ", " : "", (unsigned long long)a->more);
+    fl_rec_fault_hits(r->rec, fr->rec_no, len ? text : "none");
 }
 
 static void told_synced(void *ctx, int fd)
@@ -126,6 +172,9 @@ int fl_disk_fs_host_starting(struct fl_run *r, struct fl_disk_fs *fs, int host, 
     struct host_fs *h = &fs->h[host];
     struct host_rt *hr = &r->hosts[host];
     if (h->fd) {
+        for (size_t i = 0; i < r->nfaults; i++)
+            if (fs->rule[i] && by_path(&r->faults[i]) && r->faults[i].f->action.host == host)
+                take_where(r, fs, i, h->fd);
         fl_fusedisk_unmount(h->fd);
         h->fd = NULL;
     }
@@ -163,8 +212,10 @@ int fl_disk_fs_set(struct fl_run *r, struct fl_disk_fs *fs, struct fault_rt *fr,
         return -ENODEV;
     }
     if (!on) {
-        if (fs->rule[i])
+        if (fs->rule[i]) {
+            take_where(r, fs, i, h->fd);
             fl_fusedisk_remove_rule(h->fd, fs->rule[i]);
+        }
         fs->rule[i] = 0;
         return 0;
     }
@@ -188,14 +239,18 @@ size_t fl_disk_fs_detail(const struct fl_scn_disk *dk, char *buf, size_t len)
     return n < len ? n : len - 1;
 }
 
-void fl_disk_fs_free(struct fl_disk_fs *fs)
+void fl_disk_fs_free(struct fl_run *r, struct fl_disk_fs *fs)
 {
     if (!fs)
         return;
+    for (size_t i = 0; fs->rule && fs->where && i < r->nfaults; i++) /* still on at the end */
+        if (fs->rule[i] && by_path(&r->faults[i]) && fs->h[r->faults[i].f->action.host].fd)
+            take_where(r, fs, i, fs->h[r->faults[i].f->action.host].fd);
     for (size_t i = 0; fs->h && i < fs->nhosts; i++)
         if (fs->h[i].fd)
             fl_fusedisk_unmount(fs->h[i].fd);
     free(fs->h);
     free(fs->rule);
+    free(fs->where);
     free(fs);
 }

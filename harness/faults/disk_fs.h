@@ -25,7 +25,8 @@ int fl_disk_fs_set(struct fl_run *r, struct fl_disk_fs *fs, struct fault_rt *fr,
                    size_t errlen);
 /* "path=GLOB op=OPS" into buf; its length. */
 size_t fl_disk_fs_detail(const struct fl_scn_disk *dk, char *buf, size_t len);
-/* Unmounts every one and frees fs (NULL: nothing). */
-void fl_disk_fs_free(struct fl_disk_fs *fs);
+/* Unmounts every one and frees fs (NULL: nothing); where the faults still
+ * on hit is recorded first. */
+void fl_disk_fs_free(struct fl_run *r, struct fl_disk_fs *fs);
 
 #endif

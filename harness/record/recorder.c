@@ -172,6 +172,10 @@ static const char *const migrations[] = {
     /* 7: when `faultline gc` cleaned up after a run whose harness was killed
      * (its logs kept, its disks removed) */
     "ALTER TABLE runs ADD COLUMN gc_at INTEGER;\n",
+
+    /* 8: where a fault hit, where the harness can tell (a disk fault by
+     * path: each operation and path, how many times) */
+    "ALTER TABLE faults ADD COLUMN hits TEXT;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -185,6 +189,7 @@ enum qstmt {
     Q_EVENT,
     Q_FAULT,
     Q_FAULT_HEAL,
+    Q_FAULT_HITS,
     Q_UNFIRED,
     Q_CHECK,
     Q_OP,
@@ -203,6 +208,7 @@ static const char *const qsql[Q_NSTMT] = {
     [Q_FAULT] = "INSERT INTO faults(run, fault_no, idx, kind, target, detail, applied_ms, error)"
                 " VALUES (?,?,?,?,?,?,?,?)",
     [Q_FAULT_HEAL] = "UPDATE faults SET healed_ms = ?3 WHERE run = ?1 AND fault_no = ?2",
+    [Q_FAULT_HITS] = "UPDATE faults SET hits = ?3 WHERE run = ?1 AND fault_no = ?2",
     [Q_UNFIRED] = "INSERT INTO unfired_faults(run, idx, kind, target, line, note)"
                   " VALUES (?,?,?,?,?,?)",
     [Q_CHECK] = "INSERT INTO checks(run, name, target, passed, expected, observed, line)"
@@ -1442,6 +1448,17 @@ int fl_rec_fault_healed(struct fl_rec_run *run, int fault_no, int64_t healed_ms)
     q_int(&b, run->rowid);
     q_int(&b, fault_no);
     q_int(&b, healed_ms);
+    return q_end(&b, true);
+}
+
+int fl_rec_fault_hits(struct fl_rec_run *run, int fault_no, const char *hits)
+{
+    if (fault_no < 0 || fault_no >= run->next_fault || !hits)
+        return -EINVAL;
+    struct qbuild b = q_begin(run->rec, Q_FAULT_HITS);
+    q_int(&b, run->rowid);
+    q_int(&b, fault_no);
+    q_text(&b, hits);
     return q_end(&b, true);
 }
 

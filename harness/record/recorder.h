@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 7
+#define FL_REC_SCHEMA_VERSION 8
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -242,6 +242,8 @@ struct fl_rec_fault {
 /* Returns the fault's number in this run (>= 0, faults.fault_no). */
 int fl_rec_fault_applied(struct fl_rec_run *run, const struct fl_rec_fault *f);
 int fl_rec_fault_healed(struct fl_rec_run *run, int fault_no, int64_t healed_ms);
+/* Where the fault hit so far (faults.hits; each call replaces the last). */
+int fl_rec_fault_hits(struct fl_rec_run *run, int fault_no, const char *hits);
 
 /* A fault of the scenario that never fired in the run (an unfired_faults
  * row): index from 1, its kind, what it aims at as the note says, the line

@@ -79,6 +79,10 @@ FL_TEST_ROOT_T(faults_disk_path, fsync_eio_by_path_reaches_a_static_program, 90)
                                     "detail LIKE 'path=logs/** op=fsync errno=EIO%' AND "
                                     "healed_ms IS NOT NULL"),
                  1);
+    /* where it hit: logs/x's fsync, at least once (during), nothing else */
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind='disk' AND "
+                                    "hits GLOB 'fsync logs/x ([1-9]*)'"),
+                 1);
 }
 
 /* A static program's writes on a disk the faultline filesystem serves
