@@ -6,6 +6,7 @@
  * a process of another uid.  Needs root and /dev/fuse; skips otherwise.
  */
 #include "fusedisk/fusedisk.h"
+#include "runtime/ckpt/bundle.h"
 #include "harness/sys/exe_kind.h"
 #include "harness/tests/fl_test.h"
 
@@ -369,4 +370,50 @@ FL_TEST_ROOT(fusedisk_fs, syncs_are_told_with_the_backing_file)
     FL_ASSERT_EQ(t.ino[0], ino_of(backing, "synced.txt"));
     FL_ASSERT_EQ(t.ino[1], ino_of(backing, "."));
     FL_ASSERT(t.ino[0] != 0 && t.ino[0] != ino_of(backing, "plain.txt"));
+}
+
+/* psrt's bundle writer on its direct path (O_DIRECT data file, writes by
+ * Linux AIO, io_submit) reaches the filesystem, and so its faults: EIO on
+ * writes to *.data-* files fails the save (the asynchronous write's result,
+ * which the writer names "write", or io_submit itself), the rule hit the
+ * data file, and a save under another name is untouched. */
+FL_TEST_ROOT(fusedisk_fs, o_direct_aio_bundle_writer_gets_the_fault_on_its_data_file)
+{
+    struct fl_fusedisk *d = mount_disk();
+    struct fl_fd_rule r = {
+        .glob = "bad/**/*.data-*", .ops = FL_FD_WRITE, .err = EIO, .probability = 1};
+    FL_REQUIRE(fl_fusedisk_add_rule(d, &r) > 0);
+    static uint8_t data[4 << 20];
+    memset(data, 0x5a, sizeof data);
+    struct ckpt_writer_opts o = {.flags = CKPT_W_DIRECT | CKPT_W_MKDIR_P, .buffer_size = 1 << 20};
+    int64_t n = (int64_t)sizeof data;
+    const char *dirs[] = {"good", "bad"};
+    int rcs[2];
+    char call[2][16];
+    for (int i = 0; i < 2; i++) {
+        char prefix[8300];
+        snprintf(prefix, sizeof prefix, "%s/%s/train/model.ckpt-1", mnt, dirs[i]);
+        struct ckpt_writer *w;
+        struct ckpt_err e = {0};
+        FL_REQUIRE_MSG(ckpt_writer_open(&w, prefix, &o, &e) == 0, "%s", e.msg);
+        FL_ASSERT_MSG(ckpt_writer_is_direct(w), "%s: the writer took the buffered path", dirs[i]);
+        int rc = ckpt_writer_add(w, "t", CKPT_DT_UINT8, 1, &n, data, sizeof data, &e);
+        if (rc == 0)
+            rc = ckpt_writer_finish(w, CKPT_SYNC, &e);
+        else
+            ckpt_writer_abort(w);
+        rcs[i] = rc;
+        snprintf(call[i], sizeof call[i], "%s", e.call);
+    }
+    struct fl_fd_where w[4];
+    uint64_t more;
+    size_t nw = fl_fusedisk_where(d, 1, w, 4, &more);
+    fl_fusedisk_unmount(d);
+    FL_ASSERT_EQ(rcs[0], 0);
+    FL_ASSERT_EQ(rcs[1], -EIO);
+    FL_ASSERT_MSG(!strcmp(call[1], "write") || !strcmp(call[1], "io_submit") ||
+                      !strcmp(call[1], "io_getevents"),
+                  "failed at %s", call[1]);
+    FL_ASSERT(nw >= 1 && w[0].op == FL_FD_WRITE &&
+              !strncmp(w[0].path, "bad/train/model.ckpt-1.data-00000-of-00001", 42));
 }

@@ -38,6 +38,9 @@ const char fl_cli_run_usage[] =
     "  --no-db             record nothing\n"
     "  --out DIR           where run directories go (default out; runs in DIR/runs)\n"
     "  --keep              keep each run's directory (disks, logs) even when it passes\n"
+    "  --disk-fs           serve every host's disk through the faultline filesystem, as\n"
+    "                      'disk: {fs: true}' on every host does (every program's syncs\n"
+    "                      seen by unsynced: lose; every disk a little slower)\n"
     "  --junit FILE        also write JUnit XML\n"
     "  --html FILE         also write the HTML report with timelines of these runs\n"
     "                      (as 'faultline report' does; needs the database)\n"
@@ -90,18 +93,14 @@ int fl_cli_run(int argc, char **argv)
     struct fl_cli_opts c = {0};
     uint64_t repeat = 1, seed = 0;
     const char *db = NULL, *junit = NULL, *html = NULL;
-    bool no_db = false, seed_set = false, quiet = false;
-    static const struct option opts[] = {{"variant", required_argument, 0, 'v'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"repeat", required_argument, 0, 'r'},
-                                         {"db", required_argument, 0, 'd'},
-                                         {"no-db", no_argument, 0, 'D'},
-                                         {"out", required_argument, 0, 'o'},
-                                         {"keep", no_argument, 0, 'k'},
-                                         {"junit", required_argument, 0, 'j'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"html", required_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    bool no_db = false, seed_set = false, quiet = false, disk_fs = false;
+    static const struct option opts[] = {
+        {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
+        {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
+        {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
+        {"keep", no_argument, 0, 'k'},          {"disk-fs", no_argument, 0, 'F'},
+        {"junit", required_argument, 0, 'j'},   {"quiet", no_argument, 0, 'q'},
+        {"html", required_argument, 0, 'h'},    {0, 0, 0, 0}};
     int ch;
     optind = 1;
     /* Short options only where --help shows them (-q): the rest are long. */
@@ -124,6 +123,7 @@ int fl_cli_run(int argc, char **argv)
         case 'D': no_db = true; break;
         case 'o': c.out = optarg; break;
         case 'k': c.keep = true; break;
+        case 'F': disk_fs = true; break;
         case 'j': junit = optarg; break;
         case 'h': html = optarg; break;
         case 'q': quiet = true; break;
@@ -206,6 +206,7 @@ int fl_cli_run(int argc, char **argv)
                                 .seed = seed,
                                 .seed_set = seed_set,
                                 .keep = c.keep,
+                                .disk_fs = disk_fs,
                                 .rec = rec,
                                 .git_rev = rev[0] ? rev : NULL,
                                 .progress = !quiet && isatty(2),

@@ -122,6 +122,7 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
     e->state = RUN_SETUP;
     e->r.bin_dir = o->bin_dir;
     e->r.progress = o->progress;
+    e->r.disk_fs_all = o->disk_fs;
     e->r.db_path = o->rec ? fl_rec_path(o->rec) : NULL;
     e->r.epfd = e->sigfd = e->timerfd = -1;
     e->shell_status = -1;

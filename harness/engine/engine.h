@@ -25,6 +25,8 @@ struct fl_engine_opts {
     uint64_t seed;       /* used when seed_set, else the scenario's, else random */
     bool seed_set;
     bool keep;          /* keep the run directory (disks, logs) */
+    bool disk_fs;       /* every host's disk served through the faultline filesystem
+                           (--disk-fs: as disk: {fs: true} on every host) */
     struct fl_rec *rec; /* the results database, or NULL */
     const char *git_rev;
     bool progress; /* redraw a progress line on stderr (a tty) */

@@ -114,7 +114,7 @@ static size_t sources(const struct engine *e, int task, int only, struct src *ou
             continue;
         if (a->kind == FL_SCN_ACT_DISK && !a->disk.fs && fl_fault_covers(r, &a->target, task))
             out[n++] = (struct src){SRC_DISK, (int)i};
-        else if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE &&
+        else if (a->kind == FL_SCN_ACT_CRASH_HOST && fl_scn_unsynced_lost(a->unsynced) &&
                  a->host == r->s->tasks[task].host && !r->hosts[a->host].disk_by_fs)
             out[n++] = (struct src){SRC_SYNC, (int)i};
     }
@@ -340,7 +340,7 @@ void eng_reach_before_fire(struct engine *e, const struct fault_rt *fr)
 {
     const struct fl_scn_action *a = &fr->f->action;
     int idx = (int)(fr - e->r.faults);
-    if (a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE && a->host >= 0) {
+    if (a->kind == FL_SCN_ACT_CRASH_HOST && fl_scn_unsynced_lost(a->unsynced) && a->host >= 0) {
         scan_host(e, a->host, idx);
     } else if (a->kind == FL_SCN_ACT_DISK) {
         bool *done = calloc(e->r.s->n_hosts, sizeof *done);

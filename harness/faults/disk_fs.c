@@ -15,8 +15,8 @@
  * whatever ends the run.
  *
  * A host with `disk: {fs: true}` is served so for the whole run, faults or
- * none.  On a disk the filesystem serves, crash consistency (`crash_host`
- * with `unsynced: lose`, durable.c) learns of syncs from it, not from the
+ * none; with `faultline run --disk-fs`, every host is.  On a disk the filesystem serves, crash
+ * consistency (`crash_host` with `unsynced: lose`, durable.c) learns of syncs from it, not from the
  * preload: every fsync and fdatasync that reaches the disk, from any
  * program, is told to fl_durable_fs_synced with the backing file's
  * descriptor (sync and syncfs never reach a FUSE server: see the
@@ -83,7 +83,7 @@ int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t
         if (by_path(&r->faults[i]))
             fs->h[r->faults[i].f->action.host].need = true;
     for (size_t h = 0; h < fs->nhosts; h++) {
-        fs->h[h].need |= r->s->hosts[h].disk_fs;
+        fs->h[h].need |= r->s->hosts[h].disk_fs || r->disk_fs_all;
         fs->h[h].r = r;
         fs->h[h].host = (int)h;
         r->hosts[h].disk_by_fs = fs->h[h].need;
@@ -96,6 +96,8 @@ int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t
 
 bool fl_disk_fs_wanted(const struct fl_run *r)
 {
+    if (r->disk_fs_all)
+        return true;
     for (size_t h = 0; h < r->s->n_hosts; h++)
         if (r->s->hosts[h].disk_fs)
             return true;

@@ -13,7 +13,7 @@ struct fl_disk_fs;
  * NULL when the run has no such fault. */
 int fl_disk_fs_init(struct fl_run *r, struct fl_disk_fs **out, char *err, size_t errlen);
 /* Does a host of the run want its disk served so for the whole run
- * (`disk: {fs: true}`)? */
+ * (`disk: {fs: true}`, or every host: --disk-fs)? */
 bool fl_disk_fs_wanted(const struct fl_run *r);
 /* Before host starts (and starts again): its disk served through a fresh
  * faultline filesystem, the host's spec pointed at it, the rules that are

@@ -94,7 +94,7 @@ int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
     bool any = false;
     for (size_t i = 0; i < r->nfaults; i++) {
         const struct fl_scn_action *a = &r->faults[i].f->action;
-        any |= a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE;
+        any |= a->kind == FL_SCN_ACT_CRASH_HOST && fl_scn_unsynced_lost(a->unsynced);
     }
     if (!any)
         return 0;
@@ -106,7 +106,7 @@ int fl_durable_init(struct fl_run *r, char *err, size_t errlen)
     r->kind_state[FL_SCN_ACT_CRASH_HOST] = d;
     for (size_t i = 0; i < r->nfaults; i++) {
         const struct fl_scn_action *a = &r->faults[i].f->action;
-        if (a->kind != FL_SCN_ACT_CRASH_HOST || a->unsynced != FL_SCN_UNSYNCED_LOSE)
+        if (a->kind != FL_SCN_ACT_CRASH_HOST || !fl_scn_unsynced_lost(a->unsynced))
             continue;
         for (size_t h = 0; h < s->n_hosts; h++) /* '{event.KEY}': any host might be it */
             d->tracked[h] |= a->host == (int)h || a->host == FL_SCN_HOST_EVENT;
@@ -620,6 +620,127 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
     return rc;
 }
 
+/* ---- unsynced: torn ------------------------------------------------------ */
+
+/* splitmix64 of the run's seed, the host's name and the file's path: the
+ * same seed tears the same bytes. */
+static uint64_t tear_draw(uint64_t seed, const char *host, const char *path)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = host; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    h = (h ^ '/') * 1099511628211ull;
+    for (const char *p = path; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t z = seed ^ h;
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The length of what live (lfd, ln bytes) and durable (dfd, dn bytes; -1:
+ * nothing durable) have in common from the start. */
+static off_t common_prefix(int lfd, off_t ln, int dfd, off_t dn)
+{
+    static char a[65536], b[65536];
+    off_t n = ln < dn ? ln : dn, p = 0;
+    while (p < n) {
+        size_t want = (size_t)(n - p < (off_t)sizeof a ? n - p : (off_t)sizeof a);
+        ssize_t x = pread(lfd, a, want, p), y = pread(dfd, b, want, p);
+        if (x <= 0 || y <= 0)
+            break;
+        size_t m = (size_t)(x < y ? x : y), i = 0;
+        while (i < m && a[i] == b[i])
+            i++;
+        p += (off_t)i;
+        if (i < m)
+            break;
+    }
+    return p;
+}
+
+/* Copies n bytes of in from off to out at off: 0 or -errno. */
+static int copy_range(int in, int out, off_t off, off_t n)
+{
+    static char buf[65536];
+    while (n > 0) {
+        ssize_t r = pread(in, buf, (size_t)(n < (off_t)sizeof buf ? n : (off_t)sizeof buf), off);
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        if (pwrite(out, buf, (size_t)r, off) != r)
+            return -errno;
+        off += r;
+        n -= r;
+    }
+    return 0;
+}
+
+/* unsynced: torn.  Each file of the disk whose durable copy is to come back
+ * and whose live content goes past it (from the first byte where the two
+ * differ, p, to the live end) keeps a part of what was written there: the
+ * live bytes up to p + k, k drawn in [0, live size - p], then the durable
+ * bytes beyond, if any.  The torn content replaces the durable copy in the
+ * store, so that the rebuild makes it.  A file that only shrank is not
+ * torn.  0 or -errno (what names the file). */
+static int tear(struct fl_run *r, int host, struct fl_dstore *st, int dfd, struct tree *live,
+                struct tree *dur, char *what, size_t wlen)
+{
+    char store[PATH_MAX];
+    store_path(r, host, store, sizeof store);
+    uint64_t *done = calloc(live->n + 1, sizeof *done);
+    size_t ndone = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < live->n; i++) {
+        struct tent *x = &live->v[i], *y = tree_find(dur, x->path);
+        if (!y || !S_ISREG(x->mode) || !S_ISREG(y->mode))
+            continue;
+        bool seen_ino = false;
+        for (size_t k = 0; k < ndone && !seen_ino; k++)
+            seen_ino = done[k] == y->ino;
+        if (seen_ino)
+            continue; /* another name of a file torn already */
+        done[ndone++] = y->ino;
+        int lfd = openat(dfd, x->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (lfd < 0)
+            continue;
+        int old = fl_dstore_open_data(st, y->ino);
+        struct stat ls, ds = {0};
+        if (fstat(lfd, &ls) < 0 || (old >= 0 && fstat(old, &ds) < 0)) {
+            rc = -errno;
+        } else {
+            off_t p = old >= 0 ? common_prefix(lfd, ls.st_size, old, ds.st_size) : 0;
+            if (p < ls.st_size) {
+                uint64_t span = (uint64_t)(ls.st_size - p) + 1;
+                off_t cut = p + (off_t)(tear_draw(r->seed, r->s->hosts[host].name, x->path) % span);
+                char tmp[PATH_MAX + 64], final[PATH_MAX + 64];
+                snprintf(final, sizeof final, "%s/data/%llu", store, (unsigned long long)y->ino);
+                snprintf(tmp, sizeof tmp, "%s.torn", final);
+                int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+                if (out < 0)
+                    rc = -errno;
+                if (rc == 0)
+                    rc = copy_range(lfd, out, 0, cut);
+                if (rc == 0 && old >= 0 && ds.st_size > cut)
+                    rc = copy_range(old, out, cut, ds.st_size - cut);
+                if (out >= 0 && close(out) < 0 && rc == 0)
+                    rc = -errno;
+                if (rc == 0 && rename(tmp, final) < 0)
+                    rc = -errno;
+                if (rc < 0)
+                    unlink(tmp);
+            }
+        }
+        if (rc < 0)
+            snprintf(what, wlen, "tear %s: %s", x->path, strerror(-rc));
+        if (old >= 0)
+            close(old);
+        close(lfd);
+    }
+    free(done);
+    return rc;
+}
+
 static void human(uint64_t b, char *buf, size_t len)
 {
     if (b < 1024)
@@ -640,7 +761,7 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
     size_t dn = strlen(detail);
     if (dn)
         fl_text_add(detail, dlen, " ");
-    fl_text_add(detail, dlen, "unsynced=lose");
+    fl_text_add(detail, dlen, c->torn ? "unsynced=torn" : "unsynced=lose");
     if (!d || !d->tracked[c->host])
         return 0;
     if (!c->was_up) {
@@ -698,6 +819,13 @@ int fl_durable_crash_end(struct fl_run *r, const struct fl_durable_crash *c, cha
     }
     tree_sort(&live);
     tree_sort(&dur);
+    if (c->torn) {
+        char what[512] = "";
+        if ((rc = tear(r, c->host, &st, dfd, &live, &dur, what, sizeof what)) < 0) {
+            snprintf(err, errlen, "host %s: unsynced: torn: %s", name, what);
+            goto cleanup;
+        }
+    }
     /* what goes: entries lost, files rolled back; what comes back */
     size_t lost = 0, rolled = 0, back = 0;
     uint64_t bytes = 0;

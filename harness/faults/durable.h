@@ -23,6 +23,7 @@ int fl_durable_baseline(struct fl_run *r, int host, char *err, size_t errlen);
  * appends what was lost to detail). */
 struct fl_durable_crash {
     int host;
+    bool torn; /* unsynced: torn (set by the caller after begin) */
     bool was_up;
     pid_t init;
     bool have_ns; /* pidns_*: the host's PID namespace */

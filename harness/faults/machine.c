@@ -34,7 +34,7 @@ static int host_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
 static int crash_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *key, const ynode *v,
                        struct fl_scn_action *a)
 {
-    static const char *const modes[] = {"keep", "lose"};
+    static const char *const modes[] = {"keep", "lose", "torn"};
     int rc = host_parse(c, fault, key, v, a);
     const ynode *un = fl_scn_yaml_get(fault, "unsynced", NULL);
     if (rc < 0 || !un)
@@ -43,10 +43,13 @@ static int crash_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
         return rc;
     if (!strcmp(un->value, "lose")) {
         a->unsynced = FL_SCN_UNSYNCED_LOSE;
+    } else if (!strcmp(un->value, "torn")) {
+        a->unsynced = FL_SCN_UNSYNCED_TORN;
     } else if (strcmp(un->value, "keep") != 0) {
         fl_scn_verr(c, un->loc,
                     "'unsynced' must be keep (everything written survives the "
-                    "crash) or lose (only what was synced), not '%s'",
+                    "crash), lose (only what was synced) or torn (as lose, with a "
+                    "part of each file's unsynced writes kept), not '%s'",
                     un->value);
         return fl_scn_vsuggest(c, un->value, modes, ARRAY_LEN(modes));
     }
@@ -58,11 +61,13 @@ static int down_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_
 {
     const struct fl_scn_action *a = &fr->f->action;
     bool comes_back = a->kind != FL_SCN_ACT_CRASH_HOST || fr->f->for_ms > 0;
-    bool lose = a->kind == FL_SCN_ACT_CRASH_HOST && a->unsynced == FL_SCN_UNSYNCED_LOSE;
+    bool lose = a->kind == FL_SCN_ACT_CRASH_HOST && fl_scn_unsynced_lost(a->unsynced);
     struct fl_durable_crash dc;
     int rc = 0;
-    if (lose)
+    if (lose) {
         fl_durable_crash_begin(r, a->host, &dc);
+        dc.torn = a->unsynced == FL_SCN_UNSYNCED_TORN;
+    }
     fl_run_host_down(r, a->host, true, comes_back);
     /* its disk back to what was synced, once nothing of it runs */
     if (lose && (rc = fl_durable_crash_end(r, &dc, detail, dlen, err, errlen)) < 0)

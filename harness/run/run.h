@@ -142,6 +142,7 @@ struct fl_run {
     size_t v;
     const char *bin_dir; /* {bin}: faultline's own programs and preloads */
     bool progress;       /* a progress line is on stderr: clear it before a message */
+    bool disk_fs_all;    /* --disk-fs: every host's disk through the faultline filesystem */
     char run_id[64];
     char dir[PATH_MAX];
     char variant[FL_SCN_VARIANT_NAME_MAX];

@@ -329,11 +329,21 @@ struct fl_scn_link {
  * LOSE: only what was made durable (fsync and friends, strict POSIX), by the
  * crash-consistency layer (harness/faults/durable.c): files and directory entries
  * come back as they were at their last sync, or at the host's start.
+ * TORN: as LOSE, but a file whose content was rolled back keeps a prefix
+ * of what was written past its synced content (a write that reached the
+ * disk only in part), its length drawn from the run's seed.
  */
 enum fl_scn_unsynced {
     FL_SCN_UNSYNCED_KEEP = 0,
     FL_SCN_UNSYNCED_LOSE,
+    FL_SCN_UNSYNCED_TORN,
 };
+
+/* Does a crash with this mode lose what was not synced (lose, torn)? */
+static inline bool fl_scn_unsynced_lost(enum fl_scn_unsynced u)
+{
+    return u != FL_SCN_UNSYNCED_KEEP;
+}
 
 /* A list of host indexes. */
 struct fl_scn_hostset {

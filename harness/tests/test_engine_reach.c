@@ -4,8 +4,8 @@
  * targets.  Real programs, built by the test: a small writer (writes N KiB
  * to a file in 64 KiB writes, fsyncs when asked, then may wait for ever)
  * linked statically (`cc -static`, glibc's libc.a from libc6-dev) and
- * dynamically, and the same writer in Go when `go` is installed (skipped
- * otherwise: golang-go is not in ci/install-deps, it is large).  The notes
+ * dynamically, and the same writer in Go (golang-go, from ci/install-deps;
+ * skipped where `go` is missing).  The notes
  * must be printed under the verdict and recorded in runs.notes, name the
  * static or Go program and never the dynamic one; a crash with unsynced:
  * lose must leave the disk of a host whose program it could not see as it
@@ -195,7 +195,7 @@ FL_TEST_ROOT_T(engine_reach, disk_fault_on_a_go_program_says_so, 120)
 {
     fl_test_need_root();
     if (fl_test_sh(NULL, "command -v go >/dev/null") != 0)
-        FL_SKIP("no Go toolchain (Debian package golang-go; not in ci/install-deps: it is large)");
+        FL_SKIP("no Go toolchain (Debian package golang-go: run ci/install-deps)");
     fl_test_sh(NULL, "mkdir -p %s/gow", fl_test_dir());
     fl_test_write("gow/main.go", writer_go);
     char *out;

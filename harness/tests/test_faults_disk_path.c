@@ -4,8 +4,10 @@
  * statically linked program, which no preload does: EIO on fsync under
  * logs/ while data/ and stdout are fine, nothing said about the program
  * (the fault reaches it), the rule off after its heal, and the fault
- * recorded with its path and op.  The real faultline binary on a scenario
- * written by the test, with a program it builds (`cc -static`).
+ * recorded with its path and op; the same for a Go program (golang-go) and
+ * busybox-static's dd; and crash consistency for a static program on a
+ * disk the filesystem serves.  The real faultline binary on scenarios
+ * written by the test, with programs it builds (`cc -static`, `go build`).
  */
 #include "harness/tests/fl_test.h"
 
@@ -149,4 +151,74 @@ FL_TEST_ROOT_T(faults_disk_path, static_program_keeps_what_it_synced_at_a_crash,
                            "detail = 'for=100ms unsynced=lose: 1 entry lost, 1 file rolled "
                            "back, 0 entries back, 10 bytes unsynced: -lost.txt ~old.txt 9->2'"),
         1);
+}
+
+/* A Go program (its own system calls: no preload reaches it) and
+ * busybox-static's dd get EIO on fsync under logs/, and succeed under
+ * data/ and on stdout (the log says so). */
+static const char syncer_go[] =
+    "package main\n"
+    "import (\"errors\"; \"fmt\"; \"os\"; \"syscall\")\n"
+    "func name(err error) string {\n"
+    "  var e syscall.Errno\n"
+    "  if errors.As(err, &e) && e == syscall.EIO { return \"EIO\" }\n"
+    "  return err.Error() }\n"
+    "func try(p string) string {\n"
+    "  f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0644)\n"
+    "  if err != nil { return name(err) }\n"
+    "  defer f.Close()\n"
+    "  if _, err := f.Write([]byte(\"data\")); err != nil { return name(err) }\n"
+    "  if err := f.Sync(); err != nil { return name(err) }\n"
+    "  return \"ok\" }\n"
+    "func main() { fmt.Printf(\"go logs=%s data=%s\", try(\"logs/x\"), try(\"data/y\")) }\n";
+
+FL_TEST_ROOT_T(faults_disk_path, go_program_and_static_busybox_get_eio_by_path, 120)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    if (fl_test_sh(NULL, "command -v go >/dev/null") != 0)
+        FL_SKIP("no Go toolchain (Debian package golang-go: run ci/install-deps)");
+    if (access("/bin/busybox", X_OK) != 0)
+        FL_SKIP("no busybox (Debian package busybox-static: run ci/install-deps)");
+    fl_test_sh(NULL, "mkdir -p %s/gos", fl_test_dir());
+    fl_test_write("gos/main.go", syncer_go);
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "cd %s/gos && HOME=%s GOCACHE=%s/gocache GO111MODULE=off GOFLAGS= "
+                        "CGO_ENABLED=0 go build -o ../syncer-go main.go 2>&1",
+                        fl_test_dir(), fl_test_dir(), fl_test_dir());
+    FL_REQUIRE_MSG(rc == 0, "go build: %s", out);
+    free(out);
+    const char *yaml = fl_test_write(
+        "g.yaml",
+        "name: it-disk-path-go\n"
+        "hosts: [a]\n"
+        "cluster: {w: [a]}\n"
+        "run:\n"
+        "  w:\n"
+        "    command: |\n"
+        "      mkdir -p logs data && {bin}/faultline emit --sync disk.go\n"
+        "      dd='busybox dd if=/dev/zero bs=4096 count=1 conv=fsync'\n"
+        "      $dd of=logs/b 2>/dev/null && l=ok || l=fail\n"
+        "      $dd of=data/b 2>/dev/null && d=ok || d=fail\n"
+        "      echo \"$({scenario_dir}/syncer-go) busybox logs=$l data=$d\"\n"
+        "faults:\n"
+        "  - {after: {event: disk.go, host: a}, disk: {host: a, path: 'logs/**', op: fsync, "
+        "errno: EIO}}\n"
+        "expect:\n"
+        "  all:\n"
+        "    w: {exit: 0, log_matches: '^go logs=EIO data=ok busybox logs=fail data=ok$'}\n");
+    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
+                    fl_test_dir(), fl_test_dir(), yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    FL_ASSERT_MSG(!strstr(out, "note:"), "a note on a fault that reaches the programs:\n%s", out);
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    out = NULL;
+    fl_test_sh(&out, "sqlite3 %s \"SELECT hits FROM faults WHERE kind='disk'\"", db);
+    /* busybox first (its dd lines come before the echo that runs the Go program) */
+    FL_ASSERT_STREQ(out, "fsync logs/b (1), fsync logs/x (1)\n");
+    free(out);
 }

@@ -333,3 +333,57 @@ FL_TEST_ROOT_T(faults_durable, relaunch_after_pause_of_crashed_task, 90)
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d (137: hung, killed):\n%s", rc, out ? out : "");
     free(out);
 }
+
+/* unsynced: torn (unsynced-torn.yaml): f.txt keeps its synced A's and a
+ * prefix of the B's appended after; the same seed tears the same bytes
+ * (the same detail, twice), other seeds other lengths. */
+static char *torn_detail(unsigned seed)
+{
+    static unsigned n; /* one database and out directory per run */
+    char *out = NULL;
+    n++;
+    int rc = fl_test_sh(&out,
+                        "%s run -q --seed %u --out %s/o%u --db %s/t%u.db "
+                        "%s/harness/tests/scenarios/unsynced-torn.yaml 2>&1",
+                        fl_test_bin("faultline"), seed, fl_test_dir(), n, fl_test_dir(), n,
+                        fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "seed %u: exit %d:\n%s", seed, rc, out ? out : "");
+    free(out);
+    out = NULL;
+    fl_test_sh(&out, "sqlite3 %s/t%u.db \"SELECT detail FROM faults WHERE kind='crash_host'\"",
+               fl_test_dir(), n);
+    return out;
+}
+
+FL_TEST_ROOT_T(faults_durable, torn_keeps_a_seeded_prefix_of_unsynced_writes, 120)
+{
+    require_setup();
+    char *a = torn_detail(7), *b = torn_detail(7);
+    FL_REQUIRE(a && b);
+    FL_ASSERT_CONTAINS(a, "unsynced=torn: ");
+    FL_ASSERT_CONTAINS(a, "-h.txt");
+    FL_ASSERT_STREQ(a, b);
+    /* f.txt: 24 live bytes back to 8..24; over six seeds, not one length */
+    char *first = NULL;
+    bool differ = false;
+    for (unsigned s = 1; s <= 6; s++) {
+        char *d = torn_detail(s);
+        FL_REQUIRE(d);
+        const char *f = strstr(d, "~f.txt 24->");
+        bool kept_whole = !f; /* k drew every B: f.txt as written, not listed */
+        FL_ASSERT_MSG(f || kept_whole, "%s", d);
+        char *len = strdup(f ? f + 11 : "24");
+        len[strcspn(len, " \n")] = 0;
+        FL_ASSERT_MSG(atoi(len) >= 8 && atoi(len) <= 24, "%s", d);
+        if (!first)
+            first = strdup(len);
+        else if (strcmp(first, len) != 0)
+            differ = true;
+        free(len);
+        free(d);
+    }
+    FL_ASSERT_MSG(differ, "six seeds tore f.txt at the same length (%s)", first);
+    free(first);
+    free(a);
+    free(b);
+}

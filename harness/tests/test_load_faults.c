@@ -43,8 +43,9 @@ FL_TEST(load_faults, load_unsynced)
         {BASE "faults:\n  - {at: 1s, crash_host: ps0, unsynced: [lose]}\n",
          "s.yaml:9:41: 'unsynced' must be"},
         {BASE "faults:\n  - {at: 1s, crash_host: ps0, unsynced: los}\n",
-         "s.yaml:9:41: 'unsynced' must be keep (everything written survives the crash) or lose "
-         "(only what was synced), not 'los' (did you mean 'lose'?)"},
+         "s.yaml:9:41: 'unsynced' must be keep (everything written survives the crash), lose "
+         "(only what was synced) or torn (as lose, with a part of each file's unsynced writes "
+         "kept), not 'los' (did you mean 'lose'?)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         s = NULL;
