@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -533,13 +535,41 @@ fail:
     return rc;
 }
 
+/* Ends connection dev (the mount's st_dev) through the fuse control
+ * filesystem, mounted at its usual place first if it is not there (in the
+ * caller's mount namespace): 0 or -errno. */
+static int abort_conn(dev_t dev)
+{
+    static const char ctl[] = "/sys/fs/fuse/connections";
+    char path[128];
+    /* the kernel's own numbering of the device (fusectl names it so) */
+    snprintf(path, sizeof path, "%s/%u/abort", ctl, (unsigned)((major(dev) << 20) | minor(dev)));
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && mount("fusectl", ctl, "fusectl", 0, NULL) == 0)
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -errno; /* ENOENT: gone already */
+    int rc = write(fd, "1", 1) == 1 ? 0 : -errno;
+    close(fd);
+    return rc;
+}
+
 void fl_fusedisk_unmount(struct fl_fusedisk *d)
 {
     if (!d)
         return;
-    /* the loop's threads read /dev/fuse: the unmount ends their reads */
+    /* The loop's threads read /dev/fuse: the end of the connection ends
+     * their reads.  An unmount ends it only with the last mount of it, and
+     * a copy of the mount in another mount namespace (a host started while
+     * it was mounted keeps one, out of its sight, until it ends) would
+     * keep it going, and the join below waiting: so the connection is
+     * aborted as well, which ends it whoever holds a mount. */
+    struct stat sb;
+    bool have_dev = stat(d->mnt, &sb) == 0;
     fuse_exit(d->fuse);
     fuse_unmount(d->fuse);
+    if (have_dev)
+        abort_conn(sb.st_dev);
     if (d->looping)
         pthread_join(d->loop, NULL);
     fuse_destroy(d->fuse);

@@ -489,7 +489,12 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
      * pivot_root and a detach would take them now, but pivot_root walks
      * every thread of the machine and a detach waits for an expedited RCU
      * grace period: with hundreds of hosts starting at once, those two
-     * were a third of a start's time. */
+     * were a third of a start's time.  The price: a mount the harness had
+     * when the host started is held by the host until it ends, so a tmpfs
+     * the harness unmounts lives on until then (removing its directory
+     * lets it go at once), and the faultline filesystem ends its
+     * connection at unmount rather than wait for its last mount to go
+     * (fusedisk/fs.c). */
     ROOT_TRY(fl_rs1(SYS_chdir, R), STEP_ROOT_PIVOT);
     ROOT_TRY(fl_rs5(SYS_mount, ".", "/", NULL, MS_MOVE, NULL), STEP_ROOT_PIVOT);
     ROOT_TRY(fl_rs1(SYS_chroot, "."), STEP_ROOT_PIVOT);

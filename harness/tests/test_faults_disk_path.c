@@ -222,3 +222,37 @@ FL_TEST_ROOT_T(faults_disk_path, go_program_and_static_busybox_get_eio_by_path, 
     FL_ASSERT_STREQ(out, "fsync logs/b (1), fsync logs/x (1)\n");
     free(out);
 }
+
+/* Two hosts whose disks the filesystem serves, each brought down and up
+ * again: each start mounts a fresh filesystem and ends the old one, which
+ * a host started while it was mounted keeps a copy of in its mount
+ * namespace (the old one's end used to wait for that copy for ever). */
+FL_TEST_ROOT_T(faults_disk_path, fs_restarts_end_the_old_one, 90)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    const char *yaml =
+        fl_test_write("r.yaml", "name: it-disk-fs-restarts\n"
+                                "hosts:\n"
+                                "  a: {disk: {fs: true}}\n"
+                                "  b: {disk: {fs: true}}\n"
+                                "cluster: {x: [a], y: [b]}\n"
+                                "run:\n"
+                                "  command: |\n"
+                                "    echo gen $FAULTLINE_GENERATION >> log.txt\n"
+                                "    [ $FAULTLINE_GENERATION = 1 ] && exec cat log.txt\n"
+                                "    sleep 60\n"
+                                "faults:\n"
+                                "  - {at: 500ms, crash_host: a, for: 100ms}\n"
+                                "  - {at: 1s, restart: b}\n"
+                                "timeout: 20s\n"
+                                "expect:\n"
+                                "  all:\n"
+                                "    all: {exit: 0, log_matches: '^gen 1$'}\n");
+    char *out;
+    int rc = fl_test_sh(&out, "timeout -s KILL 60 %s run --no-db --out %s/o %s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+}
