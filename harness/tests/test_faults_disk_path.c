@@ -256,3 +256,44 @@ FL_TEST_ROOT_T(faults_disk_path, fs_restarts_end_the_old_one, 90)
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     free(out);
 }
+
+/* A fault by path under a shared path (nfs/ then **) hits the operations of its
+ * host there, through that host's own mount of the shared path, and not
+ * another host's on the same files, nor the host's own disk. */
+FL_TEST_ROOT_T(faults_disk_path, shared_path_fault_hits_its_host_only, 90)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    const char *yaml = fl_test_write(
+        "s.yaml", "name: it-disk-path-shared\n"
+                  "hosts: [a, b]\n"
+                  "shared:\n"
+                  "  - {path: nfs, hosts: [a, b]}\n"
+                  "cluster: {x: [a], y: [b]}\n"
+                  "run:\n"
+                  "  command: |\n"
+                  "    {bin}/faultline emit --sync ready\n"
+                  "    dd='dd if=/dev/zero bs=1024 count=1 conv=fsync status=none'\n"
+                  "    $dd of=nfs/$FAULTLINE_HOST 2>/dev/null && n=ok || n=fail\n"
+                  "    $dd of=own 2>/dev/null && o=ok || o=fail\n"
+                  "    echo \"$FAULTLINE_HOST nfs=$n own=$o\"\n"
+                  "faults:\n"
+                  "  - {after: {event: ready, host: a}, disk: {host: a, path: 'nfs/**', op: fsync, "
+                  "errno: EIO}}\n"
+                  "expect:\n"
+                  "  all:\n"
+                  "    x: {exit: 0, log_matches: '^a nfs=fail own=ok$'}\n"
+                  "    y: {exit: 0, log_matches: '^b nfs=ok own=ok$'}\n");
+    char *out;
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    int rc = fl_test_sh(&out, "%s run --out %s/o --db %s %s 2>&1", fl_test_bin("faultline"),
+                        fl_test_dir(), db, yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
+    free(out);
+    out = NULL;
+    fl_test_sh(&out, "sqlite3 %s \"SELECT hits FROM faults WHERE kind='disk'\"", db);
+    FL_ASSERT_STREQ(out, "fsync nfs/a (1)\n");
+    free(out);
+}
