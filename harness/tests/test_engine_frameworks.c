@@ -84,3 +84,23 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_ckpt_rank0_disk, 300)
                        "AND p.generation = 1 AND p.exit_code = 0"),
                  6);
 }
+
+/* scenarios/frameworks/faultline_events.py on the real event channel
+ * (harness/tests/scenarios/py-events.yaml): an event whose values need
+ * quoting arrives as sent, two sync points arrive as SYNC and the second's
+ * fault (killing a sleeper on the same host) is applied before the sender
+ * goes on, a forked child sends on a connection of its own, and without
+ * FAULTLINE_EVENTS a sync is a no-op. */
+FL_TEST_ROOT_T(engine_frameworks, python_events_helper, 60)
+{
+    fl_test_need_root();
+    if (access("/usr/bin/python3", X_OK) != 0)
+        FL_SKIP("/usr/bin/python3 is missing (ci/install-deps installs python3)");
+    fl_test_scenario_passes("py-events.yaml");
+    FL_ASSERT_EQ(count("events WHERE kind = 'probe.hello' AND attrs = "
+                       "'note=\"a b \\\"c\\\" \\\\ d\" eq=\"x=y\" n=3' AND sync = 0"),
+                 1);
+    FL_ASSERT_EQ(count("events WHERE kind = 'probe.point' AND sync = 1"), 2);
+    FL_ASSERT_EQ(count("events WHERE kind = 'probe.child' AND sync = 0"), 1);
+    FL_ASSERT_EQ(count("faults WHERE applied_ms IS NOT NULL"), 1);
+}
