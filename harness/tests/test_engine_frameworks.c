@@ -10,7 +10,9 @@
  * the database to make sure the crash really landed at the chosen save
  * (the sync point sent by scenarios/frameworks/faultline_events.py) and
  * that the check saw what the expectations say.  Skipped when
- * /usr/bin/python3 cannot import torch.
+ * /usr/bin/python3 cannot import torch.  Also the Python event helper
+ * itself (scenarios/frameworks/faultline_events.py) on the real channel,
+ * which needs /usr/bin/python3 only.
  */
 #include "harness/tests/fl_test.h"
 
