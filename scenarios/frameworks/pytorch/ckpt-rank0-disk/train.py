@@ -226,8 +226,11 @@ def main():
     # a relaunched job meets afresh: one store port per generation
     os.environ["MASTER_PORT"] = str(int(os.environ.get("MASTER_PORT_BASE", "29500")) + gen)
     torch.set_num_threads(1)
+    # the timeout bounds the rendezvous (a relaunched rank waits for rank 0's
+    # store, whose import of torch takes seconds on a busy machine) and any
+    # collective a lost peer would leave hanging
     dist.init_process_group("gloo", rank=RANK, world_size=WORLD,
-                            timeout=datetime.timedelta(seconds=20))
+                            timeout=datetime.timedelta(seconds=60))
     log("joined %d ranks (master %s:%s, generation %d)" %
         (WORLD, os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"], gen))
 
