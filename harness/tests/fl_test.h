@@ -91,6 +91,11 @@ int fl_test_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2
 /* Writes text to <test dir>/name (a scenario, say); returns its path
  * (static: valid until the next call). */
 const char *fl_test_write(const char *name, const char *text);
+/* Builds the Go program src (one main package, no modules, no cgo: a Go
+ * binary that makes its own system calls) into <test dir>/name, with a Go
+ * cache of the test's own; skips the test when `go` is not installed
+ * (Debian's golang-go, from ci/install-deps). */
+void fl_test_go_build(const char *name, const char *src);
 
 #define FL_TEST_NEEDS_(suite, name, timeout_s, needs)                                    \
     static void suite##_##name(void);                                                    \

@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -297,6 +298,23 @@ const char *fl_test_write(const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+void fl_test_go_build(const char *name, const char *src)
+{
+    if (fl_test_sh(NULL, "command -v go >/dev/null") != 0)
+        FL_SKIP("no Go toolchain (Debian package golang-go: run ci/install-deps)");
+    char dir[128], *out;
+    snprintf(dir, sizeof dir, "%s.go.d", name);
+    fl_test_sh(NULL, "mkdir -p %s/%s", fl_test_dir(), dir);
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/main.go");
+    fl_test_write(dir, src);
+    int rc = fl_test_sh(&out,
+                        "cd %s/%s.go.d && HOME=%s GOCACHE=%s/gocache GO111MODULE=off GOFLAGS= "
+                        "CGO_ENABLED=0 go build -o ../%s main.go 2>&1",
+                        fl_test_dir(), name, fl_test_dir(), fl_test_dir(), name);
+    FL_REQUIRE_MSG(rc == 0, "go build of %s: %s", name, out);
+    free(out);
 }
 
 int fl_test_sh(char **out, const char *fmt, ...)

@@ -194,17 +194,9 @@ FL_TEST_ROOT_T(engine_reach, crash_lose_on_unseen_program, 120)
 FL_TEST_ROOT_T(engine_reach, disk_fault_on_a_go_program_says_so, 120)
 {
     fl_test_need_root();
-    if (fl_test_sh(NULL, "command -v go >/dev/null") != 0)
-        FL_SKIP("no Go toolchain (Debian package golang-go: run ci/install-deps)");
-    fl_test_sh(NULL, "mkdir -p %s/gow", fl_test_dir());
-    fl_test_write("gow/main.go", writer_go);
+    fl_test_go_build("writer-go", writer_go);
     char *out;
-    int rc = fl_test_sh(&out,
-                        "cd %s/gow && HOME=%s GOCACHE=%s/gocache GO111MODULE=off GOFLAGS= "
-                        "CGO_ENABLED=0 go build -o ../writer-go main.go 2>&1",
-                        fl_test_dir(), fl_test_dir(), fl_test_dir());
-    FL_REQUIRE_MSG(rc == 0, "go build: %s", out);
-    free(out);
+    int rc;
     char p[4200];
     snprintf(p, sizeof p, "%s/writer-go", fl_test_dir());
     FL_ASSERT_EQ(fl_exe_kind_path(p), FL_EXE_GO);

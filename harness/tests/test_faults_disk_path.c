@@ -16,6 +16,23 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Needs root and /dev/fuse; builds src into <test dir>/name with
+ * `cc -static` (skipped without glibc's libc.a). */
+static void build_static(const char *name, const char *src)
+{
+    fl_test_need_root();
+    if (access("/dev/fuse", R_OK | W_OK) != 0)
+        FL_SKIP("no /dev/fuse");
+    if (access("/usr/lib/x86_64-linux-gnu/libc.a", R_OK) != 0 && access("/usr/lib/libc.a", R_OK))
+        FL_SKIP("no static C library (libc6-dev)");
+    char file[64], *out;
+    snprintf(file, sizeof file, "%s.c", name);
+    fl_test_write(file, src);
+    int rc = fl_test_sh(&out, "cd %s && cc -static -O1 -o %s %s", fl_test_dir(), name, file);
+    FL_REQUIRE_MSG(rc == 0, "building %s: %s", name, out);
+    free(out);
+}
+
 static const char syncer_c[] =
     "#define _GNU_SOURCE\n#include <errno.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include "
     "<string.h>\n"
@@ -32,16 +49,9 @@ static const char syncer_c[] =
 
 FL_TEST_ROOT_T(faults_disk_path, fsync_eio_by_path_reaches_a_static_program, 90)
 {
-    fl_test_need_root();
-    if (access("/dev/fuse", R_OK | W_OK) != 0)
-        FL_SKIP("no /dev/fuse");
-    if (access("/usr/lib/x86_64-linux-gnu/libc.a", R_OK) != 0 && access("/usr/lib/libc.a", R_OK))
-        FL_SKIP("no static C library (libc6-dev)");
-    fl_test_write("syncer.c", syncer_c);
+    build_static("syncer", syncer_c);
     char *out;
-    int rc = fl_test_sh(&out, "cd %s && cc -static -O1 -o syncer syncer.c", fl_test_dir());
-    FL_REQUIRE_MSG(rc == 0, "building the program: %s", out);
-    free(out);
+    int rc;
     const char *yaml = fl_test_write(
         "p.yaml",
         "name: it-disk-path\n"
@@ -114,16 +124,9 @@ static const char writer_c[] =
 
 FL_TEST_ROOT_T(faults_disk_path, static_program_keeps_what_it_synced_at_a_crash, 90)
 {
-    fl_test_need_root();
-    if (access("/dev/fuse", R_OK | W_OK) != 0)
-        FL_SKIP("no /dev/fuse");
-    if (access("/usr/lib/x86_64-linux-gnu/libc.a", R_OK) != 0 && access("/usr/lib/libc.a", R_OK))
-        FL_SKIP("no static C library (libc6-dev)");
-    fl_test_write("writer.c", writer_c);
+    build_static("writer", writer_c);
     char *out;
-    int rc = fl_test_sh(&out, "cd %s && cc -static -O1 -o writer writer.c", fl_test_dir());
-    FL_REQUIRE_MSG(rc == 0, "building the program: %s", out);
-    free(out);
+    int rc;
     const char *yaml = fl_test_write(
         "w.yaml", "name: it-static-unsynced\n"
                   "hosts:\n"
@@ -177,19 +180,11 @@ FL_TEST_ROOT_T(faults_disk_path, go_program_and_static_busybox_get_eio_by_path, 
     fl_test_need_root();
     if (access("/dev/fuse", R_OK | W_OK) != 0)
         FL_SKIP("no /dev/fuse");
-    if (fl_test_sh(NULL, "command -v go >/dev/null") != 0)
-        FL_SKIP("no Go toolchain (Debian package golang-go: run ci/install-deps)");
     if (access("/bin/busybox", X_OK) != 0)
         FL_SKIP("no busybox (Debian package busybox-static: run ci/install-deps)");
-    fl_test_sh(NULL, "mkdir -p %s/gos", fl_test_dir());
-    fl_test_write("gos/main.go", syncer_go);
+    fl_test_go_build("syncer-go", syncer_go);
     char *out;
-    int rc = fl_test_sh(&out,
-                        "cd %s/gos && HOME=%s GOCACHE=%s/gocache GO111MODULE=off GOFLAGS= "
-                        "CGO_ENABLED=0 go build -o ../syncer-go main.go 2>&1",
-                        fl_test_dir(), fl_test_dir(), fl_test_dir());
-    FL_REQUIRE_MSG(rc == 0, "go build: %s", out);
-    free(out);
+    int rc;
     const char *yaml = fl_test_write(
         "g.yaml",
         "name: it-disk-path-go\n"

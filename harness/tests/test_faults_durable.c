@@ -32,6 +32,19 @@ static void require_psrt(void)
         FL_SKIP("build/bin/psrt is not built");
 }
 
+/* What the crash of unsynced_writes.py's host lost, as its fault's row
+ * says it (unsynced-writes.yaml and unsynced-writes-fs.yaml alike). */
+static void assert_writes_lost_detail(void)
+{
+    FL_ASSERT_EQ(
+        fl_test_scenario_db_int(
+            "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
+            "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND f.error IS NULL "
+            "AND f.detail = 'for=100ms unsynced=lose: 4 entries lost, 2 files rolled back, "
+            "0 entries back, 16 bytes unsynced: -a.txt -b.txt ~e.txt 12->5 ~h.txt 1->0 -sub/'"),
+        1);
+}
+
 /* The same writes on a disk the faultline filesystem serves (disk: {fs:
  * true}): the filesystem tells the syncs, no preload is in the task, and
  * the crash keeps and loses exactly the same files, said the same way. */
@@ -43,13 +56,7 @@ FL_TEST_ROOT_T(faults_durable, unsynced_writes_told_by_the_fs, 90)
     if (access("/dev/fuse", R_OK | W_OK) != 0)
         FL_SKIP("no /dev/fuse");
     fl_test_scenario_passes("unsynced-writes-fs.yaml");
-    FL_ASSERT_EQ(
-        fl_test_scenario_db_int(
-            "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
-            "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND f.error IS NULL "
-            "AND f.detail = 'for=100ms unsynced=lose: 4 entries lost, 2 files rolled back, "
-            "0 entries back, 16 bytes unsynced: -a.txt -b.txt ~e.txt 12->5 ~h.txt 1->0 -sub/'"),
-        1);
+    assert_writes_lost_detail();
 }
 
 /* unsynced_writes.py's files after a crash: with lose only what was synced (the
@@ -61,13 +68,7 @@ FL_TEST_ROOT_T(faults_durable, crash_loses_unsynced_writes, 90)
     if (access("/usr/bin/python3", X_OK) != 0)
         FL_SKIP("needs python3");
     fl_test_scenario_passes("unsynced-writes.yaml");
-    FL_ASSERT_EQ(
-        fl_test_scenario_db_int(
-            "SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
-            "WHERE r.variant = 'unsynced=lose' AND f.kind = 'crash_host' AND f.error IS NULL "
-            "AND f.detail = 'for=100ms unsynced=lose: 4 entries lost, 2 files rolled back, "
-            "0 entries back, 16 bytes unsynced: -a.txt -b.txt ~e.txt 12->5 ~h.txt 1->0 -sub/'"),
-        1);
+    assert_writes_lost_detail();
     FL_ASSERT_EQ(
         fl_test_scenario_db_int("SELECT count(*) FROM faults f JOIN runs r ON r.id = f.run "
                                 "WHERE r.variant = 'unsynced=keep' AND f.detail = 'for=100ms'"),
