@@ -9,7 +9,11 @@
  * rank from the same step with identical parameters.  The tests then read
  * the database to make sure the crash really landed at the chosen save
  * (the sync point sent by scenarios/frameworks/faultline_events.py) and
- * that the check saw what the expectations say.  Skipped when
+ * that the check saw what the expectations say.  And
+ * scenarios/frameworks/pytorch/dataloader-thread-limit, a DataLoader with
+ * worker processes on a host limited in threads, whose legacy variant must
+ * fail with Python's "can't start new thread" and whose fixed variant must
+ * train to its target loss.  Skipped when
  * /usr/bin/python3 cannot import torch.  Also the Python event helper
  * itself (scenarios/frameworks/faultline_events.py) on the real channel,
  * which needs /usr/bin/python3 only.
@@ -53,10 +57,13 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_ckpt_rank0_disk, 300)
 {
     need_torch();
     char *out;
-    int rc =
-        fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s/scenarios/frameworks/pytorch 2>&1",
-                   fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
-    FL_ASSERT_MSG(rc == 0, "faultline run scenarios/frameworks/pytorch exited %d:\n%s", rc, out);
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/ckpt-rank0-disk 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0,
+                  "faultline run scenarios/frameworks/pytorch/ckpt-rank0-disk exited %d:\n%s", rc,
+                  out);
     free(out);
     if (rc == 2)
         return;
@@ -85,6 +92,45 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_ckpt_rank0_disk, 300)
                        "('protocol=local', 'protocol=fixed') AND p.job = 'trainer' "
                        "AND p.generation = 1 AND p.exit_code = 0"),
                  6);
+}
+
+/* The two variants of dataloader-thread-limit pass as shipped: legacy, a
+ * DataLoader with 8 workers on a host limited to 12 threads and processes,
+ * dies with Python's "can't start new thread" inside the DataLoader; fixed
+ * picks its worker count from the host's pids cgroup and trains to a loss
+ * under 0.05.  The limit came at the data.ready sync point, before any
+ * DataLoader existed. */
+FL_TEST_ROOT_T(engine_frameworks, pytorch_dataloader_thread_limit, 120)
+{
+    need_torch();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/dataloader-thread-limit 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0,
+                  "faultline run scenarios/frameworks/pytorch/dataloader-thread-limit "
+                  "exited %d:\n%s",
+                  rc, out);
+    free(out);
+    if (rc == 2)
+        return;
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE scenario = "
+                                         "'pytorch-dataloader-thread-limit' AND verdict = 'pass'"),
+                 2);
+    FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
+    /* legacy: the trainer failed with Python's own text */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=legacy' AND c.name = 'fails_with' AND c.observed LIKE "
+                       "'%can''t start new thread%'"),
+                 1);
+    /* both: the limit was applied, at the sync point data.ready */
+    FL_ASSERT_EQ(count("events WHERE kind = 'data.ready' AND host = 'n0' AND sync = 1"), 2);
+    FL_ASSERT_EQ(count("faults WHERE applied_ms IS NOT NULL"), 2);
+    /* fixed: the trainer ended */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=fixed' AND e.kind = 'train.done'"),
+                 1);
 }
 
 /* scenarios/frameworks/faultline_events.py on the real event channel
