@@ -21,7 +21,7 @@
 # loader.start workers=N when a DataLoader is built, train.done loss=X at
 # the end.
 import argparse
-import errno
+import gc
 import os
 import sys
 
@@ -117,13 +117,23 @@ def main():
         # a worker is a process with a few threads of its own; keep a margin
         workers = 8 if room is None else max(0, min(8, (room - 4) // 4))
         log("pids room %s: num_workers=%d" % (room, workers))
+        failed = None
         try:
             loss = epochs(dataset, model, opt, args.epochs, workers)
         except (RuntimeError, OSError) as e:
             if workers == 0:
                 raise
+            failed = str(e).splitlines()[0]
+        if failed is not None:
+            # Out of the except block: its traceback held the failed
+            # DataLoader's half-made iterator.  Collect it now: its __del__
+            # stops the workers it started and takes their pids off
+            # PyTorch's SIGCHLD handler, which would otherwise raise
+            # "DataLoader worker (pid N) exited unexpectedly" in the middle
+            # of the run without workers when they die.
+            gc.collect()
             log("DataLoader with %d workers failed (%s): again with num_workers=0"
-                % (workers, str(e).splitlines()[0]))
+                % (workers, failed))
             loss = epochs(dataset, model, opt, args.epochs, 0)
     log("final loss %.4f over the whole dataset (target < %.2f)" % (loss, LOSS_TARGET))
     fe.event("train.done", loss="%.4f" % loss)
