@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# bench/frameworks.sh: wall time of the real-framework suite
+# (scenarios/frameworks/pytorch: Debian's PyTorch on faultline's hosts, every
+# variant), as `faultline run` runs it: the first round (what a user meets
+# first: a cold Python and torch import on every host) and the median of 3.
+#
+# Baseline: a budget of 60 s for the suite on this 2-core machine (issue 23
+# asks that `make check`, which runs it, stay under 10 minutes); no measured
+# baseline fits better, the suite's work is PyTorch's as much as faultline's.
+# ratio = value / 60: below 1 is within budget.  Skipped (a line on stderr,
+# no BENCH line) when /usr/bin/python3 cannot import torch.
+# Prints: BENCH name=frameworks_pytorch_wall value=S unit=s baseline=budget_60s ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "bench/frameworks.sh: SKIP: /usr/bin/python3 cannot import torch (python3-torch: run ci/install-deps)" >&2
+  exit 0
+fi
+fl=build/bin/faultline
+out=$(mktemp -d /tmp/fl-bench-fw.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+times=()
+for round in 1 2 3; do
+  start=$(date +%s%N)
+  if ! $fl run -q --no-db --out "$out/o$round" scenarios/frameworks/pytorch >"$out/round$round.txt" 2>&1; then
+    echo "bench/frameworks.sh: the suite failed in round $round:" >&2
+    tail -n 30 "$out/round$round.txt" >&2
+    exit 1
+  fi
+  end=$(date +%s%N)
+  times+=("$(awk -v ns=$((end - start)) 'BEGIN { printf "%.3f", ns / 1e9 }')")
+done
+median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p)
+echo "BENCH name=frameworks_pytorch_wall value=$median unit=s baseline=budget_60s baseline_value=60 ratio=$(awk -v a="$median" 'BEGIN { printf "%.4f", a / 60 }') cold_value=${times[0]} cold_ratio=$(awk -v a="${times[0]}" 'BEGIN { printf "%.4f", a / 60 }')"
