@@ -16,19 +16,12 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "bench/frameworks.sh: SKIP: /usr/bin/python3 cannot import torch (python3-torch: run ci/install-deps)" >&2
   exit 0
 fi
-fl=build/bin/faultline
+. bench/suite.bash
 out=$(mktemp -d /tmp/fl-bench-fw.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 times=()
 for round in 1 2 3; do
-  start=$(date +%s%N)
-  if ! $fl run -q --no-db --out "$out/o$round" scenarios/frameworks/pytorch >"$out/round$round.txt" 2>&1; then
-    echo "bench/frameworks.sh: the suite failed in round $round:" >&2
-    tail -n 30 "$out/round$round.txt" >&2
-    exit 1
-  fi
-  end=$(date +%s%N)
-  times+=("$(awk -v ns=$((end - start)) 'BEGIN { printf "%.3f", ns / 1e9 }')")
+  times+=("$(suite_seconds bench/frameworks.sh "$out" "round$round" --no-db scenarios/frameworks/pytorch)")
 done
-median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p)
+median=$(median3 "${times[@]}")
 echo "BENCH name=frameworks_pytorch_wall value=$median unit=s baseline=budget_60s baseline_value=60 ratio=$(awk -v a="$median" 'BEGIN { printf "%.4f", a / 60 }') cold_value=${times[0]} cold_ratio=$(awk -v a="${times[0]}" 'BEGIN { printf "%.4f", a / 60 }')"

@@ -12,20 +12,13 @@
 # Prints: BENCH name=seed_suite_wall value=S unit=s baseline=budget_60s baseline_value=60 ratio=R
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fl=build/bin/faultline
+. bench/suite.bash
 out=$(mktemp -d /tmp/fl-bench-seeds.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 times=()
 for round in 1 2 3; do
-  start=$(date +%s%N)
-  if ! $fl run -q --db "$out/fl.db" --out "$out" scenarios/seeds >"$out/round$round.txt" 2>&1; then
-    echo "bench/seeds.sh: the seed suite failed in round $round:" >&2
-    tail -n 30 "$out/round$round.txt" >&2
-    exit 1
-  fi
-  end=$(date +%s%N)
-  times+=("$(awk -v ns=$((end - start)) 'BEGIN { printf "%.3f", ns / 1e9 }')")
+  times+=("$(suite_seconds bench/seeds.sh "$out" "round$round" --db "$out/fl.db" scenarios/seeds)")
 done
-median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n 2p)
+median=$(median3 "${times[@]}")
 ratio=$(awk -v a="$median" 'BEGIN { printf "%.4f", a / 60 }')
 echo "BENCH name=seed_suite_wall value=$median unit=s baseline=budget_60s baseline_value=60 ratio=$ratio"

@@ -9,30 +9,17 @@
 #         BENCH name=fusedisk_seed_suite_first ... (the first round of each)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fl=build/bin/faultline
+. bench/suite.bash
 out=$(mktemp -d /tmp/fl-bench-seeds-fs.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 plain=() fs=()
-one() { # one round: $1 = label, rest = options; prints seconds
-  local label=$1
-  shift
-  local start end
-  start=$(date +%s%N)
-  if ! $fl run -q "$@" --db "$out/$label.db" --out "$out/$label" scenarios/seeds \
-    >"$out/$label.txt" 2>&1; then
-    echo "bench/seeds_fs.sh: the seed suite failed ($label):" >&2
-    tail -n 30 "$out/$label.txt" >&2
-    exit 1
-  fi
-  end=$(date +%s%N)
-  awk -v ns=$((end - start)) 'BEGIN { printf "%.3f", ns / 1e9 }'
-}
 for round in 1 2 3; do
-  plain+=("$(one "plain$round")")
-  fs+=("$(one "fs$round" --disk-fs)")
+  plain+=("$(suite_seconds bench/seeds_fs.sh "$out" "plain$round" --db "$out/plain$round.db" \
+    scenarios/seeds)")
+  fs+=("$(suite_seconds bench/seeds_fs.sh "$out" "fs$round" --db "$out/fs$round.db" --disk-fs \
+    scenarios/seeds)")
 done
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
-mp=$(median "${plain[@]}")
-mf=$(median "${fs[@]}")
+mp=$(median3 "${plain[@]}")
+mf=$(median3 "${fs[@]}")
 echo "BENCH name=fusedisk_seed_suite value=$mf unit=s baseline=seed_suite_plain baseline_value=$mp ratio=$(awk -v a="$mf" -v b="$mp" 'BEGIN { printf "%.4f", a / b }')"
 echo "BENCH name=fusedisk_seed_suite_first value=${fs[0]} unit=s baseline=seed_suite_plain_first baseline_value=${plain[0]} ratio=$(awk -v a="${fs[0]}" -v b="${plain[0]}" 'BEGIN { printf "%.4f", a / b }')"

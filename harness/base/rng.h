@@ -26,4 +26,14 @@ static inline uint64_t fl_splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* FNV-1a of a string: a seed mixed with it gives a stream of the string's
+ * own (a file's path, a host's name). */
+static inline uint64_t fl_str_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+    return h;
+}
+
 #endif

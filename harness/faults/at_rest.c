@@ -42,14 +42,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-    return h;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -140,7 +132,7 @@ static int at_rest_apply(struct fl_run *r, struct fault_rt *fr, char *detail, si
             fl_text_add(detail, dlen, " (empty)");
         } else if (corrupt) {
             uint64_t seed =
-                r->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ str_hash(rel);
+                r->seed ^ ((uint64_t)(fr->index + 1) * 0xd1b54a32d192ed03ULL) ^ fl_str_hash(rel);
             rc = corrupt_file(r, a->host, st.st_ino, fd, size, rest->bytes, seed, detail, dlen);
             if (rc < 0)
                 snprintf(err, errlen, "host %s: corrupt %s: %s", host, rel, strerror(-rc));

@@ -54,6 +54,7 @@
  */
 #include "harness/faults/durable.h"
 #include "harness/base/monoclock.h"
+#include "harness/base/rng.h"
 #include "harness/base/text.h"
 #include "harness/sys/durable_store.h"
 #include "harness/sys/rundir.h"
@@ -147,6 +148,11 @@ void fl_durable_unseen(struct fl_run *r, int host, const char *why)
         d->unseen[host] = strdup(why);
 }
 
+static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", dur(r)->dir, r->s->hosts[host].name);
+}
+
 bool fl_durable_tracks(const struct fl_run *r, int host)
 {
     return dur(r) && dur(r)->tracked[host];
@@ -158,7 +164,7 @@ void fl_durable_fs_synced(struct fl_run *r, int host, int fd)
     if (!d || !d->tracked[host])
         return;
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", d->dir, r->s->hosts[host].name);
+    store_path(r, host, path, sizeof path);
     struct fl_dstore st;
     int rc = fl_dstore_open(&st, path, d->dev[host]);
     if (rc < 0)
@@ -172,11 +178,6 @@ void fl_durable_fs_synced(struct fl_run *r, int host, int fd)
         fl_dstore_count_sync(&st);
     }
     fl_dstore_close(&st);
-}
-
-static void store_path(const struct fl_run *r, int host, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/%s", dur(r)->dir, r->s->hosts[host].name);
 }
 
 int fl_durable_baseline(struct fl_run *r, int host, char *err, size_t errlen)
@@ -622,21 +623,12 @@ static int build(const struct fl_dstore *st, int dfd, struct tree *dur, char *wh
 
 /* ---- unsynced: torn ------------------------------------------------------ */
 
-/* splitmix64 of the run's seed, the host's name and the file's path: the
- * same seed tears the same bytes. */
+/* The run's seed mixed with the host's name and the file's path: the same
+ * seed tears the same bytes. */
 static uint64_t tear_draw(uint64_t seed, const char *host, const char *path)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = host; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    h = (h ^ '/') * 1099511628211ull;
-    for (const char *p = path; *p; p++)
-        h = (h ^ (uint8_t)*p) * 1099511628211ull;
-    uint64_t z = seed ^ h;
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    uint64_t x = seed ^ fl_str_hash(host) ^ (fl_str_hash(path) * 0xd1b54a32d192ed03ULL);
+    return fl_splitmix64(&x);
 }
 
 /* The length of what live (lfd, ln bytes) and durable (dfd, dn bytes; -1:

@@ -431,10 +431,7 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
         if (pass == 1 && s->hide) {
             ROOT_TRY(under_root(at, R, s->hide), STEP_ROOT_HIDE);
             ROOT_TRY(mkdir_p_in_child(at), STEP_ROOT_HIDE);
-            ROOT_TRY(s->hide_with ? fl_rs5(SYS_mount, s->hide_with, at, NULL, MS_BIND, NULL)
-                                  : fl_rs5(SYS_mount, "fl-hide", at, "tmpfs", MS_NOSUID | MS_NODEV,
-                                           "mode=755,size=1m"),
-                     STEP_ROOT_HIDE);
+            ROOT_TRY(fl_rs5(SYS_mount, s->hide_with, at, NULL, MS_BIND, NULL), STEP_ROOT_HIDE);
         }
 #define THIS_PASS(path) ((pass == 1) == (s->hide && path_under((path), s->hide)))
         if (THIS_PASS(s->workdir))

@@ -61,8 +61,8 @@ struct fl_host_spec {
     const char *root;
     const char *root_opts;
     const char *hide;
-    const char *hide_with; /* an empty directory of the host's own bound over
-                            * hide (fl_root_layer_make's), or NULL: a tmpfs */
+    const char *hide_with; /* with hide: an empty directory of the host's own
+                            * bound over it (fl_root_layer_make's) */
     const struct fl_host_bind *binds;
     size_t nbinds;
     /* false (the default): the host's tasks run in a user namespace of its

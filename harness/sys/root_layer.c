@@ -12,7 +12,6 @@
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,29 +62,8 @@ int fl_root_common_make(const char *dir, const char *hosts_file)
     }
     if (rc < 0 || !hosts_file)
         return rc;
-    snprintf(path, sizeof path, "%s/etc", dir);
-    if (mkdir(path, 0755) < 0)
-        return -errno;
     snprintf(path, sizeof path, "%s/etc/hosts", dir);
-    int in = open(hosts_file, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -errno;
-    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0) {
-        rc = -errno;
-        close(in);
-        return rc;
-    }
-    char buf[65536];
-    ssize_t n;
-    while (rc == 0 && (n = read(in, buf, sizeof buf)) != 0) {
-        if (n < 0 || write(out, buf, (size_t)n) != n)
-            rc = n < 0 ? -errno : -EIO;
-    }
-    close(in);
-    if (close(out) < 0 && rc == 0)
-        rc = -errno;
-    return rc;
+    return fl_copy_file(hosts_file, path, 0644);
 }
 
 int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mnt, size_t mntlen,

@@ -16,6 +16,21 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The database the scenarios of these tests record into. */
+static const char *test_db(void)
+{
+    static char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    return db;
+}
+
+/* `faultline run` on yaml, out of the test's directory, into test_db(). */
+static int run_yaml(char **out, const char *yaml)
+{
+    return fl_test_sh(out, "%s run --out %s/o --db %s %s 2>&1", fl_test_bin("faultline"),
+                      fl_test_dir(), test_db(), yaml);
+}
+
 /* Needs root and /dev/fuse; builds src into <test dir>/name with
  * `cc -static` (skipped without glibc's libc.a). */
 static void build_static(const char *name, const char *src)
@@ -80,13 +95,11 @@ FL_TEST_ROOT_T(faults_disk_path, fsync_eio_by_path_reaches_a_static_program, 90)
         "    w: {exit: 0, log_matches: '^during logs=EIO data=ok$'}\n"
         "    \"w:0\": {log_matches: '^healed$'}\n"
         "    o: {log_matches: '^other logs=ok data=ok$'}\n");
-    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
-                    fl_test_dir(), fl_test_dir(), yaml);
+    rc = run_yaml(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_MSG(!strstr(out, "note:"), "a note on a fault that reaches the program:\n%s", out);
     free(out);
-    char db[4200];
-    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    const char *db = test_db();
     FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind='disk' AND "
                                     "detail LIKE 'path=logs/** op=fsync errno=EIO%' AND "
                                     "healed_ms IS NOT NULL"),
@@ -142,13 +155,11 @@ FL_TEST_ROOT_T(faults_disk_path, static_program_keeps_what_it_synced_at_a_crash,
                   "  all:\n"
                   "    all: {exit: 0}\n"
                   "    h: {log_matches: '^verify: kept=K old=v1 lost=gone$'}\n");
-    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
-                    fl_test_dir(), fl_test_dir(), yaml);
+    rc = run_yaml(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_MSG(!strstr(out, "not seen"), "said its syncs are not seen:\n%s", out);
     free(out);
-    char db[4200];
-    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    const char *db = test_db();
     FL_ASSERT_EQ(
         fl_test_db_int(db, "SELECT count(*) FROM faults WHERE kind='crash_host' AND "
                            "detail = 'for=100ms unsynced=lose: 1 entry lost, 1 file rolled "
@@ -204,13 +215,11 @@ FL_TEST_ROOT_T(faults_disk_path, go_program_and_static_busybox_get_eio_by_path, 
         "expect:\n"
         "  all:\n"
         "    w: {exit: 0, log_matches: '^go logs=EIO data=ok busybox logs=fail data=ok$'}\n");
-    rc = fl_test_sh(&out, "%s run --out %s/o --db %s/fl.db %s 2>&1", fl_test_bin("faultline"),
-                    fl_test_dir(), fl_test_dir(), yaml);
+    rc = run_yaml(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_ASSERT_MSG(!strstr(out, "note:"), "a note on a fault that reaches the programs:\n%s", out);
     free(out);
-    char db[4200];
-    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    const char *db = test_db();
     out = NULL;
     fl_test_sh(&out, "sqlite3 %s \"SELECT hits FROM faults WHERE kind='disk'\"", db);
     /* busybox first (its dd lines come before the echo that runs the Go program) */
@@ -281,10 +290,8 @@ FL_TEST_ROOT_T(faults_disk_path, shared_path_fault_hits_its_host_only, 90)
                   "    x: {exit: 0, log_matches: '^a nfs=fail own=ok$'}\n"
                   "    y: {exit: 0, log_matches: '^b nfs=ok own=ok$'}\n");
     char *out;
-    char db[4200];
-    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
-    int rc = fl_test_sh(&out, "%s run --out %s/o --db %s %s 2>&1", fl_test_bin("faultline"),
-                        fl_test_dir(), db, yaml);
+    const char *db = test_db();
+    int rc = run_yaml(&out, yaml);
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     free(out);
     out = NULL;
