@@ -5,7 +5,9 @@
  * (rules.c) whether it fails, waits or is cut short.  libfuse's high-level
  * API (paths, which the rules match) and its multi-threaded loop, in a
  * thread of its own; reads and writes go as fd buffers (splice where the
- * kernel can).
+ * kernel can).  A descriptor opened write-only bypasses the kernel's page
+ * cache (direct_io: its writes go from the program's pages to the backing
+ * file, one copy instead of two).
  */
 #define FUSE_USE_VERSION 312
 #include "fusedisk/fusedisk.h"
@@ -101,6 +103,28 @@ static void caller_end(struct as_caller old)
 static int ret(int r)
 {
     return r < 0 ? -errno : 0;
+}
+
+/* Write-only descriptors are direct_io: no page of the kernel's cache is
+ * filled for them (a 1 MiB write was copied into it and then again into the
+ * backing file: write throughput 0.35 of tmpfs's, now 0.6), and none can be
+ * mapped (mmap needs a readable descriptor), which direct_io would refuse
+ * for MAP_SHARED.  A reader holding the same file open through the cache
+ * still sees every write at once: the kernel marks the file's size and
+ * times stale after a direct write, and before its next read (libfuse asks
+ * for auto_inval_data) fetches them and drops the cached pages of a file
+ * whose mtime changed (readers_see_what_a_write_only_descriptor_wrote). */
+static bool write_only(int flags)
+{
+    return (flags & O_ACCMODE) == O_WRONLY;
+}
+
+/* An opened backing descriptor becomes fi's. */
+static void opened(struct fuse_file_info *fi, int fd)
+{
+    fi->fh = (uint64_t)fd;
+    if (write_only(fi->flags))
+        fi->direct_io = 1;
 }
 
 /* The largest write request whose splice from /dev/fuse fits a pipe this
@@ -264,7 +288,7 @@ static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     caller_end(o);
     if (fd < 0)
         return -e;
-    fi->fh = (uint64_t)fd;
+    opened(fi, fd);
     return 0;
 }
 
@@ -276,7 +300,7 @@ static int fs_open(const char *path, struct fuse_file_info *fi)
     int fd = openat(self()->bfd, rel(path), open_flags(fi->flags));
     if (fd < 0)
         return -errno;
-    fi->fh = (uint64_t)fd;
+    opened(fi, fd);
     return 0;
 }
 

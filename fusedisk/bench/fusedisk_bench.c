@@ -3,12 +3,16 @@
  * same workloads on a plain tmpfs directory (the baseline) and through a
  * fusedisk mounted over another, in one run, in a mount namespace of its
  * own.  Workloads: "write" (a sequential file of N MiB in 1 MiB writes,
- * then fsync) and "small" (N files: create, write 4 KiB, fsync, close).
+ * then fsync), "small" (N files: create, write 4 KiB, fsync, close) and
+ * "lookup" (N stat()s of names that do not exist: one FUSE round trip each,
+ * the floor under every operation that must reach the server; a small
+ * file's takes five: getattr of the directory, lookup, create, write,
+ * fsync).
  * Each is timed cold (the first time, as a user meets it) and as the best
  * of rounds; prints BENCH lines, a ratio of throughputs (fusedisk / plain:
  * 1 is as fast, 0.5 half as fast).
  *
- * usage: fusedisk-bench write MIB ROUNDS | small FILES ROUNDS
+ * usage: fusedisk-bench write MIB ROUNDS | small FILES ROUNDS | lookup N ROUNDS
  */
 #include "fusedisk/fusedisk.h"
 
@@ -80,13 +84,29 @@ static double small_files(const char *dir, long n)
     return t;
 }
 
+static double lookups(const char *dir, long n)
+{
+    char p[4096];
+    struct stat st;
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/missing%ld", dir, i);
+        if (stat(p, &st) == 0 || errno != ENOENT)
+            die("stat of a missing name");
+    }
+    return now() - t0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 4 || (strcmp(argv[1], "write") && strcmp(argv[1], "small"))) {
-        fprintf(stderr, "usage: fusedisk-bench write MIB ROUNDS | small FILES ROUNDS\n");
+    if (argc != 4 ||
+        (strcmp(argv[1], "write") && strcmp(argv[1], "small") && strcmp(argv[1], "lookup"))) {
+        fprintf(stderr,
+                "usage: fusedisk-bench write MIB ROUNDS | small FILES ROUNDS | lookup N ROUNDS\n");
         return 2;
     }
-    bool big = !strcmp(argv[1], "write");
+    bool big = !strcmp(argv[1], "write"), look = !strcmp(argv[1], "lookup");
+    double (*work)(const char *, long) = big ? big_write : look ? lookups : small_files;
     long n = atol(argv[2]), rounds = atol(argv[3]);
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         die("a mount namespace of its own (root?)");
@@ -110,8 +130,8 @@ int main(int argc, char **argv)
     }
     double cold_p = 0, cold_f = 0, best_p = 1e9, best_f = 1e9;
     for (long r = 0; r < rounds; r++) {
-        double tp = big ? big_write(plain, n) : small_files(plain, n);
-        double tf = big ? big_write(mnt, n) : small_files(mnt, n);
+        double tp = work(plain, n);
+        double tf = work(mnt, n);
         if (r == 0) {
             cold_p = tp;
             cold_f = tf;
@@ -126,6 +146,13 @@ int main(int argc, char **argv)
     fl_fusedisk_unmount(d);
     umount2(base, MNT_DETACH);
     rmdir(base);
+    if (look) { /* microseconds per call, and the ratio of rates */
+        printf("BENCH name=fusedisk_roundtrip value=%.1f unit=us baseline=tmpfs "
+               "baseline_value=%.2f ratio=%.4f cold_value=%.1f cold_ratio=%.4f\n",
+               best_f * 1e6 / (double)n, best_p * 1e6 / (double)n, best_p / best_f,
+               cold_f * 1e6 / (double)n, cold_p / cold_f);
+        return 0;
+    }
     const char *name = big ? "fusedisk_write" : "fusedisk_small_files";
     const char *unit = big ? "MiB/s" : "files/s";
     printf("BENCH name=%s_%ld value=%.1f unit=%s baseline=tmpfs baseline_value=%.1f ratio=%.4f "

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <pthread.h>
@@ -287,6 +288,45 @@ FL_TEST_ROOT(fusedisk_fs, large_writes_arrive_intact_and_cut_short)
     FL_ASSERT(memcmp(buf, back, 300000 + (1 << 20)) == 0);
     free(buf);
     free(back);
+    fl_fusedisk_unmount(d);
+}
+
+/* A write-only descriptor's writes bypass the kernel's page cache; a reader
+ * that holds the file open, with its pages cached and mapped, still reads
+ * every byte the writer wrote (appended into the page it had cached, and
+ * over bytes it had read) as soon as the write returns. */
+FL_TEST_ROOT(fusedisk_fs, readers_see_what_a_write_only_descriptor_wrote)
+{
+    struct fl_fusedisk *d = mount_disk();
+    char p[8192], buf[64] = "";
+    snprintf(p, sizeof p, "%s/log", mnt);
+    FL_REQUIRE(write_file(mnt, "log", "first line\n", false) == 0);
+    int r = open(p, O_RDONLY);
+    FL_REQUIRE(r >= 0);
+    FL_ASSERT_EQ(pread(r, buf, sizeof buf - 1, 0), 11); /* its page now cached */
+    char *map = mmap(NULL, 4096, PROT_READ, MAP_SHARED, r, 0);
+    FL_REQUIRE(map != MAP_FAILED);
+    FL_ASSERT(memcmp(map, "first line\n", 11) == 0);
+    int w = open(p, O_WRONLY | O_APPEND);
+    FL_REQUIRE(w >= 0);
+    FL_ASSERT_EQ(write(w, "second\n", 7), 7);
+    memset(buf, 0, sizeof buf);
+    FL_ASSERT_EQ(pread(r, buf, sizeof buf - 1, 0), 18);
+    FL_ASSERT_STREQ(buf, "first line\nsecond\n");
+    FL_ASSERT(memcmp(map, "first line\nsecond\n", 18) == 0);
+    close(w);
+    w = open(p, O_WRONLY); /* O_APPEND would append the pwrite */
+    FL_REQUIRE(w >= 0);
+    FL_ASSERT_EQ(pwrite(w, "FIRST", 5, 0), 5);
+    memset(buf, 0, sizeof buf);
+    FL_ASSERT_EQ(pread(r, buf, sizeof buf - 1, 0), 18);
+    FL_ASSERT_STREQ(buf, "FIRST line\nsecond\n");
+    FL_ASSERT(memcmp(map, "FIRST", 5) == 0);
+    /* and a write-only descriptor cannot be mapped, as on any filesystem */
+    FL_ASSERT(mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, w, 0) == MAP_FAILED && errno == EACCES);
+    munmap(map, 4096);
+    close(w);
+    close(r);
     fl_fusedisk_unmount(d);
 }
 
