@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
@@ -72,6 +73,7 @@ enum op_kind {
     OP_ADDR,
     OP_PORT_SYNC,
     OP_DETACH,
+    OP_NEIGH,
 };
 
 struct op {
@@ -105,7 +107,9 @@ struct fl_fabric {
     ino_t home_ino, sw_ino;
     char run_id[64];
     unsigned char *attached; /* by idx, grown on demand */
-    size_t attached_cap;
+    pid_t *pids;             /* by idx, as attached[]: a process in its netns */
+    unsigned char *pinned;   /* by idx, as attached[]: fl_fabric_pin_neighbours */
+    size_t attached_cap, npinned;
     struct qentry *queue;
     size_t nq, qcap;
     struct nft_ctx *nft;
@@ -223,6 +227,25 @@ static struct nlmsghdr *nb_put_link(struct nlbatch *b, uint16_t type, uint16_t f
     ifm->ifi_index = ifindex;
     ifm->ifi_flags = up ? IFF_UP : 0;
     ifm->ifi_change = up ? IFF_UP : 0;
+    return nlh;
+}
+
+/* A permanent neighbour entry on eth0 for host peer: its address at its
+ * MAC (fabric.h: fixed per index), never resolved, never flushed. */
+static struct nlmsghdr *put_neigh(struct nlbatch *b, int peer, int q)
+{
+    struct nlmsghdr *nlh = nb_put(b, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, OP_NEIGH, q);
+    if (!nlh)
+        return NULL;
+    struct ndmsg *nd = mnl_nlmsg_put_extra_header(nlh, sizeof *nd);
+    nd->ndm_family = AF_INET;
+    nd->ndm_ifindex = FL_FABRIC_ETH0_IFINDEX;
+    nd->ndm_state = NUD_PERMANENT;
+    mnl_attr_put_u32(nlh, NDA_DST, fl_fabric_addr(peer));
+    unsigned char mac[6];
+    fl_fabric_mac(peer, mac);
+    mnl_attr_put(nlh, NDA_LLADDR, sizeof mac, mac);
+    nb_close(b, nlh);
     return nlh;
 }
 
@@ -525,6 +548,8 @@ void fl_fabric_destroy(struct fl_fabric *f)
     if (f->holder_pidfd >= 0)
         close(f->holder_pidfd);
     free(f->attached);
+    free(f->pinned);
+    free(f->pids);
     free(f->queue);
     free(f->rules);
     free(f);
@@ -585,21 +610,39 @@ static bool is_attached(const struct fl_fabric *f, int idx)
     return (size_t)idx < f->attached_cap && f->attached[idx];
 }
 
-static int set_attached(struct fl_fabric *f, int idx, bool on)
+/* attached[], pinned[] and pids[] cover idx. */
+static int grow(struct fl_fabric *f, int idx)
 {
     if ((size_t)idx >= f->attached_cap) {
-        if (!on)
-            return 0;
         size_t ncap = f->attached_cap ? f->attached_cap : 64;
         while (ncap <= (size_t)idx)
             ncap *= 2;
         unsigned char *na = realloc(f->attached, ncap);
         if (!na)
             return -ENOMEM;
-        memset(na + f->attached_cap, 0, ncap - f->attached_cap);
         f->attached = na;
+        unsigned char *np = realloc(f->pinned, ncap);
+        if (!np)
+            return -ENOMEM;
+        f->pinned = np;
+        pid_t *pp = realloc(f->pids, ncap * sizeof *pp);
+        if (!pp)
+            return -ENOMEM;
+        f->pids = pp;
+        memset(na + f->attached_cap, 0, ncap - f->attached_cap);
+        memset(np + f->attached_cap, 0, ncap - f->attached_cap);
+        memset(pp + f->attached_cap, 0, (ncap - f->attached_cap) * sizeof *pp);
         f->attached_cap = ncap;
     }
+    return 0;
+}
+
+static int set_attached(struct fl_fabric *f, int idx, bool on)
+{
+    if ((size_t)idx >= f->attached_cap && !on)
+        return 0;
+    if (grow(f, idx) < 0)
+        return -ENOMEM;
     f->attached[idx] = on;
     return 0;
 }
@@ -679,6 +722,10 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
     case OP_PORT_SYNC:
         snprintf(what, sizeof what, "RTM_GETLINK h%d (link sync) in switch netns (host %d)", idx,
                  idx);
+        break;
+    case OP_NEIGH:
+        snprintf(what, sizeof what, "RTM_NEWNEIGH (permanent) on %s of host %d in netns of pid %d",
+                 FL_FABRIC_HOST_IFNAME, idx, pid);
         break;
     case OP_ADDR:
         snprintf(what, sizeof what, "RTM_NEWADDR %s/%d on %s of host %d in netns of pid %d",
@@ -842,6 +889,7 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
             q->created = true;
             if (set_attached(f, q->idx, true) < 0)
                 goto nomem;
+            f->pids[q->idx] = q->pid;
         }
     }
     nb_free(&b);
@@ -878,6 +926,11 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         mnl_attr_put_u32(nlh, IFA_LOCAL, addr);
         mnl_attr_put_u32(nlh, IFA_ADDRESS, addr);
         nb_close(&b, nlh);
+        /* a pinned host's peers, or every peer of a pinned host */
+        for (size_t j = 0; f->npinned && j < f->attached_cap; j++)
+            if (f->attached[j] && (int)j != q->idx && (f->pinned[j] || f->pinned[q->idx]) &&
+                !put_neigh(&b, (int)j, (int)i))
+                goto nomem;
         rc = nb_run(q->sock, &b, commit_err, c);
         nb_free(&b);
         if (rc < 0) {
@@ -1307,4 +1360,125 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
     memmove(&f->rules[i], &f->rules[i + 1], (f->nrules - i - 1) * sizeof *f->rules);
     f->nrules--;
     return 0;
+}
+
+/* ---- pinned neighbours ------------------------------------------------- */
+
+struct pin_ctx {
+    int idx, in, pid;
+    char *err;
+    size_t errlen;
+    int first;
+};
+
+static void pin_err(void *vctx, const struct op *op, int e, const char *ext)
+{
+    struct pin_ctx *p = vctx;
+    (void)op;
+    if (p->first)
+        return;
+    p->first = e;
+    fl_netem_seterr(p->err, p->errlen,
+                    "fabric: RTM_NEWNEIGH (permanent, host %d) on %s of host %d in netns of pid "
+                    "%d: %s%s%s%s",
+                    p->idx, FL_FABRIC_HOST_IFNAME, p->in, p->pid, strerror(-e), ext ? " (" : "",
+                    ext ? ext : "", ext ? ")" : "");
+}
+
+/* Host in's table gets a permanent entry for idx, or (in == idx) for every
+ * other attached host: one batch in its netns.  0 also when the host is
+ * gone (its next commit pins what it needs). */
+/* A NETLINK_ROUTE socket in the netns of attached host in: the socket, 0
+ * when the host is gone, or -errno (err set). */
+static int host_socket(struct fl_fabric *f, int in, char *err, size_t errlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)f->pids[in]);
+    int nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0)
+        return errno == ENOENT || errno == ESRCH ? 0 : -errno;
+    int saved = -1, rc = ns_enter(nsfd, &saved);
+    close(nsfd);
+    if (rc < 0) {
+        fl_netem_seterr(err, errlen, "fabric: setns into netns of host %d (pid %d): %s", in,
+                        (int)f->pids[in], strerror(-rc));
+        return rc;
+    }
+    int sock = rtnl_socket();
+    ns_leave(saved);
+    if (sock < 0)
+        fl_netem_seterr(err, errlen, "fabric: netlink socket in netns of host %d (pid %d): %s", in,
+                        (int)f->pids[in], strerror(-sock));
+    return sock;
+}
+
+static int pin_in(struct fl_fabric *f, int in, int idx, char *err, size_t errlen)
+{
+    int sock = host_socket(f, in, err, errlen);
+    if (sock <= 0)
+        return sock;
+    struct nlbatch b;
+    nb_init(&b, 1);
+    int rc = 0;
+    for (size_t j = 0; j < f->attached_cap && rc == 0; j++)
+        if (f->attached[j] && (int)j != in && (in != idx ? (int)j == idx : true) &&
+            !put_neigh(&b, (int)j, -1))
+            rc = -ENOMEM;
+    struct pin_ctx c = {idx, in, (int)f->pids[in], err, errlen, 0};
+    if (rc == 0 && (rc = nb_run(sock, &b, pin_err, &c)) == 0)
+        rc = c.first;
+    else if (rc < 0 && !c.first)
+        fl_netem_seterr(err, errlen, "fabric: RTM_NEWNEIGH in netns of host %d (pid %d): %s", in,
+                        (int)f->pids[in], strerror(-rc));
+    nb_free(&b);
+    close(sock);
+    return rc;
+}
+
+int fl_fabric_pin_neighbours(struct fl_fabric *f, int host_idx, char *err, size_t errlen)
+{
+    if (!idx_ok(host_idx)) {
+        fl_netem_seterr(err, errlen, "fabric: pin neighbours of host %d: invalid host index",
+                        host_idx);
+        return -EINVAL;
+    }
+    if (grow(f, host_idx) < 0)
+        return -ENOMEM;
+    if (f->pinned[host_idx])
+        return 0;
+    f->pinned[host_idx] = 1;
+    f->npinned++;
+    int rc = 0;
+    for (size_t j = 0; j < f->attached_cap && rc == 0; j++)
+        if (f->attached[j] && f->pids[j] > 0)
+            rc = pin_in(f, (int)j, host_idx, err, errlen);
+    return rc;
+}
+
+int fl_fabric_sync_host_link(struct fl_fabric *f, int host_idx, char *err, size_t errlen)
+{
+    if (!idx_ok(host_idx) || !is_attached(f, host_idx) || f->pids[host_idx] <= 0)
+        return 0;
+    int sock = host_socket(f, host_idx, err, errlen);
+    if (sock <= 0)
+        return sock;
+    struct nlbatch b;
+    nb_init(&b, 1);
+    int rc = -ENOMEM;
+    struct nlmsghdr *nlh =
+        nb_put_link(&b, RTM_GETLINK, 0, FL_FABRIC_ETH0_IFINDEX, 0, OP_PORT_SYNC, -1);
+    if (nlh) {
+        mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+        nb_close(&b, nlh);
+        struct pin_ctx c = {host_idx, host_idx, (int)f->pids[host_idx], NULL, 0, 0};
+        rc = nb_run(sock, &b, pin_err, &c);
+    }
+    if (rc < 0)
+        fl_netem_seterr(err, errlen,
+                        "fabric: RTM_GETLINK %s (link sync) of host %d in netns of "
+                        "pid %d: %s",
+                        FL_FABRIC_HOST_IFNAME, host_idx, (int)f->pids[host_idx], strerror(-rc));
+    nb_free(&b);
+    close(sock);
+    return rc;
 }

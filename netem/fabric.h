@@ -133,6 +133,29 @@ int fl_fabric_commit(struct fl_fabric *f, char *err, size_t errlen);
  * A queued, uncommitted attach of idx is dropped too. */
 int fl_fabric_detach(struct fl_fabric *f, int host_idx, char *err, size_t errlen);
 
+/* Pins host idx's neighbours: every attached host gets a permanent
+ * neighbour entry (address -> fl_fabric_mac) for idx on its eth0, and idx
+ * one for every attached host, now and whenever one of them is attached
+ * again (commit), for the rest of the fabric's life.  Without them a link
+ * taken down loses no frame but queues them: the kernel flushes a host's
+ * dynamic entries when its carrier goes, and what it then sends waits in
+ * the neighbour's queue for ARP, to leave at once when the link comes
+ * back; and a down shorter than the ARP retry could keep a host unresolved
+ * through a whole up phase.  Pinned, nothing is ever resolved between them:
+ * what is sent into a down link is lost, and traffic resumes the moment it
+ * is up.  One netlink batch per attached host's netns (hosts that are gone
+ * are skipped); again for an idx already pinned does nothing.  idx need not
+ * be attached. */
+int fl_fabric_pin_neighbours(struct fl_fabric *f, int host_idx, char *err, size_t errlen);
+
+/* Runs the pending link-state work of host idx's eth0 now (RTM_GETLINK in
+ * its netns, as commit does for new ports): after its switch port came back
+ * up, its carrier and queue are on when this returns, instead of when the
+ * kernel's linkwatch gets to them (tens of ms later, up to a second under
+ * load), so its first frames are not dropped.  0 also when idx is not
+ * attached or its host is gone. */
+int fl_fabric_sync_host_link(struct fl_fabric *f, int host_idx, char *err, size_t errlen);
+
 /* Partition: frames between hosts of different groups are dropped, both
  * ways; hosts in no group are unaffected.  groups[g] lists group_sizes[g]
  * host indices.  Needs at least two non-empty groups; a host in two groups

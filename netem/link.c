@@ -255,7 +255,8 @@ static int htb_class_del(struct fl_links *l, int port, int cid, char *err, size_
 }
 
 /* Port admin state; going up, RTM_GETLINK runs the pending link-state work
- * at once (as fabric commit does), so the port forwards when this returns. */
+ * of the port and of the host's eth0 at once (as fabric commit does), so
+ * both forward when this returns. */
 static int port_set_up(struct fl_links *l, int port, bool up, char *err, size_t errlen)
 {
     char buf[256], ext[256];
@@ -283,6 +284,8 @@ static int port_set_up(struct fl_links *l, int port, bool up, char *err, size_t 
         mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
         /* The reply is the link; the ACK follows it.  Only the ACK matters. */
         nl_talk(l, nlh, ext, sizeof ext);
+        /* and the host's end, whose carrier just came back */
+        return fl_fabric_sync_host_link(l->f, port, err, errlen);
     }
     return 0;
 }
@@ -544,6 +547,10 @@ int fl_links_apply(struct fl_links *l, const struct fl_link_spec *s, int *id, ch
     lf->rate_bit = s->rate_bit;
     int rc = 0;
     if (s->down) {
+        /* what is sent into a down link is lost, not queued for the heal */
+        for (size_t i = 0; i < s->na; i++)
+            if ((rc = fl_fabric_pin_neighbours(l->f, s->a[i], err, errlen)) < 0)
+                return rc;
         if (!(lf->ports = malloc(s->na * sizeof *lf->ports)))
             goto nomem;
         memcpy(lf->ports, s->a, s->na * sizeof *lf->ports);

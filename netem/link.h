@@ -26,7 +26,11 @@
  *          then the queue (what it held is released at once).
  *   down   the host's switch port h<idx> administratively down (its eth0
  *          loses carrier: a pulled cable); a count per port, so two faults
- *          downing one port bring it up only when both are healed.
+ *          downing one port bring it up only when both are healed.  The
+ *          host's neighbours are pinned first (fl_fabric_pin_neighbours),
+ *          so what is sent into the cut link is lost rather than queued for
+ *          ARP and delivered at the heal, and coming up syncs both ends'
+ *          link state, so traffic resumes at once both ways.
  * Qdiscs and link states are per port: when a host restarts its port is made
  * again (fabric commit) and fl_links_port_remade puts back what the active
  * faults need; nft rules match port names and stay in force by themselves.

@@ -350,6 +350,50 @@ FL_TEST_ROOT(netem_fabric, reattach_works_for_restarted_host)
     env_down(&e);
 }
 
+/* The permanent neighbour entries in host pid's netns, as "addr mac" lines. */
+static char *permanent_neighbours(pid_t pid)
+{
+    char *out = NULL;
+    fl_test_sh(&out,
+               "nsenter -t %d -n ip -4 neigh show nud permanent dev eth0 | "
+               "awk '{print $1, $3}' | sort",
+               (int)pid);
+    return out;
+}
+
+/* Pinning host 1: every host has a permanent entry for it, it one for each
+ * of them (address -> fl_fabric_mac), and a host attached again (a fresh
+ * netns) gets its entries back at commit. */
+FL_TEST_ROOT(netem_fabric, pinned_neighbours_stay_across_reattach)
+{
+    struct env e = {0};
+    char err[256] = "";
+    env_up(&e, 3);
+    int rc = fl_fabric_pin_neighbours(e.f, 1, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "pin: %d %s", rc, err);
+    FL_ASSERT_EQ(fl_fabric_pin_neighbours(e.f, 1, err, sizeof err), 0); /* again: nothing */
+    char *n0 = permanent_neighbours(e.host[0]), *n1 = permanent_neighbours(e.host[1]);
+    FL_ASSERT_STREQ(n0, "198.18.0.2 02:46:4c:00:00:01\n");
+    FL_ASSERT_STREQ(n1, "198.18.0.1 02:46:4c:00:00:00\n198.18.0.3 02:46:4c:00:00:02\n");
+    free(n0);
+    free(n1);
+    for (int i = 1; i <= 2; i++) { /* both restart: a fresh netns each */
+        host_kill(e.host[i]);
+        e.host[i] = host_spawn();
+        FL_REQUIRE(e.host[i] > 0);
+        FL_REQUIRE_EQ(fl_fabric_attach(e.f, i, e.host[i], err, sizeof err), 0);
+    }
+    rc = fl_fabric_commit(e.f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "commit: %d %s", rc, err);
+    n1 = permanent_neighbours(e.host[1]);
+    char *n2 = permanent_neighbours(e.host[2]);
+    FL_ASSERT_STREQ(n1, "198.18.0.1 02:46:4c:00:00:00\n198.18.0.3 02:46:4c:00:00:02\n");
+    FL_ASSERT_STREQ(n2, "198.18.0.2 02:46:4c:00:00:01\n");
+    free(n1);
+    free(n2);
+    env_down(&e);
+}
+
 FL_TEST_ROOT(netem_fabric, partition_holds_across_host_restart)
 {
     /* Rules match port names, so a restarted host is still cut off. */

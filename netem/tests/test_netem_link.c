@@ -304,6 +304,103 @@ FL_TEST_ROOT_T(netem_link, down_blocks_host_until_heal, 60)
     env_down(&e);
 }
 
+/* Sends n datagrams "d" from `from` to `to` (while the link is down). */
+static void send_d(struct env *e, int from, int to, int n)
+{
+    struct sockaddr_in a = sin_of(to, 7000);
+    for (int i = 0; i < n; i++)
+        sendto(e->udp[from], "d", 1, 0, (struct sockaddr *)&a, sizeof a);
+}
+
+/* Once the link is up again: sends marker datagrams `m` from `from` to `to`,
+ * one every 5 ms, until one arrives (5 s at most).  A path keeps its order,
+ * so whatever the down phase left queued (in a neighbour's queue waiting for
+ * ARP, in a qdisc) arrives before the marker: how many "d" came first, or -1
+ * if no marker came.  Other markers (late ones of an earlier round) are
+ * skipped. */
+static int d_before_marker(struct env *e, int from, int to, char m)
+{
+    struct sockaddr_in a = sin_of(to, 7000);
+    int old = 0;
+    for (int64_t end = now_ms() + 5000; now_ms() < end;) {
+        sendto(e->udp[from], &m, 1, 0, (struct sockaddr *)&a, sizeof a);
+        struct pollfd p = {.fd = e->udp[to], .events = POLLIN};
+        if (poll(&p, 1, 5) != 1)
+            continue;
+        char c;
+        while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) == 1) {
+            if (c == m)
+                return old;
+            old += c == 'd';
+        }
+    }
+    return -1;
+}
+
+static void drain(struct env *e, int to)
+{
+    char c;
+    while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) >= 0)
+        ;
+}
+
+/* A link that is down loses what is sent into it, both ways, whether the
+ * neighbour entries were fresh or had gone stale: nothing sent while down
+ * arrives at the heal. */
+FL_TEST_ROOT_T(netem_link, down_loses_what_is_sent_while_down, 60)
+{
+    struct env e;
+    env_up(&e, 2);
+    int h[] = {1};
+    drain(&e, 0);
+    drain(&e, 1);
+    int id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 0, 0, true);
+    send_d(&e, 0, 1, 20);
+    send_d(&e, 1, 0, 20);
+    heal(&e, id);
+    FL_ASSERT_EQ(d_before_marker(&e, 0, 1, 'm'), 0);
+    FL_ASSERT_EQ(d_before_marker(&e, 1, 0, 'm'), 0);
+    env_down(&e);
+}
+
+/* A link flapping with a 200 ms period (fl_links_set_down by turns, as the
+ * harness's flap does): in every up phase traffic passes both ways within
+ * its 100 ms, and nothing sent in a down phase arrives. */
+FL_TEST_ROOT_T(netem_link, flap_200ms_follows_the_phases_both_ways, 60)
+{
+    struct env e;
+    env_up(&e, 2);
+    int h[] = {1};
+    int id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 0, 0, true);
+    char err[256];
+    int64_t worst = 0;
+    for (int round = 0; round < 5; round++) {
+        drain(&e, 0);
+        drain(&e, 1);
+        if (round) /* down for the first half period */
+            FL_REQUIRE_EQ(fl_links_set_down(e.l, id, true, err, sizeof err), 0);
+        /* the down phase: its 100 ms, a datagram each way every 10 ms */
+        for (int64_t end = now_ms() + 100; now_ms() < end;) {
+            send_d(&e, 0, 1, 1);
+            send_d(&e, 1, 0, 1);
+            struct timespec ts = {0, 10 * 1000000};
+            nanosleep(&ts, NULL);
+        }
+        FL_REQUIRE_EQ(fl_links_set_down(e.l, id, false, err, sizeof err), 0);
+        int64_t up = now_ms();
+        /* the flapping host's outbound first */
+        FL_ASSERT_EQ(d_before_marker(&e, 1, 0, (char)('A' + round)), 0);
+        FL_ASSERT_EQ(d_before_marker(&e, 0, 1, (char)('A' + round)), 0);
+        if (now_ms() - up > worst)
+            worst = now_ms() - up;
+    }
+    printf("flap 200ms: both ways through %lld ms after up at worst\n", (long long)worst);
+    FL_ASSERT_MSG(worst <= 100, "traffic resumed %lld ms after up, past the 100 ms up phase",
+                  (long long)worst);
+    heal(&e, id);
+    env_down(&e);
+}
+
 /* A restarted host (new netns, same idx): its remade port gets the rate
  * class and the down state back; the loss rule needs nothing. */
 FL_TEST_ROOT_T(netem_link, port_remade_gets_class_and_down_back, 60)
