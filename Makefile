@@ -64,7 +64,7 @@ FL_LIBS   := $(LIB_HARNESS) $(LIB_REPORTS) $(LIB_NETEM) $(LIB_FUSEDISK) $(LIB_PS
 PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
-        $(O)/bin/fl-disk-probe $(O)/bin/fusedisk-bench \
+        $(O)/bin/fl-disk-probe $(O)/bin/fusedisk-bench $(O)/bin/netem-lat-bench \
         $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
 
 .PHONY: all deps check check-unit check-stress asan check-layers check-format print-layers format run bench fuzz \
@@ -130,6 +130,11 @@ $(O)/lib/fl_sync_preload.so: harness/tools/fl_sync_preload.c harness/sys/durable
 $(O)/bin/fusedisk-bench: $(O)/obj/fusedisk/bench/fusedisk_bench.o $(LIB_FUSEDISK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(O)/obj/fusedisk/bench/fusedisk_bench.o $(LIB_FUSEDISK) $(LDLIBS)
+
+# The link emulator's latency bounds (bench/netem.sh).
+$(O)/bin/netem-lat-bench: $(O)/obj/netem/bench/netem_lat_bench.o $(LIB_NETEM)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(O)/obj/netem/bench/netem_lat_bench.o $(LIB_NETEM) $(LDLIBS) -lpthread
 
 # The checkpoint library's benchmark driver (bench/bundle.sh).
 $(O)/bin/ckpt-bench: $(O)/obj/runtime/ckpt/bench/ckpt_bench.o $(LIB_CKPT)
