@@ -87,10 +87,8 @@ static long stream(int tx, int rx, long count, long interval_us, int wait_ms, in
         int64_t msg[2];
         char ctl[256];
         struct iovec iov = {msg, sizeof msg};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = ctl,
-                            .msg_controllen = sizeof ctl};
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
         if (recvmsg(rx, &mh, 0) != (ssize_t)sizeof msg)
             continue;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
@@ -175,8 +173,7 @@ int main(int argc, char **argv)
         return 1;
     }
     double bound = delay_ms + jitter_ms;
-    struct figures emu =
-        summarise(lat, stream(tx, rx, count, interval_us, (int)bound + 1000, lat));
+    struct figures emu = summarise(lat, stream(tx, rx, count, interval_us, (int)bound + 1000, lat));
     fl_links_free(l);
     fl_fabric_destroy(f);
     host_kill(host[0]);
