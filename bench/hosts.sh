@@ -8,6 +8,10 @@
 # kernel does that asynchronously after teardown; how long it took is shown
 # on stderr for every round).
 # Prints: BENCH name=hosts_up_down_N value=S unit=s baseline=ip_script_N ...
+# And the memory an idle host takes (harness and kernel: the fall of
+# MemAvailable while 256 hosts are up, over 256, smallest of 3 rounds):
+# BENCH name=host_idle_memory value=KiB ... ratio = what 1024 idle hosts
+# would take of this machine's MemTotal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fl=build/bin/faultline
@@ -17,3 +21,6 @@ for n in 16 64 256; do
   ratio=$(awk -v a="$ours" -v b="$base" 'BEGIN { printf "%.4f", a / b }')
   echo "BENCH name=hosts_up_down_$n value=$ours unit=s baseline=ip_script_$n baseline_value=$base ratio=$ratio"
 done
+read -r _ kib < <($fl _bench-hosts 256 3 mem)
+total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+awk -v k="$kib" -v t="$total" 'BEGIN { printf "BENCH name=host_idle_memory value=%d unit=KiB baseline=memtotal_per_1024_hosts baseline_value=%.0f ratio=%.4f\n", k, t / 1024, k * 1024 / t }'
