@@ -149,3 +149,57 @@ FL_TEST_ROOT_T(engine_seeds, s004_relaunch_restore, 120)
                  4);
     free(out);
 }
+
+/* The S003 layout at scale: 2 ps and 254 workers, each on a machine of its
+ * own (256 hosts), robust protocol, no fault: the job trains to the end,
+ * its chief's checkpoint verifies and restores, and all 256 tasks ran and
+ * ended as they should (the workers stopped with the chief). */
+FL_TEST_ROOT_T(engine_seeds, s003_layout_on_256_hosts_trains_to_the_end, 240)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/s003-256.yaml", fl_test_dir());
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f);
+    fputs("name: s003-256-hosts\n"
+          "hosts: [ps0, ps1",
+          f);
+    for (int w = 0; w < 254; w++)
+        fprintf(f, ", w%d", w);
+    fputs("]\ncluster:\n  ps: [ps0, ps1]\n  chief: [w0]\n  worker: [w1", f);
+    for (int w = 2; w < 254; w++)
+        fprintf(f, ", w%d", w);
+    fputs("]\n"
+          "timeout: 200s\n"
+          "run:\n"
+          "  stop_when: [chief]\n"
+          "  env:\n"
+          "    PSRT_FLAGS: >\n"
+          "      --ps_hosts={ps_hosts} --worker_hosts={chief_hosts},{worker_hosts}\n"
+          "      --train_dir=./train_logs --model=sparse_lr --optimizer=ftrl\n"
+          "      --save_checkpoint_steps=50 --max_steps=300 --checkpoint_protocol=robust\n"
+          "      --rpc_threads=pool\n"
+          "  ps: {command: '{bin}/psrt --job_name=ps --task_index={task} $PSRT_FLAGS'}\n"
+          "  chief: {command: 'exec {bin}/psrt --job_name=worker --task_index=0 $PSRT_FLAGS'}\n"
+          "  worker: {command: 'exec {bin}/psrt --job_name=worker --task_index=$(({task} + 1)) "
+          "$PSRT_FLAGS'}\n"
+          "expect:\n"
+          "  all:\n"
+          "    chief: {exit: 0, log_matches: 'training done at global step 300'}\n"
+          "    worker: {exit: any, log_not_matches: 'failed'}\n"
+          "    ps: {exit: any, log_not_matches: 'failed|Error'}\n"
+          "    checkpoint: {host: w0, dir: train_logs, verify: true, restorable: true,\n"
+          "                 latest_step: last_reported}\n",
+          f);
+    FL_REQUIRE(fclose(f) == 0);
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --out %s/out --db %s/fl.db %s 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), path);
+    FL_ASSERT_MSG(rc == 0, "faultline run of 256 hosts exited %d:\n%s", rc, out);
+    free(out);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM runs WHERE verdict = 'pass'"), 1);
+    FL_ASSERT_EQ(db_int("SELECT count(DISTINCT host) FROM processes"), 256);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM processes WHERE job = 'chief' AND exit_code = 0"), 1);
+    FL_ASSERT_EQ(db_int("SELECT count(*) FROM checks WHERE name = 'checkpoint.verify' AND "
+                        "passed = 1"),
+                 1);
+}
