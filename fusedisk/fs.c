@@ -113,7 +113,10 @@ static int ret(int r)
  * still sees every write at once: the kernel marks the file's size and
  * times stale after a direct write, and before its next read (libfuse asks
  * for auto_inval_data) fetches them and drops the cached pages of a file
- * whose mtime changed (readers_see_what_a_write_only_descriptor_wrote). */
+ * whose mtime changed (readers_see_what_a_write_only_descriptor_wrote).
+ * Not with O_SYNC or O_DSYNC: through the cache each such write comes with
+ * an fsync of the file, which the rules and fl_fusedisk_on_synced see; a
+ * direct write would come alone. */
 static bool write_only(int flags)
 {
     return (flags & O_ACCMODE) == O_WRONLY;
@@ -123,7 +126,7 @@ static bool write_only(int flags)
 static void opened(struct fuse_file_info *fi, int fd)
 {
     fi->fh = (uint64_t)fd;
-    if (write_only(fi->flags))
+    if (write_only(fi->flags) && !(fi->flags & O_DSYNC))
         fi->direct_io = 1;
 }
 
