@@ -65,7 +65,7 @@ size_t fl_report_xml_char_len(const unsigned char *p);
  * refuses as '?' and each ASCII character c that ent[c] names as ent[c]. */
 void fl_report_xml_escape(FILE *f, const char *s, const char *const ent[128]);
 
-/* The last n lines of the log at path (log_lines.c), each on one line
+/* The last n lines of the log at path (log_tail.c), each on one line
  * (control characters as spaces) and cut to FL_REPORT_TAIL_LINE_MAX
  * characters, '\n' after each; malloc'd, NULL with errno set when the file
  * cannot be read.  *more says whether the log holds lines before them.

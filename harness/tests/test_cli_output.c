@@ -199,12 +199,14 @@ FL_TEST_ROOT_T(cli_output, failed_run_evidence_in_junit_and_html, 120)
     char path[4200], want[9000];
     snprintf(path, sizeof path, "%s/o/j.xml", fl_test_dir());
     FL_REQUIRE_EQ(read_all(path, &x), 0);
-    snprintf(want, sizeof want, "\nlogs: %s\n\n--- worker:0: the last lines of %s/b.worker.0.0.log ---\n"
+    snprintf(want, sizeof want,
+             "\nlogs: %s\n\n--- worker:0: the last lines of %s/b.worker.0.0.log ---\n"
              "line 11 &lt;&amp;&gt; of worker\n",
              dir, dir);
     FL_ASSERT_CONTAINS(x, want);
     FL_ASSERT_MSG(!strstr(x, "line 10 "), "more than 20 lines in:\n%s", x);
-    FL_ASSERT_CONTAINS(x, "line 29 &lt;&amp;&gt; of worker\nctl    [31mred [0m ? ]]&gt; end</failure>");
+    FL_ASSERT_CONTAINS(
+        x, "line 29 &lt;&amp;&gt; of worker\nctl    [31mred [0m ? ]]&gt; end</failure>");
     FL_ASSERT_MSG(!strstr(x, "ps says hello"), "ps:0, stopped at the run's end, as evidence:\n%s",
                   x);
     snprintf(want, sizeof want, "<system-out>run id: ");
@@ -232,11 +234,11 @@ FL_TEST_ROOT_T(cli_output, failed_run_evidence_in_junit_and_html, 120)
     snprintf(want, sizeof want, "The run's logs: <code>%s</code>", dir);
     FL_ASSERT_CONTAINS(h, want);
     snprintf(want, sizeof want,
-             "<b>b worker:0</b> (exit 3): the last lines of <code>%s/b.worker.0.0.log</code>",
-             dir);
+             "<b>b worker:0</b> (exit 3): the last lines of <code>%s/b.worker.0.0.log</code>", dir);
     FL_ASSERT_CONTAINS(h, want);
     FL_ASSERT_CONTAINS(h, "<pre class=\"log\">line 11 &lt;&amp;&gt; of worker\n");
-    FL_ASSERT_CONTAINS(h, "line 29 &lt;&amp;&gt; of worker\nctl    [31mred [0m ? ]]&gt; end\n</pre>");
+    FL_ASSERT_CONTAINS(h,
+                       "line 29 &lt;&amp;&gt; of worker\nctl    [31mred [0m ? ]]&gt; end\n</pre>");
     FL_ASSERT_MSG(!strstr(h, "<b>a ps:0</b>"), "ps:0 shown as failing");
     free(h);
 
@@ -306,8 +308,10 @@ FL_TEST_ROOT_T(cli_output, report_keeps_command_lines_and_whole_signal_label, 12
          p = pos(h, h + p + 1, "<rect class=\"proc "))
         last_bar = p;
     FL_REQUIRE(last_bar >= 0);
-    FL_ASSERT_MSG(label > last_bar, "the SIGTERM label is drawn before a process bar (at %ld, "
-                  "last bar at %ld): the relaunch's bar hides it", label, last_bar);
+    FL_ASSERT_MSG(label > last_bar,
+                  "the SIGTERM label is drawn before a process bar (at %ld, "
+                  "last bar at %ld): the relaunch's bar hides it",
+                  label, last_bar);
     double x = -1, width = -1;
     FL_REQUIRE_EQ(sscanf(h + label, "<text class=\"pend psig\" x=\"%lf\"", &x), 1);
     const char *vb = strstr(svg, "viewBox=\"0 0 ");
