@@ -486,8 +486,9 @@ static void write_failing_logs(struct tl *t)
         if (!tail) {
             fputs("<p class=\"note\">", f);
             fl_html_putf(f,
-                         "It cannot be read: %s (a passing run's directory is removed, and "
-                         "`faultline gc --all` removes the others).",
+                         "It cannot be read: %s (the report was written on another machine, "
+                         "or the run directory was removed since: `faultline gc --all` "
+                         "removes those of runs that did not pass).",
                          strerror(e));
             fputs("</p>\n", f);
             continue;
