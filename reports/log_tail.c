@@ -42,9 +42,10 @@ char *fl_report_log_tail(const char *path, int n, bool *more)
     }
     buf[len] = 0;
     char *start = buf, *end = buf + len;
-    if (from > 0) { /* the first line read is a part of one: skip it */
+    if (from > 0) { /* the first line read is a part of one: skip it (unless
+                     * it is all there is: the end of one long line) */
         char *nl = memchr(buf, '\n', len);
-        start = nl ? nl + 1 : end;
+        start = nl && nl + 1 < end ? nl + 1 : buf;
         *more = true;
     }
     if (end > start && end[-1] == '\n')

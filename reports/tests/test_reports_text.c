@@ -383,6 +383,50 @@ FL_TEST(reports_text, junit_failure_has_failing_task_log_tail)
     free(x);
 }
 
+/* The tail of a big log: its last lines from its end only; one long line
+ * with no newline is cut, not lost; an empty log is "". */
+FL_TEST(reports_text, log_tail_of_big_and_odd_logs)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/big.log", fl_test_dir());
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f);
+    for (int i = 1; i <= 200000; i++) /* 2.5 MB */
+        fprintf(f, "line %06d\n", i);
+    fclose(f);
+    bool more;
+    char *t = fl_report_log_tail(path, 3, &more);
+    FL_REQUIRE(t);
+    FL_ASSERT_STREQ(t, "line 199998\nline 199999\nline 200000\n");
+    FL_ASSERT(more);
+    free(t);
+    f = fopen(path, "w");
+    FL_REQUIRE(f);
+    for (int i = 0; i < 100000; i++)
+        fputc('x', f);
+    fclose(f);
+    t = fl_report_log_tail(path, 20, &more);
+    FL_REQUIRE(t);
+    FL_ASSERT_EQ(fl_report_text_width(t), FL_REPORT_TAIL_LINE_MAX + 1); /* and '\n' */
+    FL_ASSERT_CONTAINS(t, "xxx...\n");
+    FL_ASSERT(more);
+    free(t);
+    f = fopen(path, "w");
+    FL_REQUIRE(f);
+    fputs("one\ntwo", f);
+    fclose(f);
+    t = fl_report_log_tail(path, 20, &more);
+    FL_ASSERT_STREQ(t, "one\ntwo\n");
+    FL_ASSERT(!more);
+    free(t);
+    fclose(fopen(path, "w"));
+    t = fl_report_log_tail(path, 20, &more);
+    FL_ASSERT_STREQ(t, "");
+    free(t);
+    snprintf(path, sizeof path, "%s/none.log", fl_test_dir());
+    FL_ASSERT(fl_report_log_tail(path, 20, &more) == NULL && errno == ENOENT);
+}
+
 /* ---- database reports --------------------------------------------------------- */
 
 struct fake_run {
