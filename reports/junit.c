@@ -4,7 +4,9 @@
  * scenario (in order of first appearance) and one <testcase> per run, named
  * by its variant.  A 'fail' run carries <failure>, anything else that is not
  * 'pass' carries <error>; the message attribute is the reason, the element's
- * text says what was expected and what was observed.
+ * text says what was expected and what was observed, where the run's logs
+ * are, and the last lines of each failing task's log: the evidence, in the
+ * CI job's own page.
  *
  * Text from scenarios and process output can hold anything, so every string
  * goes through xml_put: markup characters become entities, bytes that are not
@@ -108,6 +110,38 @@ static void count(const struct fl_report_row *r, size_t *fail, size_t *error, in
         *ms += r->duration_ms;
 }
 
+/* For each "TASK<tab>LOG" line of failing: a header naming the task and
+ * its log, then the log's last lines (or why there are none). */
+static void write_tails(FILE *f, const char *failing)
+{
+    for (const char *l = failing ? failing : ""; *l;) {
+        size_t k = strcspn(l, "\n"), tab = strcspn(l, "\t");
+        if (tab < k) {
+            char *task = strndup(l, tab), *log = strndup(l + tab + 1, k - tab - 1);
+            bool more;
+            char *tail = task && log ? fl_report_log_tail(log, FL_REPORT_LOG_TAIL, &more) : NULL;
+            fputs("\n\n--- ", f);
+            xml_put(f, task, false);
+            fputs(tail && more ? ": the last lines of " : ": ", f);
+            xml_put(f, log, false);
+            if (!tail)
+                fprintf(f, " ---\n(cannot be read: %s)", strerror(errno));
+            else if (!*tail)
+                fputs(" ---\n(empty)", f);
+            else {
+                fputs(" ---\n", f);
+                size_t tl = strlen(tail);
+                tail[tl - 1] = 0; /* the element's end follows the last line */
+                xml_put(f, tail, false);
+            }
+            free(tail);
+            free(task);
+            free(log);
+        }
+        l += k + (l[k] == '\n');
+    }
+}
+
 static void write_case(FILE *f, const struct fl_report_row *r)
 {
     const char *v = r->verdict ? r->verdict : "error";
@@ -132,6 +166,12 @@ static void write_case(FILE *f, const struct fl_report_row *r)
             fputs("\nreason: ", f);
             xml_put(f, r->reason, false);
         }
+        if (r->run_dir) {
+            fputs("\nlogs: ", f);
+            xml_put(f, r->run_dir, false);
+            fputs("/logs", f);
+        }
+        write_tails(f, r->failing);
         fprintf(f, "</%s>\n", el);
     }
     if (r->run_id || r->run_dir) {
@@ -144,7 +184,9 @@ static void write_case(FILE *f, const struct fl_report_row *r)
         if (r->run_dir) {
             fputs("run dir: ", f);
             xml_put(f, r->run_dir, false);
-            fputc('\n', f);
+            fputs("\nlogs: ", f);
+            xml_put(f, r->run_dir, false);
+            fputs("/logs\n", f);
         }
         fputs("</system-out>\n", f);
     }

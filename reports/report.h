@@ -37,11 +37,23 @@ struct fl_report_row {
     const char *reason;  /* why (the first failed check, the harness error), may be NULL */
     const char *run_id;  /* may be NULL */
     const char *run_dir; /* run directory with the logs, may be NULL (JUnit system-out) */
+    /* A run that did not pass: its failing tasks, "TASK<tab>LOG" lines
+     * (fl_engine_result.failing), whose logs' last lines the JUnit XML
+     * shows; may be NULL. */
+    const char *failing;
 };
+
+/* How many of a failing task's last log lines the JUnit XML and the HTML
+ * report show. */
+#define FL_REPORT_LOG_TAIL 20
 
 enum fl_report_color { FL_REPORT_COLOR_AUTO, FL_REPORT_COLOR_NEVER, FL_REPORT_COLOR_ALWAYS };
 /* Process-wide; default AUTO (tty and no NO_COLOR). */
 void fl_report_set_color(enum fl_report_color mode);
+/* Process-wide (`faultline run --wide`): the text tables (summary, `runs`)
+ * print every cell whole, neither cut to a column's maximum nor to the
+ * terminal's width.  Default false. */
+void fl_report_set_wide(bool wide);
 
 /*
  * One line per finished run:
@@ -55,7 +67,8 @@ void fl_report_verdict_line(FILE *out, const struct fl_report_row *row);
 /*
  * The end-of-run table: columns SCENARIO VARIANT EXPECTED OBSERVED VERDICT
  * TIME REASON, aligned (long cells truncated with "...", and narrowed to the
- * terminal's width when out is a terminal), then a totals line
+ * terminal's width when out is a terminal; neither under fl_report_set_wide),
+ * then a totals line
  *   "5 runs: 4 passed, 1 failed, 0 errors in 12.3s"   (time: sum of the runs' durations)
  * Returns 0, or -EIO when writing failed.
  */
@@ -65,9 +78,9 @@ int fl_report_summary(FILE *out, const struct fl_report_row *rows, size_t n);
  * Reproducer rows.  A scenario named sNNN-LAYOUT (scenarios/seeds/) is the
  * reproducer of seed bug SNNN in that layout.  When every row given to
  * fl_report_summary is one, its columns are SEED LAYOUT PROTOCOL EXPECTED
- * OBSERVED VERDICT TIME REASON, and OBSERVED is never cut (it holds the
- * seed's error text).  fl_report_seed_labels() splits a row: seed "S000",
- * layout = the name after "sNNN-" plus every variant term other than
+ * OBSERVED VERDICT TIME REASON, and OBSERVED has no maximum (it holds the
+ * seed's error text): whole in a file or pipe, cut only to fit a terminal.  fl_report_seed_labels()
+ * splits a row: seed "S000", layout = the name after "sNNN-" plus every variant term other than
  * protocol=V ("relaunch-ps disk=fresh"), protocol = V or "-".  Returns
  * false (buffers unspecified) when the scenario is not named so.
  */
@@ -79,9 +92,13 @@ bool fl_report_seed_labels(const struct fl_report_row *row, char *seed, size_t s
  * parent directory is created if missing): one <testsuite> per scenario (in
  * order of first appearance), one <testcase name=VARIANT classname=SCENARIO
  * time=SECONDS> per row, with <failure message=REASON> for 'fail' and <error
- * message=REASON> for 'error' (and anything else), expected/observed in the
- * element text, run id and run dir in <system-out>.  Everything is
- * XML-escaped; characters XML 1.0 cannot hold are replaced by '?'.
+ * message=REASON> for 'error' (and anything else), expected/observed/reason
+ * in the element text, then the run's log directory (RUN_DIR/logs) and,
+ * for each failing task (row->failing), the last FL_REPORT_LOG_TAIL lines
+ * of its log; run id, run dir and log directory in <system-out>.
+ * Everything is XML-escaped; characters XML 1.0 cannot hold (control
+ * characters, invalid UTF-8) are replaced by '?' (in log lines, control
+ * characters by spaces).
  */
 int fl_report_junit(const char *path, const struct fl_report_row *rows, size_t n);
 

@@ -63,7 +63,9 @@ bool fl_report_seed_labels(const struct fl_report_row *row, char *seed, size_t s
 }
 
 /* The reproducer suite's table: SEED LAYOUT PROTOCOL instead of SCENARIO
- * VARIANT, and the observed text whole (it carries the seed's error). */
+ * VARIANT, and the observed text whole (it carries the seed's error) but
+ * on a terminal, where it is cut to fit rather than wrap every row: after
+ * the other long columns, down to 60 characters (then all of them alike). */
 static int seed_summary(struct fl_report_table **tp, const struct fl_report_row *rows, size_t n)
 {
     static const struct fl_report_col cols[] = {
@@ -71,7 +73,7 @@ static int seed_summary(struct fl_report_table **tp, const struct fl_report_row 
         {.title = "LAYOUT", .max_width = 40, .min_width = 16},
         {.title = "PROTOCOL"},
         {.title = "EXPECTED", .max_width = 36, .min_width = 16},
-        {.title = "OBSERVED"},
+        {.title = "OBSERVED", .fit = true, .min_width = 60},
         {.title = "VERDICT", .verdict = true},
         {.title = "TIME", .right = true},
         {.title = "REASON", .max_width = 60},

@@ -3,9 +3,11 @@
  * `faultline runs`, verdict history), and the small formatting helpers they
  * share: durations, one-line truncation, verdict colours.
  *
- * A table collects its cells first (copies, already cut to the column's
- * maximum width and made single-line), then prints with each column as wide
- * as its widest cell, two spaces between columns and no trailing blanks.
+ * A table collects its cells first (whole copies, made single-line), then
+ * prints with each cell cut to its column's maximum width, each column as
+ * wide as its widest cell (narrower on a terminal too narrow for them), two
+ * spaces between columns and no trailing blanks; --wide (fl_report_set_wide)
+ * cuts nothing.
  * Widths count UTF-8 characters, not bytes; colour escapes are added at print
  * time around verdict cells and never count toward a width.
  */
@@ -28,6 +30,12 @@ struct fl_report_table {
 };
 
 static enum fl_report_color color_mode = FL_REPORT_COLOR_AUTO;
+static bool wide_mode;
+
+void fl_report_set_wide(bool wide)
+{
+    wide_mode = wide;
+}
 
 void fl_report_set_color(enum fl_report_color mode)
 {
@@ -178,7 +186,7 @@ int fl_report_table_add(struct fl_report_table *t, const char *const *cells)
                 free(row[i]);
             return -ENOMEM;
         }
-        fl_report_one_line(s, (size_t)t->cols[i].max_width, b, len);
+        fl_report_one_line(s, 0, b, len);
         row[i] = b;
     }
     t->nrows++;
@@ -196,23 +204,32 @@ static void pad(FILE *out, size_t n)
         fputc(' ', out);
 }
 
-/* Columns of the terminal out writes to, or 0 when it is not a terminal. */
-static size_t term_width(FILE *out)
+size_t fl_report_term_width(FILE *out)
 {
     struct winsize ws;
     int fd = out ? fileno(out) : -1;
-    if (fd < 0 || !isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) < 0)
+    if (fd < 0 || !isatty(fd))
+        return 0;
+    /* COLUMNS, as ls and git take it: for a terminal that reports no size
+     * (a serial console says 0) or a narrower table on purpose */
+    const char *env = getenv("COLUMNS");
+    char *end;
+    long cols = env ? strtol(env, &end, 10) : 0;
+    if (env && *env && !*end && cols > 0 && cols < 100000)
+        return (size_t)cols;
+    if (ioctl(fd, TIOCGWINSZ, &ws) < 0)
         return 0;
     return ws.ws_col;
 }
 
-/* On a terminal narrower than the table, narrows the truncatable columns
- * (those with a max_width), widest first, down to their min_width. */
 static size_t min_width(const struct fl_report_col *col)
 {
     return col->min_width > 0 ? (size_t)col->min_width : 12;
 }
 
+/* On a terminal narrower than the table, narrows the columns that may be
+ * cut (those with a max_width or fit), widest first, down to their
+ * min_width. */
 static void fit_width(const struct fl_report_table *t, size_t *w, size_t avail)
 {
     size_t total = 0;
@@ -225,7 +242,8 @@ static void fit_width(const struct fl_report_table *t, size_t *w, size_t avail)
             int widest = -1;
             for (int c = 0; c < t->ncols; c++) {
                 size_t floor = pass ? 8 : min_width(&t->cols[c]);
-                if (t->cols[c].max_width && w[c] > floor && (widest < 0 || w[c] > w[widest]))
+                bool cuttable = t->cols[c].max_width || t->cols[c].fit;
+                if (cuttable && w[c] > floor && (widest < 0 || w[c] > w[widest]))
                     widest = c;
             }
             if (widest < 0)
@@ -245,17 +263,20 @@ int fl_report_table_print(const struct fl_report_table *t, FILE *out)
     if (!w)
         return -ENOMEM;
     for (int c = 0; c < t->ncols; c++) {
+        size_t most = wide_mode ? 0 : (size_t)t->cols[c].max_width;
         w[c] = fl_report_text_width(t->cols[c].title);
         for (size_t r = 0; r < t->nrows; r++) {
             const char *cell = t->cells[r * (size_t)t->ncols + c];
             size_t cw = fl_report_text_width(cell);
+            if (most && cw > most)
+                cw = most < 4 ? 4 : most; /* fl_report_one_line's cut */
             if (cw > w[c])
                 w[c] = cw;
             if (strlen(cell) + 8 > cutlen)
                 cutlen = strlen(cell) + 8;
         }
     }
-    size_t avail = term_width(out);
+    size_t avail = wide_mode ? 0 : fl_report_term_width(out);
     if (avail)
         fit_width(t, w, avail);
     cut = malloc(cutlen + 64);

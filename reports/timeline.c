@@ -11,19 +11,23 @@
  *            from a task with no process gets its own lane): each process
  *            a bar from start to exit (green exit 0, orange other exits, red
  *            signal, grey still running at the end) with "exit N" / "SIGX"
- *            after it; the faults that name the lane's host or job:task
+ *            after it (drawn over every bar, so that a relaunch right after
+ *            does not hide it); the faults that name the lane's host or job:task
  *            shaded over it; events as marks (sync points filled diamonds);
  *            under each process's bar, its log lines by the time they
  *            arrived (log_lines.c), while its log is kept
  *
  * Details go in <title> elements (hover tooltips, no script).  Then the
- * checks with their outcomes, the faults, the notes of the faults that
- * never fired (unfired_faults), processes and events as tables.
+ * checks with their outcomes; for a run that did not pass, where its logs
+ * are and the last lines of each failing task's log (processes.failing);
+ * the faults, the notes of the faults that never fired (unfired_faults),
+ * processes (a command as written, its lines kept) and events as tables.
  * Every database string passes through fl_html_put.  Event marks and event
  * rows are capped (MAX_EVENT_MARKS, MAX_EVENT_ROWS) so a chatty run keeps
  * the file small; the cap is said on the page.
  */
 #include "reports/html_int.h"
+#include "reports/report.h"
 #include "reports/table.h"
 
 #include <errno.h>
@@ -32,7 +36,7 @@
 
 #define LABEL_W 190.0
 #define PLOT_W 760.0
-#define RIGHT_W 70.0
+#define RIGHT_W 90.0 /* room for the longest end label, "signal 64", in bold */
 #define AXIS_H 22.0
 #define FAULT_H 18.0
 #define LANE_H 24.0
@@ -54,7 +58,8 @@ enum {
     P_CORE,
     P_LOG,
     P_GEN,
-    P_STOPPED /* stopped_at_end: the harness ended it at the run's end */
+    P_STOPPED, /* stopped_at_end: the harness ended it at the run's end */
+    P_FAILING  /* failing: the evidence of a run that did not pass */
 };
 enum { E_T, E_HOST, E_JOB, E_TASK, E_KIND, E_ATTRS, E_SYNC };
 enum { F_NO, F_IDX, F_KIND, F_TARGET, F_DETAIL, F_APPLIED, F_HEALED, F_ERROR };
@@ -348,16 +353,23 @@ static void draw_lanes(struct tl *t)
         if (fl_rows_i(p, i, P_GEN) > 0)
             fprintf(f, "<text class=\"gen\" x=\"%.1f\" y=\"%.1f\">g%lld</text>", x_of(t, s) + 2,
                     y + 5, (long long)fl_rows_i(p, i, P_GEN));
-        if (!running && strcmp(cls, "pok") && strcmp(cls, "pstop")) {
-            fprintf(f, "<text class=\"pend %s\" x=\"%.1f\" y=\"%.1f\">", cls, x_of(t, e) + 3,
-                    y + 16);
-            if (!fl_rows_null(p, i, P_SIG))
-                fputs(sig_name((int)fl_rows_i(p, i, P_SIG), b, sizeof b), f);
-            else
-                fprintf(f, "exit %lld", (long long)fl_rows_i(p, i, P_EXIT));
-            fputs("</text>", f);
-        }
         fputs("\n", f);
+    }
+    /* how each ended ("SIGTERM", "exit 1") after its bar, once every bar is
+     * drawn: a relaunch's bar starting right after would hide it */
+    for (size_t i = 0; i < p->n; i++) {
+        double y = t->lanes_y + (double)t->proc_lane[i] * LANE_H;
+        if (fl_rows_null(p, i, P_END) || fl_rows_i(p, i, P_STOPPED) ||
+            (fl_rows_null(p, i, P_SIG) && !fl_rows_i(p, i, P_EXIT)))
+            continue;
+        bool sig = !fl_rows_null(p, i, P_SIG);
+        fprintf(f, "<text class=\"pend %s\" x=\"%.1f\" y=\"%.1f\">", sig ? "psig" : "pbad",
+                x_of(t, fl_rows_i(p, i, P_END)) + 3, y + 16);
+        if (sig)
+            fputs(sig_name((int)fl_rows_i(p, i, P_SIG), b, sizeof b), f);
+        else
+            fprintf(f, "exit %lld", (long long)fl_rows_i(p, i, P_EXIT));
+        fputs("</text>\n", f);
     }
     /* faults over the lanes they hit, translucent over the processes */
     for (size_t l = 0; l < t->nlanes; l++) {
@@ -438,6 +450,56 @@ static void td_ms(FILE *f, const struct fl_rows *r, size_t i, size_t j)
     fputs("</td>", f);
 }
 
+/* A run that did not pass: where its logs are, and the last lines of the
+ * log of each failing task (processes.failing), as the JUnit XML has them. */
+static void write_failing_logs(struct tl *t)
+{
+    FILE *f = t->f;
+    const struct fl_rows *p = &t->procs;
+    bool any = false;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *log = fl_rows_s(p, i, P_LOG);
+        if (!fl_rows_i(p, i, P_FAILING) || !log)
+            continue;
+        if (!any) {
+            const char *slash = strrchr(log, '/');
+            fputs("<h4>Logs of the failing tasks</h4>\n<p class=\"meta\">The run's logs: "
+                  "<code>",
+                  f);
+            fl_html_putf(f, "%.*s", slash ? (int)(slash - log) : 0, log);
+            fputs("</code></p>\n", f);
+            any = true;
+        }
+        bool more;
+        char *tail = fl_report_log_tail(log, FL_REPORT_LOG_TAIL, &more);
+        int e = errno;
+        fputs("<p><b>", f);
+        fl_html_put(f, fl_rows_s(p, i, P_HOST));
+        if (!fl_rows_null(p, i, P_JOB))
+            fl_html_putf(f, " %s:%s", fl_rows_s(p, i, P_JOB),
+                         fl_rows_s(p, i, P_TASK) ? fl_rows_s(p, i, P_TASK) : "-");
+        fputs("</b> (", f);
+        put_outcome(f, p, i);
+        fputs(tail && more ? "): the last lines of <code>" : "): <code>", f);
+        fl_html_put(f, log);
+        fputs("</code></p>\n", f);
+        if (!tail) {
+            fputs("<p class=\"note\">", f);
+            fl_html_putf(f,
+                         "It cannot be read: %s (the report was written on another machine, "
+                         "or the run directory was removed since: `faultline gc --all` "
+                         "removes those of runs that did not pass).",
+                         strerror(e));
+            fputs("</p>\n", f);
+            continue;
+        }
+        fputs("<pre class=\"log\">", f);
+        fl_html_put(f, *tail ? tail : "(empty)\n");
+        fputs("</pre>\n", f);
+        free(tail);
+    }
+}
+
 static void write_tables(struct tl *t)
 {
     FILE *f = t->f;
@@ -463,6 +525,7 @@ static void write_tables(struct tl *t)
         }
         fputs("</table>\n", f);
     }
+    write_failing_logs(t);
     if (fr->n) {
         fprintf(f,
                 "<h4>Faults (%zu)</h4>\n<table><tr><th>#</th><th>kind</th><th>target</th>"
@@ -519,9 +582,10 @@ static void write_tables(struct tl *t)
         td_ms(f, p, i, P_END);
         fputs("<td>", f);
         put_outcome(f, p, i);
-        fputs("</td><td class=\"cmd\">", f);
+        /* as written: a multi-line command keeps its lines */
+        fputs("</td><td class=\"cmd\"><pre>", f);
         fl_html_put(f, fl_rows_s(p, i, P_CMD));
-        fputs("</td>", f);
+        fputs("</pre></td>", f);
         td(f, fl_rows_s(p, i, P_LOG));
         fputs("</tr>\n", f);
     }
@@ -561,7 +625,8 @@ int fl_html_timeline(struct sqlite3 *db, FILE *f, int64_t run, int64_t duration_
     if ((ret = fl_rows_load(db, &t.procs,
                             "SELECT proc_no, host, job, task, pid, command, started_ms, ended_ms,"
                             " exit_code, signal, core_dumped, log_path, generation,"
-                            " stopped_at_end FROM processes WHERE run = ?1 ORDER BY proc_no",
+                            " stopped_at_end, failing FROM processes WHERE run = ?1"
+                            " ORDER BY proc_no",
                             run, err, errlen)) ||
         (ret = fl_rows_load(db, &t.events,
                             "SELECT t_ms, host, job, task, kind, attrs, sync FROM events"

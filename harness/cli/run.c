@@ -2,7 +2,8 @@
  * run.c: `faultline run SCENARIO|DIR...`: every variant (or those --variant
  * picks) of every scenario, --repeat times, each through the engine and
  * recorded; a verdict line per run as it ends (with the whole reason and the
- * faults that never fired under it), then the summary table, where each
+ * faults that never fired under it), then the summary table (cut to fit a
+ * terminal, whole with --wide), where each
  * failed or kept run's logs are, and the JUnit XML and HTML report when
  * asked.  Every file, filter and path is checked before the first run, so a
  * mistake is one usage error, not a failure of every run.
@@ -45,6 +46,15 @@ const char fl_cli_run_usage[] =
     "  --html FILE         also write the HTML report with timelines of these runs\n"
     "                      (as 'faultline report' does; needs the database)\n"
     "  -q, --quiet         no progress line\n"
+    "  --wide              print the summary table whole, no cell cut\n"
+    "\n"
+    "The summary table fits a terminal: its long columns are cut with '...' to its\n"
+    "width ($COLUMNS, when set, says the width); to a file or pipe it is not narrowed\n"
+    "(but EXPECTED, REASON and the like are cut at a maximum; the reproducer table's\n"
+    "OBSERVED is whole). --wide cuts nothing; the database, the JUnit XML and the\n"
+    "HTML report hold every text whole.  For a run that did not pass, the JUnit XML\n"
+    "and the HTML report show where its logs are and the last lines of each failing\n"
+    "task's log.\n"
     "\n"
     "Under a verdict line, 'reason:' gives a failure's reason whole when the line\n"
     "cut it, and 'note:' names each fault whose trigger never came, and why, and\n"
@@ -93,14 +103,20 @@ int fl_cli_run(int argc, char **argv)
     struct fl_cli_opts c = {0};
     uint64_t repeat = 1, seed = 0;
     const char *db = NULL, *junit = NULL, *html = NULL;
-    bool no_db = false, seed_set = false, quiet = false, disk_fs = false;
-    static const struct option opts[] = {
-        {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
-        {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
-        {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
-        {"keep", no_argument, 0, 'k'},          {"disk-fs", no_argument, 0, 'F'},
-        {"junit", required_argument, 0, 'j'},   {"quiet", no_argument, 0, 'q'},
-        {"html", required_argument, 0, 'h'},    {0, 0, 0, 0}};
+    bool no_db = false, seed_set = false, quiet = false, disk_fs = false, wide = false;
+    static const struct option opts[] = {{"variant", required_argument, 0, 'v'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"repeat", required_argument, 0, 'r'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"no-db", no_argument, 0, 'D'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"keep", no_argument, 0, 'k'},
+                                         {"disk-fs", no_argument, 0, 'F'},
+                                         {"junit", required_argument, 0, 'j'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"html", required_argument, 0, 'h'},
+                                         {"wide", no_argument, 0, 'W'},
+                                         {0, 0, 0, 0}};
     int ch;
     optind = 1;
     /* Short options only where --help shows them (-q): the rest are long. */
@@ -127,6 +143,7 @@ int fl_cli_run(int argc, char **argv)
         case 'j': junit = optarg; break;
         case 'h': html = optarg; break;
         case 'q': quiet = true; break;
+        case 'W': wide = true; break;
         default: fputs(fl_cli_run_usage, stderr); return 2;
         }
     }
@@ -248,7 +265,8 @@ int fl_cli_run(int argc, char **argv)
                     .duration_ms = res->duration_ms,
                     .reason = res->reason[0] ? res->reason : NULL,
                     .run_id = res->run_id,
-                    .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL};
+                    .run_dir = strcmp(res->verdict, "pass") || c.keep ? res->run_dir : NULL,
+                    .failing = res->failing[0] ? res->failing : NULL};
                 fl_report_verdict_line(stdout, &rows[nrows]);
                 /* the verdict line cuts a long reason; nothing else on the
                  * terminal says it whole */
@@ -281,6 +299,7 @@ int fl_cli_run(int argc, char **argv)
     if (!interrupted)
         interrupted = fl_engine_take_interrupt();
     printf("\n");
+    fl_report_set_wide(wide);
     fl_report_summary(stdout, rows, nrows);
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].run_dir)

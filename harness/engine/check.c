@@ -18,6 +18,13 @@
  * any check failed or the run timed out, else pass.  Every check is recorded
  * with what was expected and observed, and the first failure becomes the
  * reason.  `expected`/`observed` of the result summarise for the table.
+ *
+ * Evidence: a run that did not pass names its failing tasks, whose logs'
+ * last lines the JUnit XML and the HTML report show (the result's
+ * `failing`, processes.failing): the tasks a failed check names, else
+ * those that exited non-zero or died of a signal other than the run's end,
+ * else every task (a timeout, a harness error, a failed file or event
+ * check); of each, its last generation.
  */
 #include "harness/engine/check_ckpt.h"
 #include "harness/engine/engine_int.h"
@@ -41,6 +48,8 @@ struct judge {
     FILE *expf, *obsf;
     int nexp, nobs;
     char more[512]; /* the checks that failed after the first: "ps:1 exit, ..." */
+    int task;       /* the task the checks being recorded are about, -1 none */
+    bool *blamed;   /* per task: a check about it failed (NULL: out of memory) */
 };
 
 /* The last non-empty line of a process's log (at most len - 1 bytes), or "". */
@@ -154,6 +163,8 @@ static void record(struct judge *j, const char *name, const char *target, bool p
                                  .line = line};
         fl_rec_check(e->r.rec, &c);
     }
+    if (!passed && j->task >= 0 && j->blamed)
+        j->blamed[j->task] = true;
     if (!passed && j->failed) {
         size_t n = strlen(j->more);
         if (n < sizeof j->more - 1)
@@ -181,6 +192,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
     fl_scn_task_name(e->r.s, task, tname, sizeof tname);
     outcome_text(e, task, out, sizeof out);
     bool ended = p && !p->running;
+    j->task = task;
     if (c->exit != FL_SCN_EXIT_UNSET) {
         bool ok;
         if (c->exit == FL_SCN_EXIT_CODE) {
@@ -235,6 +247,7 @@ static void check_task(struct judge *j, const struct fl_scn_check *c, int task)
         record(j, "log_not_matches", tname, !matched, exp, matched ? line : "none",
                c->log_not_matches.loc.line);
     }
+    j->task = -1;
 }
 
 static const char *target_name(const struct fl_scenario *s, const struct fl_scn_check *c, char *buf,
@@ -294,7 +307,9 @@ static void check_finals(struct judge *j)
             snprintf(exp, sizeof exp, "an end within its timeout (%.1f s)",
                      fin->timeout_ms / 1000.0);
             outcome_text(e, f->task, out, sizeof out);
+            j->task = f->task;
             record(j, "timeout", tname, false, exp, out, fin->loc.line);
+            j->task = -1;
         }
         bool said = false;
         for (size_t b = 0; b < s->n_expects && !said; b++) {
@@ -321,11 +336,48 @@ static void check_finals(struct judge *j)
     }
 }
 
+/* Did task t's last process end badly of itself (not stopped by the run's end)? */
+static bool ended_badly(const struct engine *e, size_t t)
+{
+    const struct proc *p = e->r.tasks[t].cur;
+    return p && !p->running && !p->stopped_at_end && (p->sig || p->exit_code != 0);
+}
+
+/* The failing tasks of a run that did not pass (see the top of the file)
+ * into res->failing, "TASK<tab>LOG" lines, and processes.failing. */
+static void name_failing(struct engine *e, const bool *blamed)
+{
+    const struct fl_scenario *s = e->r.s;
+    struct fl_engine_result *res = e->res;
+    bool any_blamed = false, any_bad = false;
+    for (size_t t = 0; t < s->n_tasks; t++) {
+        any_blamed |= blamed && blamed[t] && e->r.tasks[t].cur;
+        any_bad |= ended_badly(e, t);
+    }
+    size_t o = 0;
+    for (size_t t = 0; t < s->n_tasks; t++) {
+        const struct proc *p = e->r.tasks[t].cur;
+        if (!p || (any_blamed && !blamed[t]) || (!any_blamed && any_bad && !ended_badly(e, t)))
+            continue;
+        char tname[64];
+        fl_scn_task_name(s, (int)t, tname, sizeof tname);
+        int n = snprintf(res->failing + o, sizeof res->failing - o, "%s\t%s\n", tname, p->log_path);
+        if (n < 0 || (size_t)n >= sizeof res->failing - o) {
+            res->failing[o] = 0; /* no half line: the tasks that fit */
+            break;
+        }
+        o += (size_t)n;
+        if (e->r.rec)
+            fl_rec_proc_failing(e->r.rec, p->rec_no);
+    }
+}
+
 void fl_check_run(struct engine *e)
 {
     const struct fl_scenario *s = e->r.s;
     struct fl_engine_result *res = e->res;
-    struct judge J = {.e = e}, *j = &J;
+    struct judge J = {.e = e, .task = -1}, *j = &J;
+    j->blamed = calloc(s->n_tasks + 1, sizeof *j->blamed);
     j->expf = open_memstream(&j->exp, &j->explen);
     j->obsf = open_memstream(&j->obs, &j->obslen);
     bool any_block = false;
@@ -456,4 +508,7 @@ void fl_check_run(struct engine *e)
                 snprintf(res->reason + n, sizeof res->reason - n, "; also failed: %s", j->more);
         }
     }
+    if (strcmp(res->verdict, "pass") && e->o->shell_host < 0)
+        name_failing(e, j->blamed);
+    free(j->blamed);
 }

@@ -58,6 +58,11 @@ struct fl_engine_result {
      * fault that cannot reach a program: static or Go), one a line; "" when
      * none.  Also in runs.notes. */
     char notes[4096];
+    /* When the run did not pass, its evidence: the failing tasks (those a
+     * failed check names, else those that exited non-zero or died of a
+     * signal other than the run's end, else every task), one line each,
+     * "TASK<tab>LOG" (the log of its last process); "" when it passed. */
+    char failing[8192];
     size_t faults_armed; /* faults of the variant (0 in a shell) */
     size_t faults_fired; /* of them, those whose trigger came (applied, or failed to) */
     bool interrupted;    /* SIGINT/SIGTERM: stop every further run */

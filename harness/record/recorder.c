@@ -176,6 +176,11 @@ static const char *const migrations[] = {
     /* 8: where a fault hit, where the harness can tell (a disk fault by
      * path: each operation and path, how many times) */
     "ALTER TABLE faults ADD COLUMN hits TEXT;\n",
+
+    /* 9: the processes whose logs are a failed run's evidence (the last
+     * generation of each failing task), as the JUnit XML and the HTML
+     * report show their last lines */
+    "ALTER TABLE processes ADD COLUMN failing INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -186,6 +191,7 @@ _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION
 enum qstmt {
     Q_PROC_START,
     Q_PROC_END,
+    Q_PROC_FAILING,
     Q_EVENT,
     Q_FAULT,
     Q_FAULT_HEAL,
@@ -203,6 +209,7 @@ static const char *const qsql[Q_NSTMT] = {
                      " started_ms, log_path, generation) VALUES (?,?,?,?,?,?,?,?,?,?)",
     [Q_PROC_END] = "UPDATE processes SET ended_ms = ?3, exit_code = ?4, signal = ?5,"
                    " core_dumped = ?6, stopped_at_end = ?7 WHERE run = ?1 AND proc_no = ?2",
+    [Q_PROC_FAILING] = "UPDATE processes SET failing = 1 WHERE run = ?1 AND proc_no = ?2",
     [Q_EVENT] = "INSERT INTO events(run, t_ms, host, job, task, kind, attrs, sync)"
                 " VALUES (?,?,?,?,?,?,?,?)",
     [Q_FAULT] = "INSERT INTO faults(run, fault_no, idx, kind, target, detail, applied_ms, error)"
@@ -1255,6 +1262,16 @@ int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int e
     q_int_or_null(&b, signal, signal <= 0);
     q_int(&b, core_dumped);
     q_int(&b, stopped_at_end);
+    return q_end(&b, true);
+}
+
+int fl_rec_proc_failing(struct fl_rec_run *run, int proc_no)
+{
+    if (proc_no < 0 || proc_no >= run->next_proc)
+        return -EINVAL;
+    struct qbuild b = q_begin(run->rec, Q_PROC_FAILING);
+    q_int(&b, run->rowid);
+    q_int(&b, proc_no);
     return q_end(&b, true);
 }
 

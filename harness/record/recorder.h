@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 8
+#define FL_REC_SCHEMA_VERSION 9
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -214,6 +214,11 @@ int fl_rec_proc_start(struct fl_rec_run *run, const struct fl_rec_proc *p);
  * SIGKILL after the grace), as opposed to a fault or a crash. */
 int fl_rec_proc_end(struct fl_rec_run *run, int proc_no, int64_t ended_ms, int exit_code,
                     int signal, bool core_dumped, bool stopped_at_end);
+
+/* Marks the process as a failed run's evidence (processes.failing): the
+ * last process of a task the verdict blames, whose log's last lines the
+ * JUnit XML and the HTML report show. */
+int fl_rec_proc_failing(struct fl_rec_run *run, int proc_no);
 
 /*
  * One event from the event channel (or one the harness makes itself).  attrs

@@ -2,14 +2,18 @@
  * test_reports_seeds.c: the reproducer suite's table: rows named sNNN-LAYOUT
  * split into seed, layout (plus non-protocol variant terms) and protocol;
  * the summary switches to SEED LAYOUT PROTOCOL columns only when every row
- * is a reproducer, and never cuts OBSERVED there.
+ * is a reproducer, and cuts OBSERVED there only to fit a terminal (its
+ * width from TIOCGWINSZ, or COLUMNS), not with fl_report_set_wide.
  */
 #include "harness/tests/fl_test.h"
 #include "reports/report.h"
 
+#include <errno.h>
+#include <pty.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 FL_TEST(reports_seeds, seed_labels_split_name_and_variant)
 {
@@ -78,5 +82,88 @@ FL_TEST(reports_seeds, seed_table_columns_and_whole_observed)
     FL_REQUIRE_EQ(fl_report_summary(out, mixed, 2), 0);
     fclose(out);
     FL_ASSERT(!strncmp(s, "SCENARIO", 8));
+    free(s);
+}
+
+/* The summary printed to a pseudo-terminal cols wide (malloc'd). */
+static char *summary_on_tty(const struct fl_report_row *rows, size_t n, unsigned short cols)
+{
+    int master, slave;
+    struct winsize ws = {.ws_row = 40, .ws_col = cols};
+    if (openpty(&master, &slave, NULL, NULL, &ws) < 0)
+        FL_SKIP("no pseudo-terminal: %s", strerror(errno));
+    FILE *tty = fdopen(slave, "w");
+    FL_REQUIRE(tty);
+    FL_ASSERT_EQ(fl_report_summary(tty, rows, n), 0);
+    fclose(tty);
+    size_t cap = 65536, got = 0;
+    char *buf = malloc(cap);
+    ssize_t k;
+    while (got < cap - 1 && (k = read(master, buf + got, cap - 1 - got)) > 0)
+        got += (size_t)k; /* EIO once the slave is closed and drained */
+    buf[got] = 0;
+    close(master);
+    return buf;
+}
+
+/* Widest line of s, in characters ('\r' of the terminal's newlines not counted). */
+static size_t widest(const char *s)
+{
+    size_t most = 0, w = 0;
+    for (; *s; s++) {
+        if (*s == '\n') {
+            most = w > most ? w : most;
+            w = 0;
+        } else if (*s != '\r' && (*s & 0xc0) != 0x80) {
+            w++;
+        }
+    }
+    return w > most ? w : most;
+}
+
+FL_TEST(reports_seeds, seed_table_fits_terminal_whole_when_wide)
+{
+    char longobs[300];
+    memset(longobs, 'e', sizeof longobs - 1);
+    longobs[sizeof longobs - 1] = 0;
+    memcpy(longobs, "NotFoundError: ", 15);
+    struct fl_report_row rows[2] = {
+        {.scenario = "s001-2ps-3w",
+         .variant = "protocol=legacy",
+         .expected = "chief fails_with /NotFoundError: .*part-00000-of-00002.index/",
+         .observed = longobs,
+         .verdict = "pass",
+         .duration_ms = 100},
+        {.scenario = "s001-2ps-3w",
+         .variant = "protocol=robust",
+         .expected = "checkpoint",
+         .observed = "verified",
+         .verdict = "pass",
+         .duration_ms = 200},
+    };
+    fl_report_set_color(FL_REPORT_COLOR_NEVER);
+    unsetenv("COLUMNS");
+    char *s = summary_on_tty(rows, 2, 100);
+    FL_ASSERT_MSG(widest(s) <= 100, "a line wider than the 100-column terminal:\n%s", s);
+    FL_ASSERT(!strncmp(s, "SEED  LAYOUT  PROTOCOL  EXPECTED", 32));
+    FL_ASSERT_CONTAINS(s, "S001  2ps-3w  legacy    ");
+    FL_ASSERT_CONTAINS(s, "NotFoundError: eee");
+    FL_ASSERT_CONTAINS(s, "eee...  PASS");
+    FL_ASSERT_MSG(!strstr(s, longobs), "OBSERVED whole on a narrow terminal:\n%s", s);
+    FL_ASSERT_CONTAINS(s, "2 runs: 2 passed, 0 failed, 0 errors in 0.3s");
+    free(s);
+    /* COLUMNS says the width instead of the terminal */
+    setenv("COLUMNS", "140", 1);
+    s = summary_on_tty(rows, 2, 100);
+    FL_ASSERT_MSG(widest(s) > 100 && widest(s) <= 140, "not 140 columns wide:\n%s", s);
+    unsetenv("COLUMNS");
+    free(s);
+    /* --wide: whole on the terminal too */
+    fl_report_set_wide(true);
+    s = summary_on_tty(rows, 2, 100);
+    fl_report_set_wide(false);
+    FL_ASSERT_CONTAINS(s, longobs);
+    FL_ASSERT_CONTAINS(s, "chief fails_with /NotFoundError: .*part-00000-of-00002.index/");
+    FL_ASSERT_GT(widest(s), 300);
     free(s);
 }

@@ -295,7 +295,9 @@ FL_TEST(reports_text, junit_escaped_and_well_formed)
     FL_ASSERT_CONTAINS(x, "<error message=\"cannot create namespace: EPERM\" type=\"error\">");
     FL_ASSERT_CONTAINS(x, "observed: bad??? byte ]]&gt;");
     FL_ASSERT_CONTAINS(x, "<system-out>run id: 20261121-114203-ab12cd\n"
-                          "run dir: out/runs/20261121-114203-ab12cd\n</system-out>");
+                          "run dir: out/runs/20261121-114203-ab12cd\n"
+                          "logs: out/runs/20261121-114203-ab12cd/logs\n</system-out>");
+    FL_ASSERT_CONTAINS(x, "second line é\nlogs: out/runs/20261121-114203-ab12cd/logs</failure>");
     /* The passing testcase has no failure element. */
     const char *pass = strstr(x, "name=\"protocol=legacy\"");
     FL_REQUIRE(pass);
@@ -332,6 +334,97 @@ FL_TEST(reports_text, junit_empty_and_unwritable)
     free(o);
     snprintf(path, sizeof path, "%s/empty.xml/sub/x.xml", fl_test_dir());
     FL_ASSERT_EQ(fl_report_junit(path, rows3, 3), -ENOTDIR);
+}
+
+/* A failing task's log: its last FL_REPORT_LOG_TAIL lines go into the
+ * failure's text, escaped (markup, control characters, invalid UTF-8, a
+ * "]]>"), with the run's log directory; a log that is gone says why. */
+FL_TEST(reports_text, junit_failure_has_failing_task_log_tail)
+{
+    char dir[4096], log[4200], gone[4200], failing[9000], path[4200], *x = NULL, *o = NULL;
+    snprintf(dir, sizeof dir, "%s/runs/R1", fl_test_dir());
+    FL_REQUIRE_EQ(fl_test_sh(NULL, "mkdir -p '%s/logs'", dir), 0);
+    snprintf(log, sizeof log, "%s/logs/b.worker.0.0.log", dir);
+    snprintf(gone, sizeof gone, "%s/logs/a.ps.0.0.log", dir);
+    FILE *f = fopen(log, "w");
+    FL_REQUIRE(f);
+    for (int i = 1; i <= 30; i++)
+        fprintf(f, "line %d\n", i);
+    fputs("esc \033[31mred\033[0m bad\xff <a&b> ]]> end", f); /* no newline at the end */
+    fclose(f);
+    snprintf(failing, sizeof failing, "worker:0\t%s\nps:0\t%s\n", log, gone);
+    struct fl_report_row r = {.scenario = "ev",
+                              .verdict = "fail",
+                              .expected = "worker exit 0",
+                              .observed = "worker:0 exit 3",
+                              .reason = "worker:0: exit: expected exit 0, observed exit 3",
+                              .run_id = "R1",
+                              .run_dir = dir,
+                              .failing = failing,
+                              .duration_ms = 10};
+    snprintf(path, sizeof path, "%s/j.xml", fl_test_dir());
+    FL_REQUIRE_EQ(fl_report_junit(path, &r, 1), 0);
+    FL_REQUIRE_EQ(read_file(path, &x), 0);
+    char want[9000];
+    snprintf(want, sizeof want,
+             "\nlogs: %s/logs\n\n--- worker:0: the last lines of %s ---\nline 12\n", dir, log);
+    FL_ASSERT_CONTAINS(x, want);
+    FL_ASSERT_MSG(!strstr(x, "line 11\n"), "more than %d lines:\n%s", FL_REPORT_LOG_TAIL, x);
+    FL_ASSERT_CONTAINS(x,
+                       "line 30\nesc  [31mred [0m bad? &lt;a&amp;b&gt; ]]&gt; end\n\n--- ps:0: ");
+    snprintf(want, sizeof want,
+             "--- ps:0: %s ---\n(cannot be read: No such file or directory)</failure>", gone);
+    FL_ASSERT_CONTAINS(x, want);
+    if (fl_test_sh(NULL, "command -v xmllint >/dev/null") != 0)
+        FL_SKIP("xmllint not installed (libxml2-utils, see ci/install-deps)");
+    FL_ASSERT_EQ(fl_test_sh(&o, "xmllint --xpath 'string(//failure)' '%s'", path), 0);
+    FL_ASSERT_CONTAINS(o, "line 29\nline 30\nesc  [31mred [0m bad? <a&b> ]]> end\n");
+    free(o);
+    free(x);
+}
+
+/* The tail of a big log: its last lines from its end only; one long line
+ * with no newline is cut, not lost; an empty log is "". */
+FL_TEST(reports_text, log_tail_of_big_and_odd_logs)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/big.log", fl_test_dir());
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f);
+    for (int i = 1; i <= 200000; i++) /* 2.5 MB */
+        fprintf(f, "line %06d\n", i);
+    fclose(f);
+    bool more;
+    char *t = fl_report_log_tail(path, 3, &more);
+    FL_REQUIRE(t);
+    FL_ASSERT_STREQ(t, "line 199998\nline 199999\nline 200000\n");
+    FL_ASSERT(more);
+    free(t);
+    f = fopen(path, "w");
+    FL_REQUIRE(f);
+    for (int i = 0; i < 100000; i++)
+        fputc('x', f);
+    fclose(f);
+    t = fl_report_log_tail(path, 20, &more);
+    FL_REQUIRE(t);
+    FL_ASSERT_EQ(fl_report_text_width(t), FL_REPORT_TAIL_LINE_MAX + 1); /* and '\n' */
+    FL_ASSERT_CONTAINS(t, "xxx...\n");
+    FL_ASSERT(more);
+    free(t);
+    f = fopen(path, "w");
+    FL_REQUIRE(f);
+    fputs("one\ntwo", f);
+    fclose(f);
+    t = fl_report_log_tail(path, 20, &more);
+    FL_ASSERT_STREQ(t, "one\ntwo\n");
+    FL_ASSERT(!more);
+    free(t);
+    fclose(fopen(path, "w"));
+    t = fl_report_log_tail(path, 20, &more);
+    FL_ASSERT_STREQ(t, "");
+    free(t);
+    snprintf(path, sizeof path, "%s/none.log", fl_test_dir());
+    FL_ASSERT(fl_report_log_tail(path, 20, &more) == NULL && errno == ENOENT);
 }
 
 /* ---- database reports --------------------------------------------------------- */
