@@ -13,7 +13,13 @@
  * scenarios/frameworks/pytorch/dataloader-thread-limit, a DataLoader with
  * worker processes on a host limited in threads, whose legacy variant must
  * fail with Python's "can't start new thread" and whose fixed variant must
- * train to its target loss.  Skipped when
+ * train to its target loss.  And scenarios/frameworks/pytorch/sharded-save, a
+ * row-sharded layer checkpointed one file per shard on each rank's own disk:
+ * its legacy variant must fail in rank 0's merge with torch.load's
+ * FileNotFoundError for rank 1's shard, its nomerge variant on the restart
+ * (rank 2 on a replaced machine cannot load its shard) and in the final
+ * merge on n0, and its fixed variant must resume every rank from step 10 and
+ * end with a merged checkpoint equal to an uninterrupted run.  Skipped when
  * /usr/bin/python3 cannot import torch.  Also the Python event helper
  * itself (scenarios/frameworks/faultline_events.py) on the real channel,
  * which needs /usr/bin/python3 only.
@@ -130,6 +136,78 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_dataloader_thread_limit, 120)
     /* fixed: the trainer ended */
     FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
                        "'protocol=fixed' AND e.kind = 'train.done'"),
+                 1);
+}
+
+/* The three variants of sharded-save pass as shipped: legacy, where rank 0
+ * merges the shards it listed in its index, fails in torch.load with
+ * FileNotFoundError for rank 1's shard at the first checkpoint; nomerge
+ * saves, but after the crash at that checkpoint rank 2, on a replaced
+ * machine, cannot load its shard and the final check's merge on n0 fails as
+ * legacy's did; fixed gathers the shards on rank 0 and scatters them on
+ * restore: every rank resumes from step 10 and the final check finds the
+ * merged checkpoint of step 20 equal to an uninterrupted run. */
+FL_TEST_ROOT_T(engine_frameworks, pytorch_sharded_save, 300)
+{
+    need_torch();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/sharded-save 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "faultline run scenarios/frameworks/pytorch/sharded-save exited %d:\n%s",
+                  rc, out);
+    free(out);
+    if (rc == 2)
+        return;
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE scenario = "
+                                         "'pytorch-sharded-save' AND verdict = 'pass'"),
+                 3);
+    FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
+    /* legacy: rank 0's merge, in torch.load, for rank 1's shard */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=legacy' AND c.name = 'fails_with' AND c.target = "
+                       "'trainer:0' AND c.observed LIKE '%FileNotFoundError: [Errno 2] No such "
+                       "file or directory: ''ckpt/step-10/shard-1.pt''%'"),
+                 1);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=legacy' AND e.kind = 'save.done'"),
+                 0);
+    /* nomerge: rank 2 of the relaunched job, on the replaced n2, for its own shard */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=nomerge' AND c.name = 'fails_with' AND c.target = "
+                       "'trainer:2' AND c.observed LIKE '%FileNotFoundError: [Errno 2] No such "
+                       "file or directory: ''ckpt/step-10/shard-2.pt''%'"),
+                 1);
+    FL_ASSERT_EQ(count("processes p JOIN runs r ON r.id = p.run WHERE r.variant = "
+                       "'protocol=nomerge' AND p.job = 'trainer' AND p.task = 2 AND "
+                       "p.generation = 1 AND p.exit_code = 1"),
+                 1);
+    /* legacy and nomerge: the final merge on n0 fails the same way */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant IN "
+                       "('protocol=legacy', 'protocol=nomerge') AND c.target = 'check:0' AND "
+                       "c.name = 'fails_with' AND c.observed LIKE '%FileNotFoundError%"
+                       "ckpt/step-10/shard-1.pt%'"),
+                 2);
+    /* nomerge and fixed: the crash came at rank 0's first checkpoint, a sync point */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant IN "
+                       "('protocol=nomerge', 'protocol=fixed') AND e.kind = 'save.done' AND "
+                       "e.host = 'n0' AND e.sync = 1 AND e.attrs = 'step=10'"),
+                 2);
+    FL_ASSERT_EQ(count("faults f JOIN runs r ON r.id = f.run WHERE r.variant IN "
+                       "('protocol=nomerge', 'protocol=fixed') AND f.applied_ms IS NOT NULL"),
+                 6);
+    /* fixed: every rank of the relaunched job restored step 10 and ended */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=fixed' AND e.kind = 'restore.done' AND e.attrs = 'step=10'"),
+                 3);
+    FL_ASSERT_EQ(count("processes p JOIN runs r ON r.id = p.run WHERE r.variant = "
+                       "'protocol=fixed' AND p.job = 'trainer' AND p.generation = 1 AND "
+                       "p.exit_code = 0"),
+                 3);
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=fixed' AND c.target = 'check:0' AND c.name = 'log_matches' "
+                       "AND c.observed LIKE 'consistent: ckpt/step-20 merges 3 shards%'"),
                  1);
 }
 
