@@ -15,9 +15,9 @@
  * huge pages (fewer TLB misses), and so is the scratch a big batch is
  * partitioned into (its scatter writes 1024 places at once).
  *
- * Growth never stops the table for a full rehash (a ps's table of millions
- * of rows took hundreds of ms to double, and a training job's first steps
- * double it a dozen times): past 3/4 load a new array of twice the slots is
+ * Growth never stops the table for a full rehash (doubling 2^23 slots
+ * holding 6M rows at once took 0.8 s here, psrt bench grow; a ps's table
+ * doubles a dozen times from its first 2^16 rows): past 3/4 load a new array of twice the slots is
  * mapped (anonymous memory, zero-filled by the kernel page by page as it is
  * first touched, which is why an entry holds ~key: a zero entry is a free
  * slot, and no pass over the new array is needed before use), and the old
@@ -103,12 +103,12 @@ static void free_entries(struct psrt_entry *e, int bits)
 }
 
 /* Whether key (stored as sk = ~key) is not within its home slot s and the
- * next one; otherwise *e is its entry.  Without branches on the keys: at the table's load
- * (at most 3/4, usually about 0.6) some 85% of the keys in the table sit in
- * one of these two, and a mispredicted probe loop per lookup was about a
- * fifth of a big batch of updates.  When it returns true the caller probes
- * from s as usual (the key may be absent: a new key always gets there).
- * key must not be EMPTY. */
+ * next one; otherwise *e is its entry.  Without branches on the keys: at
+ * the table's load (at most 3/4, usually about 0.6) some 85% of the keys in
+ * the table sit in one of these two, and a mispredicted probe loop per
+ * lookup was about a fifth of a big batch of updates.  When it returns
+ * true the caller probes from s as usual (the key may be absent: a new key
+ * always gets there).  key must not be EMPTY. */
 static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t sk, struct psrt_entry **e)
 {
     uint64_t d0 = E[s].key != sk, d1 = E[s + 1].key != sk;
@@ -415,12 +415,12 @@ static int push_upsert(struct psrt_table *t, float lr, const struct supd *u, siz
 }
 
 /* Where key (stored as sk = ~key) is, or would go, among its home slot s
- * and the next: the first of the two that holds sk or is FREE; NULL when neither does (the
- * caller probes on from s + 1).  The next slot counts only when s is not
- * the last one: the sentinel past the end is no place to claim.  Without
- * branches on the keys, like not_near: at the table's load some 85% of new
- * keys find their place here, and the mispredicted probe loop was most of
- * what an insert into a cached region cost. */
+ * and the next: the first of the two that holds sk or is FREE; NULL when
+ * neither does (the caller probes on from s + 1).  The next slot counts
+ * only when s is not the last one: the sentinel past the end is no place
+ * to claim.  Without branches on the keys, like not_near: at the table's
+ * load some 85% of new keys find their place here, and the mispredicted
+ * probe loop was most of what an insert into a cached region cost. */
 static inline struct psrt_entry *near_place(struct psrt_entry *E, uint64_t s, uint64_t mask,
                                             uint64_t sk)
 {
