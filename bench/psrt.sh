@@ -19,8 +19,9 @@
 #                               only, for comparison
 #   ps_sparse_push_10m_cold     the first push of each round alone (fresh ps
 #                               tasks: tables for 2^16 rows, no memory faulted
-#                               in yet), median of the rounds, vs the warm
-#                               figure (ps_sparse_push_10m)
+#                               in yet; the driver's own split buffers are
+#                               touched before it), median of the rounds,
+#                               vs the warm figure (ps_sparse_push_10m)
 #   ps_table_grow_max_pause     the longest single insert into a ps's table
 #                               growing from 2^17 slots to 10M keys (ms; psrt
 #                               bench grow: each insert's least time over 3
