@@ -5,12 +5,30 @@
 #                               array of the same size (the memory-bound ceiling)
 #   ps_sparse_push_10m          one worker pushes 10M (uint64, float32) pairs over
 #   ps_sparse_pull_10m          2 ps on loopback (SGD applied on push), then pulls
-#                               them back (ms, median of 5) vs sending the same
-#                               bytes to the same ps tasks, discarded there.  The
-#                               push is streamed (split and sent piece by piece);
-#                               the same push split whole first and sent as one
-#                               message per ps is measured too, printed on
-#                               stderr only, for comparison
+#                               them back (ms) vs sending the same bytes to the
+#                               same ps tasks, discarded there.  5 pushes on
+#                               each of PSRT_BENCH_SPARSE_ROUNDS (default 3)
+#                               pairs of fresh ps tasks: the push figure is
+#                               the later 4 (warm: tables cleared by init,
+#                               their memory kept), the pull and transfer
+#                               figures all 5; median in each round, median
+#                               of the rounds.  The push is streamed (split
+#                               and sent piece by piece); the same push split
+#                               whole first and sent as one message per ps is
+#                               measured too (first round), printed on stderr
+#                               only, for comparison
+#   ps_sparse_push_10m_cold     the first push of each round alone (fresh ps
+#                               tasks: tables for 2^16 rows, no memory faulted
+#                               in yet; the driver's own split buffers are
+#                               touched before it), median of the rounds,
+#                               vs the warm figure (ps_sparse_push_10m)
+#   ps_table_grow_max_pause     the longest single insert into a ps's table
+#                               growing from 2^17 slots to 10M keys (ms; psrt
+#                               bench grow: each insert's least time over 3
+#                               runs, so that preemptions drop out) vs one
+#                               copy of the final entry array (256 MiB) into
+#                               fresh memory, the least a rehash of the whole
+#                               table at once would pause it
 #   ps_dense_pushpull           dense pull+push between a worker and 2 ps in two
 #                               network namespaces joined by a veth pair (Gbit/s)
 #                               vs iperf3 between the same namespaces; loopback
@@ -97,6 +115,7 @@ bench() { # name value unit baseline baseline_value
 kv() { # key line -> value
   echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
 }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # start_ps DIR TASK NPS "PREFIX" FLAGS... ; sets PORT (read from its log)
 start_ps() {
   local dir=$1 task=$2 nps=$3 prefix=$4; shift 4
@@ -127,14 +146,28 @@ line=$("$B" bench table --keys=5000000)
 bench ps_sparse_updates_per_core "$(kv update_per_s "$line")" updates_per_s \
   random_array_update "$(kv array_update_per_s "$line")"
 
-start_ps s0 0 2 "" --model=sparse_lr --optimizer=sgd; p0=$PORT
-start_ps s1 1 2 "" --model=sparse_lr --optimizer=sgd; p1=$PORT
-line=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5)
-whole=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5 --stream=0)
-echo "bench/psrt.sh: push of 10M pairs streamed $(kv push_ms "$line") ms; split whole first, then sent: $(kv push_ms "$whole") ms" >&2
-stop_all
-bench ps_sparse_push_10m "$(kv push_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
-bench ps_sparse_pull_10m "$(kv pull_ms "$line")" ms transfer_same_bytes "$(kv transfer_ms "$line")"
+# fresh ps tasks every round: its first push meets tables not grown yet
+cold=() warm=() pull=() sink=()
+for r in $(seq "${PSRT_BENCH_SPARSE_ROUNDS:-3}"); do
+  start_ps s0 0 2 "" --model=sparse_lr --optimizer=sgd; p0=$PORT
+  start_ps s1 1 2 "" --model=sparse_lr --optimizer=sgd; p1=$PORT
+  line=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5)
+  cold+=("$(kv cold_push_ms "$line")") warm+=("$(kv warm_push_ms "$line")")
+  pull+=("$(kv pull_ms "$line")") sink+=("$(kv transfer_ms "$line")")
+  echo "bench/psrt.sh: sparse round $r: first push ${cold[-1]} ms, later pushes ${warm[-1]} ms" \
+       "(median of 4), pull ${pull[-1]} ms, transfer ${sink[-1]} ms" >&2
+  if [ "$r" = 1 ]; then
+    whole=$("$B" bench sparse --ps_hosts=127.0.0.1:$p0,127.0.0.1:$p1 --pairs=10000000 --reps=5 --stream=0)
+    echo "bench/psrt.sh: push of 10M pairs streamed ${warm[-1]} ms; split whole first, then sent: $(kv push_ms "$whole") ms" >&2
+  fi
+  stop_all
+done
+bench ps_sparse_push_10m "$(median "${warm[@]}")" ms transfer_same_bytes "$(median "${sink[@]}")"
+bench ps_sparse_push_10m_cold "$(median "${cold[@]}")" ms ps_sparse_push_10m "$(median "${warm[@]}")"
+bench ps_sparse_pull_10m "$(median "${pull[@]}")" ms transfer_same_bytes "$(median "${sink[@]}")"
+line=$("$B" bench grow --keys=10000000 --runs=3)
+echo "bench/psrt.sh: table growth: $line" >&2
+bench ps_table_grow_max_pause "$(kv max_insert_ms "$line")" ms copy_whole_table "$(kv copy_table_ms "$line")"
 fi
 
 # ---- dense: two hosts -----------------------------------------------------
@@ -239,7 +272,6 @@ for r in $(seq "$rounds"); do
        "(second save $(kv second_save_s "$line") s)" >&2
 done
 best() { printf '%s\n' "$@" | sort -g | head -n 1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 mib=$(awk -v b="$(kv bytes "$line")" 'BEGIN { print b / 1048576 }')
 echo "bench/psrt.sh: robust save: best ${sv[*]} -> $(best "${sv[@]}") s (median $(median "${sv[@]}")), dd 2 GiB best $(best "${dd2[@]}") s (median $(median "${dd2[@]}")), dd 1 GiB best $(best "${dd1[@]}") s, 8 parallel O_DIRECT writers of 2 GiB best $(best "${ceil[@]}") s; ratio vs dd 1 GiB: $(awk -v a="$(best "${dd1[@]}")" -v b="$(best "${sv[@]}")" 'BEGIN { printf "%.3f", a / b }') (the disk allows at most $(awk -v a="$(best "${dd1[@]}")" -v b="$(best "${ceil[@]}")" 'BEGIN { printf "%.3f", a / b }') for 2 GiB)" >&2
 # a restore after a restart reads from the disk: drop the saved files from the

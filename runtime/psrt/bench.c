@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static const char *arg(int argc, char **argv, const char *name, const char *def)
 {
@@ -92,6 +93,77 @@ static int bench_table(int argc, char **argv)
            "array_update_per_s=%.0f\n",
            (double)n / (t1 - t0), (double)n / (tw1 - tw0), (double)n / (t3 - t2),
            (double)n / (tp1 - tp0), (double)n / (t5 - t4));
+    return 0;
+}
+
+/* ---- growth pauses ---------------------------------------------------------- */
+
+/* Keys inserted one at a time into a fresh table for 2^16 rows, as a ps's
+ * (2^17 slots; it grows 7 times on the way to 10M), each insert timed (wall clock).
+ * A preemption of this thread on a busy machine would count as the
+ * insert's pause, so the same inserts run R times, each on a fresh table
+ * (its memory faulted in again), and an insert's time is the least of its
+ * R: a preemption rarely hits the same insert in every run, while the
+ * table's own work (a growth, the slots an insert moves, the pages it
+ * touches first) is there each time.  max_insert_ms is the longest of
+ * those; max_insert_wall_ms the longest seen in any run, preemptions and
+ * all.  The baseline: one copy of the final entry array into fresh
+ * memory, the least a rehash of the whole table at once costs. */
+static int bench_grow(int argc, char **argv)
+{
+    size_t n = (size_t)atoll(arg(argc, argv, "--keys", "10000000"));
+    int runs = atoi(arg(argc, argv, "--runs", "3"));
+    float *best = malloc((n ? n : 1) * sizeof *best); /* ms */
+    if (!best || runs < 1)
+        return runs < 1 ? 2 : 1;
+    double worst_wall = 0, copy = 0, rate = 0, t0, prev;
+    int growths = 0;
+    uint64_t slots = 0;
+    for (int r = 0; r < runs; r++) {
+        struct psrt_table t;
+        if (psrt_table_init(&t, 1, 0, NULL, 1 << 16))
+            return 1;
+        const int bits0 = t.bits;
+        t0 = prev = psrt_now();
+        for (size_t i = 0; i < n; i++) {
+            float *v = psrt_table_insert(&t, psrt_mix64(i * 0x9e3779b97f4a7c15ull + 5), NULL);
+            double now = psrt_now();
+            if (!v) {
+                fprintf(stderr, "psrt bench grow: out of memory at key %zu\n", i);
+                return 1;
+            }
+            *v -= 0.1f;
+            float ms = (float)((now - prev) * 1e3);
+            best[i] = r == 0 || ms < best[i] ? ms : best[i];
+            worst_wall = now - prev > worst_wall ? now - prev : worst_wall;
+            prev = now;
+        }
+        double rr = (double)n / (psrt_now() - t0);
+        rate = rr > rate ? rr : rate;
+        growths = t.bits - bits0;
+        slots = t.mask + 1;
+        if (r == runs - 1) { /* the baseline */
+            size_t bytes = ((size_t)t.mask + 1) * sizeof(struct psrt_entry);
+            void *dst =
+                mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (dst == MAP_FAILED)
+                return 1;
+            madvise(dst, bytes, MADV_HUGEPAGE);
+            double c0 = psrt_now();
+            memcpy(dst, t.e, bytes);
+            copy = psrt_now() - c0;
+            munmap(dst, bytes);
+        }
+        psrt_table_free(&t);
+    }
+    size_t at = 0;
+    for (size_t i = 1; i < n; i++)
+        at = best[i] > best[at] ? i : at;
+    printf("keys=%zu runs=%d growths=%d slots=%llu max_insert_ms=%.3f max_insert_at=%zu "
+           "max_insert_wall_ms=%.3f insert_per_s=%.0f copy_table_ms=%.1f\n",
+           n, runs, growths, (unsigned long long)slots, n ? best[at] : 0.0, at, worst_wall * 1e3,
+           rate, copy * 1e3);
+    free(best);
     return 0;
 }
 
@@ -190,6 +262,13 @@ static int bench_sparse(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         keys[i] = psrt_mix64(i + 0xabcdef);
         g[i] = (float)(i % 7) * 0.01f;
+    }
+    /* this driver's own split buffers are touched first, so that the first
+     * push (cold_push_ms) is what a fresh ps costs, not a fresh driver */
+    for (int p = 0; p < nps; p++) {
+        memset(pk[p], 0, n * 8);
+        memset(pg[p], 0, n * 4);
+        memset(pi[p], 0, n * 4);
     }
     /* dense variables each ps holds (sparse_lr/bias on one of them) */
     size_t dense_floats[256] = {0};
@@ -318,11 +397,22 @@ static int bench_sparse(int argc, char **argv)
             bad_values += vals[i] != -bw.f.learning_rate * g[i] &&
                           vals[i] != (float)(-(double)(float)bw.f.learning_rate * g[i]);
     }
+    if (reps > 64)
+        reps = 64;
+    /* the first push met fresh ps tasks (if they were: see --help); the
+     * later ones tables cleared by init, their memory kept */
+    double cold = push_t[0], warm = 0;
+    if (reps > 1) {
+        qsort(push_t + 1, (size_t)reps - 1, sizeof(double), cmp_double);
+        warm = push_t[1 + (reps - 1) / 2];
+    }
     qsort(push_t, (size_t)reps, sizeof(double), cmp_double);
     qsort(pull_t, (size_t)reps, sizeof(double), cmp_double);
     qsort(sink_t, (size_t)reps, sizeof(double), cmp_double);
-    printf("pairs=%zu push_ms=%.1f pull_ms=%.1f transfer_ms=%.1f bad_values=%d\n", n,
-           push_t[reps / 2] * 1e3, pull_t[reps / 2] * 1e3, sink_t[reps / 2] * 1e3, bad_values);
+    printf("pairs=%zu push_ms=%.1f pull_ms=%.1f transfer_ms=%.1f cold_push_ms=%.1f "
+           "warm_push_ms=%.1f bad_values=%d\n",
+           n, push_t[reps / 2] * 1e3, pull_t[reps / 2] * 1e3, sink_t[reps / 2] * 1e3, cold * 1e3,
+           warm * 1e3, bad_values);
     return bad_values ? 1 : 0;
 }
 
@@ -461,17 +551,28 @@ static int bench_robust(int argc, char **argv)
 }
 
 static const char usage[] =
-    "usage: psrt bench table|sparse|dense|robust [--flag=value ...]\n"
+    "usage: psrt bench table|grow|sparse|dense|robust [--flag=value ...]\n"
     "\n"
     "  psrt bench table [--keys=N]                       (default 5000000)\n"
     "      one core: sparse SGD updates per second on a ps's row table\n"
     "      (existing rows), against the same number of random-access updates\n"
     "      of a plain float array (the memory-bound ceiling).\n"
+    "  psrt bench grow [--keys=N] [--runs=R]             (defaults 10000000, 3)\n"
+    "      N keys inserted one at a time into a fresh table for 2^16 rows (a\n"
+    "      ps's), each insert timed, R runs on fresh tables: the longest\n"
+    "      insert (max_insert_ms, growth work included; each insert's time\n"
+    "      the least of its R, so that preemptions drop out) against one\n"
+    "      copy of the final entry array into fresh memory (copy_table_ms,\n"
+    "      the least a whole rehash costs).\n"
     "  psrt bench sparse --ps_hosts=H:P,... [--pairs=N] [--reps=R] [--stream=1|0]\n"
     "                   (defaults 10000000 pairs, 3 reps, --stream=1)\n"
     "      one worker pushes N (uint64 key, float32 gradient) pairs spread\n"
     "      over the ps tasks (SGD applied there), then pulls the N values back\n"
     "      into the caller's order; median of R runs, each on fresh tables.\n"
+    "      Also the first push alone (cold_push_ms: on ps tasks started for\n"
+    "      this run, their tables not grown yet; this driver's own buffers\n"
+    "      are touched beforehand) and the median of the later ones\n"
+    "      (warm_push_ms: tables cleared by init, memory kept).\n"
     "      The push is streamed (psrt_worker_push_stream), or with --stream=0\n"
     "      split whole first and sent as one message per ps.\n"
     "      The ps tasks run --model=sparse_lr --optimizer=sgd.\n"
@@ -493,6 +594,7 @@ static const struct {
     const char *bench, *flags[6];
 } known[] = {
     {"table", {"--keys"}},
+    {"grow", {"--keys", "--runs"}},
     {"sparse", {"--ps_hosts", "--pairs", "--reps", "--stream"}},
     {"dense", {"--ps_hosts", "--dense_floats", "--secs"}},
     {"robust", {"--ps_hosts", "--dense_floats", "--train_dir", "--phase"}},
@@ -528,6 +630,8 @@ int psrt_bench_main(int argc, char **argv)
     psrt_log_init("bench", 0);
     if (!strcmp(argv[1], "table"))
         return bench_table(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "grow"))
+        return bench_grow(argc - 1, argv + 1);
     if (!strcmp(argv[1], "sparse"))
         return bench_sparse(argc - 1, argv + 1);
     if (!strcmp(argv[1], "dense"))

@@ -388,9 +388,10 @@ void psrt_optim_advance(const struct psrt_optim *o, struct psrt_adam_pow *pw);
 /* ---- sparse rows (table.c) ------------------------------------------------
  * Open addressing, linear probing, uint64 key -> {row, value}; width-1
  * values inline in the entry, wider values and optimizer slots in arrays
- * indexed by row. */
+ * indexed by row.  Grows without a full rehash: while old is set, its
+ * slots from omig on are still to move into e (table.c). */
 struct psrt_entry {
-    uint64_t key;
+    uint64_t key; /* ~key: 0 is a free slot */
     uint32_t row;
     float v; /* the value when width == 1 */
 };
@@ -398,6 +399,9 @@ struct psrt_table {
     struct psrt_entry *e;
     uint64_t mask; /* nslots - 1 */
     int bits;
+    struct psrt_entry *old; /* growing: the previous array (2^obits slots) */
+    int obits;
+    uint64_t omig; /* old slots [0, omig) have moved into e */
     uint64_t nrows, rowcap;
     int width, nslots_opt;
     float *val;     /* nrows * width (width > 1 only) */
@@ -409,6 +413,9 @@ struct psrt_table {
     size_t scratch_cap;
 };
 #define PSRT_TABLE_EMPTY UINT64_MAX
+/* Old slots moved into the new array per upsert while the table grows
+ * (table.c: why this many). */
+#define PSRT_TABLE_MOVE_STEP 8
 int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *slot_init,
                     uint64_t expect);
 void psrt_table_free(struct psrt_table *t);

@@ -1,7 +1,7 @@
 /*
  * table.c: the rows of a sparse variable held by one ps: uint64 key -> row,
  * open addressing with linear probing over a power-of-two array of 16-byte
- * entries {key, row, value}.  For width-1 variables (sparse_lr's weights)
+ * entries {~key, row, value}.  For width-1 variables (sparse_lr's weights)
  * the value lives in the entry itself, so an SGD update or a pull touches
  * one cache line; wider rows and the optimizer's slots live in arrays
  * indexed by row (grown by doubling).
@@ -14,11 +14,27 @@
  * (warm).  The entry array is 2 MiB aligned and advised for transparent
  * huge pages (fewer TLB misses), and so is the scratch a big batch is
  * partitioned into (its scatter writes 1024 places at once).
- * Invariants: load factor <= 3/4 (the array doubles first); every entry
- * with key != EMPTY has row < nrows; the key PSRT_TABLE_EMPTY itself lives
- * outside the array (has_empty_key).  Export sorts rows by key, so a saved
- * table does not depend on insertion history or table size: restoring and
- * saving again gives the same bytes.
+ *
+ * Growth never stops the table for a full rehash (doubling 2^23 slots
+ * holding 6M rows at once took 0.8 s here, psrt bench grow; a ps's table
+ * doubles a dozen times from its first 2^16 rows): past 3/4 load a new array of twice the slots is
+ * mapped (anonymous memory, zero-filled by the kernel page by page as it is
+ * first touched, which is why an entry holds ~key: a zero entry is a free
+ * slot, and no pass over the new array is needed before use), and the old
+ * array's slots move into it in order, MOVE_STEP of them on every later
+ * upsert, region by region in a bucketed push (each bucket's region just
+ * before its updates land there).  While old slots remain, a key is looked
+ * up in the new array, then in the old: a key sits in the new array, or in
+ * an old slot not moved yet (updated there in place and moved with its
+ * value); new keys go to the new array only.  A fresh table sized for its
+ * first big batch maps the array it needs at once.
+ * Invariants: load factor of the (new) array <= 3/4 counting every row;
+ * every entry with key != FREE has row < nrows; the key PSRT_TABLE_EMPTY
+ * (~0 = FREE) itself lives outside the array (has_empty_key); old slots
+ * [0, omig) have moved (their stale copies are never read: the new array
+ * is looked at first).  Export sorts rows by key, so a saved table does not
+ * depend on insertion history or table size: restoring and saving again
+ * gives the same bytes.
  */
 #include "runtime/psrt/psrt.h"
 
@@ -27,7 +43,14 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define PF 32 /* prefetch distance, in keys */
+#define PF 32     /* prefetch distance, in keys */
+#define FREE 0ull /* an entry's key (~key) when its slot is free */
+/* Old slots moved per upsert while the table grows: the move of all S of
+ * them ends after S / MOVE_STEP upserts, long before the new array (2S
+ * slots, entered at 3/4 S rows) reaches 3/4 load itself; each upsert moves
+ * at most this many entries (tens of ns each). */
+#define MOVE_STEP PSRT_TABLE_MOVE_STEP
+_Static_assert(MOVE_STEP >= 2, "the move must end before the new array is 3/4 full");
 
 static void *big_alloc(size_t n)
 {
@@ -41,29 +64,54 @@ static void *big_alloc(size_t n)
     return malloc(n ? n : 1);
 }
 
-/* 2^bits entries and one more past the end that always stays EMPTY, so
- * that a look at a slot and the next one (near) needs no wrap check. */
-static struct psrt_entry *alloc_entries(int bits)
+/* Bytes mapped for 2^bits entries and one more past the end that always
+ * stays FREE, so that a look at a slot and the next one (near) needs no
+ * wrap check. */
+static size_t entries_len(int bits)
 {
-    size_t n = ((size_t)1 << bits) + 1;
-    struct psrt_entry *e = big_alloc(n * sizeof *e);
-    if (!e)
-        return NULL;
-    for (size_t i = 0; i < n; i++)
-        e[i].key = PSRT_TABLE_EMPTY;
-    return e;
+    return ((((size_t)1 << bits) + 1) * sizeof(struct psrt_entry) + 4095) & ~(size_t)4095;
 }
 
-/* Whether key is not within its home slot s and the next one; otherwise
- * *e is its entry.  Without branches on the keys: at the table's load
- * (at most 3/4, usually about 0.6) some 85% of the keys in the table sit in
- * one of these two, and a mispredicted probe loop per lookup was about a
- * fifth of a big batch of updates.  When it returns true the caller probes
- * from s as usual (the key may be absent: a new key always gets there).
- * key must not be EMPTY. */
-static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key, struct psrt_entry **e)
+/* 2^bits + 1 FREE entries: an anonymous mapping, whose pages the kernel
+ * zero-fills when first touched (no pass over them here, so mapping an
+ * array of any size is a pause of microseconds), 2 MiB aligned and advised
+ * for transparent huge pages when that big. */
+static struct psrt_entry *alloc_entries(int bits)
 {
-    uint64_t d0 = E[s].key != key, d1 = E[s + 1].key != key;
+    const size_t len = entries_len(bits), huge = 2u << 20;
+    const int prot = PROT_READ | PROT_WRITE, fl = MAP_PRIVATE | MAP_ANONYMOUS;
+    if (len < huge) {
+        void *p = mmap(NULL, len, prot, fl, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    uint8_t *p = mmap(NULL, len + huge, prot, fl, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (a > p)
+        munmap(p, (size_t)(a - p));
+    if (p + len + huge > a + len)
+        munmap(a + len, (size_t)(p + len + huge - (a + len)));
+    madvise(a, len, MADV_HUGEPAGE);
+    return (struct psrt_entry *)a;
+}
+
+static void free_entries(struct psrt_entry *e, int bits)
+{
+    if (e)
+        munmap(e, entries_len(bits));
+}
+
+/* Whether key (stored as sk = ~key) is not within its home slot s and the
+ * next one; otherwise *e is its entry.  Without branches on the keys: at
+ * the table's load (at most 3/4, usually about 0.6) some 85% of the keys in
+ * the table sit in one of these two, and a mispredicted probe loop per
+ * lookup was about a fifth of a big batch of updates.  When it returns
+ * true the caller probes from s as usual (the key may be absent: a new key
+ * always gets there).  key must not be EMPTY. */
+static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t sk, struct psrt_entry **e)
+{
+    uint64_t d0 = E[s].key != sk, d1 = E[s + 1].key != sk;
     __asm__("" : "+r"(d0), "+r"(d1)); /* keep the compiler from branching on them */
     *e = &E[s + d0];
     return d0 & d1;
@@ -72,6 +120,16 @@ static inline bool not_near(struct psrt_entry *E, uint64_t s, uint64_t key, stru
 static inline uint64_t slot_of(const struct psrt_table *t, uint64_t key)
 {
     return psrt_mix64(key) >> (64 - t->bits);
+}
+
+/* Linear probing in E (mask) from slot s: the entry holding sk (~key, not
+ * FREE), or the free entry where it would go. */
+static inline struct psrt_entry *probe_in(struct psrt_entry *E, uint64_t mask, uint64_t s,
+                                          uint64_t sk)
+{
+    while (E[s].key != sk && E[s].key != FREE)
+        s = (s + 1) & mask;
+    return &E[s];
 }
 
 static int grow_rows(struct psrt_table *t, uint64_t need)
@@ -111,7 +169,7 @@ int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *sl
     int bits = 10;
     while (((uint64_t)1 << bits) * 3 < expect * 4)
         bits++;
-    t->e = alloc_entries(bits);
+    t->e = alloc_entries(bits); /* all FREE */
     if (!t->e)
         return -ENOMEM;
     t->bits = bits;
@@ -122,40 +180,99 @@ int psrt_table_init(struct psrt_table *t, int width, int nslots, const float *sl
 void psrt_table_free(struct psrt_table *t)
 {
     free(t->scratch);
-    free(t->e);
+    free_entries(t->e, t->bits);
+    free_entries(t->old, t->obits);
     free(t->val);
     free(t->slot[0]);
     free(t->slot[1]);
     memset(t, 0, sizeof *t);
 }
 
+/* Every slot FREE again, keeping the array (and its pages: the next fill
+ * of a cleared table does not fault them in again). */
 void psrt_table_clear(struct psrt_table *t)
 {
-    for (uint64_t i = 0; i <= t->mask; i++)
-        t->e[i].key = PSRT_TABLE_EMPTY;
+    free_entries(t->old, t->obits);
+    t->old = NULL;
+    memset(t->e, 0, (t->mask + 2) * sizeof *t->e);
     t->nrows = 0;
     t->has_empty_key = false;
 }
 
-static int rehash(struct psrt_table *t)
+/* ---- growth ------------------------------------------------------------- */
+
+static inline uint64_t old_slots(const struct psrt_table *t)
 {
-    struct psrt_entry *old = t->e, *ne = alloc_entries(t->bits + 1);
-    uint64_t on = t->mask + 1;
+    return (uint64_t)1 << t->obits;
+}
+
+/* Moves old slots [omig, to) into the new array (to <= old_slots); the old
+ * array goes once every slot has moved. */
+static void move_until(struct psrt_table *t, uint64_t to)
+{
+    const struct psrt_entry *O = t->old;
+    struct psrt_entry *E = t->e;
+    const uint64_t mask = t->mask;
+    for (uint64_t i = t->omig; i < to; i++) {
+        if (O[i].key == FREE)
+            continue;
+        /* not in the new array (keys enter it only when absent from both) */
+        struct psrt_entry *e = probe_in(E, mask, slot_of(t, ~O[i].key), FREE);
+        *e = O[i];
+    }
+    if (to > t->omig)
+        t->omig = to;
+    if (t->omig == old_slots(t)) {
+        free_entries(t->old, t->obits);
+        t->old = NULL;
+    }
+}
+
+/* Moves old slots up to `to` and on to the next free one: then every key
+ * whose old home slot is below `to` has moved (a key sits between its home
+ * and the next free slot), so new-array slots homed there need no look at
+ * the old array. */
+static void move_through(struct psrt_table *t, uint64_t to)
+{
+    const uint64_t on = old_slots(t);
+    while (to < on && t->old[to].key != FREE)
+        to++;
+    move_until(t, to);
+}
+
+/* Makes the array 2^bits slots (more than it has): an array holding no
+ * key is replaced at once; otherwise its slots start moving into the new
+ * one (an earlier move is finished first: not on the usual schedule, see
+ * MOVE_STEP).  0 or -ENOMEM. */
+static int grow_to(struct psrt_table *t, int bits)
+{
+    struct psrt_entry *ne = alloc_entries(bits);
     if (!ne)
         return -ENOMEM;
-    t->e = ne;
-    t->bits++;
-    t->mask = ((uint64_t)1 << t->bits) - 1;
-    for (uint64_t i = 0; i < on; i++) {
-        if (old[i].key == PSRT_TABLE_EMPTY)
-            continue;
-        uint64_t s = slot_of(t, old[i].key);
-        while (t->e[s].key != PSRT_TABLE_EMPTY)
-            s = (s + 1) & t->mask;
-        t->e[s] = old[i];
+    if (t->old)
+        move_until(t, old_slots(t));
+    if (t->nrows == (t->has_empty_key ? 1u : 0u)) {
+        free_entries(t->e, t->bits);
+    } else {
+        t->old = t->e;
+        t->obits = t->bits;
+        t->omig = 0;
     }
-    free(old);
+    t->e = ne;
+    t->bits = bits;
+    t->mask = ((uint64_t)1 << bits) - 1;
     return 0;
+}
+
+/* Room for one more row: a step of the move in progress, or a new array
+ * when this row would load the current one past 3/4.  0 or -ENOMEM. */
+static int make_room(struct psrt_table *t)
+{
+    if (t->old)
+        move_until(t, t->omig + MOVE_STEP < old_slots(t) ? t->omig + MOVE_STEP : old_slots(t));
+    if ((t->nrows + 1) * 4 <= (t->mask + 1) * 3)
+        return 0;
+    return grow_to(t, t->bits + 1);
 }
 
 static inline float *value_of(struct psrt_table *t, struct psrt_entry *e)
@@ -163,13 +280,23 @@ static inline float *value_of(struct psrt_table *t, struct psrt_entry *e)
     return t->width == 1 ? &e->v : t->val + (size_t)e->row * (size_t)t->width;
 }
 
-/* Linear probing from slot s: the entry of key (not PSRT_TABLE_EMPTY), or
- * the empty entry where it would go. */
-static inline struct psrt_entry *probe(const struct psrt_table *t, uint64_t s, uint64_t key)
+/* Linear probing in the (new) array from slot s: the entry holding sk
+ * (~key, not FREE), or the free entry where it would go. */
+static inline struct psrt_entry *probe(const struct psrt_table *t, uint64_t s, uint64_t sk)
 {
-    while (t->e[s].key != key && t->e[s].key != PSRT_TABLE_EMPTY)
-        s = (s + 1) & t->mask;
-    return &t->e[s];
+    return probe_in(t->e, t->mask, s, sk);
+}
+
+/* While the table grows: the entry of key in an old slot not moved yet, or
+ * NULL. */
+static struct psrt_entry *find_old(const struct psrt_table *t, uint64_t key)
+{
+    if (!t->old)
+        return NULL;
+    uint64_t sk = ~key;
+    struct psrt_entry *o =
+        probe_in(t->old, old_slots(t) - 1, psrt_mix64(key) >> (64 - t->obits), sk);
+    return o->key == sk ? o : NULL;
 }
 
 /* The entry of key, or NULL. */
@@ -177,8 +304,8 @@ static struct psrt_entry *find(const struct psrt_table *t, uint64_t key)
 {
     if (key == PSRT_TABLE_EMPTY)
         return t->has_empty_key ? (struct psrt_entry *)&t->empty : NULL;
-    struct psrt_entry *e = probe(t, slot_of(t, key), key);
-    return e->key == key ? e : NULL;
+    struct psrt_entry *e = probe(t, slot_of(t, key), ~key);
+    return e->key == ~key ? e : find_old(t, key);
 }
 
 int64_t psrt_table_find(const struct psrt_table *t, uint64_t key)
@@ -199,7 +326,7 @@ static struct psrt_entry *new_row(struct psrt_table *t, struct psrt_entry *e, ui
         return NULL;
     uint32_t row = (uint32_t)t->nrows++;
     size_t w = (size_t)t->width;
-    e->key = key;
+    e->key = ~key;
     e->row = row;
     e->v = 0;
     if (w > 1)
@@ -221,10 +348,12 @@ static struct psrt_entry *upsert(struct psrt_table *t, uint64_t key)
         }
         return &t->empty;
     }
-    if ((t->nrows + 1) * 4 > (t->mask + 1) * 3 && rehash(t))
+    if (make_room(t))
         return NULL;
-    struct psrt_entry *e = probe(t, slot_of(t, key), key);
-    return e->key == key ? e : new_row(t, e, key);
+    struct psrt_entry *e = probe(t, slot_of(t, key), ~key), *o;
+    if (e->key == ~key)
+        return e;
+    return (o = find_old(t, key)) ? o : new_row(t, e, key);
 }
 
 float *psrt_table_insert(struct psrt_table *t, uint64_t key, uint32_t *row)
@@ -285,19 +414,19 @@ static int push_upsert(struct psrt_table *t, float lr, const struct supd *u, siz
     return 0;
 }
 
-/* Where key is, or would go, among its home slot s and the next: the first
- * of the two that holds key or is EMPTY; NULL when neither does (the
- * caller probes on from s + 1).  The next slot counts only when s is not
- * the last one: the sentinel past the end is no place to claim.  Without
- * branches on the keys, like not_near: at the table's load some 85% of new
- * keys find their place here, and the mispredicted probe loop was most of
- * what an insert into a cached region cost. */
+/* Where key (stored as sk = ~key) is, or would go, among its home slot s
+ * and the next: the first of the two that holds sk or is FREE; NULL when
+ * neither does (the caller probes on from s + 1).  The next slot counts
+ * only when s is not the last one: the sentinel past the end is no place
+ * to claim.  Without branches on the keys, like not_near: at the table's
+ * load some 85% of new keys find their place here, and the mispredicted
+ * probe loop was most of what an insert into a cached region cost. */
 static inline struct psrt_entry *near_place(struct psrt_entry *E, uint64_t s, uint64_t mask,
-                                            uint64_t key)
+                                            uint64_t sk)
 {
     uint64_t k0 = E[s].key, k1 = E[s + 1].key;
-    uint64_t c0 = (k0 == key) | (k0 == PSRT_TABLE_EMPTY);
-    uint64_t c1 = ((k1 == key) | (k1 == PSRT_TABLE_EMPTY)) & (s < mask);
+    uint64_t c0 = (k0 == sk) | (k0 == FREE);
+    uint64_t c1 = ((k1 == sk) | (k1 == FREE)) & (s < mask);
     __asm__("" : "+r"(c0), "+r"(c1)); /* keep the compiler from branching on them */
     return c0 | c1 ? &E[s + (c0 ^ 1)] : NULL;
 }
@@ -305,7 +434,8 @@ static inline struct psrt_entry *near_place(struct psrt_entry *E, uint64_t s, ui
 /* Applies u[0..n) in order; stops (returning how many were applied) at
  * the EMPTY key or when a new row would make the table grow; (size_t)-1 on
  * ENOMEM.  pf: prefetch each update's entry ahead (the caller did not warm
- * the region u touches). */
+ * the region u touches).  The keys of u are not in the old array (the
+ * caller moved their home slots: move_through). */
 static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u, size_t n, bool pf)
 {
     struct psrt_entry *E = t->e;
@@ -316,27 +446,27 @@ static size_t apply_sorted(struct psrt_table *t, float lr, const struct supd *u,
     for (; i < n; i++) {
         if (pf && i + PF < n)
             __builtin_prefetch(&E[u[i + PF].slot], 1);
-        uint64_t key = u[i].key, s = u[i].slot;
+        uint64_t key = u[i].key, sk = ~key, s = u[i].slot;
         if (key == PSRT_TABLE_EMPTY || nrows + 1 > limit)
             break;
-        struct psrt_entry *e = near_place(E, s, mask, key);
+        struct psrt_entry *e = near_place(E, s, mask, sk);
         if (__builtin_expect(!e, 0))
             for (s = (s + 1) & mask;; s = (s + 1) & mask) {
                 e = &E[s];
-                if (e->key == key || e->key == PSRT_TABLE_EMPTY)
+                if (e->key == sk || e->key == FREE)
                     break;
             }
         if (plain) { /* new_row without branches: width 1, no slots, rows reserved */
-            uint64_t fresh = e->key == PSRT_TABLE_EMPTY;
+            uint64_t fresh = e->key == FREE;
             __asm__("" : "+r"(fresh));
             float v = fresh ? 0.0f : e->v;
             e->row = fresh ? (uint32_t)nrows : e->row;
             nrows += fresh;
-            e->key = key;
+            e->key = sk;
             e->v = v - lr * u[i].g;
             continue;
         }
-        if (e->key == PSRT_TABLE_EMPTY) {
+        if (e->key == FREE) {
             t->nrows = nrows;
             e = new_row(t, e, key);
             nrows = t->nrows;
@@ -456,6 +586,10 @@ static int push_bucketed(struct psrt_table *t, float lr, const struct psrt_kv *b
     for (size_t b = 0; b < nb; b++) {
         size_t at = fits ? b * cap : b ? start[b - 1] : 0;
         size_t m = fits ? cnt[b] : start[b] - at;
+        /* a growing table: the old slots homing this region's keys move
+         * first (then its keys are in the new array or nowhere) */
+        if (!grown && t->old)
+            move_through(t, ((b + 1) * region) >> (bits - t->obits));
         bool w = !grown && worth_warming(m, region);
         if (w)
             warm(t->e, b * region, (b + 1) * region);
@@ -499,13 +633,13 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
         for (; i < start[b]; i++) {
             if (!w && i + PF < n)
                 __builtin_prefetch(&E[u[i + PF].slot]);
-            uint64_t key = u[i].key, sl = u[i].slot;
+            uint64_t key = u[i].key, sk = ~key, sl = u[i].slot;
             struct psrt_entry *e;
             if (key == PSRT_TABLE_EMPTY) {
                 e = find(t, key);
-            } else if (__builtin_expect(not_near(E, sl, key, &e), 0)) {
-                e = probe(t, sl, key);
-                if (e->key != key)
+            } else if (__builtin_expect(not_near(E, sl, sk, &e), 0)) {
+                e = probe(t, sl, sk);
+                if (e->key != sk)
                     e = NULL;
             }
             out[u[i].idx] = e ? e->v : 0.0f;
@@ -517,6 +651,17 @@ static int pull_bucketed(struct psrt_table *t, const uint64_t *keys, size_t n, f
 void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n, float *out)
 {
     const size_t w = (size_t)t->width;
+    if (t->old) { /* growing: two arrays to look in (find) */
+        for (size_t i = 0; i < n; i++) {
+            const struct psrt_entry *e = find(t, keys[i]);
+            if (!e)
+                memset(out + i * w, 0, w * sizeof(float));
+            else
+                memcpy(out + i * w, value_of((struct psrt_table *)t, (struct psrt_entry *)e),
+                       w * sizeof(float));
+        }
+        return;
+    }
     if (w == 1 && n >= BUCKET_MIN && n <= UINT32_MAX && t->bits > BUCKET_BITS + 6 &&
         t->bits <= 32 && pull_bucketed((struct psrt_table *)t, keys, n, out) == 0)
         return;
@@ -537,8 +682,8 @@ void psrt_table_pull(const struct psrt_table *t, const uint64_t *keys, size_t n,
         if (key == PSRT_TABLE_EMPTY) {
             e = find(t, key);
         } else {
-            e = probe(t, s, key);
-            if (e->key != key)
+            e = probe(t, s, ~key);
+            if (e->key != ~key)
                 e = NULL;
         }
         if (!e)
@@ -573,7 +718,7 @@ static int push_plain(struct psrt_table *t, const struct psrt_optim *o, const ui
                 __builtin_prefetch(&t->e[s2], 1);
             }
             struct psrt_entry *e;
-            if (key == PSRT_TABLE_EMPTY || t->bits != bits ||
+            if (key == PSRT_TABLE_EMPTY || t->old || t->bits != bits ||
                 (t->nrows + 1) * 4 > (t->mask + 1) * 3) {
                 e = upsert(t, key); /* rare: special key, growth */
                 if (!e)
@@ -586,8 +731,8 @@ static int push_plain(struct psrt_table *t, const struct psrt_optim *o, const ui
                         ring[j % PF] = slot_of(t, keys[j]);
                 }
             } else {
-                e = probe(t, s, key);
-                if (e->key != key && !(e = new_row(t, e, key)))
+                e = probe(t, s, ~key);
+                if (e->key != ~key && !(e = new_row(t, e, key)))
                     return -ENOMEM;
             }
             e->v -= lr * grads[i];
@@ -621,13 +766,16 @@ int psrt_table_push_blocks(struct psrt_table *t, const struct psrt_optim *o,
     size_t n = 0;
     for (size_t j = 0; j < nblk; j++)
         n += blk[j].n;
-    /* A fresh table grows once to fit the whole batch instead of doubling
-     * through every size; a populated one grows only if new keys need it
-     * (a stale prefetch after a rehash is harmless). */
-    if (t->nrows == 0)
-        while (n * 4 > (t->mask + 1) * 3)
-            if (rehash(t))
-                return -ENOMEM;
+    /* A fresh table maps the array the whole batch needs at once instead of
+     * doubling through every size; a populated one grows only if new keys
+     * need it (a stale prefetch after growth is harmless). */
+    if (t->nrows == 0 && n * 4 > (t->mask + 1) * 3) {
+        int bits = t->bits;
+        while (((uint64_t)1 << bits) * 3 < n * 4)
+            bits++;
+        if (grow_to(t, bits))
+            return -ENOMEM;
+    }
     if (w > 1 || t->nslots_opt)
         if (grow_rows(t, t->nrows + n))
             return -ENOMEM;
@@ -694,10 +842,13 @@ int psrt_table_export(const struct psrt_table *t, uint64_t **keys, float **vals,
     if (!a || !tmp || !ko || !vo || (t->nslots_opt > 0 && !so[0]) || (t->nslots_opt > 1 && !so[1]))
         goto nomem;
     for (uint64_t i = 0; i <= t->mask; i++)
-        if (t->e[i].key != PSRT_TABLE_EMPTY)
-            a[k++] = (struct kr){t->e[i].key, &t->e[i]};
+        if (t->e[i].key != FREE)
+            a[k++] = (struct kr){~t->e[i].key, &t->e[i]};
+    for (uint64_t i = t->old ? t->omig : 0; t->old && i < old_slots(t); i++)
+        if (t->old[i].key != FREE) /* not moved yet */
+            a[k++] = (struct kr){~t->old[i].key, &t->old[i]};
     if (t->has_empty_key)
-        a[k++] = (struct kr){t->empty.key, (struct psrt_entry *)&t->empty};
+        a[k++] = (struct kr){PSRT_TABLE_EMPTY, (struct psrt_entry *)&t->empty};
     if (radix_sort(a, tmp, k))
         goto nomem;
     for (size_t i = 0; i < k; i++) {
