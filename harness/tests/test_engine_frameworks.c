@@ -19,7 +19,13 @@
  * FileNotFoundError for rank 1's shard, its nomerge variant on the restart
  * (rank 2 on a replaced machine cannot load its shard) and in the final
  * merge on n0, and its fixed variant must resume every rank from step 10 and
- * end with a merged checkpoint equal to an uninterrupted run.  Skipped when
+ * end with a merged checkpoint equal to an uninterrupted run.  And
+ * scenarios/frameworks/pytorch/rpc-parameter-server, a parameter server
+ * over torch.distributed.rpc whose machine dies mid-training: legacy's
+ * trainers must fail with PyTorch's own RPC timeout text, local must end
+ * silently with a ps restarted from scratch (its final check fails) and
+ * fixed must restore the ps from a shared path and reach its target loss.
+ * Skipped when
  * /usr/bin/python3 cannot import torch.  Also the Python event helper
  * itself (scenarios/frameworks/faultline_events.py) on the real channel,
  * which needs /usr/bin/python3 only.
@@ -229,4 +235,76 @@ FL_TEST_ROOT_T(engine_frameworks, python_events_helper, 60)
     FL_ASSERT_EQ(count("events WHERE kind = 'probe.point' AND sync = 1"), 2);
     FL_ASSERT_EQ(count("events WHERE kind = 'probe.child' AND sync = 0"), 1);
     FL_ASSERT_EQ(count("faults WHERE applied_ms IS NOT NULL"), 1);
+}
+
+/* The three variants of rpc-parameter-server pass as shipped: right after
+ * the ps's 60th update (a sync point) its machine is cut off and dies.
+ * legacy: both trainers fail in rpc_sync with PyTorch's own timeout text;
+ * local: the ps's machine is replaced, the new ps has no checkpoint, every
+ * trainer rejoins and ends, the check finds the loss above its target;
+ * fixed: the new ps restores update 60 from the shared path, the trainers
+ * resume where it says, the check finds the loss under its target. */
+FL_TEST_ROOT_T(engine_frameworks, pytorch_rpc_parameter_server, 180)
+{
+    need_torch();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/rpc-parameter-server 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0,
+                  "faultline run scenarios/frameworks/pytorch/rpc-parameter-server exited %d:\n%s",
+                  rc, out);
+    free(out);
+    if (rc == 2)
+        return;
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE scenario = "
+                                         "'pytorch-rpc-parameter-server' AND verdict = 'pass'"),
+                 3);
+    FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
+    /* legacy: both trainers failed in rpc_sync with PyTorch's own text */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=legacy' AND c.name = 'fails_with' AND c.target IN "
+                       "('trainer:0', 'trainer:1') AND c.observed LIKE '%RuntimeError: "
+                       "RPCErr:1:RPC ran for more than set timeout (2000 ms)%'"),
+                 2);
+    /* every variant: the machine went at the ps's 60th update, a sync
+     * point, by a partition and a crash (legacy) or a replace, applied
+     * within a second of it (local's new ps, from scratch, reaches its own
+     * 60th update later) */
+    FL_ASSERT_EQ(count("(SELECT DISTINCT e.run FROM events e JOIN faults f ON f.run = e.run "
+                       "WHERE e.kind = 'ps.updates' AND e.host = 'ps0' AND e.sync = 1 AND "
+                       "e.attrs LIKE 'n=60 %' AND f.kind IN ('crash_host', 'replace') AND "
+                       "f.applied_ms BETWEEN e.t_ms AND e.t_ms + 1000)"),
+                 3);
+    FL_ASSERT_EQ(count("faults WHERE applied_ms IS NOT NULL AND kind IN ('partition', "
+                       "'crash_host', 'replace')"),
+                 6);
+    /* local and fixed: both trainers lost the ps, rejoined the new one and
+     * ended; the new ps ended too */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant IN "
+                       "('protocol=local', 'protocol=fixed') AND e.kind = 'trainer.rejoined'"),
+                 4);
+    FL_ASSERT_EQ(count("processes p JOIN runs r ON r.id = p.run WHERE r.variant IN "
+                       "('protocol=local', 'protocol=fixed') AND p.job = 'ps' AND "
+                       "p.generation = 1 AND p.exit_code = 0"),
+                 2);
+    /* local: the new ps had nothing (ps_step=0), and the check says so */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=local' AND e.kind = 'trainer.rejoined' AND e.attrs LIKE "
+                       "'% ps_step=0'"),
+                 2);
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=local' AND c.target = 'check:0' AND c.observed LIKE "
+                       "'FAILED: held-out loss %resumed from update 0'"),
+                 1);
+    /* fixed: restored update 60; the check's loss is under the target */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=fixed' AND e.kind = 'ps.restored' AND e.attrs = 'n=60'"),
+                 1);
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=fixed' AND c.target = 'check:0' AND c.observed LIKE "
+                       "'ok: held-out loss %after 120 updates on the ps, resumed from update "
+                       "60'"),
+                 1);
 }
