@@ -13,7 +13,13 @@
  * scenarios/frameworks/pytorch/dataloader-thread-limit, a DataLoader with
  * worker processes on a host limited in threads, whose legacy variant must
  * fail with Python's "can't start new thread" and whose fixed variant must
- * train to its target loss.  Skipped when
+ * train to its target loss.  And
+ * scenarios/frameworks/pytorch/allreduce-partition, a host cut off right
+ * before an allreduce (the partition pinned to a sync point of the training
+ * loop): with gloo's default timeout the job waits it out silently, with a
+ * 5 s timeout every rank dies of gloo's own error, and the fixed variant
+ * re-initialises every rank's process group and resumes from a checkpoint.
+ * Skipped when
  * /usr/bin/python3 cannot import torch.  Also the Python event helper
  * itself (scenarios/frameworks/faultline_events.py) on the real channel,
  * which needs /usr/bin/python3 only.
@@ -131,6 +137,79 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_dataloader_thread_limit, 120)
     FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
                        "'protocol=fixed' AND e.kind = 'train.done'"),
                  1);
+}
+
+/* The three variants of allreduce-partition pass as shipped: n1 is cut from
+ * the others for 6 s right before step 25's allreduce.  legacy (gloo's
+ * default timeout) waits through it without a word and goes on; with a 5 s
+ * timeout every rank dies of gloo's own "Timed out waiting 5000ms" error;
+ * fixed catches that error on every rank, meets again once the network is
+ * back and resumes from step 20, ending with the same losses as legacy. */
+FL_TEST_ROOT_T(engine_frameworks, pytorch_allreduce_partition, 240)
+{
+    need_torch();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/allreduce-partition 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0,
+                  "faultline run scenarios/frameworks/pytorch/allreduce-partition exited %d:\n%s",
+                  rc, out);
+    free(out);
+    if (rc == 2)
+        return;
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE scenario = "
+                                         "'pytorch-allreduce-partition' AND verdict = 'pass'"),
+                 3);
+    FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
+    /* every variant: the partition was applied at rank 0's step 25, a sync
+     * point (the event's time is the fault's), and healed 6 s later */
+    FL_ASSERT_EQ(count("faults f WHERE f.target = '[n1]|[n0,n2]' AND f.healed_ms - "
+                       "f.applied_ms BETWEEN 5900 AND 6500 AND f.applied_ms = (SELECT "
+                       "min(e.t_ms) FROM events e WHERE e.run = f.run AND e.kind = "
+                       "'step.start' AND e.host = 'n0' AND e.sync = 1 AND e.attrs = 'step=25')"),
+                 3);
+    /* legacy: no error, and rank 0 began step 26 only once the partition was
+     * healed: every rank waited in step 25's allreduce for all of it */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run JOIN faults f ON f.run = e.run "
+                       "WHERE r.variant = 'protocol=legacy' AND e.kind = 'step.start' AND "
+                       "e.attrs = 'step=26' AND e.t_ms >= f.healed_ms"),
+                 1);
+    /* short-timeout: every rank died of gloo's own text, none got past step 25 */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=short-timeout' AND c.name = 'fails_with' AND c.observed "
+                       "LIKE '%RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:%] Timed "
+                       "out waiting 5000ms for %operation to complete'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=short-timeout' AND (e.kind = 'train.done' OR (e.kind = "
+                       "'step.start' AND CAST(substr(e.attrs, 6) AS INTEGER) > 25))"),
+                 0);
+    /* fixed: every rank caught the same error at step 25, and resumed from
+     * step 20 only after the heal (the rendezvous waited for n1) */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=fixed' AND c.name = 'log_matches' AND c.observed LIKE "
+                       "'rank _: step 25 failed: %Timed out waiting 5000ms for %'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=fixed' AND e.kind = 'pg.failed' AND e.attrs = 'step=25 "
+                       "attempt=0'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run JOIN faults f ON f.run = e.run "
+                       "WHERE r.variant = 'protocol=fixed' AND e.kind = 'restore.done' AND "
+                       "e.attrs = 'step=20 attempt=1' AND e.t_ms >= f.healed_ms"),
+                 3);
+    /* ... and each rank ended with the loss the uninterrupted legacy run had */
+    FL_ASSERT_EQ(count("events a JOIN runs ra ON ra.id = a.run JOIN events b ON b.host = "
+                       "a.host JOIN runs rb ON rb.id = b.run WHERE ra.variant = "
+                       "'protocol=legacy' AND rb.variant = 'protocol=fixed' AND a.kind = "
+                       "'train.done' AND b.kind = 'train.done' AND b.attrs LIKE "
+                       "'step=30 resumed_from=20 attempt=1 loss=%' AND substr(a.attrs, "
+                       "instr(a.attrs, ' loss='), instr(a.attrs, ' digest=') - instr(a.attrs, "
+                       "' loss=')) = substr(b.attrs, instr(b.attrs, ' loss='), instr(b.attrs, "
+                       "' digest=') - instr(b.attrs, ' loss='))"),
+                 3);
 }
 
 /* scenarios/frameworks/faultline_events.py on the real event channel
