@@ -163,19 +163,20 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_allreduce_partition, 240)
                                          "'pytorch-allreduce-partition' AND verdict = 'pass'"),
                  3);
     FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
-    /* every variant: the partition was applied at rank 0's step 25, a sync
-     * point (the event's time is the fault's), and healed 6 s later */
+    /* every variant: the partition was applied at the third rank's step 25,
+     * a sync point (within 100 ms of that event), and healed 6 s later */
     FL_ASSERT_EQ(count("faults f WHERE f.target = '[n1]|[n0,n2]' AND f.healed_ms - "
-                       "f.applied_ms BETWEEN 5900 AND 6500 AND f.applied_ms = (SELECT "
-                       "min(e.t_ms) FROM events e WHERE e.run = f.run AND e.kind = "
-                       "'step.start' AND e.host = 'n0' AND e.sync = 1 AND e.attrs = 'step=25')"),
+                       "f.applied_ms BETWEEN 5900 AND 6500 AND f.applied_ms - (SELECT "
+                       "max(t_ms) FROM (SELECT e.t_ms FROM events e WHERE e.run = f.run AND "
+                       "e.kind = 'step.start' AND e.sync = 1 AND e.attrs = 'step=25' ORDER BY "
+                       "e.t_ms LIMIT 3)) BETWEEN 0 AND 100"),
                  3);
-    /* legacy: no error, and rank 0 began step 26 only once the partition was
+    /* legacy: no error, and no rank began step 26 before the partition was
      * healed: every rank waited in step 25's allreduce for all of it */
     FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run JOIN faults f ON f.run = e.run "
                        "WHERE r.variant = 'protocol=legacy' AND e.kind = 'step.start' AND "
                        "e.attrs = 'step=26' AND e.t_ms >= f.healed_ms"),
-                 1);
+                 3);
     /* short-timeout: every rank died of gloo's own text, none got past step 25 */
     FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
                        "'protocol=short-timeout' AND c.name = 'fails_with' AND c.observed "

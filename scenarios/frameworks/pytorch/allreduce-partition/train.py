@@ -23,8 +23,8 @@
 #                  times; then the error goes up as in short-timeout).
 #
 # Events (scenarios/frameworks/faultline_events.py): step.start step=N from
-# rank 0 before each step, as a sync point (a fault can land right before
-# step N's allreduce); pg.failed step=N attempt=A when fixed catches a
+# every rank before each step, as a sync point (a fault can land once every
+# rank is done with step N-1); pg.failed step=N attempt=A when fixed catches a
 # collective's error; restore.done step=N (or restore.none) whenever a
 # process group is (re)made; train.done step=N resumed_from=N attempt=A
 # loss=X digest=HEX at the end.  At the end every rank also writes
@@ -225,8 +225,7 @@ def steps(attempt, at):
 
     for step in range(start + 1, ARGS.steps + 1):
         at[0] = step
-        if RANK == 0:
-            fe.sync("step.start", step=step)
+        fe.sync("step.start", step=step)
         t = time.monotonic()
         x, y = batch(step)
         opt.zero_grad()
