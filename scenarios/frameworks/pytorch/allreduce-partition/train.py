@@ -34,6 +34,7 @@ import datetime
 import hashlib
 import io
 import os
+import sys
 import time
 
 import torch
@@ -279,6 +280,11 @@ def main():
              loss="%.6f" % loss, digest=d)
     dist.barrier()
     dist.destroy_process_group()
+    # Done: skip the interpreter's teardown, which takes about 2 s with torch
+    # loaded (three ranks on two CPUs), for nothing
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
