@@ -196,7 +196,7 @@ def join(attempt):
 def train(attempt):
     """One process group's life: join, resume, train to the end.  Returns
     (step resumed from, last loss, digest).  fixed: an error of a collective
-    (gloo's RuntimeError, from any rank's DDP allreduce, barrier or
+    (gloo's RuntimeError, from DDP's allreduce, a barrier or a
     broadcast) becomes CollectiveFailed, with the step it came at."""
     t0 = time.monotonic()
     join(attempt)
