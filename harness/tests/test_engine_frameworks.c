@@ -25,6 +25,11 @@
  * trainers must fail with PyTorch's own RPC timeout text, local must end
  * silently with a ps restarted from scratch (its final check fails) and
  * fixed must restore the ps from a shared path and reach its target loss.
+ * And scenarios/frameworks/pytorch/allreduce-partition, a host cut off
+ * during an allreduce: with gloo's default timeout every rank stalls
+ * silently through the partition and goes on, with a 5 s timeout every
+ * rank dies with gloo's own "Timed out waiting 5000ms" text, and the fixed
+ * variant meets again and resumes from the newest verified checkpoint.
  * Skipped when
  * /usr/bin/python3 cannot import torch.  Also the Python event helper
  * itself (scenarios/frameworks/faultline_events.py) on the real channel,
@@ -307,4 +312,78 @@ FL_TEST_ROOT_T(engine_frameworks, pytorch_rpc_parameter_server, 180)
                        "'ok: held-out loss %after 120 updates on the ps, resumed from update "
                        "60'"),
                  1);
+}
+
+/* The three variants of allreduce-partition pass as shipped: n1 is cut from
+ * the others for 6 s right before step 25's allreduce.  legacy (gloo's
+ * default timeout) waits through it without a word and goes on; with a 5 s
+ * timeout every rank dies of gloo's own "Timed out waiting 5000ms" error;
+ * fixed catches that error on every rank, meets again once the network is
+ * back and resumes from step 20, ending with the same losses as legacy. */
+FL_TEST_ROOT_T(engine_frameworks, pytorch_allreduce_partition, 240)
+{
+    need_torch();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s run --out %s/o --db %s/fl.db "
+                        "%s/scenarios/frameworks/pytorch/allreduce-partition 2>&1",
+                        fl_test_bin("faultline"), fl_test_dir(), fl_test_dir(), fl_test_root());
+    FL_ASSERT_MSG(rc == 0,
+                  "faultline run scenarios/frameworks/pytorch/allreduce-partition exited %d:\n%s",
+                  rc, out);
+    free(out);
+    if (rc == 2)
+        return;
+    FL_ASSERT_EQ(fl_test_scenario_db_int("SELECT count(*) FROM runs WHERE scenario = "
+                                         "'pytorch-allreduce-partition' AND verdict = 'pass'"),
+                 3);
+    FL_ASSERT_EQ(count("checks WHERE passed = 0"), 0);
+    /* every variant: the partition was applied at the third rank's step 25,
+     * a sync point (within 100 ms of that event), and healed 6 s later */
+    FL_ASSERT_EQ(count("faults f WHERE f.target = '[n1]|[n0,n2]' AND f.healed_ms - "
+                       "f.applied_ms BETWEEN 5900 AND 6500 AND f.applied_ms - (SELECT "
+                       "max(t_ms) FROM (SELECT e.t_ms FROM events e WHERE e.run = f.run AND "
+                       "e.kind = 'step.start' AND e.sync = 1 AND e.attrs = 'step=25' ORDER BY "
+                       "e.t_ms LIMIT 3)) BETWEEN 0 AND 100"),
+                 3);
+    /* legacy: no error, and no rank began step 26 before the partition was
+     * healed: every rank waited in step 25's allreduce for all of it */
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run JOIN faults f ON f.run = e.run "
+                       "WHERE r.variant = 'protocol=legacy' AND e.kind = 'step.start' AND "
+                       "e.attrs = 'step=26' AND e.t_ms >= f.healed_ms"),
+                 3);
+    /* short-timeout: every rank died of gloo's own text, none got past step 25 */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=short-timeout' AND c.name = 'fails_with' AND c.observed "
+                       "LIKE '%RuntimeError: [./gloo/transport/tcp/unbound_buffer.cc:%] Timed "
+                       "out waiting 5000ms for %operation to complete'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=short-timeout' AND (e.kind = 'train.done' OR (e.kind = "
+                       "'step.start' AND CAST(substr(e.attrs, 6) AS INTEGER) > 25))"),
+                 0);
+    /* fixed: every rank caught the same error at step 25, and resumed from
+     * step 20 only after the heal (the rendezvous waited for n1) */
+    FL_ASSERT_EQ(count("checks c JOIN runs r ON r.id = c.run WHERE r.variant = "
+                       "'protocol=fixed' AND c.name = 'log_matches' AND c.observed LIKE "
+                       "'rank _: step 25 failed: %Timed out waiting 5000ms for %'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run WHERE r.variant = "
+                       "'protocol=fixed' AND e.kind = 'pg.failed' AND e.attrs = 'step=25 "
+                       "attempt=0'"),
+                 3);
+    FL_ASSERT_EQ(count("events e JOIN runs r ON r.id = e.run JOIN faults f ON f.run = e.run "
+                       "WHERE r.variant = 'protocol=fixed' AND e.kind = 'restore.done' AND "
+                       "e.attrs = 'step=20 attempt=1' AND e.t_ms >= f.healed_ms"),
+                 3);
+    /* ... and each rank ended with the loss the uninterrupted legacy run had */
+    FL_ASSERT_EQ(count("events a JOIN runs ra ON ra.id = a.run JOIN events b ON b.host = "
+                       "a.host JOIN runs rb ON rb.id = b.run WHERE ra.variant = "
+                       "'protocol=legacy' AND rb.variant = 'protocol=fixed' AND a.kind = "
+                       "'train.done' AND b.kind = 'train.done' AND b.attrs LIKE "
+                       "'step=30 resumed_from=20 attempt=1 loss=%' AND substr(a.attrs, "
+                       "instr(a.attrs, ' loss='), instr(a.attrs, ' digest=') - instr(a.attrs, "
+                       "' loss=')) = substr(b.attrs, instr(b.attrs, ' loss='), instr(b.attrs, "
+                       "' digest=') - instr(b.attrs, ' loss='))"),
+                 3);
 }
