@@ -83,6 +83,8 @@ pid_t fl_test_scenario_start(const char *name);
 /* Polls pred(arg) every 10 ms for up to ms milliseconds (bounded, for
  * state that has no event, such as a run's files and processes). */
 bool fl_test_wait_until(bool (*pred)(void *), void *arg, int ms);
+/* The widest line of s in characters (UTF-8), a terminal's '\r' not counted. */
+size_t fl_test_widest_line(const char *s);
 /* fl_test_db_int on the database of fl_test_scenario_passes. */
 int fl_test_scenario_db_int(const char *sql);
 /* Runs a shell command; returns its exit status (or 128+signal). Output goes to

@@ -231,6 +231,20 @@ bool fl_test_wait_until(bool (*pred)(void *), void *arg, int ms)
     return pred(arg);
 }
 
+size_t fl_test_widest_line(const char *s)
+{
+    size_t most = 0, w = 0;
+    for (; *s; s++) {
+        if (*s == '\n') {
+            most = w > most ? w : most;
+            w = 0;
+        } else if (*s != '\r' && (*s & 0xc0) != 0x80) {
+            w++;
+        }
+    }
+    return w > most ? w : most;
+}
+
 int fl_test_scenario_db_int(const char *sql)
 {
     char path[4096];

@@ -85,21 +85,6 @@ static char *table_of(const char *s)
     return strndup(a + 1, (size_t)((e ? e : b + strlen(b)) - a - 1));
 }
 
-/* Widest line of s, in characters. */
-static size_t widest(const char *s)
-{
-    size_t most = 0, w = 0;
-    for (; *s; s++) {
-        if (*s == '\n') {
-            most = w > most ? w : most;
-            w = 0;
-        } else if ((*s & 0xc0) != 0x80) {
-            w++;
-        }
-    }
-    return w > most ? w : most;
-}
-
 /* A reproducer-shaped scenario (its name sNNN-LAYOUT: the table with SEED
  * LAYOUT PROTOCOL and OBSERVED without maximum) whose task fails the way it
  * expects, with a 200-character error line that OBSERVED then shows. */
@@ -127,8 +112,9 @@ FL_TEST_ROOT_T(cli_output, run_table_fits_terminal_whole_when_wide_or_piped, 120
     int rc = sh_on_tty(&out, 100, run, fl_test_dir(), fl_test_bin("faultline"), "");
     FL_ASSERT_MSG(rc == 0, "faultline run exited %d:\n%s", rc, out);
     FL_REQUIRE_MSG((t = table_of(out)), "no table in:\n%s", out);
-    FL_ASSERT_MSG(widest(t) <= 100, "the table is wider (%zu) than the terminal (100):\n%s",
-                  widest(t), t);
+    size_t wide = fl_test_widest_line(t);
+    FL_ASSERT_MSG(wide <= 100, "the table is wider (%zu) than the terminal (100):\n%s", wide,
+                  t ? t : "");
     FL_ASSERT_CONTAINS(t, "S990  long-error  -         chief fails");
     FL_ASSERT_CONTAINS(t, "  worker:0 exit 1: NotFound");
     FL_ASSERT_CONTAINS(t, "...  PASS");
@@ -142,7 +128,7 @@ FL_TEST_ROOT_T(cli_output, run_table_fits_terminal_whole_when_wide_or_piped, 120
     FL_REQUIRE_MSG((t = table_of(out)), "no table in:\n%s", out);
     FL_ASSERT_CONTAINS(t, long_error);
     FL_ASSERT_CONTAINS(t, "chief fails_with /NotFoundError: .*No such file/");
-    FL_ASSERT_GT(widest(t), 200);
+    FL_ASSERT_GT(fl_test_widest_line(t), 200);
     free(t);
     free(out);
 

@@ -106,21 +106,6 @@ static char *summary_on_tty(const struct fl_report_row *rows, size_t n, unsigned
     return buf;
 }
 
-/* Widest line of s, in characters ('\r' of the terminal's newlines not counted). */
-static size_t widest(const char *s)
-{
-    size_t most = 0, w = 0;
-    for (; *s; s++) {
-        if (*s == '\n') {
-            most = w > most ? w : most;
-            w = 0;
-        } else if (*s != '\r' && (*s & 0xc0) != 0x80) {
-            w++;
-        }
-    }
-    return w > most ? w : most;
-}
-
 FL_TEST(reports_seeds, seed_table_fits_terminal_whole_when_wide)
 {
     char longobs[300];
@@ -144,7 +129,8 @@ FL_TEST(reports_seeds, seed_table_fits_terminal_whole_when_wide)
     fl_report_set_color(FL_REPORT_COLOR_NEVER);
     unsetenv("COLUMNS");
     char *s = summary_on_tty(rows, 2, 100);
-    FL_ASSERT_MSG(widest(s) <= 100, "a line wider than the 100-column terminal:\n%s", s);
+    FL_ASSERT_MSG(fl_test_widest_line(s) <= 100, "a line wider than the 100-column terminal:\n%s",
+                  s);
     FL_ASSERT(!strncmp(s, "SEED  LAYOUT  PROTOCOL  EXPECTED", 32));
     FL_ASSERT_CONTAINS(s, "S001  2ps-3w  legacy    ");
     FL_ASSERT_CONTAINS(s, "NotFoundError: eee");
@@ -155,7 +141,8 @@ FL_TEST(reports_seeds, seed_table_fits_terminal_whole_when_wide)
     /* COLUMNS says the width instead of the terminal */
     setenv("COLUMNS", "140", 1);
     s = summary_on_tty(rows, 2, 100);
-    FL_ASSERT_MSG(widest(s) > 100 && widest(s) <= 140, "not 140 columns wide:\n%s", s);
+    FL_ASSERT_MSG(fl_test_widest_line(s) > 100 && fl_test_widest_line(s) <= 140,
+                  "not 140 columns wide:\n%s", s);
     unsetenv("COLUMNS");
     free(s);
     /* --wide: whole on the terminal too */
@@ -164,6 +151,6 @@ FL_TEST(reports_seeds, seed_table_fits_terminal_whole_when_wide)
     fl_report_set_wide(false);
     FL_ASSERT_CONTAINS(s, longobs);
     FL_ASSERT_CONTAINS(s, "chief fails_with /NotFoundError: .*part-00000-of-00002.index/");
-    FL_ASSERT_GT(widest(s), 300);
+    FL_ASSERT_GT(fl_test_widest_line(s), 300);
     free(s);
 }
