@@ -6,6 +6,7 @@
  * scenario file, 130 when interrupted.
  */
 #include "harness/cli/cli.h"
+#include "harness/sys/rootless.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -102,6 +103,17 @@ int main(int argc, char **argv)
     if (!c) {
         fprintf(stderr, "faultline: unknown command '%s'; see 'faultline --help'\n", cmd);
         return 2;
+    }
+    /* a user other than root: into a user namespace of its own first, while
+     * the process has no thread (what reads or writes only files needs none) */
+    static const char *const in_userns[] = {"run", "shell",  "exec",        "soak",
+                                            "gc",  "replay", "_bench-hosts"};
+    for (size_t i = 0; i < sizeof in_userns / sizeof *in_userns; i++) {
+        char err[1024];
+        if (!strcmp(cmd, in_userns[i]) && fl_rootless_enter(err, sizeof err) < 0) {
+            fprintf(stderr, "faultline %s: %s\n", cmd, err);
+            return 2;
+        }
     }
     /* getopt names argv[0] in its messages: "faultline run: unrecognized
      * option '--bogus'", not "run: ..." */

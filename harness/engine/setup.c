@@ -9,6 +9,7 @@
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rundir.h"
 #include "harness/sys/root_layer.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"
 
@@ -130,6 +131,7 @@ int eng_setup_dirs(struct engine *e)
         if ((rc = fl_run_make_root(&e->r, (int)i, true)) < 0)
             break;
         snprintf(hr->root_hide, sizeof hr->root_hide, "%s/hide", hr->root);
+        snprintf(hr->root_tops, sizeof hr->root_tops, "%s/top", hr->root);
         snprintf(hr->ctl, sizeof hr->ctl, "%s/ctl/%s", e->r.dir, s->hosts[i].name);
         if ((rc = fl_mkdir_p(hr->ctl, 0755)) < 0) {
             fl_run_error(&e->r, "mkdir %s: %s", hr->ctl, strerror(-rc));
@@ -212,7 +214,11 @@ int eng_setup_dirs(struct engine *e)
             .binds = hr->binds,
             .nbinds = hr->nbinds,
             .privileged = s->hosts[i].privileged,
+            .tops_dir = hr->root_tops,
+            .common = e->r.root_common,
         };
+        if (fl_rootless())
+            hr->h.spec.ntops = fl_root_tops(&hr->h.spec.tops);
         hr->h.pidfd = -1;
     }
     return rc < 0 ? rc : 0;

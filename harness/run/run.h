@@ -106,6 +106,7 @@ struct host_rt {
     /* its root of its own (fl_root_layer_make): RUN/fs/hosts/NAME/root */
     char root[PATH_MAX], root_mnt[PATH_MAX], root_opts[3 * PATH_MAX + 64];
     char root_hide[PATH_MAX]; /* RUN/fs/hosts/NAME/root/hide */
+    char root_tops[PATH_MAX]; /* RUN/fs/hosts/NAME/root/top (rootless, root_layer.h) */
     char ctl[PATH_MAX];       /* RUN/ctl/NAME: the harness's files for this host only */
     char dstore[PATH_MAX];    /* RUN/fs/durable/NAME (durable.c), if there is one */
     struct fl_host_bind binds[6 + FL_RUN_MAX_SUBMOUNTS]; /* what of the harness's view it sees */

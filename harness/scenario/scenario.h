@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FL_SCN_DEFAULT_WORKDIR FL_DEFAULT_WORKDIR /* sys/shared_leftovers.h */
+#define FL_SCN_DEFAULT_WORKDIR fl_default_workdir() /* sys/shared_leftovers.h */
 #define FL_SCN_DEFAULT_TIMEOUT_MS 120000
 #define FL_SCN_DEFAULT_PORT 2222
 #define FL_SCN_DEFAULT_GRACE_MS 2000

@@ -49,6 +49,7 @@
  * DOWN.
  */
 #include "harness/sys/host.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/userns.h"
 #include "netem/fabric.h"
 #include "netem/seterr.h"
@@ -81,6 +82,12 @@
 static int ready_pipe[2] = {-1, -1};  /* inits write {idx, gen, err, step} */
 static int anchor_pipe[2] = {-1, -1}; /* harness holds [1]; EOF = harness gone */
 static int self_pidns = -1;           /* to return after a spawn */
+/* Rootless (rootless.c), the devices of a host's /dev are the machine's,
+ * bound over the common layer's empty files (root_layer.c makes the same),
+ * and gid 0 is the only group (ping_group_range). */
+static bool dev_by_bind;
+static const char *const dev_nodes[] = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                        "/dev/random", "/dev/urandom", "/dev/tty"};
 
 struct ready_msg {
     int idx, generation, err, step;
@@ -108,6 +115,7 @@ enum init_step {
     STEP_ROOT_PIVOT,
     STEP_NET_SYSCTL,
     STEP_PROC_RO,
+    STEP_ROOT_TOP,
 };
 
 static const char *step_name(int step)
@@ -133,6 +141,7 @@ static const char *step_name(int step)
         "move its own root onto / (MS_MOVE, chroot)",
         "open ports below 1024 and ICMP echo sockets to its users (sysctl)",
         "make /proc/sys and the kernel's files in /proc read-only",
+        "mount the overlay of a directory right below / in its root (rootless)",
     };
     return step >= 0 && step < (int)(sizeof names / sizeof *names) ? names[step] : "?";
 }
@@ -166,9 +175,12 @@ int fl_host_global_init(char *err, size_t errlen)
 {
     if (self_pidns >= 0)
         return 0;
+    dev_by_bind = fl_rootless();
     if (unshare(CLONE_NEWNS) < 0) {
         int e = errno;
-        fl_netem_seterr(err, errlen, "unshare(CLONE_NEWNS): %s (faultline needs root)",
+        fl_netem_seterr(err, errlen,
+                        "unshare(CLONE_NEWNS): %s (faultline needs root, or a user namespace of "
+                        "its own: rootless.c)",
                         strerror(e));
         return -e;
     }
@@ -379,7 +391,8 @@ FL_INIT_CODE static long net_for_everyone(const char *proc)
 {
     long r = proc_write(proc, "/sys/net/ipv4/ip_unprivileged_port_start", "0\n");
     if (r == 0)
-        r = proc_write(proc, "/sys/net/ipv4/ping_group_range", "0 2147483647\n");
+        r = proc_write(proc, "/sys/net/ipv4/ping_group_range",
+                       dev_by_bind ? "0 0\n" : "0 2147483647\n"); /* rootless: gid 0 alone */
     return r;
 }
 
@@ -406,6 +419,47 @@ FL_INIT_CODE static long proc_read_only(const char *root)
     return 0;
 }
 
+/* Appends text at buf + *k (4096 bytes in all): false when it does not fit. */
+FL_INIT_CODE static bool cat(char *buf, size_t *k, const char *text)
+{
+    size_t n = strlen(text);
+    if (*k + n + 1 > 4096)
+        return false;
+    memcpy(buf + *k, text, n + 1);
+    *k += n;
+    return true;
+}
+
+/* Rootless (root_layer.h, fl_root_tops): the overlay of the machine's /NAME
+ * at R/NAME; where the kernel refuses it (mounts below /NAME that the user
+ * namespace inherited) a read-only bind of it instead, and where that is
+ * refused too (a directory the user may not read) the empty directory of
+ * the skeleton stays.  Then the run's hosts file over its /etc/hosts. */
+FL_INIT_CODE static long mount_top(const struct fl_host_spec *s, const char *R, const char *name)
+{
+    char opts[4096], at[4096], top[4096];
+    size_t k = 0;
+    bool etc = !strcmp(name, "etc");
+    bool fits = cat(top, &k, "/") && cat(top, &k, name);
+    k = 0;
+    fits = fits && cat(opts, &k, "lowerdir=") &&
+           (!etc || (cat(opts, &k, s->common) && cat(opts, &k, "/etc:"))) && cat(opts, &k, top) &&
+           cat(opts, &k, ",upperdir=") && cat(opts, &k, s->tops_dir) && cat(opts, &k, top) &&
+           cat(opts, &k, "/u,workdir=") && cat(opts, &k, s->tops_dir) && cat(opts, &k, top) &&
+           cat(opts, &k, "/w,index=off,userxattr");
+    long r = fits ? under_root(at, R, top) : -ENAMETOOLONG;
+    if (r < 0)
+        return r;
+    r = fl_rs5(SYS_mount, "fl-root", at, "overlay", 0, opts);
+    if (r == -EINVAL || r == -EACCES || r == -EPERM)
+        r = bind_into_root(R, top, top, BIND_REC | FL_BIND_RO);
+    if (r == -EACCES || r == -EPERM)
+        r = 0;
+    if (r == 0 && etc && s->hosts_file)
+        r = bind_into_root(R, s->hosts_file, "/etc/hosts", 0);
+    return r;
+}
+
 /* A root of the host's own, assembled at s->root and made its root (see
  * "A root of its own" in the file's opening): 0, or a negative errno with
  * *step and *arg saying where. */
@@ -422,6 +476,10 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
         }                       \
     } while (0)
     ROOT_TRY(fl_rs5(SYS_mount, "fl-root", R, "overlay", 0, s->root_opts), STEP_ROOT_OVERLAY);
+    for (size_t i = 0; i < s->ntops; i++) {
+        *arg = (int)i;
+        ROOT_TRY(mount_top(s, R, s->tops[i]), STEP_ROOT_TOP);
+    }
     ROOT_TRY(bind_into_root(R, s->tmp_dir, "/tmp", BIND_REC), STEP_MOUNT_TMP);
     /* Two passes: what lies outside the hidden directory, the hiding
      * empty directory (over whatever a bind of a parent of it brought: a
@@ -472,7 +530,13 @@ FL_INIT_CODE static long make_root(const struct fl_host_spec *s, int *step, int 
         ROOT_TRY(bind_into_root(R, "/sys/fs/cgroup", "/sys/fs/cgroup",
                                 FL_BIND_OPTIONAL | BIND_REC | (s->privileged ? 0 : FL_BIND_RO)),
                  STEP_ROOT_SYS);
-    /* /dev (nodes, links, shm/) is the common layer's; its ptys are its own */
+    /* /dev (nodes, links, shm/) is the common layer's; its ptys are its own.
+     * Rootless the nodes there are empty files (no device may be made in a
+     * user namespace): the machine's are bound over them. */
+    for (size_t i = 0; dev_by_bind && i < sizeof dev_nodes / sizeof *dev_nodes; i++) {
+        ROOT_TRY(under_root(at, R, dev_nodes[i]), STEP_ROOT_DEV);
+        ROOT_TRY(fl_rs5(SYS_mount, dev_nodes[i], at, NULL, MS_BIND, NULL), STEP_ROOT_DEV);
+    }
     ROOT_TRY(under_root(at, R, "/dev/pts"), STEP_ROOT_DEV);
     ROOT_TRY(fl_rs5(SYS_mount, "devpts", at, "devpts", MS_NOSUID | MS_NOEXEC,
                     "newinstance,ptmxmode=0666,mode=620"),
@@ -739,6 +803,8 @@ int fl_host_wait_ready(struct fl_host **hosts, size_t n, char *err, size_t errle
                                    : m.step == STEP_MOUNT_SHM                    ? "/dev/shm"
                                    : m.step == STEP_ROOT_OVERLAY && h->spec.root ? h->spec.root
                                    : m.step == STEP_ROOT_HIDE && h->spec.hide    ? h->spec.hide
+                                   : m.step == STEP_ROOT_TOP && (size_t)m.arg < h->spec.ntops
+                                       ? h->spec.tops[m.arg]
                                    : m.step == STEP_ROOT_BIND && (size_t)m.arg < h->spec.nbinds
                                        ? h->spec.binds[m.arg].path
                                    : m.step == STEP_MOUNT_SHARED && (size_t)m.arg < h->spec.nmounts

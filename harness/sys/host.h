@@ -65,6 +65,13 @@ struct fl_host_spec {
                             * bound over it (fl_root_layer_make's) */
     const struct fl_host_bind *binds;
     size_t nbinds;
+    /* rootless (root_layer.h, fl_root_tops): the directories right below /
+     * that get an overlay of their own, their upper and work directories'
+     * parent (DIR/top) and the common layer (for /etc) */
+    const char *const *tops;
+    size_t ntops;
+    const char *tops_dir;
+    const char *common;
     /* false (the default): the host's tasks run in a user namespace of its
      * own (userns.c) and its /sys, /proc/sys and cgroup hierarchies are
      * read-only: root there is root of the host only.  true (a scenario's

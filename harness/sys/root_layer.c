@@ -10,8 +10,11 @@
  */
 #include "harness/sys/root_layer.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/rootless.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,88 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+/* what a host has its own of, or is the run's */
+static const char *const own[] = {"/proc", "/sys", "/dev", "/tmp", "/run"};
+
+static bool is_own(const char *path)
+{
+    for (size_t i = 0; i < sizeof own / sizeof *own; i++)
+        if (!strcmp(path, own[i]))
+            return true;
+    return false;
+}
+
+size_t fl_root_tops(const char *const **names)
+{
+    static char *list[256];
+    static size_t n;
+    static bool done;
+    if (!done) {
+        done = true;
+        struct stat root;
+        DIR *d = opendir("/");
+        if (d && stat("/", &root) == 0) {
+            struct dirent *de;
+            while ((de = readdir(d)) && n < sizeof list / sizeof *list) {
+                char path[PATH_MAX];
+                struct stat st;
+                if (de->d_name[0] == '.' &&
+                    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+                    continue;
+                snprintf(path, sizeof path, "/%s", de->d_name);
+                /* a directory of /'s own filesystem (another is a mount:
+                 * fl_root_submounts' read-only bind) */
+                if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != root.st_dev ||
+                    is_own(path))
+                    continue;
+                if ((list[n] = strdup(de->d_name)))
+                    n++;
+            }
+        }
+        if (d)
+            closedir(d);
+    }
+    *names = (const char *const *)list;
+    return n;
+}
+
+/* Rootless: the skeleton of the machine's / in the common layer (the
+ * overlay of a host's root has no lower layer of the machine's /, see
+ * root_layer.h): every directory right below / made (the mount points of
+ * fl_root_tops' overlays, fl_root_submounts' binds and what a host has its
+ * own of), every symbolic link there copied (bin -> usr/bin). */
+static int root_skeleton(const char *dir)
+{
+    DIR *d = opendir("/");
+    if (!d)
+        return -errno;
+    int rc = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        char path[PATH_MAX], at[PATH_MAX], target[PATH_MAX];
+        struct stat st;
+        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+            continue;
+        snprintf(path, sizeof path, "/%s", de->d_name);
+        if ((size_t)snprintf(at, sizeof at, "%s/%s", dir, de->d_name) >= sizeof at ||
+            lstat(path, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (mkdir(at, 0755) < 0 && errno != EEXIST)
+                rc = -errno;
+        } else if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlink(path, target, sizeof target - 1);
+            if (n > 0) {
+                target[n] = 0;
+                if (symlink(target, at) < 0 && errno != EEXIST)
+                    rc = -errno;
+            }
+        }
+    }
+    closedir(d);
+    return rc;
+}
 
 int fl_root_common_make(const char *dir, const char *hosts_file)
 {
@@ -41,14 +126,21 @@ int fl_root_common_make(const char *dir, const char *hosts_file)
         return -ENAMETOOLONG;
     if ((rc = fl_mkdir_p(path, 0755)) < 0)
         return rc;
-    /* opaque: what the machine's root filesystem has in /dev is not shown */
+    /* opaque: what the machine's root filesystem has in /dev is not shown
+     * (rootless: the overlay's xattrs are user.overlay.*, its userxattr) */
+    bool rootless = fl_rootless();
     snprintf(path, sizeof path, "%s/dev", dir);
-    if (setxattr(path, "trusted.overlay.opaque", "y", 1, 0) < 0)
+    if (setxattr(path, rootless ? "user.overlay.opaque" : "trusted.overlay.opaque", "y", 1, 0) < 0)
         return -errno;
     mode_t old = umask(0);
+    /* rootless no device may be made: empty files that each host binds the
+     * machine's node over (FL_ROOT_DEV_NODES, host.c) */
     for (size_t i = 0; i < sizeof nodes / sizeof *nodes && rc == 0; i++) {
         snprintf(path, sizeof path, "%s/dev/%s", dir, nodes[i].name);
-        if (mknod(path, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0)
+        if (rootless) {
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            rc = fd < 0 ? -errno : close(fd);
+        } else if (mknod(path, S_IFCHR | 0666, makedev(nodes[i].major, nodes[i].minor)) < 0)
             rc = -errno;
     }
     snprintf(path, sizeof path, "%s/dev/shm", dir);
@@ -60,7 +152,12 @@ int fl_root_common_make(const char *dir, const char *hosts_file)
         if (symlink(links[i][1], path) < 0)
             rc = -errno;
     }
+    if (rc == 0 && rootless)
+        rc = root_skeleton(dir);
     if (rc < 0 || !hosts_file)
+        return rc;
+    snprintf(path, sizeof path, "%s/etc", dir);
+    if ((rc = fl_mkdir_p(path, 0755)) < 0)
         return rc;
     snprintf(path, sizeof path, "%s/etc/hosts", dir);
     return fl_copy_file(hosts_file, path, 0644);
@@ -72,6 +169,7 @@ int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mn
     static const char *const sub[] = {"upper", "work", "mnt", "hide"};
     char path[PATH_MAX];
     int rc;
+    bool rootless = fl_rootless();
     if (fresh && (rc = fl_rm_rf(dir)) < 0)
         return rc;
     for (size_t i = 0; i < sizeof sub / sizeof *sub; i++) {
@@ -80,11 +178,25 @@ int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mn
         if ((rc = fl_mkdir_p(path, 0755)) < 0)
             return rc;
     }
+    /* rootless: an upper and a work directory for each top's overlay */
+    const char *const *tops;
+    size_t ntops = rootless ? fl_root_tops(&tops) : 0;
+    for (size_t i = 0; i < ntops; i++)
+        for (int k = 0; k < 2; k++) {
+            if ((size_t)snprintf(path, sizeof path, "%s/top/%s/%c", dir, tops[i], "uw"[k]) >=
+                sizeof path)
+                return -ENAMETOOLONG;
+            if ((rc = fl_mkdir_p(path, 0755)) < 0)
+                return rc;
+        }
     /* index=off: a restarted host mounts the same upper layer again while
-     * the kernel may still be letting go of its last mount */
+     * the kernel may still be letting go of its last mount.  Rootless the
+     * machine's / is no lower layer (see root_layer.h) */
     if ((size_t)snprintf(mnt, mntlen, "%s/mnt", dir) >= mntlen ||
-        (size_t)snprintf(opts, optlen, "lowerdir=%s%s/,upperdir=%s/upper,workdir=%s/work,index=off",
-                         common ? common : "", common ? ":" : "", dir, dir) >= optlen)
+        (size_t)snprintf(opts, optlen,
+                         "lowerdir=%s%s%s,upperdir=%s/upper,workdir=%s/work,index=off%s",
+                         common ? common : "", common && !rootless ? ":" : "", rootless ? "" : "/",
+                         dir, dir, rootless ? ",userxattr" : "") >= optlen)
         return -ENAMETOOLONG;
     /* a machine's /dev/shm is empty after a boot */
     if (!fresh) {
@@ -105,8 +217,6 @@ static bool under(const char *path, const char *dir)
 
 size_t fl_root_submounts(const char *hide, char **out, size_t max)
 {
-    /* what a host has its own of, or is the run's */
-    static const char *const own[] = {"/proc", "/sys", "/dev", "/tmp", "/run"};
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
         return 0;

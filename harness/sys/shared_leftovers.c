@@ -4,7 +4,8 @@
  *
  * Two things outlive a single run's own clean-up because other runs may be
  * using them at the same moment:
- *   - the workdir (default /srv/faultline): each host's disk is mounted
+ *   - the workdir (default /srv/faultline, rootless ~/.cache/faultline/work,
+ *     rootless.c): each host's disk is mounted
  *     there inside the host's mount namespace, so the directory must exist
  *     in the root filesystem; a run creates it (and missing parents) when it
  *     is not there;
@@ -14,7 +15,8 @@
  * rmdir of a directory that is a mount point only in another mount
  * namespace succeeds and detaches that mount, i.e. another run's disks.
  *
- * So every run holds a shared flock on FL_RUNS_LOCK from set-up to the end
+ * So every run holds a shared flock on FL_RUNS_LOCK (rootless: the user's
+ * own, in $XDG_RUNTIME_DIR or ~/.cache) from set-up to the end
  * of its clean-up.  At its end a run tries to take it exclusively without
  * waiting: only when that works (no other run holds it) does it remove the
  * workdir it created and the empty parent cgroups, and then the lock file
@@ -40,6 +42,7 @@
  */
 #include "harness/sys/shared_leftovers.h"
 #include "harness/sys/cgroup.h"
+#include "harness/sys/rootless.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,10 +54,38 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The machine's runs lock: root's, or rootless the user's own (in
+ * $XDG_RUNTIME_DIR, else beside fl_rootless_home()): a user's runs share
+ * nothing with root's or another user's (their workdirs differ too). */
+static const char *machine_lock_path(void)
+{
+    static char path[PATH_MAX];
+    if (!fl_rootless())
+        return FL_RUNS_LOCK;
+    if (!path[0]) {
+        const char *rt = getenv("XDG_RUNTIME_DIR");
+        if (rt && rt[0] == '/' && access(rt, W_OK) == 0)
+            snprintf(path, sizeof path, "%s/faultline.lock", rt);
+        else
+            snprintf(path, sizeof path, "%s.lock", fl_rootless_home());
+    }
+    return path;
+}
+
 static const char *lock_path(void)
 {
     const char *p = getenv("FAULTLINE_RUNS_LOCK"); /* tests: a private lock */
-    return p && *p ? p : FL_RUNS_LOCK;
+    return p && *p ? p : machine_lock_path();
+}
+
+const char *fl_default_workdir(void)
+{
+    static char path[PATH_MAX];
+    if (!fl_rootless())
+        return FL_ROOT_WORKDIR;
+    if (!path[0])
+        snprintf(path, sizeof path, "%s/work", fl_rootless_home());
+    return path;
 }
 
 int fl_runs_lock(bool exclusive)
@@ -62,6 +93,14 @@ int fl_runs_lock(bool exclusive)
     const char *path = lock_path();
     for (int tries = 0; tries < 100; tries++) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == ENOENT && fl_rootless() && !strcmp(path, machine_lock_path())) {
+            /* ~/.cache may not exist yet */
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", path);
+            *strrchr(dir, '/') = 0;
+            if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+                fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        }
         if (fd < 0)
             return -errno;
         if (flock(fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH) < 0) {
@@ -149,7 +188,7 @@ int fl_workdir_remove(const char *workdir)
      * speaks only for the runs of that lock, and the default workdir is
      * every run's on the machine: its rmdir would detach the disks of a
      * live run of another checkout.  Only the machine's lock may remove it. */
-    if (strcmp(lock_path(), FL_RUNS_LOCK) != 0 && !strcmp(path, FL_DEFAULT_WORKDIR))
+    if (strcmp(lock_path(), machine_lock_path()) != 0 && !strcmp(path, fl_default_workdir()))
         return 0;
     /* the marked directory: the workdir or one of its parents */
     char top[PATH_MAX];

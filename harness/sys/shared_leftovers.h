@@ -7,9 +7,12 @@
 
 #include <stdbool.h>
 
+/* root's; a user without root has a lock of its own (shared_leftovers.c) */
 #define FL_RUNS_LOCK "/run/faultline.lock"
-/* The workdir of a scenario that names none (scenario.h's default). */
-#define FL_DEFAULT_WORKDIR "/srv/faultline"
+#define FL_ROOT_WORKDIR "/srv/faultline"
+/* The workdir of a scenario that names none (scenario.h's default):
+ * FL_ROOT_WORKDIR, or rootless ~/.cache/faultline/work (rootless.h). */
+const char *fl_default_workdir(void);
 #define FL_WORKDIR_MARK ".made-by-faultline"
 
 /* Takes the runs lock: shared (waits; every run holds it while it lives)

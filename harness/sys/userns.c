@@ -5,7 +5,8 @@
  * A host's namespaces (network, mounts, PID, hostname, IPC; host.c) belong to
  * the machine's user namespace, as they are made by the harness.  A task
  * joins a user namespace of its host's own just before exec (fl_host_spawn):
- * it keeps its uid and gids (the namespace maps every id to the same id, so
+ * it keeps its uid and gids (the namespace maps every id the harness's has
+ * to the same id: every id, or rootless the user's alone as 0, so
  * the machine's files keep their owners and what root may read and write by
  * their modes stays as on a machine), and it holds every capability, but in
  * that namespace only, which owns nothing: mounting, the network, the
@@ -22,6 +23,7 @@
  * namespace lives on in the fd.
  */
 #include "harness/sys/userns.h"
+#include "harness/sys/rootless.h"
 #include "harness/base/rawsys.h"
 #include "netem/seterr.h"
 
@@ -79,9 +81,12 @@ int fl_userns_make(int *out, char *err, size_t errlen)
     if (pid > 0) {
         static const char *const maps[] = {"uid_map", "gid_map"};
         for (int i = 0; i < 2 && !e; i++) {
-            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, maps[i]);
-            e = -write_file(path, "0 0 4294967295\n");
+            char text[1024];
             what = maps[i];
+            if ((e = -fl_userns_identity_map(maps[i], text, sizeof text)) != 0)
+                break;
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, maps[i]);
+            e = -write_file(path, text);
         }
         if (!e) {
             snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
