@@ -2,7 +2,14 @@
  * limit.c: the `limit` fault kind: a host's resources made scarce, as on a
  * machine that runs out of them.
  *   threads  pids.max of the host's pids cgroup: every thread and process
- *            of the host counts; creating more fails with EAGAIN;
+ *            of the host counts; creating more fails with EAGAIN.  Rootless
+ *            (harness/sys/rootless.c: no cgroup of its own) the soft
+ *            RLIMIT_NPROC of every process on the host, now and started
+ *            until the heal, as for fds below: the kernel counts it per
+ *            user namespace and uid, and a host's tasks have a user
+ *            namespace of their own, so every thread and process of the
+ *            host's tasks counts (not its init, which the cgroup counts);
+ *            a program that raises its own soft limit escapes it;
  *   fds      the soft RLIMIT_NOFILE of every process on the host now
  *            (prlimit) and of every process started there until the heal
  *            (fl_host_spawn sets it from the host's spec): opening more
@@ -25,6 +32,7 @@
 #include "harness/faults/kind.h"
 #include "harness/scenario/load_ctx.h"
 #include "harness/sys/cgroup.h"
+#include "harness/sys/rootless.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,11 +43,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-/* Sets the soft RLIMIT_NOFILE of every process in the PID namespace of the
+/* Sets the soft limit of resource of every process in the PID namespace of the
  * host's init (itself included) to soft, or to its hard limit when that is
  * lower.  How many it set, or -errno of the first failure other than a
  * process that exited meanwhile. */
-static int prlimit_host(const struct host_rt *hr, rlim_t soft)
+static int prlimit_host(const struct host_rt *hr, int resource, rlim_t soft)
 {
     if (hr->h.state != FL_HOST_UP || hr->h.pid <= 0)
         return 0;
@@ -61,9 +69,9 @@ static int prlimit_host(const struct host_rt *hr, rlim_t soft)
         if (stat(path, &st) < 0 || st.st_ino != want.st_ino || st.st_dev != want.st_dev)
             continue;
         struct rlimit rl;
-        if (prlimit(pid, RLIMIT_NOFILE, NULL, &rl) == 0) {
+        if (prlimit(pid, resource, NULL, &rl) == 0) {
             rl.rlim_cur = soft < rl.rlim_max ? soft : rl.rlim_max;
-            if (prlimit(pid, RLIMIT_NOFILE, &rl, NULL) == 0) {
+            if (prlimit(pid, resource, &rl, NULL) == 0) {
                 n++;
                 continue;
             }
@@ -82,7 +90,14 @@ static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size
     struct host_rt *hr = &r->hosts[a->host];
     const char *name = r->s->hosts[a->host].name;
     int rc;
-    if (a->threads && (rc = fl_cgroup_set_pids_max(hr->cgroup, a->threads)) < 0) {
+    if (a->threads && fl_rootless()) {
+        hr->h.spec.nproc = a->threads;
+        if ((rc = prlimit_host(hr, RLIMIT_NPROC, (rlim_t)a->threads)) < 0) {
+            snprintf(err, errlen, "host %s: prlimit(RLIMIT_NPROC=%ld) of its processes: %s", name,
+                     a->threads, strerror(-rc));
+            return rc;
+        }
+    } else if (a->threads && (rc = fl_cgroup_set_pids_max(hr->cgroup, a->threads)) < 0) {
         snprintf(err, errlen, "host %s: write pids.max=%ld in %s: %s", name, a->threads, hr->cgroup,
                  strerror(-rc));
         return rc;
@@ -94,7 +109,7 @@ static int limit_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size
     }
     if (a->fds) {
         hr->h.spec.nofile = a->fds;
-        if ((rc = prlimit_host(hr, (rlim_t)a->fds)) < 0) {
+        if ((rc = prlimit_host(hr, RLIMIT_NOFILE, (rlim_t)a->fds)) < 0) {
             snprintf(err, errlen, "host %s: prlimit(RLIMIT_NOFILE=%ld) of its processes: %s", name,
                      a->fds, strerror(-rc));
             return rc;
@@ -109,7 +124,16 @@ static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char 
     struct host_rt *hr = &r->hosts[a->host];
     const char *name = r->s->hosts[a->host].name;
     int rc = 0, x;
-    if (a->threads && (x = fl_cgroup_set_pids_max(hr->cgroup, 0)) < 0) {
+    if (a->threads && fl_rootless()) {
+        hr->h.spec.nproc = 0;
+        struct rlimit rl;
+        getrlimit(RLIMIT_NPROC, &rl); /* the harness's: what tasks start with */
+        if ((x = prlimit_host(hr, RLIMIT_NPROC, rl.rlim_cur)) < 0) {
+            snprintf(err, errlen, "host %s: restore RLIMIT_NPROC of its processes: %s", name,
+                     strerror(-x));
+            rc = x;
+        }
+    } else if (a->threads && (x = fl_cgroup_set_pids_max(hr->cgroup, 0)) < 0) {
         snprintf(err, errlen, "host %s: reset pids.max: %s", name, strerror(-x));
         rc = x;
     }
@@ -122,7 +146,7 @@ static int limit_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char 
         hr->h.spec.nofile = 0;
         struct rlimit rl;
         getrlimit(RLIMIT_NOFILE, &rl); /* the harness's: what tasks start with */
-        if ((x = prlimit_host(hr, rl.rlim_cur)) < 0 && rc == 0) {
+        if ((x = prlimit_host(hr, RLIMIT_NOFILE, rl.rlim_cur)) < 0 && rc == 0) {
             snprintf(err, errlen, "host %s: restore RLIMIT_NOFILE of its processes: %s", name,
                      strerror(-x));
             rc = x;
@@ -155,7 +179,15 @@ static int limit_init(struct fl_run *r, char *err, size_t errlen)
         for (size_t h = 0; h < r->s->n_hosts; h++) {
             if (a->host != (int)h && a->host != FL_SCN_HOST_EVENT)
                 continue; /* '{event.KEY}': any host might be the one */
-            r->hosts[h].need_cgroup |= a->threads > 0;
+            if (a->memory && fl_rootless()) {
+                snprintf(err, errlen,
+                         "limit fault (%s:%d): a memory limit needs a memory cgroup, and a "
+                         "run without root has none of its own: run it as root, or leave "
+                         "the memory limit out",
+                         r->s->path, r->faults[f].f->loc.line);
+                return -EPERM;
+            }
+            r->hosts[h].need_cgroup |= a->threads > 0 && !fl_rootless();
             r->hosts[h].need_mem_cgroup |= a->memory > 0;
         }
     }

@@ -986,6 +986,10 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
                 (rlim_t)h->spec.nofile < rl.rlim_max ? (rlim_t)h->spec.nofile : rl.rlim_max;
             setrlimit(RLIMIT_NOFILE, &rl);
         }
+        if (h->spec.nproc > 0 && getrlimit(RLIMIT_NPROC, &rl) == 0) {
+            rl.rlim_cur = (rlim_t)h->spec.nproc < rl.rlim_max ? (rlim_t)h->spec.nproc : rl.rlim_max;
+            setrlimit(RLIMIT_NPROC, &rl);
+        }
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);

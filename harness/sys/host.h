@@ -44,6 +44,10 @@ struct fl_host_spec {
     const char *cgroup_mem; /* a second one (the v1 memory hierarchy's), or NULL */
     long nofile;            /* > 0: the soft RLIMIT_NOFILE of every process started
                              * on the host (a `limit: {fds}` fault) */
+    long nproc;             /* > 0: the soft RLIMIT_NPROC of every process started on
+                             * the host (rootless `limit: {threads}`: the kernel counts
+                             * it per user namespace, and the host's tasks have one of
+                             * their own) */
     /* Directories that stay visible at the same path inside the host even
      * when they lie under /tmp (which the host's own /tmp covers): the run
      * directory (event socket), faultline's bin directory and the
