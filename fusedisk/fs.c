@@ -520,6 +520,22 @@ int fl_fusedisk_mount(struct fl_fusedisk **out, const char *backing, const char 
         free(d);
         return -e;
     }
+    /* libfuse would say only that the mount failed */
+    if (access("/dev/fuse", R_OK | W_OK) < 0) {
+        int e = errno;
+        struct stat st;
+        bool node = stat("/dev/fuse", &st) == 0;
+        seterr(err, errlen, "fusedisk: /dev/fuse: %s%s", strerror(e),
+               !node ? " (load the fuse module: modprobe fuse)"
+               : geteuid() != 0 || e == EACCES
+                   ? " (it is not open to this user: as root, `chmod 0666 /dev/fuse`, as "
+                     "Debian's udev rules leave it on most machines, or run as root)"
+                   : "");
+        close(d->bfd);
+        fl_fd_rules_free(&d->rules);
+        free(d);
+        return -e;
+    }
     char *argv[] = {"faultline-disk", "-o",
                     "allow_other,default_permissions,fsname=faultline-disk,subtype=faultline",
                     NULL};

@@ -10,6 +10,7 @@
 #include "harness/record/recorder.h"
 #include "harness/scenario/template.h"
 #include "harness/sys/cgroup.h"
+#include "harness/sys/rootless.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,12 +39,19 @@ int fl_run_task_cgroup(struct fl_run *r, int task)
     char tname[64];
     fl_scn_task_name(s, task, tname, sizeof tname);
     const char *host = s->hosts[s->tasks[task].host].name;
-    int rc = fl_cgroup_create_task(r->run_id, host, tname, tr->cgroup, sizeof tr->cgroup);
+    /* rootless (harness/sys/rootless.c) the machine's cgroups are not the
+     * run's to write */
+    int rc = fl_rootless()
+                 ? -ENOTSUP
+                 : fl_cgroup_create_task(r->run_id, host, tname, tr->cgroup, sizeof tr->cgroup);
     if (rc == -ENOTSUP) {
         static bool said;
         if (!said)
-            fprintf(stderr, "faultline: no cgroup freezer on this machine: pause stops the "
-                            "task's process group with SIGSTOP instead\n");
+            fprintf(stderr,
+                    "faultline: %s: pause stops the task's process group with SIGSTOP "
+                    "instead (a child in a session of its own runs on)\n",
+                    fl_rootless() ? "no freezer cgroup of its own without root"
+                                  : "no cgroup freezer on this machine");
         said = true;
         return 0;
     }
