@@ -49,6 +49,7 @@
 #include "harness/engine/engine_int.h"
 #include "harness/record/recorder.h"
 #include "harness/sys/cgroup.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/rundir.h"
 #include "harness/sys/shared_leftovers.h"
 #include "netem/fabric.h"
@@ -183,7 +184,9 @@ int fl_engine_run(const struct fl_scenario *s, size_t v, const struct fl_engine_
                                      .scenario_text_len = s->text_len,
                                      .seed = e->r.seed,
                                      .git_rev = o->git_rev,
-                                     .started_at_ms = e->r.t0_unix};
+                                     .started_at_ms = e->r.t0_unix,
+                                     .rootless = fl_rootless(),
+                                     .uid = fl_rootless_outer_uid()};
         if (fl_rec_run_begin(o->rec, &ri, &e->r.rec) < 0) {
             fprintf(stderr, "faultline: recording run %s in %s: %s (the run goes on unrecorded)\n",
                     e->r.run_id, fl_rec_path(o->rec), fl_rec_errmsg(o->rec));

@@ -181,6 +181,11 @@ static const char *const migrations[] = {
      * generation of each failing task), as the JUnit XML and the HTML
      * report show their last lines */
     "ALTER TABLE processes ADD COLUMN failing INTEGER NOT NULL DEFAULT 0;\n",
+
+    /* 10: the run ran without root, in a user namespace of the harness's
+     * own (harness/sys/rootless.c), and as which user of the machine */
+    "ALTER TABLE runs ADD COLUMN rootless INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE runs ADD COLUMN uid INTEGER;\n",
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == FL_REC_SCHEMA_VERSION,
@@ -882,8 +887,8 @@ static int insert_run(struct fl_rec *rec, void *arg)
         return e0;
     int rc = sqlite3_prepare_v2(rec->db,
                                 "INSERT INTO runs(run_id, scenario, scenario_file, variant,"
-                                " scenario_hash, seed, git_rev, hostname, started_at)"
-                                " VALUES (?,?,?,?,?,?,?,?,?)",
+                                " scenario_hash, seed, git_rev, hostname, started_at,"
+                                " rootless, uid) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
         return db_fail(rec, rc, "preparing the run insert");
@@ -896,6 +901,8 @@ static int insert_run(struct fl_rec *rec, void *arg)
     sqlite3_bind_text(st, 7, in->git_rev, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 8, c->hostname, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 9, c->started);
+    sqlite3_bind_int(st, 10, in->rootless);
+    sqlite3_bind_int64(st, 11, in->uid);
     rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) {
         int e = db_fail(rec, rc, "recording the start of a run");

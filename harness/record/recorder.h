@@ -56,7 +56,7 @@ struct fl_rec;
 struct fl_rec_run;
 
 /* Latest schema version this build knows (PRAGMA user_version). */
-#define FL_REC_SCHEMA_VERSION 9
+#define FL_REC_SCHEMA_VERSION 10
 
 struct fl_rec_opts {
     int busy_timeout_ms;   /* wait this long for another writer; 0 -> 30000 */
@@ -132,6 +132,8 @@ struct fl_rec_run_info {
     const char *git_rev;   /* revision of the project, may be NULL */
     const char *hostname;  /* NULL -> gethostname() */
     int64_t started_at_ms; /* unix ms; 0 -> now */
+    bool rootless;         /* run without root (harness/sys/rootless.c) */
+    unsigned uid;          /* the machine's uid that ran it */
 };
 
 /* Inserts the runs row (verdict 'running') and commits it at once.

@@ -94,7 +94,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
     sqlite3 *db = fl_rec_db(rec);
     struct stat st;
     FL_ASSERT_EQ(stat(path, &st), 0);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "9");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "10");
     FL_ASSERT_STREQ(q1(db, "PRAGMA journal_mode"), "wal");
     FL_ASSERT_STREQ(q1(db, "PRAGMA foreign_keys"), "1");
     for (const char *const *t =
@@ -107,7 +107,7 @@ FL_TEST(record_db, open_creates_db_and_parent_dirs)
 
     /* Reopening an up-to-date database changes nothing. */
     rec = open_ok(path, NULL);
-    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "9");
+    FL_ASSERT_STREQ(q1(fl_rec_db(rec), "PRAGMA user_version"), "10");
     fl_rec_close(rec);
 }
 
@@ -129,7 +129,7 @@ FL_TEST(record_db, open_migrates_version_1_keeping_rows)
 
     struct fl_rec *rec = open_ok(path, NULL);
     db = fl_rec_db(rec);
-    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "9");
+    FL_ASSERT_STREQ(q1(db, "PRAGMA user_version"), "10");
     FL_ASSERT_STREQ(q1(db, "SELECT verdict FROM runs WHERE run_id = 'old-run'"), "fail");
     FL_ASSERT_STREQ(q1(db, "SELECT count(*) FROM saves"), "0");
     /* The new table is usable for the old run. */
@@ -145,7 +145,7 @@ FL_TEST(record_db, open_refuses_newer_schema)
     const char *path = db_path("new.db");
     sqlite3 *db;
     FL_REQUIRE_EQ(sqlite3_open(path, &db), SQLITE_OK);
-    FL_REQUIRE_EQ(sqlite3_exec(db, "PRAGMA user_version = 10", NULL, NULL, NULL), SQLITE_OK);
+    FL_REQUIRE_EQ(sqlite3_exec(db, "PRAGMA user_version = 11", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
 
     struct fl_rec *rec = (struct fl_rec *)1;
@@ -153,7 +153,7 @@ FL_TEST(record_db, open_refuses_newer_schema)
     FL_ASSERT_EQ(fl_rec_open(&rec, path, NULL, err, sizeof err), -EPROTO);
     FL_ASSERT(rec == NULL);
     snprintf(want, sizeof want,
-             "database %s has schema version 10, this faultline knows up to 9; "
+             "database %s has schema version 11, this faultline knows up to 10; "
              "use a newer faultline or another --db",
              path);
     FL_ASSERT_STREQ(err, want);
