@@ -9,6 +9,7 @@
  */
 #include "harness/run/run.h"
 #include "harness/base/monoclock.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/rundir.h"
 #include "netem/fabric.h"
 
@@ -78,8 +79,8 @@ void fl_run_write_state(struct fl_run *r)
         snprintf(st.db, sizeof st.db, "%s", r->db_path ? r->db_path : "");
     snprintf(st.workdir, sizeof st.workdir, "%s", r->s->workdir);
     snprintf(st.status, sizeof st.status, "%s", r->done ? "done" : "running");
-    st.harness_pid = getpid();
-    st.harness_start = fl_proc_starttime(getpid());
+    /* as the machine sees it (rootless the harness is PID 1 of its own) */
+    fl_rootless_self(&st.harness_pid, &st.harness_start);
     if (r->fab) {
         st.switch_pid = fl_fabric_switch_pid(r->fab);
         st.switch_start = fl_proc_starttime(st.switch_pid);

@@ -97,6 +97,42 @@ int fl_userns_identity_map(const char *which, char *buf, size_t len)
 }
 
 static volatile sig_atomic_t child_pid;
+static int outer_pid;
+static unsigned long long outer_start;
+
+/* pid and start time of the caller, from the /proc mounted now */
+static void read_self(int *pid, unsigned long long *start)
+{
+    char buf[1024];
+    *pid = getpid();
+    *start = 0;
+    FILE *f = fopen("/proc/self/stat", "re");
+    if (f && fgets(buf, sizeof buf, f)) {
+        const char *rp = strrchr(buf, ')'); /* the name may hold anything */
+        int p = 0;
+        if (rp && sscanf(buf, "%d", &p) == 1) {
+            *pid = p;
+            /* after ')': state (3) ... starttime (22) */
+            const char *c = rp + 2;
+            for (int field = 3; field < 22 && c; field++)
+                if ((c = strchr(c, ' ')))
+                    c++;
+            if (c)
+                *start = strtoull(c, NULL, 10);
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+void fl_rootless_self(int *pid, unsigned long long *starttime)
+{
+    if (outer_pid > 0) {
+        *pid = outer_pid;
+        *starttime = outer_start;
+    } else
+        read_self(pid, starttime);
+}
 
 /* A signal sent to the process the user started (kill PID) goes on to the
  * harness; one the terminal sent to its whole process group reached the
@@ -185,8 +221,8 @@ int fl_rootless_enter(char *err, size_t errlen)
         relay(pid); /* never returns */
     /* PID 1 of the new namespace: it ends with the process that made it */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 0 && kill(1, 0) < 0) /* the parent is gone already */
-        _exit(128 + SIGKILL);
+    /* the machine's /proc is still mounted: the pid it knows this one by */
+    read_self(&outer_pid, &outer_start);
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         int e = errno;

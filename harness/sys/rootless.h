@@ -15,6 +15,10 @@ int fl_rootless_enter(char *err, size_t errlen);
  * every id (it, or the faultline that started it, entered one as an
  * ordinary user). */
 bool fl_rootless(void);
+/* The harness's pid and start time (clock ticks after boot, as in
+ * /proc/PID/stat) as the machine's PID namespace sees them: rootless, those
+ * of PID 1 of its own namespace, taken as it entered it. */
+void fl_rootless_self(int *pid, unsigned long long *starttime);
 /* The uid of the user outside (the machine's), also rootless. */
 unsigned fl_rootless_outer_uid(void);
 /* Where a rootless run keeps what runs share: $XDG_CACHE_HOME/faultline,
