@@ -21,6 +21,8 @@ struct fl_cli_command {
 /* Every command, in the order `faultline --help` lists them; a NULL name ends it. */
 extern const struct fl_cli_command fl_cli_commands[];
 
+extern const char fl_cli_doctor_usage[];
+int fl_cli_doctor(int argc, char **argv);
 extern const char fl_cli_run_usage[];
 int fl_cli_run(int argc, char **argv);
 extern const char fl_cli_validate_usage[];

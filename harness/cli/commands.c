@@ -30,6 +30,8 @@ const struct fl_cli_command fl_cli_commands[] = {
      "run a recorded run again; the same verdict and failed checks?", false},
     {"report", fl_cli_report, fl_cli_report_usage, NULL,
      "write an HTML report with timelines of recorded runs", false},
+    {"doctor", fl_cli_doctor, fl_cli_doctor_usage, NULL,
+     "what this machine lets this user do (root or not), and what to install", false},
     /* reads --help itself: its KEY=VALUE arguments are not faultline's */
     {"emit", fl_cli_emit, fl_cli_emit_usage, "[--sync] KIND [K=V...]",
      "send an event from a process under faultline", true},

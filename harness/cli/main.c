@@ -107,8 +107,8 @@ int main(int argc, char **argv)
     /* a user other than root: into a user namespace of its own first, while
      * the process has no thread (what reads or writes only files needs
      * none; gc looks at the machine's processes, as the user) */
-    static const char *const in_userns[] = {"run",  "shell",  "exec",
-                                            "soak", "replay", "_bench-hosts"};
+    static const char *const in_userns[] = {"run",    "shell",  "exec",        "soak",
+                                            "replay", "doctor", "_bench-hosts"};
     for (size_t i = 0; i < sizeof in_userns / sizeof *in_userns; i++) {
         char err[1024];
         if (!strcmp(cmd, in_userns[i]) && fl_rootless_enter(err, sizeof err) < 0) {

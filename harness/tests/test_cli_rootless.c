@@ -293,3 +293,33 @@ FL_TEST_ROOT_T(cli_rootless, killed_run_then_gc_leaves_nothing, 120)
     assert_nothing_left(&u);
     rl_remove(&u);
 }
+
+/* `faultline doctor` tries what a run needs, as root and as the user: both
+ * can run here; the user's memory limit is refused and says why, and the
+ * faultline filesystem is there for the user exactly when /dev/fuse is
+ * open to it. */
+FL_TEST_ROOT_T(cli_rootless, doctor_says_what_root_and_a_user_can_do, 120)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s doctor 2>&1", fl_test_bin("faultline"));
+    FL_ASSERT_MSG(rc == 0, "doctor as root exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "namespaces, bridge, nftables  yes a switch, a partition");
+    FL_ASSERT_CONTAINS(out, "limit memory                  yes the host's memory cgroup");
+    free(out);
+    struct rl_user u;
+    rl_make(&u);
+    rc = rl_sh(&u, &out, "test -r /dev/fuse && test -w /dev/fuse");
+    bool fuse = rc == 0;
+    free(out);
+    rc = rl_sh(&u, &out, "fl/build/bin/faultline doctor");
+    FL_ASSERT_MSG(rc == 0, "doctor as %s exited %d:\n%s", u.name, rc, out);
+    FL_ASSERT_CONTAINS(out, "not root: runs rootless");
+    FL_ASSERT_CONTAINS(out, "namespaces, bridge, nftables  yes a switch, a partition");
+    FL_ASSERT_CONTAINS(out, "mounts (tmpfs, overlay)       yes");
+    FL_ASSERT_CONTAINS(out, "limit memory                  no  refused before the run");
+    FL_ASSERT_CONTAINS(out, fuse ? "disk by path, unsynced: torn  yes"
+                                 : "disk by path, unsynced: torn  no  needs /dev/fuse");
+    free(out);
+    assert_nothing_left(&u);
+    rl_remove(&u);
+}
