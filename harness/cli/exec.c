@@ -8,11 +8,15 @@
  */
 #include "harness/cli/cli.h"
 #include "harness/sys/host.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,8 +35,76 @@ const char fl_cli_exec_usage[] =
     "'unsynced: lose' targets, what it syncs is not recorded (lost at the crash).\n"
     "CMD runs as the machine's root, like the tasks of a host with 'privileged: true'\n"
     "(it can change the host's network and mounts, and the machine): it is for looking\n"
-    "into a host by hand; the scenario's tasks are root of their host only.\n"
+    "into a host by hand; the scenario's tasks are root of their host only.  Run by a\n"
+    "user without root (the run is rootless, and this user's), CMD is root of the run's\n"
+    "user namespace, which owns the run's namespaces and nothing of the machine's.\n"
     "  --out DIR   where run directories are (default out)\n";
+
+/* The machine's pid of the child of harness (as the machine sees it) whose
+ * pid in the harness's own PID namespace is inner, or 0. */
+static pid_t machine_pid_of(pid_t harness, pid_t inner)
+{
+    char path[128], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)harness);
+    DIR *d = opendir(path);
+    struct dirent *t;
+    pid_t found = 0;
+    while (d && !found && (t = readdir(d))) {
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/children", (int)harness, t->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        if (fgets(line, sizeof line, f))
+            for (char *tok = strtok(line, " \n"); tok && !found; tok = strtok(NULL, " \n")) {
+                char st[64], l2[256];
+                snprintf(st, sizeof st, "/proc/%s/status", tok);
+                FILE *g = fopen(st, "re");
+                while (g && fgets(l2, sizeof l2, g))
+                    if (!strncmp(l2, "NSpid:", 6)) {
+                        /* the machine's pid, then the one in the harness's */
+                        int outer, in_run;
+                        if (sscanf(l2 + 6, "%d %d", &outer, &in_run) == 2 && in_run == inner)
+                            found = outer;
+                        break;
+                    }
+                if (g)
+                    fclose(g);
+            }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* Rootless (harness/sys/rootless.c): the run's namespaces belong to the
+ * user namespace of its harness, which this user owns: into it first (root
+ * there), and the host's init by the pid the machine knows it by (the
+ * state file has its pid in the harness's own PID namespace). */
+static int rootless_join(pid_t harness, pid_t *pid, char *err, size_t errlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/user", (int)harness);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWUSER) < 0) {
+        int e = errno;
+        snprintf(err, errlen, "entering the run's user namespace (%s): %s", path, strerror(e));
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    close(fd);
+    pid_t m = machine_pid_of(harness, *pid);
+    if (m <= 0) {
+        snprintf(err, errlen, "its init (pid %d in the run) is not a process of the run's harness",
+                 (int)*pid);
+        return -ESRCH;
+    }
+    *pid = m;
+    return 0;
+}
 
 int fl_cli_exec(int argc, char **argv)
 {
@@ -91,6 +163,11 @@ int fl_cli_exec(int argc, char **argv)
         return 1;
     }
     char err[1024];
+    if (fl_rootless() && (rc = rootless_join(st.harness_pid, &h->pid, err, sizeof err)) < 0) {
+        fprintf(stderr, "faultline exec: host %s: %s\n", hostname, err);
+        fl_state_free(&st);
+        return 1;
+    }
     rc = fl_host_enter_pid(h->pid, h->starttime, st.workdir, err, sizeof err);
     fl_state_free(&st);
     if (rc < 0) {

@@ -106,8 +106,9 @@ int main(int argc, char **argv)
     }
     /* a user other than root: into a user namespace of its own first, while
      * the process has no thread (what reads or writes only files needs
-     * none; gc looks at the machine's processes, as the user) */
-    static const char *const in_userns[] = {"run",    "shell",  "exec",        "soak",
+     * none; gc looks at the machine's processes, as the user, and exec
+     * joins the run's own user namespace) */
+    static const char *const in_userns[] = {"run",    "shell",  "soak",
                                             "replay", "doctor", "_bench-hosts"};
     for (size_t i = 0; i < sizeof in_userns / sizeof *in_userns; i++) {
         char err[1024];

@@ -5,7 +5,8 @@
  * killed one left it), copies faultline's programs, preloads and scenarios
  * into that user's home (so the checkout's permissions do not matter) and
  * runs faultline there with su: the whole seed suite passes and is recorded
- * as rootless; the catalog scenarios whose faults can run rootless pass, the
+ * as rootless; `faultline exec` reaches a host of a user's running run; the
+ * catalog scenarios whose faults can run rootless pass, the
  * rest are refused with a message that says what they need; a run killed
  * with SIGKILL leaves nothing that `faultline gc`, run by the same user,
  * does not remove; and nothing of a user's run is left on the machine: no
@@ -275,6 +276,14 @@ FL_TEST_ROOT_T(cli_rootless, killed_run_then_gc_leaves_nothing, 120)
              "'^up$'); [ \"$n\" = 2 ] && exit 0; sleep 0.01; done; exit 1",
              u.home);
     FL_REQUIRE_MSG(fl_test_sh(NULL, "%s", cmd) == 0, "the tasks never started");
+    /* exec joins the run's user namespace and host b's namespaces */
+    rc = rl_sh(&u, &out,
+               "fl/build/bin/faultline exec --out out $(ls out/runs) b -- sh -c \"hostname; "
+               "ip -4 -o addr show eth0\"");
+    FL_ASSERT_MSG(rc == 0, "exec exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "b\n");
+    FL_ASSERT_CONTAINS(out, "inet 198.18.0.2/15");
+    free(out);
     FL_ASSERT_EQ(kill(pid, SIGKILL), 0);
     uid_t uid = u.uid;
     FL_ASSERT_MSG(fl_test_wait_until(no_user_processes, &uid, 10000),
