@@ -35,6 +35,26 @@ static bool is_own(const char *path)
     return false;
 }
 
+/* A directory of the machine's that the user may read and that holds
+ * something: one that is empty or closed to the user is seen the same
+ * through the skeleton's empty directory (in the root's overlay, where the
+ * host may write too), which costs a host no mount (an overlay's is about
+ * 0.1 ms). */
+static bool worth_an_overlay(const char *path)
+{
+    if (access(path, R_OK | X_OK) < 0)
+        return false;
+    DIR *d = opendir(path);
+    struct dirent *de;
+    bool any = false;
+    while (d && !any && (de = readdir(d)))
+        any = !(de->d_name[0] == '.' &&
+                (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])));
+    if (d)
+        closedir(d);
+    return any;
+}
+
 size_t fl_root_tops(const char *const **names)
 {
     static char *list[256];
@@ -56,7 +76,7 @@ size_t fl_root_tops(const char *const **names)
                 /* a directory of /'s own filesystem (another is a mount:
                  * fl_root_submounts' read-only bind) */
                 if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_dev != root.st_dev ||
-                    is_own(path))
+                    is_own(path) || !worth_an_overlay(path))
                     continue;
                 if ((list[n] = strdup(de->d_name)))
                     n++;
