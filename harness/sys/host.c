@@ -442,10 +442,11 @@ FL_INIT_CODE static long mount_top(const struct fl_host_spec *s, const char *R, 
     bool etc = !strcmp(name, "etc");
     bool fits = cat(top, &k, "/") && cat(top, &k, name);
     k = 0;
-    fits = fits && cat(opts, &k, "lowerdir=") &&
-           (!etc || (cat(opts, &k, s->common) && cat(opts, &k, "/etc:"))) && cat(opts, &k, top) &&
-           cat(opts, &k, ",upperdir=") && cat(opts, &k, s->tops_dir) && cat(opts, &k, top) &&
-           cat(opts, &k, "/u,workdir=") && cat(opts, &k, s->tops_dir) && cat(opts, &k, top) &&
+    /* the common layer's skeleton of it above the machine's (root_layer.c) */
+    fits = fits && cat(opts, &k, "lowerdir=") && cat(opts, &k, s->common) && cat(opts, &k, top) &&
+           cat(opts, &k, ":") && cat(opts, &k, top) && cat(opts, &k, ",upperdir=") &&
+           cat(opts, &k, s->tops_dir) && cat(opts, &k, top) && cat(opts, &k, "/u,workdir=") &&
+           cat(opts, &k, s->tops_dir) && cat(opts, &k, top) &&
            cat(opts, &k, "/w,index=off,userxattr");
     long r = fits ? under_root(at, R, top) : -ENAMETOOLONG;
     if (r < 0)

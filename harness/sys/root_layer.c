@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +49,8 @@ static bool worth_an_overlay(const char *path)
     struct dirent *de;
     bool any = false;
     while (d && !any && (de = readdir(d)))
-        any = !(de->d_name[0] == '.' &&
-                (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])));
+        any =
+            !(de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])));
     if (d)
         closedir(d);
     return any;
@@ -126,6 +127,46 @@ static int root_skeleton(const char *dir)
     return rc;
 }
 
+/* Rootless: the machine's directories, as directories of the user's own in
+ * the common layer, so that a host may make files in them.  An overlay
+ * gives a directory the owner of the topmost layer that has it, and copies
+ * it up to make a file in it; a machine's directory owned by root, whom a
+ * user namespace does not map, cannot be copied up (EOVERFLOW), so without
+ * these no host could make a file in its /var/tmp.  Only the trees that
+ * programs write to (fl_root_skeleton_trees): /usr's some twenty thousand
+ * directories would cost every run 0.1 s. */
+static const char *skel_to;
+static int skel_rc;
+
+static int skel_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type != FTW_D)
+        return 0; /* unreadable directories (FTW_DNR) and files */
+    char at[PATH_MAX];
+    if ((size_t)snprintf(at, sizeof at, "%s%s", skel_to, path) >= sizeof at)
+        return 0;
+    if (mkdir(at, st->st_mode & 07777) < 0 && errno != EEXIST) {
+        skel_rc = -errno;
+        return 1;
+    }
+    chmod(at, st->st_mode & 07777); /* past the umask: /var/tmp's 1777 */
+    return 0;
+}
+
+static int tree_skeleton(const char *dir)
+{
+    static const char *const trees[] = {"/etc", "/var", "/opt", "/usr/local", "/srv"};
+    skel_to = dir;
+    skel_rc = 0;
+    for (size_t i = 0; i < sizeof trees / sizeof *trees && skel_rc == 0; i++) {
+        struct stat st;
+        if (lstat(trees[i], &st) == 0 && S_ISDIR(st.st_mode))
+            nftw(trees[i], skel_one, 32, FTW_PHYS | FTW_MOUNT);
+    }
+    return skel_rc;
+}
+
 int fl_root_common_make(const char *dir, const char *hosts_file)
 {
     static const struct {
@@ -172,8 +213,8 @@ int fl_root_common_make(const char *dir, const char *hosts_file)
         if (symlink(links[i][1], path) < 0)
             rc = -errno;
     }
-    if (rc == 0 && rootless)
-        rc = root_skeleton(dir);
+    if (rc == 0 && rootless && (rc = root_skeleton(dir)) == 0)
+        rc = tree_skeleton(dir);
     if (rc < 0 || !hosts_file)
         return rc;
     snprintf(path, sizeof path, "%s/etc", dir);

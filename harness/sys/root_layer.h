@@ -37,9 +37,9 @@ int fl_root_layer_make(const char *dir, const char *common, bool fresh, char *mn
  * common layer alone below it, which then holds a skeleton of / too (its
  * directories and symbolic links), and each directory right below / of
  * /'s own filesystem (not /proc, /sys, /dev, /tmp, /run) that holds
- * something the user may read gets an overlay of its own over the machine's (its upper layer DIR/top/NAME/u, work
- * DIR/top/NAME/w; /etc's common/etc too, with the run's hosts file), made
- * by the host's init.  Their names (computed once), into *names: how many. */
+ * something the user may read gets an overlay of its own over the machine's (its upper layer
+ * DIR/top/NAME/u, work DIR/top/NAME/w; /etc's common/etc too, with the run's hosts file), made by
+ * the host's init.  Their names (computed once), into *names: how many. */
 size_t fl_root_tops(const char *const **names);
 
 /* The mount points right below the harness's / that a host's overlay of /

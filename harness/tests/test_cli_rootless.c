@@ -87,7 +87,8 @@ static void remove_stale_users(void)
 }
 
 /* A user of the test's own, with faultline's programs, preloads and
- * scenarios in ~/fl (build/bin, build/lib, scenarios). */
+ * scenarios in ~/fl (build/bin, build/lib, scenarios, and the tests'
+ * scenarios in tests/scenarios). */
 static void rl_make(struct rl_user *u)
 {
     if (fl_test_sh(NULL, "command -v useradd >/dev/null && command -v su >/dev/null") != 0)
@@ -110,9 +111,10 @@ static void rl_make(struct rl_user *u)
                     "set -e; mkdir -p %s/fl/build/bin %s/fl/build/lib; "
                     "cp %s/faultline %s/psrt %s/fl-probe %s/fl-disk-probe %s/fl/build/bin/; "
                     "cp %s/../lib/*.so %s/fl/build/lib/; cp -r %s/scenarios %s/fl/; "
+                    "mkdir -p %s/fl/tests; cp -r %s/harness/tests/scenarios %s/fl/tests/; "
                     "chown -R %s: %s 2>&1",
                     u->home, u->home, bin, bin, bin, bin, u->home, bin, u->home, fl_test_root(),
-                    u->home, u->name, u->home);
+                    u->home, u->home, fl_test_root(), u->home, u->name, u->home);
     FL_REQUIRE_MSG(rc == 0, "copying faultline into %s: %s", u->home, out);
     free(out);
 }
@@ -329,6 +331,31 @@ FL_TEST_ROOT_T(cli_rootless, doctor_says_what_root_and_a_user_can_do, 120)
     FL_ASSERT_CONTAINS(out, fuse ? "disk by path, unsynced: torn  yes"
                                  : "disk by path, unsynced: torn  no  needs /dev/fuse");
     free(out);
+    assert_nothing_left(&u);
+    rl_remove(&u);
+}
+
+/* A rootless host's root is its own as a root one's is: what it writes in
+ * /var/tmp, /etc and /root stays in its layer (kept by a restart, gone with
+ * a replace, never on the machine); it finds neither another host's disk
+ * nor the run's files by any path; its /sys and /dev are its own. */
+FL_TEST_ROOT_T(cli_rootless, host_roots_are_their_own_rootless, 300)
+{
+    static const char *const pats[] = {"/var/tmp/fl-it-root-private.*", "/etc/fl-it-root-private.*",
+                                       "/root/fl-it-root-private.*"};
+    struct rl_user u;
+    rl_make(&u);
+    char *out;
+    int rc = rl_sh(&u, &out,
+                   "fl/build/bin/faultline run --out out fl/tests/scenarios/root-private.yaml "
+                   "fl/tests/scenarios/root-isolation.yaml fl/tests/scenarios/root-sys.yaml");
+    FL_ASSERT_MSG(rc == 0, "exit %d:\n%s", rc, out);
+    free(out);
+    for (size_t i = 0; i < 3; i++) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "ls -d %s >/dev/null 2>&1", pats[i]);
+        FL_ASSERT_MSG(fl_test_sh(NULL, "%s", cmd) != 0, "%s on the machine after the run", pats[i]);
+    }
     assert_nothing_left(&u);
     rl_remove(&u);
 }
