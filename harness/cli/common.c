@@ -13,6 +13,7 @@
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,29 @@ int fl_cli_parse_count(const char *prog, const char *opt, const char *s, uint64_
         fprintf(stderr, "%s: %s wants a number >= 1\n", prog, opt);
         return -1;
     }
+    return 0;
+}
+
+int fl_cli_parse_shard(const char *prog, const char *s, uint64_t *k, uint64_t *n)
+{
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(s, &end, 10), b = 0;
+    bool ok = !errno && end != s && *end == '/' && s[0] >= '0' && s[0] <= '9';
+    if (ok) {
+        const char *t = end + 1;
+        b = strtoull(t, &end, 10);
+        ok = !errno && end != t && !*end && t[0] >= '0' && t[0] <= '9';
+    }
+    if (!ok || a < 1 || b < 1 || a > b || b > 100000) {
+        fprintf(stderr,
+                "%s: --shard wants K/N, the K-th of N parts (1 <= K <= N <= 100000), like "
+                "--shard 2/4, not '%s'\n",
+                prog, s);
+        return -1;
+    }
+    *k = a;
+    *n = b;
     return 0;
 }
 

@@ -26,6 +26,9 @@ int fl_cli_parse_u64(const char *prog, const char *opt, const char *s, uint64_t 
 int fl_cli_parse_seed(const char *prog, const char *s, uint64_t *v);
 /* The same, 1 or more (--repeat, --iterations). */
 int fl_cli_parse_count(const char *prog, const char *opt, const char *s, uint64_t *v);
+/* A shard "K/N" (--shard): 1 <= K <= N <= 100000, into *k and *n; -1
+ * after "PROG: --shard wants K/N ..." on stderr. */
+int fl_cli_parse_shard(const char *prog, const char *s, uint64_t *k, uint64_t *n);
 /* How many runs to show (--limit, --last): 1..INT_MAX, or -1 for all; -1
  * after "PROG: OPT wants a number >= 1, or -1 for all ..." on stderr. */
 int fl_cli_parse_limit(const char *prog, const char *opt, const char *s, int *v);

@@ -17,6 +17,7 @@
 #include "reports/table.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -35,6 +36,12 @@ const char fl_cli_run_usage[] =
     "                      over several files, in those that have K)\n"
     "  --seed N            seed for every random decision (default: the file's, else random)\n"
     "  --repeat N          run each variant N times (default 1)\n"
+    "  --shard K/N         run only the K-th of N disjoint parts of the work: of the\n"
+    "                      runs this command would make (every file, variant and\n"
+    "                      repeat, in order), those numbered K, K+N, K+2N, ...; N\n"
+    "                      invocations with K = 1..N (and the same --seed) make\n"
+    "                      exactly the runs of one without --shard ('faultline runs\n"
+    "                      merge' joins their databases)\n"
     "  --db PATH           results database (default OUT/faultline.db, OUT as --out)\n"
     "  --no-db             record nothing\n"
     "  --out DIR           where run directories go (default out; runs in DIR/runs)\n"
@@ -101,22 +108,17 @@ static void free_filters(struct fl_scn_selector *filters, size_t n)
 int fl_cli_run(int argc, char **argv)
 {
     struct fl_cli_opts c = {0};
-    uint64_t repeat = 1, seed = 0;
+    uint64_t repeat = 1, seed = 0, shard_k = 1, shard_n = 1;
     const char *db = NULL, *junit = NULL, *html = NULL;
     bool no_db = false, seed_set = false, quiet = false, disk_fs = false, wide = false;
-    static const struct option opts[] = {{"variant", required_argument, 0, 'v'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"repeat", required_argument, 0, 'r'},
-                                         {"db", required_argument, 0, 'd'},
-                                         {"no-db", no_argument, 0, 'D'},
-                                         {"out", required_argument, 0, 'o'},
-                                         {"keep", no_argument, 0, 'k'},
-                                         {"disk-fs", no_argument, 0, 'F'},
-                                         {"junit", required_argument, 0, 'j'},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"html", required_argument, 0, 'h'},
-                                         {"wide", no_argument, 0, 'W'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"variant", required_argument, 0, 'v'}, {"seed", required_argument, 0, 's'},
+        {"repeat", required_argument, 0, 'r'},  {"db", required_argument, 0, 'd'},
+        {"no-db", no_argument, 0, 'D'},         {"out", required_argument, 0, 'o'},
+        {"keep", no_argument, 0, 'k'},          {"disk-fs", no_argument, 0, 'F'},
+        {"junit", required_argument, 0, 'j'},   {"quiet", no_argument, 0, 'q'},
+        {"html", required_argument, 0, 'h'},    {"wide", no_argument, 0, 'W'},
+        {"shard", required_argument, 0, 'S'},   {0, 0, 0, 0}};
     int ch;
     optind = 1;
     /* Short options only where --help shows them (-q): the rest are long. */
@@ -144,6 +146,10 @@ int fl_cli_run(int argc, char **argv)
         case 'h': html = optarg; break;
         case 'q': quiet = true; break;
         case 'W': wide = true; break;
+        case 'S':
+            if (fl_cli_parse_shard("faultline", optarg, &shard_k, &shard_n) < 0)
+                return 2;
+            break;
         default: fputs(fl_cli_run_usage, stderr); return 2;
         }
     }
@@ -234,12 +240,15 @@ int fl_cli_run(int argc, char **argv)
     size_t nrows = 0;
     int failed = 0;
     bool interrupted = false;
+    uint64_t item = 0; /* the work's runs in order, every shard's (--shard) */
     for (size_t i = 0; i < n && !interrupted; i++) {
         struct fl_scenario *s = v[i];
         for (size_t var = 0; var < fl_scn_variant_count(s) && !interrupted; var++) {
             if (filters[i].n_terms && !fl_scn_selector_match(s, &filters[i], var))
                 continue;
             for (uint64_t r = 0; r < repeat && !interrupted; r++) {
+                if (item++ % shard_n != shard_k - 1)
+                    continue; /* another shard's */
                 /* an interrupt while the last run was torn down */
                 if ((interrupted = fl_engine_take_interrupt()))
                     break;
@@ -301,6 +310,9 @@ int fl_cli_run(int argc, char **argv)
     printf("\n");
     fl_report_set_wide(wide);
     fl_report_summary(stdout, rows, nrows);
+    if (shard_n > 1 && !interrupted)
+        printf("shard %" PRIu64 "/%" PRIu64 ": %zu of the %" PRIu64 " runs of the whole work\n",
+               shard_k, shard_n, nrows, item);
     for (size_t i = 0; i < nrows; i++)
         if (rows[i].run_dir)
             printf("logs of %s%s%s: %s/logs\n", rows[i].scenario, rows[i].variant[0] ? " " : "",

@@ -59,6 +59,10 @@ const char fl_soak_usage[] =
     "                      (250ms, 30s, 10m, 2h; default 1h)\n"
     "  --iterations N      run N iterations (instead of --duration)\n"
     "  --seed N            the soak's seed (default random; printed, and in every file)\n"
+    "  --shard K/N         run only the K-th of N disjoint parts of the soak: its\n"
+    "                      iterations numbered K, K+N, K+2N, ... (each with the seed\n"
+    "                      and schedule it has in the whole soak; with --iterations M,\n"
+    "                      those up to M); needs --seed, the same for every shard\n"
     "  --variant K=V       the variant to soak, when the profile has several (repeatable)\n"
     "  --budget N          at most N runs to minimize one failure (default 24; 0: none)\n"
     "  --out DIR           run directories in DIR/runs, failures in DIR/soak-failures\n"
@@ -264,14 +268,19 @@ int fl_cli_soak(int argc, char **argv)
     const char *db = NULL, *variants[64];
     int nvariants = 0;
     bool no_db = false, seed_set = false, iters_set = false, dur_set = false;
-    uint64_t seed = 0, iterations = 0, budget;
+    uint64_t seed = 0, iterations = 0, budget, shard_k = 1, shard_n = 1;
     int64_t duration_ms = 3600 * 1000;
-    static const struct option opts[] = {
-        {"duration", required_argument, 0, 'T'}, {"iterations", required_argument, 0, 'n'},
-        {"seed", required_argument, 0, 's'},     {"variant", required_argument, 0, 'v'},
-        {"budget", required_argument, 0, 'b'},   {"out", required_argument, 0, 'o'},
-        {"db", required_argument, 0, 'd'},       {"no-db", no_argument, 0, 'D'},
-        {"quiet", no_argument, 0, 'q'},          {0, 0, 0, 0}};
+    static const struct option opts[] = {{"duration", required_argument, 0, 'T'},
+                                         {"iterations", required_argument, 0, 'n'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"variant", required_argument, 0, 'v'},
+                                         {"budget", required_argument, 0, 'b'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"db", required_argument, 0, 'd'},
+                                         {"no-db", no_argument, 0, 'D'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"shard", required_argument, 0, 'S'},
+                                         {0, 0, 0, 0}};
     int ch;
     /* a line at a time: a nightly job sends stdout and stderr to one log,
      * where a block-buffered stdout came out after the stderr lines of the
@@ -316,6 +325,10 @@ int fl_cli_soak(int argc, char **argv)
         case 'd': db = optarg; break;
         case 'D': no_db = true; break;
         case 'q': k.quiet = true; break;
+        case 'S':
+            if (fl_cli_parse_shard("faultline soak", optarg, &shard_k, &shard_n) < 0)
+                return 2;
+            break;
         default: fputs(fl_soak_usage, stderr); return 2;
         }
     }
@@ -325,6 +338,11 @@ int fl_cli_soak(int argc, char **argv)
     }
     if (iters_set && dur_set) {
         fprintf(stderr, "faultline soak: give --duration or --iterations, not both\n");
+        return 2;
+    }
+    if (shard_n > 1 && !seed_set) {
+        fprintf(stderr, "faultline soak: --shard needs --seed, the same for every shard: the "
+                        "shards split one soak's iterations, whose schedules come from it\n");
         return 2;
     }
     char err[2048];
@@ -402,6 +420,10 @@ int fl_cli_soak(int argc, char **argv)
     else
         printf("soak %s (%s): seed %" PRIu64 ", for %s\n", k.p->path, vname, seed,
                hms(duration_ms, t1, sizeof t1));
+    if (shard_n > 1)
+        printf("shard %" PRIu64 "/%" PRIu64 ": iterations %" PRIu64 ", %" PRIu64
+               ", ... of the whole soak\n",
+               shard_k, shard_n, shard_k, shard_k + shard_n);
     fflush(stdout);
 
     int64_t t0 = fl_mono_ms();
@@ -415,13 +437,15 @@ int fl_cli_soak(int argc, char **argv)
         goto cleanup;
     }
     for (;; iter++) {
-        if (iters_set ? iter >= iterations : fl_mono_ms() - t0 >= duration_ms)
+        /* the iteration's number in the whole soak (--shard) */
+        uint64_t g = shard_k - 1 + iter * shard_n;
+        if (iters_set ? g >= iterations : fl_mono_ms() - t0 >= duration_ms)
             break;
         if ((k.interrupted = k.interrupted || fl_engine_take_interrupt()))
             break;
         struct fl_soak_schedule sc;
         char *text = NULL;
-        if (fl_soak_draw(k.p, fl_soak_iter_seed(seed, iter), &sc) < 0 ||
+        if (fl_soak_draw(k.p, fl_soak_iter_seed(seed, g), &sc) < 0 ||
             fl_soak_render(k.p, &sc, NULL, NULL, &text) < 0) {
             fprintf(stderr, "faultline soak: out of memory\n");
             fl_soak_schedule_free(&sc);
@@ -454,18 +478,18 @@ int fl_cli_soak(int argc, char **argv)
                 fprintf(stderr,
                         "soak: iteration %" PRIu64 " %s (seed %" PRIu64 ", run %s, %zu/%zu "
                         "fault%s applied, %.1fs); elapsed %s, %" PRIu64 " failure%s so far%s%s\n",
-                        iter + 1, res.verdict, sc.seed, res.run_id[0] ? res.run_id : "-", applied,
+                        g + 1, res.verdict, sc.seed, res.run_id[0] ? res.run_id : "-", applied,
                         sc.n, sc.n == 1 ? "" : "s", (double)res.duration_ms / 1000,
                         hms(fl_mono_ms() - t0, t1, sizeof t1), failed, failed == 1 ? "" : "s",
                         ok ? "" : ": ", ok ? "" : res.reason);
             char *warn = NULL;
-            if (ok && fl_soak_late_add(late, &sc, fates, res.duration_ms, iter + 1, &warn) > 0) {
+            if (ok && fl_soak_late_add(late, &sc, fates, res.duration_ms, g + 1, &warn) > 0) {
                 fputs(warn, stderr);
                 free(warn);
             }
             if (!ok) {
                 kept++;
-                if (keep_failure(&k, seed, iter + 1, &sc, &res)) {
+                if (keep_failure(&k, seed, g + 1, &sc, &res)) {
                     /* every iteration would fail and minimize to nothing */
                     printf("\nsoak %s: it fails with no fault at all (%s: %s), so every "
                            "iteration would fail the same way: stopping.  'faultline run %s%s%s' "
