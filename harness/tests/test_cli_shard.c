@@ -1,0 +1,163 @@
+/*
+ * test_cli_shard.c: `run --shard K/N` and `soak --shard K/N` (issue 26):
+ * N shards, each a faultline process of its own with its own out directory
+ * and database, together make exactly the runs of one invocation without
+ * --shard: the same (scenario, variant, seed, verdict) for the seed suite,
+ * and for a soak the same iterations with the same seeds and the same
+ * drawn fault schedules; no run is made twice.
+ */
+#include "harness/tests/fl_test.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The rows of sql (one text column) over every database in dbs, sorted,
+ * joined by newlines (malloc'd). */
+static char *rows_of(const char *const *dbs, size_t ndbs, const char *sql)
+{
+    char **v = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < ndbs; i++) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        FL_REQUIRE_MSG(sqlite3_open_v2(dbs[i], &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK,
+                       "open %s", dbs[i]);
+        FL_REQUIRE_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", dbs[i],
+                       sqlite3_errmsg(db));
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            v = realloc(v, (n + 1) * sizeof *v);
+            v[n++] = strdup((const char *)sqlite3_column_text(st, 0));
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    qsort(v, n, sizeof *v, cmp_str);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(v[i]) + 1;
+    char *out = calloc(1, len);
+    for (size_t i = 0; i < n; i++) {
+        strcat(out, v[i]);
+        strcat(out, "\n");
+        free(v[i]);
+    }
+    free(v);
+    return out;
+}
+
+static size_t lines(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* The seed suite with --seed 11, whole and as 4 shards run at once. */
+FL_TEST_ROOT_T(cli_shard, seed_suite_in_4_shards_makes_the_runs_of_one, 300)
+{
+    const char *t = fl_test_dir();
+    char *out;
+    int rc = fl_test_sh(&out, "%s run -q --seed 11 --out %s/all %s/scenarios/seeds 2>&1",
+                        fl_test_bin("faultline"), t, fl_test_root());
+    FL_ASSERT_MSG(rc == 0, "the whole suite exited %d:\n%s", rc, out);
+    free(out);
+    rc = fl_test_sh(&out,
+                    "pids=; for k in 1 2 3 4; do %s run -q --seed 11 --shard $k/4 --out %s/s$k "
+                    "%s/scenarios/seeds >%s/s$k.txt 2>&1 & pids=\"$pids $!\"; done; fail=0; "
+                    "for p in $pids; do wait $p || fail=1; done; cat %s/s?.txt; exit $fail",
+                    fl_test_bin("faultline"), t, fl_test_root(), t, t);
+    FL_ASSERT_MSG(rc == 0, "a shard exited non-zero:\n%s", out);
+    for (int k = 1; k <= 4; k++) {
+        char want[64];
+        snprintf(want, sizeof want, "shard %d/4: ", k);
+        FL_ASSERT_CONTAINS(out, want);
+    }
+    FL_ASSERT_CONTAINS(out, "of the 36 runs of the whole work");
+    free(out);
+    char all[4200], sh[4][4200];
+    snprintf(all, sizeof all, "%s/all/faultline.db", t);
+    const char *one[] = {all}, *shards[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(sh[k], sizeof sh[k], "%s/s%d/faultline.db", t, k + 1);
+        shards[k] = sh[k];
+    }
+    const char *q = "SELECT scenario || ' ' || variant || ' seed=' || seed || ' ' || verdict "
+                    "FROM runs";
+    char *a = rows_of(one, 1, q), *b = rows_of(shards, 4, q);
+    FL_ASSERT_EQ(lines(a), 36);
+    FL_ASSERT_STREQ(b, a);
+    /* each shard made its own part: 9 runs each (36 in turn over 4) */
+    for (int k = 0; k < 4; k++)
+        FL_ASSERT_EQ(fl_test_db_int(sh[k], "SELECT count(*) FROM runs"), 9);
+    free(a);
+    free(b);
+}
+
+/* A soak of 40 iterations with seed 3, whole and as 4 shards: the same
+ * iteration seeds, verdicts and drawn schedules (each run's faults). */
+FL_TEST_ROOT_T(cli_shard, soak_in_4_shards_draws_the_schedules_of_one, 300)
+{
+    const char *t = fl_test_dir();
+    char profile[4200];
+    snprintf(profile, sizeof profile, "%s/harness/tests/data/soak/variants.yaml", fl_test_root());
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "%s soak %s --variant mode=good --iterations 40 --seed 3 -q --out %s/all "
+                        "2>&1",
+                        fl_test_bin("faultline"), profile, t);
+    FL_ASSERT_MSG(rc == 0, "the whole soak exited %d:\n%s", rc, out);
+    free(out);
+    rc = fl_test_sh(&out,
+                    "set -e; for k in 1 2 3 4; do %s soak %s --variant mode=good --iterations 40 "
+                    "--seed 3 -q --shard $k/4 --out %s/s$k; done 2>&1",
+                    fl_test_bin("faultline"), profile, t);
+    FL_ASSERT_MSG(rc == 0, "a shard exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "shard 3/4: iterations 3, 7, ... of the whole soak");
+    free(out);
+    char all[4200], sh[4][4200];
+    snprintf(all, sizeof all, "%s/all/faultline.db", t);
+    const char *one[] = {all}, *shards[4];
+    for (int k = 0; k < 4; k++) {
+        snprintf(sh[k], sizeof sh[k], "%s/s%d/faultline.db", t, k + 1);
+        shards[k] = sh[k];
+    }
+    const char *runs = "SELECT 'seed=' || seed || ' ' || verdict FROM runs";
+    const char *faults = "SELECT 'seed=' || r.seed || ' ' || f.idx || ' ' || f.kind || ' ' || "
+                         "f.target || ' ' || coalesce(f.detail, '') FROM faults f JOIN runs r "
+                         "ON r.id = f.run";
+    char *a = rows_of(one, 1, runs), *b = rows_of(shards, 4, runs);
+    FL_ASSERT_EQ(lines(a), 40);
+    FL_ASSERT_STREQ(b, a);
+    free(a);
+    free(b);
+    a = rows_of(one, 1, faults);
+    b = rows_of(shards, 4, faults);
+    FL_ASSERT(lines(a) >= 40); /* a pause in every iteration */
+    FL_ASSERT_STREQ(b, a);
+    free(a);
+    free(b);
+}
+
+/* A bad shard is a usage error that says what it wants; soak's wants a seed. */
+FL_TEST(cli_shard, bad_shard_is_a_usage_error)
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s run --shard 5/4 x.yaml 2>&1", fl_test_bin("faultline"));
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "--shard wants K/N, the K-th of N parts (1 <= K <= N <= 100000), "
+                            "like --shard 2/4, not '5/4'");
+    free(out);
+    rc = fl_test_sh(&out, "%s soak %s/harness/tests/data/soak/variants.yaml --shard 1/2 2>&1",
+                    fl_test_bin("faultline"), fl_test_root());
+    FL_ASSERT_EQ(rc, 2);
+    FL_ASSERT_CONTAINS(out, "--shard needs --seed, the same for every shard");
+    free(out);
+}
