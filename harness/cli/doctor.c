@@ -196,12 +196,19 @@ int fl_cli_doctor(int argc, char **argv)
                       "rules leave it so on most machines)"
                     : "no /dev/fuse: `modprobe fuse`");
 
-    char root[PATH_MAX] = "";
+    char root[PATH_MAX] = "", deleg[PATH_MAX] = "";
     bool cgroups = !rootless && fl_cgroup_root(root, sizeof root) >= 0;
-    say(cgroups, "cgroups", "%s",
-        rootless  ? "none of its own without root (see the faults below)"
-        : cgroups ? root
-                  : "no pids cgroup hierarchy mounted");
+    bool delegated = rootless && fl_cgroup_delegated(deleg, sizeof deleg) == 0;
+    if (rootless)
+        say(delegated, "cgroups", "%s%s",
+            delegated ? "delegated to this user: "
+                      : "none delegated to this user (start "
+                        "faultline under `systemd-run --user "
+                        "--scope -p Delegate=yes` for pause's "
+                        "freezer)",
+            deleg);
+    else
+        say(cgroups, "cgroups", "%s", cgroups ? root : "no pids cgroup hierarchy mounted");
 
     char bin[PATH_MAX], path[PATH_MAX + 64];
     fl_cli_bin_dir(bin, sizeof bin);
@@ -241,9 +248,11 @@ int fl_cli_doctor(int argc, char **argv)
         can_run ? "nftables and the link emulator in the run's switch" : "needs the network above");
     say(can_run, "kill, crash_host, replace", "%s", "signals and the run's own namespaces");
     say(true, "pause", "%s",
-        rootless ? "SIGSTOP of the task's process group (no freezer cgroup without root: a "
-                   "child in a session of its own runs on)"
-                 : "the task's freezer cgroup (SIGSTOP of its process group where there is none)");
+        delegated  ? "the task's freezer cgroup, in the delegated one"
+        : rootless ? "SIGSTOP of the task's process group (no freezer cgroup: a child in a "
+                     "session of its own runs on)"
+                   : "the task's freezer cgroup (SIGSTOP of its process group where there is "
+                     "none)");
     say(true, "limit threads", "%s",
         rootless ? "the soft RLIMIT_NPROC of the host's processes (counted per host: each has "
                    "a user namespace of its own)"

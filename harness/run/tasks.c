@@ -39,18 +39,17 @@ int fl_run_task_cgroup(struct fl_run *r, int task)
     char tname[64];
     fl_scn_task_name(s, task, tname, sizeof tname);
     const char *host = s->hosts[s->tasks[task].host].name;
-    /* rootless (harness/sys/rootless.c) the machine's cgroups are not the
-     * run's to write */
-    int rc = fl_rootless()
-                 ? -ENOTSUP
-                 : fl_cgroup_create_task(r->run_id, host, tname, tr->cgroup, sizeof tr->cgroup);
+    /* rootless (harness/sys/rootless.c): only in a cgroup delegated to the
+     * user (cgroup.c), else -ENOTSUP */
+    int rc = fl_cgroup_create_task(r->run_id, host, tname, tr->cgroup, sizeof tr->cgroup);
     if (rc == -ENOTSUP) {
         static bool said;
         if (!said)
             fprintf(stderr,
                     "faultline: %s: pause stops the task's process group with SIGSTOP "
                     "instead (a child in a session of its own runs on)\n",
-                    fl_rootless() ? "no freezer cgroup of its own without root"
+                    fl_rootless() ? "no freezer cgroup without root outside a cgroup delegated "
+                                    "to the user (systemd-run --user --scope -p Delegate=yes)"
                                   : "no cgroup freezer on this machine");
         said = true;
         return 0;

@@ -26,6 +26,10 @@
  * exactly the task's processes, all of them, and its process list reaches
  * every one of them with a signal.
  *
+ * Rootless (rootless.c) the machine's hierarchies are not the run's: only
+ * freezer cgroups, and only in a cgroup v2 directory delegated to the user
+ * (fl_cgroup_delegated), <delegated>/faultline/<run_id>/<host>/<task>.
+ *
  * A frozen cgroup's processes die only once thawed, and a cgroup can be
  * removed only once empty: removal signals what is left, then thaws, then
  * removes, depth first.  The run removes its cgroups at the end; `gc` removes
@@ -40,6 +44,7 @@
 #include "harness/base/monoclock.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/host.h"
+#include "harness/sys/rootless.h"
 #include "harness/sys/rundir.h"
 
 #include <errno.h>
@@ -99,14 +104,67 @@ static int root_for(const char *ctl, char *buf, size_t len)
     return -ENOTSUP;
 }
 
+/* Rootless (rootless.c): the cgroup v2 directory the process runs in, when
+ * it is the user's to manage, as systemd's Delegate=yes leaves a unit's
+ * cgroup (`systemd-run --user --scope -p Delegate=yes faultline ...`): the
+ * user owns it and may write its cgroup.procs.  Its path, or -ENOTSUP. */
+static int delegated_dir(char *buf, size_t len)
+{
+    char line[4096], mnt[PATH_MAX] = "", own[PATH_MAX] = "";
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    while (f && !mnt[0] && fgets(line, sizeof line, f)) {
+        char mp[PATH_MAX];
+        const char *sep = strstr(line, " - cgroup2 ");
+        if (sep && sscanf(line, "%*d %*d %*s %*s %4095s", mp) == 1)
+            snprintf(mnt, sizeof mnt, "%s", mp);
+    }
+    if (f)
+        fclose(f);
+    f = fopen("/proc/self/cgroup", "re");
+    while (f && !own[0] && fgets(line, sizeof line, f))
+        if (!strncmp(line, "0::", 3)) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(own, sizeof own, "%s", line + 3);
+        }
+    if (f)
+        fclose(f);
+    if (!mnt[0] || !own[0] || !strcmp(own, "/"))
+        return -ENOTSUP;
+    char procs[PATH_MAX + 32];
+    struct stat st;
+    if ((size_t)snprintf(buf, len, "%s%s", mnt, own) >= len ||
+        (size_t)snprintf(procs, sizeof procs, "%s/cgroup.procs", buf) >= sizeof procs)
+        return -ENAMETOOLONG;
+    if (stat(buf, &st) < 0 || st.st_uid != getuid() || access(buf, W_OK) < 0 ||
+        access(procs, W_OK) < 0)
+        return -ENOTSUP;
+    return 0;
+}
+
+int fl_cgroup_delegated(char *buf, size_t len)
+{
+    return fl_rootless() ? delegated_dir(buf, len) : -ENOTSUP;
+}
+
 int fl_cgroup_root(char *buf, size_t len)
 {
+    if (fl_rootless())
+        return -ENOTSUP; /* limits: rlimits (faults/limit.c) */
     return root_for("pids", buf, len);
 }
 
 int fl_cgroup_freezer_root(char *buf, size_t len)
 {
     struct stat st;
+    /* rootless: in the user's delegated cgroup (v2) alone */
+    if (fl_rootless()) {
+        char dir[PATH_MAX];
+        if (delegated_dir(dir, sizeof dir) < 0)
+            return -ENOTSUP;
+        if ((size_t)snprintf(buf, len, "%s/faultline", dir) >= len)
+            return -ENAMETOOLONG;
+        return 2;
+    }
     /* v2 freezes with cgroup.freeze, a core file of every non-root cgroup:
      * no controller needs enabling */
     if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0) {
@@ -124,7 +182,15 @@ int fl_cgroup_freezer_root(char *buf, size_t len)
  * enabled down to it, for the host cgroups below). */
 static int make_run_dir(const char *root, int v, const char *run_id)
 {
-    if (v == 2) {
+    if (v == 2 && fl_rootless()) {
+        /* a delegated cgroup (freezing alone: no controller to enable) */
+        char sub[PATH_MAX];
+        if (mkdir(root, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        snprintf(sub, sizeof sub, "%s/%s", root, run_id);
+        if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+            return -errno;
+    } else if (v == 2) {
         /* v2: controllers must be enabled in every parent's subtree_control. */
         if (mkdir(root, 0755) < 0 && errno != EEXIST)
             return -errno;
@@ -141,8 +207,11 @@ static int make_run_dir(const char *root, int v, const char *run_id)
     }
     /* the owner mark, before any host cgroup exists */
     char mark[PATH_MAX];
-    if (snprintf(mark, sizeof mark, "%s/%s/" FL_CGROUP_OWNER_PREFIX "%d.%llu", root, run_id,
-                 (int)getpid(), fl_proc_starttime(getpid())) >= (int)sizeof mark)
+    int self;
+    unsigned long long self_start;
+    fl_rootless_self(&self, &self_start); /* as the machine sees it */
+    if (snprintf(mark, sizeof mark, "%s/%s/" FL_CGROUP_OWNER_PREFIX "%d.%llu", root, run_id, self,
+                 self_start) >= (int)sizeof mark)
         return -ENAMETOOLONG;
     return fl_mkdir_p(mark, 0755);
 }
@@ -203,6 +272,8 @@ int fl_cgroup_owner(const char *run_cgroup_dir, pid_t *pid, unsigned long long *
 
 int fl_cgroup_memory_root(char *buf, size_t len)
 {
+    if (fl_rootless())
+        return -ENOTSUP; /* refused rootless (faults/limit.c) */
     /* on v2, the same tree as the pids cgroups */
     return root_for("memory", buf, len);
 }

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* Rootless: the cgroup v2 directory delegated to the user that the process
+ * runs in (systemd's Delegate=yes), into buf: 0, or -ENOTSUP (none, or
+ * root). */
+int fl_cgroup_delegated(char *buf, size_t len);
 /* Directory under which faultline's cgroups live; returns the cgroup
  * version (1 or 2) or -ENOTSUP when no pids controller is mounted. */
 int fl_cgroup_root(char *buf, size_t len);

@@ -359,3 +359,50 @@ FL_TEST_ROOT_T(cli_rootless, host_roots_are_their_own_rootless, 300)
     assert_nothing_left(&u);
     rl_remove(&u);
 }
+
+/* pause without root: in a cgroup v2 directory delegated to the user (as
+ * systemd's Delegate=yes makes one: the user owns it and its cgroup.procs)
+ * a task's freezer cgroup stops a child that made a session of its own, as
+ * as root; without one, pause stops the task's process group only and
+ * that child runs on (pause-setsid's check fails: the difference the
+ * reference states). */
+FL_TEST_ROOT_T(cli_rootless, pause_freezes_a_setsid_child_in_a_delegated_cgroup, 180)
+{
+    char *out;
+    if (fl_test_sh(&out, "findmnt -t cgroup2 -n -o TARGET | head -1") != 0 || !out[0]) {
+        free(out);
+        FL_SKIP("no cgroup v2 hierarchy mounted");
+    }
+    out[strcspn(out, "\n")] = 0;
+    char deleg[512];
+    snprintf(deleg, sizeof deleg, "%s/fl-rl-deleg-%d", out, (int)getpid());
+    free(out);
+    struct rl_user u;
+    rl_make(&u);
+    int rc = fl_test_sh(&out,
+                        "mkdir %s && chown %s: %s %s/cgroup.procs %s/cgroup.threads "
+                        "%s/cgroup.subtree_control 2>&1",
+                        deleg, u.name, deleg, deleg, deleg, deleg);
+    FL_REQUIRE_MSG(rc == 0, "delegating %s: %s", deleg, out);
+    free(out);
+    /* the user's faultline starts in the delegated cgroup */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "cd %s && sh -c 'echo $$ > %s/cgroup.procs && exec su -s /bin/sh %s -c "
+             "\"fl/build/bin/faultline run --out deleg fl/tests/scenarios/pause-setsid.yaml\"' "
+             "2>&1",
+             u.home, deleg, u.name);
+    rc = fl_test_sh(&out, "%s", cmd);
+    FL_ASSERT_MSG(rc == 0, "in a delegated cgroup, exit %d:\n%s", rc, out);
+    free(out);
+    /* the run's cgroups are gone with it: the delegated one is empty again */
+    FL_ASSERT_EQ(fl_test_sh(NULL, "rmdir %s", deleg), 0);
+    rc = rl_sh(&u, &out,
+               "fl/build/bin/faultline run --out plain fl/tests/scenarios/pause-setsid.yaml");
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "pause stops the task's process group with SIGSTOP instead");
+    free(out);
+    assert_nothing_left(&u);
+    rl_remove(&u);
+    fl_test_sh(NULL, "rmdir %s 2>/dev/null", deleg);
+}
