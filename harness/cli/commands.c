@@ -25,7 +25,7 @@ const struct fl_cli_command fl_cli_commands[] = {
     {"gc", fl_cli_gc, fl_cli_gc_usage, NULL,
      "remove what killed runs left behind (their logs stay)", false},
     {"runs", fl_cli_runs, fl_cli_runs_usage, NULL,
-     "list recorded runs (also --history, --changed REV, RUN --faults)", false},
+     "list recorded runs (also --history, --changed REV, RUN --faults, merge)", false},
     {"replay", fl_cli_replay, fl_cli_replay_usage, "RUN_ID...",
      "run a recorded run again; the same verdict and failed checks?", false},
     {"report", fl_cli_report, fl_cli_report_usage, NULL,

@@ -5,13 +5,16 @@
  * faults of the scenario text the database kept of it, loaded here, each
  * with what the database says became of it), read from the results
  * database, which this command never creates; the tables are written by
- * reports/.
+ * reports/.  `faultline runs merge OUT IN...` is the one that writes: it
+ * copies the runs of other databases into OUT (harness/record/merge.c),
+ * one transaction an input, and says what each added.
  */
 #include "harness/cli/cli.h"
 #include "harness/cli/common.h"
 #include "harness/base/suggest.h"
 #include "harness/engine/engine.h"
 #include "harness/load/load.h"
+#include "harness/record/merge.h"
 #include "harness/record/recorded.h"
 #include "harness/record/recorder.h"
 #include "harness/scenario/scenario.h"
@@ -31,6 +34,7 @@ const char fl_cli_runs_usage[] =
     "usage: faultline runs [--db PATH] [--scenario NAME] [--variant V] [--verdict V]\n"
     "                      [--limit N] [--since REV] [--history] [--changed REV]\n"
     "       faultline runs RUN_ID --faults [--db PATH]\n"
+    "       faultline runs merge OUT.db IN.db...\n"
     "\n"
     "Lists recorded runs, most recent first.\n"
     "  --db PATH        results database (default out/faultline.db)\n"
@@ -51,7 +55,21 @@ const char fl_cli_runs_usage[] =
     "REV: anything git names in this checkout (HEAD~3, a branch, a full hash), or\n"
     "the first digits of a recorded revision (runs.git_rev, 12 hex digits).\n"
     "Runs on an uncommitted tree are recorded at REV-dirty: they are not REV's\n"
-    "(--changed HEAD compares them with the commit's runs); REV-dirty names them.\n";
+    "(--changed HEAD compares them with the commit's runs); REV-dirty names them.\n"
+    "\n"
+    "merge OUT.db IN.db...: copies every run of each IN database (shards of a\n"
+    "suite or a soak, other machines') into OUT, created if missing, so that\n"
+    "runs, --history, --changed and 'faultline report --db OUT' see them all.\n"
+    "A run keeps its run id, its scenario's text and its rows in every table.\n"
+    "A run OUT holds already adds nothing when it is the same (every column of\n"
+    "its runs row, as many rows in each table): merging twice changes nothing.\n"
+    "Otherwise it is a conflict: the run id and what differs are said, nothing\n"
+    "of that IN is written (each IN is one transaction), the other INs are\n"
+    "merged, and the exit status is 2.  A run still 'running' in an IN (going\n"
+    "on, or its harness killed: 'faultline gc' marks those) is left out, said.\n"
+    "An IN at an older schema is migrated in memory (its file is not written);\n"
+    "a newer one, a missing or foreign file stop the merge before any write.\n"
+    "Exit status: 0 merged, 2 bad usage, an IN that cannot be read, a conflict.\n";
 
 /* --scenario NAME that no run of the database has: says so on stderr, with
  * the closest recorded name (a typo otherwise reads "no recorded run
@@ -157,8 +175,72 @@ static int run_faults(struct fl_rec *rec, const char *run_id)
     return rc < 0 ? 2 : 0;
 }
 
+/* `faultline runs merge OUT IN...` (argv[0] is "merge"). */
+static int runs_merge(int argc, char **argv)
+{
+    static const char prog[] = "faultline runs merge";
+    static const struct option opts[] = {{0, 0, 0, 0}};
+    argv[0] = (char *)prog; /* getopt's messages: "faultline runs merge: ..." */
+    optind = 1;
+    if (getopt_long(argc, argv, "", opts, NULL) != -1 || argc - optind < 2) {
+        if (argc - optind < 2)
+            fprintf(stderr, "%s: an output database and at least one input: %s OUT.db IN.db...\n",
+                    prog, prog);
+        fputs(fl_cli_runs_usage, stderr);
+        return 2;
+    }
+    struct fl_rec *rec;
+    char err[4096];
+    /* every input readable and of a schema this faultline knows, before
+     * anything is written (or the output created) */
+    int bad = 0, version;
+    for (int i = optind + 1; i < argc; i++)
+        if (fl_rec_merge_check(argv[optind], argv[i], &version, err, sizeof err) < 0) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            bad++;
+        }
+    if (bad) {
+        fprintf(stderr, "%s: nothing merged\n", prog);
+        return 2;
+    }
+    if (fl_cli_open_db(prog, argv[optind], &rec) < 0)
+        return 2;
+    int status = 0;
+    for (int i = optind + 1; i < argc; i++) {
+        struct fl_rec_merge_stats st;
+        int rc = fl_rec_merge(rec, argv[i], &st, err, sizeof err);
+        if (rc == -EEXIST) {
+            fprintf(stderr, "%s: %s: conflict: %s; nothing of %s merged\n", prog, argv[i], err,
+                    argv[i]);
+            status = 2;
+            continue;
+        }
+        if (rc < 0) {
+            fprintf(stderr, "%s: %s: %s; nothing of %s merged\n", prog, argv[i], err, argv[i]);
+            status = 2;
+            continue;
+        }
+        printf("%s: %zu run%s added, %zu already in %s", argv[i], st.runs_added,
+               st.runs_added == 1 ? "" : "s", st.runs_present, fl_rec_path(rec));
+        if (st.in_version < FL_REC_SCHEMA_VERSION)
+            printf(" (schema version %d, migrated in memory)", st.in_version);
+        printf("\n");
+        if (st.runs_running)
+            fprintf(stderr,
+                    "%s: note: %s: %zu run%s still 'running' (%s%s) not merged: going on, or "
+                    "its harness was killed ('faultline gc' where it ran marks those)\n",
+                    prog, argv[i], st.runs_running, st.runs_running == 1 ? "" : "s", st.running_id,
+                    st.runs_running > 1 ? ", ..." : "");
+    }
+    fl_rec_close(rec);
+    return status;
+}
+
 int fl_cli_runs(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "merge"))
+        return runs_merge(argc - 1, argv + 1);
+
     const char *db = NULL;
     struct fl_report_runs_opts ro = {0};
     bool history = false, faults = false;
