@@ -4,7 +4,8 @@
  * and database, together make exactly the runs of one invocation without
  * --shard: the same (scenario, variant, seed, verdict) for the seed suite,
  * and for a soak the same iterations with the same seeds and the same
- * drawn fault schedules; no run is made twice.
+ * drawn fault schedules; no run is made twice; and `faultline runs merge`
+ * of the shards' databases holds exactly the runs of the one.
  */
 #include "harness/tests/fl_test.h"
 
@@ -94,6 +95,17 @@ FL_TEST_ROOT_T(cli_shard, seed_suite_in_4_shards_makes_the_runs_of_one, 300)
     char *a = rows_of(one, 1, q), *b = rows_of(shards, 4, q);
     FL_ASSERT_EQ(lines(a), 36);
     FL_ASSERT_STREQ(b, a);
+    free(b);
+    /* merged into one database: the same runs, each once */
+    char merged[4200];
+    snprintf(merged, sizeof merged, "%s/merged.db", t);
+    rc = fl_test_sh(&out, "%s runs merge %s %s %s %s %s 2>&1", fl_test_bin("faultline"), merged,
+                    sh[0], sh[1], sh[2], sh[3]);
+    FL_ASSERT_MSG(rc == 0, "runs merge exited %d:\n%s", rc, out);
+    free(out);
+    const char *m[] = {merged};
+    b = rows_of(m, 1, q);
+    FL_ASSERT_STREQ(b, a);
     /* each shard made its own part: 9 runs each (36 in turn over 4) */
     for (int k = 0; k < 4; k++)
         FL_ASSERT_EQ(fl_test_db_int(sh[k], "SELECT count(*) FROM runs"), 9);
@@ -133,17 +145,29 @@ FL_TEST_ROOT_T(cli_shard, soak_in_4_shards_draws_the_schedules_of_one, 300)
     const char *faults = "SELECT 'seed=' || r.seed || ' ' || f.idx || ' ' || f.kind || ' ' || "
                          "f.target || ' ' || coalesce(f.detail, '') FROM faults f JOIN runs r "
                          "ON r.id = f.run";
-    char *a = rows_of(one, 1, runs), *b = rows_of(shards, 4, runs);
+    char merged[4200];
+    snprintf(merged, sizeof merged, "%s/merged.db", t);
+    rc = fl_test_sh(&out, "%s runs merge %s %s %s %s %s 2>&1", fl_test_bin("faultline"), merged,
+                    sh[0], sh[1], sh[2], sh[3]);
+    FL_ASSERT_MSG(rc == 0, "runs merge exited %d:\n%s", rc, out);
+    free(out);
+    const char *m[] = {merged};
+    char *a = rows_of(one, 1, runs), *b = rows_of(shards, 4, runs), *c = rows_of(m, 1, runs);
     FL_ASSERT_EQ(lines(a), 40);
     FL_ASSERT_STREQ(b, a);
+    FL_ASSERT_STREQ(c, a);
     free(a);
     free(b);
+    free(c);
     a = rows_of(one, 1, faults);
     b = rows_of(shards, 4, faults);
+    c = rows_of(m, 1, faults);
     FL_ASSERT(lines(a) >= 40); /* a pause in every iteration */
     FL_ASSERT_STREQ(b, a);
+    FL_ASSERT_STREQ(c, a);
     free(a);
     free(b);
+    free(c);
 }
 
 /* A bad shard is a usage error that says what it wants; soak's wants a seed. */
