@@ -18,10 +18,14 @@
 #include "harness/record/recorded.h"
 #include "harness/record/recorder.h"
 #include "harness/scenario/scenario.h"
+#include "harness/sys/rundir.h"
 #include "reports/report.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <libgen.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -69,6 +73,10 @@ const char fl_cli_runs_usage[] =
     "on, or its harness killed: 'faultline gc' marks those) is left out, said.\n"
     "An IN at an older schema is migrated in memory (its file is not written);\n"
     "a newer one, a missing or foreign file stop the merge before any write.\n"
+    "The evidence travels too: from each IN's directory (a shard's --out), its\n"
+    "soak's kept failures (soak-failures/*.yaml, 'faultline run FILE' replays\n"
+    "one) and, of each run that did not pass, its logs, scenario.yaml, etc-hosts\n"
+    "and state (runs/RUN/), copied beside OUT; OUT's log paths name the copies.\n"
     "Exit status: 0 merged, 2 bad usage, an IN that cannot be read, a conflict.\n";
 
 /* --scenario NAME that no run of the database has: says so on stderr, with
@@ -175,6 +183,113 @@ static int run_faults(struct fl_rec *rec, const char *run_id)
     return rc < 0 ? 2 : 0;
 }
 
+/* Copies the regular files of directory from into to (made): how many, or
+ * -errno. */
+static int copy_files(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    if (!d)
+        return -errno;
+    int n = 0, rc = fl_mkdir_p(to, 0755);
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        char a[PATH_MAX], b[PATH_MAX];
+        struct stat st;
+        if ((size_t)snprintf(a, sizeof a, "%s/%s", from, e->d_name) >= sizeof a ||
+            (size_t)snprintf(b, sizeof b, "%s/%s", to, e->d_name) >= sizeof b ||
+            lstat(a, &st) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if ((rc = fl_copy_file(a, b, st.st_mode & 0777)) == 0)
+            n++;
+    }
+    closedir(d);
+    return rc < 0 ? rc : n;
+}
+
+/* The evidence that travels with a merged database: from the directory of
+ * in_path (a shard's --out), its soak's kept failures (soak-failures/:
+ * replayable scenario files, minimized) and, of each run in it that did
+ * not pass, what `faultline gc` keeps of a run (logs/, scenario.yaml,
+ * etc-hosts, state), copied beside out_path; the merged processes.log_path
+ * of those runs then names the copies.  Said on stdout; 0, or -1 after
+ * saying what could not be copied. */
+static int collect_evidence(const char *prog, const char *in_path, struct fl_rec *rec)
+{
+    char in_dir[PATH_MAX], out_dir[PATH_MAX], path[PATH_MAX], to[PATH_MAX];
+    snprintf(path, sizeof path, "%s", in_path);
+    if (!realpath(dirname(path), in_dir))
+        return 0;
+    snprintf(path, sizeof path, "%s", fl_rec_path(rec));
+    if (!realpath(dirname(path), out_dir) || !strcmp(in_dir, out_dir))
+        return 0;
+    int failures = 0, runs = 0, bad = 0;
+    snprintf(path, sizeof path, "%s/soak-failures", in_dir);
+    snprintf(to, sizeof to, "%s/soak-failures", out_dir);
+    struct stat st;
+    if (stat(path, &st) == 0 && (failures = copy_files(path, to)) < 0) {
+        fprintf(stderr, "%s: copying %s to %s: %s\n", prog, path, to, strerror(-failures));
+        bad++;
+    }
+    sqlite3 *db = fl_rec_db(rec);
+    sqlite3_stmt *q = NULL, *u = NULL;
+    snprintf(path, sizeof path, "%s/runs", in_dir);
+    DIR *d = opendir(path);
+    if (d && (sqlite3_prepare_v2(db, "SELECT verdict FROM runs WHERE run_id = ?", -1, &q, NULL) ||
+              sqlite3_prepare_v2(db,
+                                 "UPDATE processes SET log_path = ?1 || substr(log_path, "
+                                 "instr(log_path, '/runs/' || ?2 || '/')) WHERE run = (SELECT id "
+                                 "FROM runs WHERE run_id = ?2) AND instr(log_path, '/runs/' || ?2 "
+                                 "|| '/') > 0",
+                                 -1, &u, NULL))) {
+        fprintf(stderr, "%s: %s\n", prog, sqlite3_errmsg(db));
+        bad++;
+        closedir(d);
+        d = NULL;
+    }
+    struct dirent *e;
+    static const char *const files[] = {"scenario.yaml", "etc-hosts", "state"};
+    while (d && (e = readdir(d))) {
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, e->d_name, -1, SQLITE_TRANSIENT);
+        if (e->d_name[0] == '.' || sqlite3_step(q) != SQLITE_ROW ||
+            !strcmp((const char *)sqlite3_column_text(q, 0), "pass"))
+            continue;
+        char from[PATH_MAX], dest[PATH_MAX];
+        snprintf(from, sizeof from, "%s/runs/%s", in_dir, e->d_name);
+        snprintf(dest, sizeof dest, "%s/runs/%s", out_dir, e->d_name);
+        snprintf(path, sizeof path, "%s/logs", from);
+        snprintf(to, sizeof to, "%s/logs", dest);
+        int rc = copy_files(path, to);
+        for (size_t i = 0; rc >= 0 && i < sizeof files / sizeof *files; i++) {
+            snprintf(path, sizeof path, "%s/%s", from, files[i]);
+            snprintf(to, sizeof to, "%s/%s", dest, files[i]);
+            if (stat(path, &st) == 0)
+                rc = fl_copy_file(path, to, 0644);
+        }
+        if (rc < 0) {
+            fprintf(stderr, "%s: copying %s to %s: %s\n", prog, from, dest, strerror(-rc));
+            bad++;
+            continue;
+        }
+        snprintf(path, sizeof path, "%s", out_dir);
+        sqlite3_reset(u);
+        sqlite3_bind_text(u, 1, path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(u, 2, e->d_name, -1, SQLITE_TRANSIENT);
+        sqlite3_step(u);
+        runs++;
+    }
+    if (d)
+        closedir(d);
+    sqlite3_finalize(q);
+    sqlite3_finalize(u);
+    if (failures > 0 || runs > 0)
+        printf("%s: %d kept soak failure file%s and the logs of %d run%s that did not pass, "
+               "copied to %s\n",
+               in_path, failures > 0 ? failures : 0, failures == 1 ? "" : "s", runs,
+               runs == 1 ? "" : "s", out_dir);
+    return bad ? -1 : 0;
+}
+
 /* `faultline runs merge OUT IN...` (argv[0] is "merge"). */
 static int runs_merge(int argc, char **argv)
 {
@@ -225,6 +340,8 @@ static int runs_merge(int argc, char **argv)
         if (st.in_version < FL_REC_SCHEMA_VERSION)
             printf(" (schema version %d, migrated in memory)", st.in_version);
         printf("\n");
+        if (collect_evidence(prog, argv[i], rec) < 0)
+            status = 2;
         if (st.runs_running)
             fprintf(stderr,
                     "%s: note: %s: %zu run%s still 'running' (%s%s) not merged: going on, or "

@@ -185,3 +185,59 @@ FL_TEST(cli_shard, bad_shard_is_a_usage_error)
     FL_ASSERT_CONTAINS(out, "--shard needs --seed, the same for every shard");
     free(out);
 }
+
+/* What a failing shard found travels with the merged database: each
+ * shard's kept soak failures and the logs of its failed runs are copied
+ * beside it (the log paths in it name the copies), and both replay there:
+ * `faultline run FILE` fails the same way, `faultline replay RUN` comes
+ * out the same. */
+FL_TEST_ROOT_T(cli_shard, failures_travel_with_the_merged_database, 240)
+{
+    const char *t = fl_test_dir();
+    char *out;
+    int rc = fl_test_sh(&out,
+                        "for k in 1 2; do %s soak %s/harness/tests/data/soak/variants.yaml "
+                        "--variant mode=bad --iterations 2 --seed 1 --budget 0 -q --shard $k/2 "
+                        "--out %s/s$k; done 2>&1",
+                        fl_test_bin("faultline"), fl_test_root(), t);
+    FL_ASSERT_EQ(rc, 1);
+    free(out);
+    rc = fl_test_sh(&out,
+                    "%s runs merge %s/m/faultline.db %s/s1/faultline.db %s/s2/faultline.db "
+                    "2>&1",
+                    fl_test_bin("faultline"), t, t, t);
+    FL_ASSERT_MSG(rc == 0, "merge exited %d:\n%s", rc, out);
+    FL_ASSERT_CONTAINS(out, "1 kept soak failure file and the logs of 1 run that did not pass");
+    free(out);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/m/faultline.db", t);
+    FL_ASSERT_EQ(fl_test_db_int(db, "SELECT count(*) FROM runs WHERE verdict = 'fail'"), 2);
+    char sql[8400];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM processes WHERE log_path NOT LIKE '%s/m/runs/%%/logs/%%'", t);
+    FL_ASSERT_EQ(fl_test_db_int(db, sql), 0);
+    /* every log path names a file that is there */
+    rc = fl_test_sh(&out,
+                    "sqlite3 %s 'SELECT log_path FROM processes' | while read -r f; do "
+                    "test -f \"$f\" || echo missing $f; done",
+                    db);
+    FL_ASSERT_MSG(rc == 0 && !out[0], "%s", out);
+    free(out);
+    /* the failures of iterations 1 and 2 (one a shard), and each replays */
+    rc = fl_test_sh(&out, "ls %s/m/soak-failures/ | grep -c 'soak-variants-i[12]-s.*\\.yaml$'", t);
+    FL_ASSERT_STREQ(out, "2\n");
+    free(out);
+    rc = fl_test_sh(&out, "%s run --out %s/again %s/m/soak-failures/soak-variants-i2-*.yaml 2>&1",
+                    fl_test_bin("faultline"), t, t);
+    FL_ASSERT_EQ(rc, 1);
+    FL_ASSERT_CONTAINS(out, "exit: expected exit 7, observed exit 0");
+    free(out);
+    char *id = NULL;
+    rc = fl_test_sh(&id, "sqlite3 %s \"SELECT run_id FROM runs LIMIT 1\"", db);
+    id[strcspn(id, "\n")] = 0;
+    rc = fl_test_sh(&out, "%s replay --db %s --out %s/other %s 2>&1", fl_test_bin("faultline"), db,
+                    t, id);
+    FL_ASSERT_CONTAINS(out, "came out the same");
+    free(out);
+    free(id);
+}
