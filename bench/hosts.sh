@@ -21,10 +21,12 @@ for n in 16 64 256; do
   ratio=$(awk -v a="$ours" -v b="$base" 'BEGIN { printf "%.4f", a / b }')
   echo "BENCH name=hosts_up_down_$n value=$ours unit=s baseline=ip_script_$n baseline_value=$base ratio=$ratio"
 done
-# The most a run can have: 1023 hosts (the ports of one Linux bridge),
-# against the 1.2 s issue 24 asks of 1024 (no ip baseline: it takes minutes).
-ours=$($fl _bench-hosts 1023 3)
-awk -v a="$ours" 'BEGIN { printf "BENCH name=hosts_up_down_1023 value=%s unit=s baseline=target_1024 baseline_value=1.2 ratio=%.4f\n", a, a / 1.2 }'
+# 1024 hosts (two bridges of 512, netem/fabric.h), against the 1.2 s issue
+# 24 asks (a target, not a measurement: the ip baseline takes over a minute
+# here, 62 ms a host at 128 hosts, and one bridge of its script takes 1023
+# hosts at most).  Each round's phases are on stderr (bench_hosts.c).
+ours=$($fl _bench-hosts 1024 3)
+awk -v a="$ours" 'BEGIN { printf "BENCH name=hosts_up_down_1024 value=%s unit=s baseline=target_1024 baseline_value=1.2 ratio=%.4f\n", a, a / 1.2 }'
 read -r _ kib < <($fl _bench-hosts 256 3 mem)
 total=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
 awk -v k="$kib" -v t="$total" 'BEGIN { printf "BENCH name=host_idle_memory value=%d unit=KiB baseline=memtotal_per_1024_hosts baseline_value=%.0f ratio=%.4f\n", k, t / 1024, k * 1024 / t }'

@@ -313,13 +313,23 @@ static void frame_in(struct fl_emu *e, const struct nlmsghdr *nlh, uint64_t now)
             h.mangled = h.dup = false;
         } else {
             h.len = (uint16_t)(len + ETH_HLEN);
-            /* the bridge port it leaves by (the ip hooks see br0 as the device) */
+            /* the bridge port it leaves by (the ip hooks see the bridge as the device) */
             const struct nlattr *od = attr[NFQA_IFINDEX_PHYSOUTDEV] ? attr[NFQA_IFINDEX_PHYSOUTDEV]
                                                                     : attr[NFQA_IFINDEX_OUTDEV];
             h.outdev = od ? ntohl(mnl_attr_get_u32(od)) : 0;
             /* the L2 header: the receiving host's MAC (the fabric's, by
-             * port), the sender's from NFQA_HWADDR, the frame's ethertype */
-            fl_fabric_mac((int)h.outdev - FL_FABRIC_PORT_IFINDEX_BASE, h.frame);
+             * port; by address when the frame leaves by a trunk toward
+             * another bridge, fabric.h), the sender's from NFQA_HWADDR, the
+             * frame's ethertype */
+            int to = (int)h.outdev - FL_FABRIC_PORT_IFINDEX_BASE;
+            if (h.outdev < FL_FABRIC_PORT_IFINDEX_BASE) {
+                uint32_t daddr;
+                memcpy(&daddr, pkt + 16, sizeof daddr);
+                to = fl_fabric_addr_idx(daddr);
+            }
+            if (to < 0)
+                h.dup = false;
+            fl_fabric_mac(to, h.frame);
             memset(h.frame + ETH_ALEN, 0, ETH_ALEN);
             if (attr[NFQA_HWADDR]) {
                 const struct nfqnl_msg_packet_hw *hw = mnl_attr_get_payload(attr[NFQA_HWADDR]);

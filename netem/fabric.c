@@ -53,7 +53,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define BR_IFINDEX 999 /* br0 in the switch netns */
+#define BR_IFINDEX 999 /* br0 in the switch netns; br<b> is BR_IFINDEX - 3b */
 #define LO_IFINDEX 1
 #define FABRIC_NET 0xC6120000u /* 198.18.0.0, host order */
 #define CHUNK 128              /* hosts per switch batch (bounds open fds too) */
@@ -74,11 +74,18 @@ enum op_kind {
     OP_PORT_SYNC,
     OP_DETACH,
     OP_NEIGH,
+    OP_LEAF_NEW, /* a bridge br<b>, b >= 1 */
+    OP_LEAF_SET, /* its addrgenmode, alias */
+    OP_LEAF_UP,
+    OP_TRUNK_NEW,  /* tr<b>-br0 (in br0) with its peer tr<b>-br<b> */
+    OP_TRUNK_AF,   /* addrgenmode none on tr<b>-br0 */
+    OP_TRUNK_PEER, /* tr<b>-br<b>: in br<b>, addrgenmode none, up */
+    OP_NF_CALL,    /* a bridge's nf_call_iptables */
 };
 
 struct op {
     enum op_kind kind;
-    int q; /* index into the commit's entries, -1 if none */
+    int q; /* index into the commit's entries, -1 if none; bridge b for OP_LEAF_* and OP_TRUNK_* */
 };
 
 struct nlbatch {
@@ -116,6 +123,8 @@ struct fl_fabric {
     int next_rule;
     int *rules; /* live rule ids */
     size_t nrules, rulecap;
+    bool bridge_made[FL_FABRIC_MAX_BRIDGES]; /* br0 at create, br<b> at a commit */
+    bool nf_call_iptables;                   /* fl_fabric_set_nf_call_iptables was called */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -266,7 +275,13 @@ static bool op_tolerates(enum op_kind kind, int e)
     case OP_DETACH: return e == -ENODEV;
     case OP_PORT_AF:
     case OP_ETH0_AF:
+    case OP_TRUNK_AF:
     case OP_BR_SET: return e == -EAFNOSUPPORT; /* kernel without IPv6 */
+    case OP_LEAF_SET:
+    case OP_TRUNK_PEER: return e == -EAFNOSUPPORT;
+    /* a bridge half made by an earlier commit that failed */
+    case OP_LEAF_NEW:
+    case OP_TRUNK_NEW: return e == -EEXIST;
     default: return false;
     }
 }
@@ -342,6 +357,117 @@ static int nb_run(int fd, struct nlbatch *b, nb_err_fn on_err, void *ctx)
     }
 }
 
+/* ---- bridges ------------------------------------------------------------ */
+
+static int bridge_ifindex(int b)
+{
+    return BR_IFINDEX - 3 * b;
+}
+
+/* the trunk of bridge b >= 1: its end in br0, its end in br<b> */
+static int trunk0_ifindex(int b)
+{
+    return BR_IFINDEX + 1 - 3 * b;
+}
+
+static int trunkb_ifindex(int b)
+{
+    return BR_IFINDEX + 2 - 3 * b;
+}
+
+static int bridge_of(int idx)
+{
+    return idx / FL_FABRIC_BRIDGE_HOSTS;
+}
+
+/* Bridge b: no STP, forward delay 0, no snooping, no br_netfilter (unless
+ * asked for); created down so that addrgenmode none is in place before it
+ * can get an IPv6 link-local address, then up.  Three messages of kinds
+ * knew, kset, kup (op.q = b).  NULL when out of memory. */
+static struct nlmsghdr *put_bridge(struct nlbatch *b, const struct fl_fabric *f, int br,
+                                   enum op_kind knew, enum op_kind kset, enum op_kind kup)
+{
+    char name[16];
+    snprintf(name, sizeof name, "br%d", br);
+    struct nlmsghdr *nlh =
+        nb_put_link(b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, bridge_ifindex(br), 0, knew, br);
+    if (!nlh)
+        return NULL;
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
+    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+    mnl_attr_put_u32(nlh, IFLA_BR_STP_STATE, 0);
+    mnl_attr_put_u32(nlh, IFLA_BR_FORWARD_DELAY, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_MCAST_SNOOPING, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, f->nf_call_iptables);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IP6TABLES, 0);
+    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_ARPTABLES, 0);
+    mnl_attr_nest_end(nlh, data);
+    mnl_attr_nest_end(nlh, li);
+    nb_close(b, nlh);
+    nlh = nb_put_link(b, RTM_NEWLINK, 0, bridge_ifindex(br), 0, kset, br);
+    if (!nlh)
+        return NULL;
+    if (f->run_id[0])
+        mnl_attr_put_strz(nlh, IFLA_IFALIAS, f->run_id);
+    put_addrgenmode_none(nlh);
+    nb_close(b, nlh);
+    nlh = nb_put_link(b, RTM_NEWLINK, 0, bridge_ifindex(br), 1, kup, br);
+    if (!nlh)
+        return NULL;
+    nb_close(b, nlh);
+    return nlh;
+}
+
+/* Bridge b >= 1 and its trunk to br0: the bridge, the veth pair tr<b>-br0
+ * (a port of br0, up) / tr<b>-br<b> (a port of br<b>, up), neither with an
+ * IPv6 link-local address.  NULL when out of memory. */
+static struct nlmsghdr *put_leaf(struct nlbatch *b, const struct fl_fabric *f, int br)
+{
+    char name[16];
+    if (!put_bridge(b, f, br, OP_LEAF_NEW, OP_LEAF_SET, OP_LEAF_UP))
+        return NULL;
+    struct nlmsghdr *nlh = nb_put_link(b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL,
+                                       trunk0_ifindex(br), 1, OP_TRUNK_NEW, br);
+    if (!nlh)
+        return NULL;
+    snprintf(name, sizeof name, "tr%d-br0", br);
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+    mnl_attr_put_u32(nlh, IFLA_MASTER, BR_IFINDEX);
+    mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+    mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
+    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+    struct nlattr *peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+    struct ifinfomsg *pifm = mnl_nlmsg_get_payload_tail(nlh);
+    memset(pifm, 0, sizeof *pifm);
+    pifm->ifi_family = AF_UNSPEC;
+    pifm->ifi_index = trunkb_ifindex(br);
+    nlh->nlmsg_len += MNL_ALIGN(sizeof *pifm);
+    snprintf(name, sizeof name, "tr%d-br%d", br, br);
+    mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+    mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
+    mnl_attr_put_u32(nlh, IFLA_NUM_RX_QUEUES, 1);
+    mnl_attr_nest_end(nlh, peer);
+    mnl_attr_nest_end(nlh, data);
+    mnl_attr_nest_end(nlh, li);
+    nb_close(b, nlh);
+    nlh = nb_put_link(b, RTM_NEWLINK, 0, trunk0_ifindex(br), 0, OP_TRUNK_AF, br);
+    if (!nlh)
+        return NULL;
+    put_addrgenmode_none(nlh);
+    nb_close(b, nlh);
+    nlh = nb_put_link(b, RTM_NEWLINK, 0, trunkb_ifindex(br), 1, OP_TRUNK_PEER, br);
+    if (!nlh)
+        return NULL;
+    mnl_attr_put_u32(nlh, IFLA_MASTER, bridge_ifindex(br));
+    put_addrgenmode_none(nlh);
+    nb_close(b, nlh);
+    return nlh;
+}
+
 /* ---- the holder -------------------------------------------------------- */
 
 /* Child side of the holder: in its own new netns, dies with its creator,
@@ -387,11 +513,11 @@ static void create_err(void *vctx, const struct op *op, int e, const char *ext)
         return;
     c->first = e;
     fl_netem_seterr(c->err, c->errlen,
-                    "fabric: RTM_NEWLINK bridge %s (%s) in switch netns: %s%s%s%s",
-                    FL_FABRIC_BRIDGE_IFNAME,
-                    op->kind == OP_BR_NEW  ? "create"
-                    : op->kind == OP_BR_UP ? "up"
-                                           : "addrgenmode/alias",
+                    "fabric: RTM_NEWLINK bridge br%d (%s) in switch netns: %s%s%s%s", op->q,
+                    op->kind == OP_BR_NEW    ? "create"
+                    : op->kind == OP_BR_UP   ? "up"
+                    : op->kind == OP_NF_CALL ? "nf_call_iptables 1"
+                                             : "addrgenmode/alias",
                     strerror(-e), ext ? " (" : "", ext ? ext : "", ext ? ")" : "");
 }
 
@@ -467,37 +593,9 @@ int fl_fabric_create(struct fl_fabric **out, const char *run_id, char *err, size
     int rcvbuf = 1 << 20;
     setsockopt(f->sw_sock, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
 
-    /* br0: no STP, forward delay 0, no snooping, no br_netfilter; created
-     * down so that addrgenmode none is in place before it can get an IPv6
-     * link-local address, then up. */
-    struct nlmsghdr *nlh =
-        nb_put_link(&b, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, BR_IFINDEX, 0, OP_BR_NEW, -1);
-    if (!nlh)
+    f->bridge_made[0] = true;
+    if (!put_bridge(&b, f, 0, OP_BR_NEW, OP_BR_SET, OP_BR_UP))
         goto nomem;
-    mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
-    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
-    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
-    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
-    mnl_attr_put_u32(nlh, IFLA_BR_STP_STATE, 0);
-    mnl_attr_put_u32(nlh, IFLA_BR_FORWARD_DELAY, 0);
-    mnl_attr_put_u8(nlh, IFLA_BR_MCAST_SNOOPING, 0);
-    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, 0);
-    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IP6TABLES, 0);
-    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_ARPTABLES, 0);
-    mnl_attr_nest_end(nlh, data);
-    mnl_attr_nest_end(nlh, li);
-    nb_close(&b, nlh);
-    nlh = nb_put_link(&b, RTM_NEWLINK, 0, BR_IFINDEX, 0, OP_BR_SET, -1);
-    if (!nlh)
-        goto nomem;
-    if (f->run_id[0])
-        mnl_attr_put_strz(nlh, IFLA_IFALIAS, f->run_id);
-    put_addrgenmode_none(nlh);
-    nb_close(&b, nlh);
-    nlh = nb_put_link(&b, RTM_NEWLINK, 0, BR_IFINDEX, 1, OP_BR_UP, -1);
-    if (!nlh)
-        goto nomem;
-    nb_close(&b, nlh);
 
     struct create_ctx cc = {err, errlen, 0};
     rc = nb_run(f->sw_sock, &b, create_err, &cc);
@@ -605,6 +703,19 @@ static bool idx_ok(int idx)
     return idx >= 0 && idx < FL_FABRIC_MAX_HOSTS;
 }
 
+int fl_fabric_addr_idx(uint32_t addr)
+{
+    uint32_t a = ntohl(addr);
+    if (a <= FABRIC_NET || a - FABRIC_NET - 1 >= (uint32_t)FL_FABRIC_MAX_HOSTS)
+        return -1;
+    return (int)(a - FABRIC_NET - 1);
+}
+
+int fl_fabric_bridge_ifindex(int host_idx)
+{
+    return idx_ok(host_idx) ? bridge_ifindex(bridge_of(host_idx)) : 0;
+}
+
 static bool is_attached(const struct fl_fabric *f, int idx)
 {
     return (size_t)idx < f->attached_cap && f->attached[idx];
@@ -681,12 +792,22 @@ struct commit_ctx {
     char *err;
     size_t errlen;
     int first;
+    bool leaf_failed[FL_FABRIC_MAX_BRIDGES]; /* a message making bridge b failed */
 };
+
+static bool op_is_leaf(enum op_kind kind)
+{
+    return kind == OP_LEAF_NEW || kind == OP_LEAF_SET || kind == OP_LEAF_UP ||
+           kind == OP_TRUNK_NEW || kind == OP_TRUNK_AF || kind == OP_TRUNK_PEER;
+}
 
 static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
 {
     struct commit_ctx *c = vctx;
-    struct qentry *q = op->q >= 0 ? &c->ents[op->q] : NULL;
+    bool leaf = op_is_leaf(op->kind);
+    if (leaf)
+        c->leaf_failed[op->q] = true;
+    struct qentry *q = op->q >= 0 && !leaf ? &c->ents[op->q] : NULL;
     if (q && !q->err)
         q->err = e;
     if (c->first)
@@ -731,6 +852,23 @@ static void commit_err(void *vctx, const struct op *op, int e, const char *ext)
         snprintf(what, sizeof what, "RTM_NEWADDR %s/%d on %s of host %d in netns of pid %d",
                  fl_fabric_addr_str(idx, a, sizeof a), FL_FABRIC_PREFIXLEN, FL_FABRIC_HOST_IFNAME,
                  idx, pid);
+        break;
+    case OP_LEAF_NEW:
+    case OP_LEAF_SET:
+    case OP_LEAF_UP:
+        snprintf(what, sizeof what, "RTM_NEWLINK bridge br%d (%s) in switch netns", op->q,
+                 op->kind == OP_LEAF_NEW  ? "create"
+                 : op->kind == OP_LEAF_UP ? "up"
+                                          : "addrgenmode/alias");
+        break;
+    case OP_TRUNK_NEW:
+    case OP_TRUNK_AF:
+    case OP_TRUNK_PEER:
+        snprintf(what, sizeof what, "RTM_NEWLINK trunk tr%d-br0/tr%d-br%d (%s) in switch netns",
+                 op->q, op->q, op->q,
+                 op->kind == OP_TRUNK_NEW  ? "create"
+                 : op->kind == OP_TRUNK_AF ? "addrgenmode"
+                                           : "into its bridge, up");
         break;
     default: snprintf(what, sizeof what, "netlink op %d of host %d", (int)op->kind, idx);
     }
@@ -817,9 +955,19 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
     if (saved >= 0)
         ns_leave(saved);
 
-    /* 2. Switch batch: (old port away,) veth pair with the peer born in the
-     * host netns as eth0 (down until the host batch), port up in br0. */
+    /* 2. Switch batch: (bridges this chunk is the first to need, with their
+     * trunks,) (old port away,) veth pair with the peer born in the host
+     * netns as eth0 (down until the host batch), port up in its bridge. */
     nb_init(&b, f->seq);
+    bool leaf_new[FL_FABRIC_MAX_BRIDGES] = {false};
+    for (size_t i = 0; i < n; i++) {
+        int br = bridge_of(ents[i].idx);
+        if (!ents[i].err && !f->bridge_made[br] && !leaf_new[br]) {
+            leaf_new[br] = true;
+            if (!put_leaf(&b, f, br))
+                goto nomem;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         struct qentry *q = &ents[i];
         if (q->err)
@@ -836,7 +984,7 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         if (!nlh)
             goto nomem;
         mnl_attr_put_strz(nlh, IFLA_IFNAME, fl_fabric_port_name(q->idx, name, sizeof name));
-        mnl_attr_put_u32(nlh, IFLA_MASTER, BR_IFINDEX);
+        mnl_attr_put_u32(nlh, IFLA_MASTER, (uint32_t)bridge_ifindex(bridge_of(q->idx)));
         /* One queue each: every queue is a pair of sysfs kobjects, and
          * veth defaults to one per possible CPU. */
         mnl_attr_put_u32(nlh, IFLA_NUM_TX_QUEUES, 1);
@@ -880,6 +1028,11 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
         }
         goto cleanup;
     }
+    /* A bridge whose messages all passed is made; one that failed is
+     * tried again by the next commit that needs it. */
+    for (int br = 1; br < FL_FABRIC_MAX_BRIDGES; br++)
+        if (leaf_new[br] && !c->leaf_failed[br])
+            f->bridge_made[br] = true;
     /* attached[idx] means "a pair of idx may exist": set as soon as one was
      * created, cleared only by a successful detach, so that the next attach
      * always deletes a leftover first (ENODEV being fine). */
@@ -947,7 +1100,31 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
      * can lag by up to a second under load, so the first ARP or SYN would
      * be lost.  RTM_GETLINK of a device runs its pending linkwatch event
      * synchronously (rtnl_getlink -> linkwatch_sync_dev).  Replies are
-     * ignored; at most SYNC_BATCH of them are queued on the socket at once. */
+     * ignored; at most SYNC_BATCH of them are queued on the socket at once.
+     * A new trunk's ends first (both in the switch: up since step 2). */
+    nb_init(&b, f->seq);
+    for (int br = 1; br < FL_FABRIC_MAX_BRIDGES; br++) {
+        if (!leaf_new[br] || !f->bridge_made[br])
+            continue;
+        for (int end = 0; end < 2; end++) {
+            struct nlmsghdr *nlh =
+                nb_put_link(&b, RTM_GETLINK, 0, end ? trunkb_ifindex(br) : trunk0_ifindex(br), 0,
+                            OP_PORT_SYNC, -1);
+            if (!nlh)
+                goto nomem;
+            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+            nb_close(&b, nlh);
+        }
+    }
+    f->seq += (uint32_t)b.nops + 1;
+    rc = nb_run(f->sw_sock, &b, commit_err, c);
+    nb_free(&b);
+    if (rc < 0) {
+        entry_fail(c, NULL, rc,
+                   "fabric: RTM_GETLINK of new trunks in the switch netns (pid %d): %s", f->holder,
+                   strerror(-rc));
+        rc = 0;
+    }
     for (size_t at = 0; at < n;) {
         nb_init(&b, f->seq);
         for (; at < n && b.nops < SYNC_BATCH; at++) {
@@ -1013,7 +1190,7 @@ cleanup:
 
 int fl_fabric_commit(struct fl_fabric *f, char *err, size_t errlen)
 {
-    struct commit_ctx c = {f, f->queue, err, errlen, 0};
+    struct commit_ctx c = {.f = f, .ents = f->queue, .err = err, .errlen = errlen};
     for (size_t at = 0; at < f->nq; at += CHUNK) {
         size_t n = f->nq - at < CHUNK ? f->nq - at : CHUNK;
         c.ents = f->queue + at;
@@ -1126,6 +1303,67 @@ static void sb_ports(struct sbuf *b, const int *hosts, size_t n)
     for (size_t i = 0; i < n; i++)
         sb_printf(b, "%s\"h%d\"", i ? ", " : "", hosts[i]);
     sb_printf(b, " }");
+}
+
+static void sb_macs(struct sbuf *b, const int *hosts, size_t n)
+{
+    sb_printf(b, "{ ");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char m[6];
+        fl_fabric_mac(hosts[i], m);
+        sb_printf(b, "%s%02x:%02x:%02x:%02x:%02x:%02x", i ? ", " : "", m[0], m[1], m[2], m[3], m[4],
+                  m[5]);
+    }
+    sb_printf(b, " }");
+}
+
+char *fl_fabric_nft_match(const int *from, size_t nfrom, const int *to, size_t nto)
+{
+    struct sbuf sb = {0};
+    sb_printf(&sb, "iifname ");
+    sb_ports(&sb, from, nfrom);
+    sb_printf(&sb, " oifname ");
+    sb_ports(&sb, to, nto);
+    sb_printf(&sb, "\n");
+    /* some pair on two bridges: those frames come to the port through a trunk */
+    bool cross = false;
+    for (size_t i = 0; i < nfrom && !cross; i++)
+        for (size_t j = 0; j < nto && !cross; j++)
+            cross = bridge_of(from[i]) != bridge_of(to[j]);
+    if (cross) {
+        sb_printf(&sb, "iifname \"tr*\" ether saddr ");
+        sb_macs(&sb, from, nfrom);
+        sb_printf(&sb, " oifname ");
+        sb_ports(&sb, to, nto);
+        sb_printf(&sb, "\n");
+    }
+    if (sb.oom) {
+        free(sb.s);
+        return NULL;
+    }
+    return sb.s;
+}
+
+/* sb gets "add rule bridge <table> p<id> <match> <stmt>" for each line of
+ * the matches of frames from `from` to `to`. */
+static void sb_rules(struct sbuf *sb, int id, const int *from, size_t nfrom, const int *to,
+                     size_t nto, const char *stmt)
+{
+    char *m = fl_fabric_nft_match(from, nfrom, to, nto);
+    if (!m) {
+        sb->oom = true;
+        return;
+    }
+    for (const char *l = m; *l;) {
+        size_t n = strcspn(l, "\n");
+        if (n)
+            sb_printf(sb, "add rule bridge %s p%d %.*s %s\n", FL_FABRIC_NFT_TABLE, id, (int)n, l,
+                      stmt);
+        l += n;
+        if (*l)
+            l++;
+    }
+    free(m);
 }
 
 /* The base chain (bridge forward hook) jumping to each rule's chain p<id>. */
@@ -1272,11 +1510,7 @@ int fl_fabric_partition(struct fl_fabric *f, const int *const *groups, const siz
             if (g == h || !group_sizes[g] || !group_sizes[h])
                 continue;
             /* Every frame, ARP included: both ways are cut. */
-            sb_printf(&sb, "add rule bridge %s p%d iifname ", FL_FABRIC_NFT_TABLE, id);
-            sb_ports(&sb, groups[g], group_sizes[g]);
-            sb_printf(&sb, " oifname ");
-            sb_ports(&sb, groups[h], group_sizes[h]);
-            sb_printf(&sb, " drop\n");
+            sb_rules(&sb, id, groups[g], group_sizes[g], groups[h], group_sizes[h], "drop");
         }
     }
     return add_rule(f, &sb, id, rule_id, "partition", err, errlen);
@@ -1299,11 +1533,7 @@ int fl_fabric_block(struct fl_fabric *f, const int *from, size_t nfrom, const in
     /* ARP passes both ways, or the open direction could not resolve
      * addresses (its ARP replies travel the blocked way); IPv4 and every
      * other frame from `from` to `to` is dropped. */
-    sb_printf(&sb, "add rule bridge %s p%d iifname ", FL_FABRIC_NFT_TABLE, id);
-    sb_ports(&sb, from, nfrom);
-    sb_printf(&sb, " oifname ");
-    sb_ports(&sb, to, nto);
-    sb_printf(&sb, " ether type != arp drop\n");
+    sb_rules(&sb, id, from, nfrom, to, nto, "ether type != arp drop");
     return add_rule(f, &sb, id, rule_id, "block", err, errlen);
 }
 
@@ -1360,6 +1590,43 @@ int fl_fabric_heal(struct fl_fabric *f, int rule_id, char *err, size_t errlen)
     memmove(&f->rules[i], &f->rules[i + 1], (f->nrules - i - 1) * sizeof *f->rules);
     f->nrules--;
     return 0;
+}
+
+/* ---- bridge-netfilter ---------------------------------------------------- */
+
+int fl_fabric_set_nf_call_iptables(struct fl_fabric *f, char *err, size_t errlen)
+{
+    struct nlbatch b;
+    nb_init(&b, f->seq);
+    f->nf_call_iptables = true; /* bridges made from now on (put_bridge) */
+    for (int br = 0; br < FL_FABRIC_MAX_BRIDGES; br++) {
+        if (!f->bridge_made[br])
+            continue;
+        struct nlmsghdr *nlh =
+            nb_put_link(&b, RTM_NEWLINK, 0, bridge_ifindex(br), 0, OP_NF_CALL, br);
+        if (!nlh) {
+            nb_free(&b);
+            fl_netem_seterr(err, errlen, "fabric: out of memory");
+            return -ENOMEM;
+        }
+        struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+        mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
+        struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+        mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, 1);
+        mnl_attr_nest_end(nlh, data);
+        mnl_attr_nest_end(nlh, li);
+        nb_close(&b, nlh);
+    }
+    f->seq += (uint32_t)b.nops + 1;
+    struct create_ctx cc = {err, errlen, 0};
+    int rc = nb_run(f->sw_sock, &b, create_err, &cc);
+    nb_free(&b);
+    if (rc < 0) {
+        fl_netem_seterr(err, errlen, "fabric: netlink to the switch netns (pid %d): %s", f->holder,
+                        strerror(-rc));
+        return rc;
+    }
+    return cc.first;
 }
 
 /* ---- pinned neighbours ------------------------------------------------- */

@@ -4,13 +4,42 @@
  * A fabric is a private "switch": an anonymous network namespace held by a
  * small holder process that the fabric clones itself (CLONE_NEWNET, exit
  * signal 0, PR_SET_PDEATHSIG SIGKILL, every inherited fd closed).  Inside it
- * one bridge "br0" (up, no address, no STP, forward delay 0, no multicast
- * snooping, no IPv6, no bridge-netfilter calls).  Each host is a network
- * namespace (made by the host layer) joined to the bridge by a veth pair:
+ * bridges (up, no address, no STP, forward delay 0, no multicast snooping,
+ * no IPv6, no bridge-netfilter calls until a link emulator asks for them):
+ * "br0", and for hosts 512 and up one more per 512 hosts, "br<b>" for host
+ * idx / FL_FABRIC_BRIDGE_HOSTS = b, made at the first commit that needs it
+ * and joined to br0 by a veth pair, the trunk "tr<b>-br0" ══ "tr<b>-br<b>".
+ * Each host is a network namespace (made by the host layer) joined to its
+ * bridge by a veth pair:
  *
  *     switch netns:  br0 ── "h<idx>"  ══ veth ══  "eth0"  :host netns
- *                                                  198.18.x.y/15, up
- *                                                  lo up
+ *                      │                           198.18.x.y/15, up
+ *                      │                           lo up
+ *                    "tr1-br0"
+ *                      ║ veth (trunk)
+ *                    "tr1-br1"
+ *                      │
+ *                    br1 ── "h<idx>" ══ veth ══ "eth0"   (idx 512..1023)
+ *
+ * Why more than one bridge: a Linux bridge has at most 1023 ports
+ * (BR_MAX_PORTS 1024, port 0 reserved), and adding a port costs time in
+ * proportion to the ports the bridge has already (promiscuity, STP port
+ * state and feature recalculation walk them all), so 1024 hosts on two
+ * bridges of 512 come up faster than 1023 on one.  A frame between hosts on
+ * two leaf bridges crosses br0: at most three bridges, two trunks.
+ * FL_FABRIC_MAX_HOSTS is 2048 (br0 and three leaves): more fits the address
+ * plan and br0's ports, but 2048 is what has been brought up and measured
+ * (bench/hosts.sh runs 1024).
+ *
+ * Matching a frame "from host a to host b" (partitions, blocks, link loss
+ * and rate marks, fl_fabric_nft_match) is done where it leaves the switch
+ * toward b: oifname "h<b>".  A frame from a host on another bridge arrives
+ * there through a trunk, so besides iifname "h<a>" (same bridge) it is
+ * recognised by its source MAC (fl_fabric_mac(a): fixed per index, and a
+ * host cannot change it without privileges in its network namespace),
+ * iifname "tr*" ether saddr <mac of a>.  The link emulator's ip-family rules
+ * (nfq_rule.h) match a frame at exactly one bridge crossing by naming the
+ * bridge (fl_fabric_bridge_ifindex).
  *
  * Nothing is ever created in the root network namespace and nothing is bound
  * into /run/netns: when the holder dies (fl_fabric_destroy, or the harness
@@ -31,9 +60,11 @@
  * chain "fl_base" on the forward hook, which stays for the run: removing a
  * hook would make the kernel drop every packet queued to the link emulator
  * in the namespace) in the switch
- * namespace matching the switch-side port names, so a partition stays in
- * force across a host's restart (its port is re-created with the same
- * name).  A partition drops every frame (ARP and IPv4 alike) between groups.
+ * namespace matching the switch-side port names (and, for frames that come
+ * through a trunk, the senders' MACs: fl_fabric_nft_match), so a partition
+ * stays in force across a host's restart (its port is re-created with the
+ * same name, its eth0 with the same MAC).  A partition drops every frame
+ * (ARP and IPv4 alike) between groups.
  *
  * Commit returns when every new port is forwarding (it runs the kernel's
  * pending link-state work itself), so the first ARP/SYN is never lost.
@@ -45,9 +76,11 @@
  *   stays ATTACHED in the fabric's books until detach or re-attach, both of
  *   which tolerate the pair being gone already.
  * Invariants: at most one veth pair per idx; the switch end of idx is named
- * "h<idx>" and has ifindex FL_FABRIC_PORT_IFINDEX_BASE + idx in the switch
- * netns; the host end is "eth0" with ifindex FL_FABRIC_ETH0_IFINDEX in the
- * host netns.
+ * "h<idx>", has ifindex FL_FABRIC_PORT_IFINDEX_BASE + idx in the switch
+ * netns and is a port of bridge idx / FL_FABRIC_BRIDGE_HOSTS; the host end is
+ * "eth0" with ifindex FL_FABRIC_ETH0_IFINDEX in the host netns.  A bridge
+ * br<b> (b >= 1) exists, with its trunk to br0, from the first commit of a
+ * host on it to the fabric's end.
  *
  * Errors: every function returns 0 or a negative errno, and (where it takes
  * err/errlen) writes one line for people naming the host index, interface,
@@ -72,9 +105,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Host indices are 0 .. FL_FABRIC_MAX_HOSTS-1: a Linux bridge has at most
- * 1023 ports (BR_MAX_PORTS 1024, port 0 reserved). */
-#define FL_FABRIC_MAX_HOSTS 1023
+/* Hosts per bridge: host idx is a port of bridge idx / FL_FABRIC_BRIDGE_HOSTS
+ * (a Linux bridge has at most 1023 ports; see the opening comment). */
+#define FL_FABRIC_BRIDGE_HOSTS 512
+#define FL_FABRIC_MAX_BRIDGES 4
+/* Host indices are 0 .. FL_FABRIC_MAX_HOSTS-1. */
+#define FL_FABRIC_MAX_HOSTS (FL_FABRIC_BRIDGE_HOSTS * FL_FABRIC_MAX_BRIDGES)
 /* Prefix length of every host address (198.18.0.0/15). */
 #define FL_FABRIC_PREFIXLEN 15
 /* Interface names: switch side "h<idx>", host side FL_FABRIC_HOST_IFNAME. */
@@ -110,6 +146,23 @@ char *fl_fabric_addr_str(int host_idx, char *buf, size_t len);
 void fl_fabric_mac(int host_idx, unsigned char mac[6]);
 /* Name of the switch-side port of idx ("h<idx>") into buf (>= 16 bytes). */
 char *fl_fabric_port_name(int host_idx, char *buf, size_t len);
+/* Host index of a fabric address (network byte order), or -1. */
+int fl_fabric_addr_idx(uint32_t addr);
+/* Interface index, in the switch namespace, of the bridge host idx is a port
+ * of (br0 = 999, br<b> = 999 - 3b), or 0 for an invalid idx.  What the ip
+ * family's iif/oif see of a bridged frame (br_netfilter). */
+int fl_fabric_bridge_ifindex(int host_idx);
+
+/* nft match text (bridge family, table FL_FABRIC_NFT_TABLE) for the frames
+ * from any host of `from` to any host of `to`, at the port where they leave
+ * the switch toward the `to` host: one match a line,
+ *     iifname { "h1", ... } oifname { "h2", ... }
+ * and, when some pair of them is on two different bridges, a second
+ *     iifname "tr*" ether saddr { <macs of from> } oifname { ... }
+ * Each line is a frame's single match: a rule made of one line and a
+ * statement acts on a frame once however many bridges it crosses.  Returns
+ * malloc'd text (the caller frees it), or NULL when out of memory. */
+char *fl_fabric_nft_match(const int *from, size_t nfrom, const int *to, size_t nto);
 
 /* Queues host idx (whose network namespace is that of host_pid) to be
  * plugged in at the next fl_fabric_commit.  Only checks arguments; nothing
@@ -155,6 +208,11 @@ int fl_fabric_pin_neighbours(struct fl_fabric *f, int host_idx, char *err, size_
  * load), so its first frames are not dropped.  0 also when idx is not
  * attached or its host is gone. */
 int fl_fabric_sync_host_link(struct fl_fabric *f, int host_idx, char *err, size_t errlen);
+
+/* Makes every bridge of the fabric, and every one made later, pass bridged
+ * IPv4 frames through the ip family's hooks (nf_call_iptables), where the
+ * link emulator's queue rules are (nfq_rule.h). */
+int fl_fabric_set_nf_call_iptables(struct fl_fabric *f, char *err, size_t errlen);
 
 /* Partition: frames between hosts of different groups are dropped, both
  * ways; hosts in no group are unaffected.  groups[g] lists group_sizes[g]

@@ -300,57 +300,65 @@ static struct lfault *find(struct fl_links *l, int id)
     return NULL;
 }
 
-static void put_ports(char *buf, size_t len, const int *h, size_t n)
+static void put_ports(FILE *o, const int *h, size_t n)
 {
-    size_t o = (size_t)snprintf(buf, len, "{ ");
-    for (size_t i = 0; i < n && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s\"h%d\"", i ? ", " : "", h[i]);
-    if (o < len)
-        snprintf(buf + o, len - o, " }");
+    fprintf(o, "{ ");
+    for (size_t i = 0; i < n; i++)
+        fprintf(o, "%s\"h%d\"", i ? ", " : "", h[i]);
+    fprintf(o, " }");
 }
 
-/* The rules of a fault: "<match> <action>" per match (at most two matches
- * of two rules each, every line shorter than 2 * plen + 128). */
+/* The rules of a fault: "<match> <action>" per match and action.  The
+ * matches: a host's port as the frames' way in or out (FL_LINK_HOST: each
+ * frame passes it once), or fabric.h's matches of frames from the senders
+ * to the receivers, where they leave the switch (one line, or two when the
+ * hosts are on more than one bridge). */
 static char *rules_text(const struct fl_link_spec *s, int cid)
 {
-    size_t plen = 16 + (s->na + s->nb) * 16; /* ", \"h1022\"" is 9 */
-    size_t mlen = 2 * plen + 32, cap = 4 * (mlen + 96) + 1;
-    char *a = malloc(plen), *b = malloc(plen), *match = malloc(2 * mlen), *out = malloc(cap);
-    if (!a || !b || !match || !out) {
-        free(a);
-        free(b);
+    char *match = NULL, *out = NULL;
+    size_t mlen = 0, olen = 0;
+    if (s->scope == FL_LINK_HOST) {
+        FILE *m = open_memstream(&match, &mlen);
+        if (!m)
+            return NULL;
+        fprintf(m, "iifname ");
+        put_ports(m, s->a, s->na);
+        fprintf(m, "\noifname ");
+        put_ports(m, s->a, s->na);
+        fprintf(m, "\n");
+        if (fclose(m) != 0) {
+            free(match);
+            return NULL;
+        }
+    } else {
+        const int *to = s->scope == FL_LINK_ONEWAY ? s->b : s->a;
+        size_t nto = s->scope == FL_LINK_ONEWAY ? s->nb : s->na;
+        if (!(match = fl_fabric_nft_match(s->a, s->na, to, nto)))
+            return NULL;
+    }
+    FILE *o = open_memstream(&out, &olen);
+    if (!o) {
         free(match);
+        return NULL;
+    }
+    for (const char *l = match; *l;) {
+        int n = (int)strcspn(l, "\n");
+        if (s->loss_bp >= 10000)
+            fprintf(o, "%.*s ether type != arp drop\n", n, l);
+        else if (s->loss_bp)
+            fprintf(o, "%.*s ether type != arp numgen random mod 10000 < %u drop\n", n, l,
+                    s->loss_bp);
+        if (cid)
+            fprintf(o, "%.*s meta priority set 1:%x\n", n, l, cid);
+        l += n;
+        if (*l)
+            l++;
+    }
+    free(match);
+    if (fclose(o) != 0) {
         free(out);
         return NULL;
     }
-    put_ports(a, plen, s->a, s->na);
-    if (s->scope == FL_LINK_ONEWAY)
-        put_ports(b, plen, s->b, s->nb);
-    else
-        snprintf(b, plen, "%s", a);
-    int nm = 0;
-    if (s->scope == FL_LINK_HOST) {
-        snprintf(match + mlen * nm++, mlen, "iifname %s", a);
-        snprintf(match + mlen * nm++, mlen, "oifname %s", a);
-    } else {
-        snprintf(match + mlen * nm++, mlen, "iifname %s oifname %s", a, b);
-    }
-    size_t o = 0;
-    out[0] = 0;
-    for (int m = 0; m < nm; m++) {
-        const char *mt = match + mlen * m;
-        if (s->loss_bp >= 10000)
-            o += (size_t)snprintf(out + o, cap - o, "%s ether type != arp drop\n", mt);
-        else if (s->loss_bp)
-            o += (size_t)snprintf(out + o, cap - o,
-                                  "%s ether type != arp numgen random mod 10000 < %u drop\n", mt,
-                                  s->loss_bp);
-        if (cid)
-            o += (size_t)snprintf(out + o, cap - o, "%s meta priority set 1:%x\n", mt, cid);
-    }
-    free(a);
-    free(b);
-    free(match);
     return out;
 }
 
@@ -443,34 +451,24 @@ static int bring_up(struct fl_links *l, struct lfault *lf, char *err, size_t err
     return rc;
 }
 
-/* The emulator, and br0 told to pass IPv4 frames through the ip family's
- * hooks (br_netfilter; the netns default does already), where the queue
- * rules are (nfq_rule.h). */
+/* The emulator, and the bridges told to pass IPv4 frames through the ip
+ * family's hooks (br_netfilter; the netns default does already), where the
+ * queue rules are (nfq_rule.h). */
 static int emu_start(struct fl_links *l, char *err, size_t errlen)
 {
-    char buf[512], ext[256];
-    struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-    nlh->nlmsg_type = RTM_NEWLINK;
-    struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof *ifm);
-    ifm->ifi_family = AF_UNSPEC;
-    mnl_attr_put_strz(nlh, IFLA_IFNAME, FL_FABRIC_BRIDGE_IFNAME);
-    struct nlattr *li = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
-    mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "bridge");
-    struct nlattr *data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
-    mnl_attr_put_u8(nlh, IFLA_BR_NF_CALL_IPTABLES, 1);
-    mnl_attr_nest_end(nlh, data);
-    mnl_attr_nest_end(nlh, li);
-    int rc = nl_talk(l, nlh, ext, sizeof ext);
-    if (rc < 0) {
-        fl_netem_seterr(err, errlen,
-                        "link: RTM_NEWLINK %s nf_call_iptables 1 in switch netns (pid %d): %s%s",
-                        FL_FABRIC_BRIDGE_IFNAME, (int)l->sw_pid, strerror(-rc), ext);
+    int rc = fl_fabric_set_nf_call_iptables(l->f, err, errlen);
+    if (rc < 0)
         return rc;
-    }
     return fl_emu_new(&l->emu, l->sw_pid, err, errlen);
 }
 
-/* The queue rules of fault id: one per (source, destination) it covers. */
+/* The queue rules of fault id: one per (source, destination) it covers.
+ * A frame between hosts on two bridges crosses two or three (fabric.h), and
+ * the ip hooks see each crossing: a rule names the bridge where it is to
+ * take the frame, so that it is queued once.  Toward a host, where the
+ * frame reaches the host's bridge (oif: the bridge the frame leaves by, so
+ * NFQA_IFINDEX_PHYSOUTDEV is the host's port); from a host to anyone, where
+ * it leaves the host's bridge (iif). */
 static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, uint64_t *handle,
                      char *err, size_t errlen)
 {
@@ -485,16 +483,22 @@ static int emu_rules(struct fl_links *l, const struct fl_link_spec *s, int id, u
     size_t k = 0;
     for (size_t i = 0; i < s->na; i++) {
         uint32_t a = fl_fabric_addr(s->a[i]);
+        uint32_t br = (uint32_t)fl_fabric_bridge_ifindex(s->a[i]);
         if (s->scope == FL_LINK_HOST) {
-            m[k++] = (struct fl_nfq_match){.saddr = a};
-            m[k++] = (struct fl_nfq_match){.daddr = a};
+            m[k++] = (struct fl_nfq_match){.saddr = a, .iif = br};
+            m[k++] = (struct fl_nfq_match){.daddr = a, .oif = br};
         } else if (s->scope == FL_LINK_ONEWAY) {
             for (size_t j = 0; j < s->nb; j++)
-                m[k++] = (struct fl_nfq_match){.saddr = a, .daddr = fl_fabric_addr(s->b[j])};
+                m[k++] = (struct fl_nfq_match){.saddr = a,
+                                               .daddr = fl_fabric_addr(s->b[j]),
+                                               .oif = (uint32_t)fl_fabric_bridge_ifindex(s->b[j])};
         } else {
             for (size_t j = 0; j < s->na; j++)
                 if (j != i)
-                    m[k++] = (struct fl_nfq_match){.saddr = a, .daddr = fl_fabric_addr(s->a[j])};
+                    m[k++] =
+                        (struct fl_nfq_match){.saddr = a,
+                                              .daddr = fl_fabric_addr(s->a[j]),
+                                              .oif = (uint32_t)fl_fabric_bridge_ifindex(s->a[j])};
         }
     }
     int rc = fl_nfq_rule_add(l->sw_pid, (uint16_t)id, m, k, handle, err, errlen);

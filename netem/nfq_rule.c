@@ -159,13 +159,38 @@ static int put_addr(struct nftnl_rule *r, uint32_t off, uint32_t addr)
     return 0;
 }
 
+/* expressions for "meta iif/oif == ifindex", unless ifindex is 0 */
+static int put_meta_if(struct nftnl_rule *r, uint32_t key, uint32_t ifindex)
+{
+    if (!ifindex)
+        return 0;
+    struct nftnl_expr *em = nftnl_expr_alloc("meta"), *ec = nftnl_expr_alloc("cmp");
+    if (!em || !ec) {
+        if (em)
+            nftnl_expr_free(em);
+        if (ec)
+            nftnl_expr_free(ec);
+        return -ENOMEM;
+    }
+    nftnl_expr_set_u32(em, NFTNL_EXPR_META_KEY, key);
+    nftnl_expr_set_u32(em, NFTNL_EXPR_META_DREG, NFT_REG_1);
+    nftnl_rule_add_expr(r, em);
+    nftnl_expr_set_u32(ec, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
+    nftnl_expr_set_u32(ec, NFTNL_EXPR_CMP_OP, NFT_CMP_EQ);
+    nftnl_expr_set(ec, NFTNL_EXPR_CMP_DATA, &ifindex, sizeof ifindex);
+    nftnl_rule_add_expr(r, ec);
+    return 0;
+}
+
 static struct nftnl_rule *queue_rule(const char *chain, uint16_t queue,
                                      const struct fl_nfq_match *m)
 {
     struct nftnl_rule *r = nftnl_rule_alloc();
     struct nftnl_expr *et = nftnl_expr_alloc("target");
     struct xt_NFQ_info_v3 *info = calloc(1, sizeof *info);
-    if (!r || !et || !info || put_addr(r, 12, m->saddr) < 0 || put_addr(r, 16, m->daddr) < 0) {
+    if (!r || !et || !info || put_meta_if(r, NFT_META_IIF, m->iif) < 0 ||
+        put_meta_if(r, NFT_META_OIF, m->oif) < 0 || put_addr(r, 12, m->saddr) < 0 ||
+        put_addr(r, 16, m->daddr) < 0) {
         if (r)
             nftnl_rule_free(r);
         if (et)

@@ -12,7 +12,7 @@
  * `fwd` (forward hook, priority 10) holding a `jump q<queue>` per queue, and
  * a regular chain `q<queue>` with one rule per (source, destination) address
  * pair of the fault:
- *     ip saddr S ip daddr D  ->  xt NFQUEUE num <queue> bypass
+ *     [meta iif I] [meta oif O] ip saddr S ip daddr D  ->  xt NFQUEUE num <queue> bypass
  * The base chain is never removed: unregistering a netfilter hook makes the
  * kernel drop every frame queued in the namespace (nf_queue_nf_hook_drop),
  * so a heal removes only the jump (by its handle) and the regular chain.
@@ -34,9 +34,12 @@
 
 #define FL_NFQ_TABLE "fl_netem"
 
-/* IPv4 addresses in network byte order; 0 = any. */
+/* IPv4 addresses in network byte order; 0 = any.  iif/oif: interface
+ * indices the frame must come in by / go out by as the ip hooks see it (a
+ * bridged frame: the bridge, fabric.h's fl_fabric_bridge_ifindex); 0 = any. */
 struct fl_nfq_match {
     uint32_t saddr, daddr;
+    uint32_t iif, oif;
 };
 
 /* Adds chain q<queue> with a rule per match (n >= 1) and its jump, in the

@@ -9,7 +9,11 @@
  * gone, asynchronously; left alone, that work from one round would land in
  * the next.  So each round starts on a settled kernel (netns_settle.c waits,
  * untimed, until every namespace of the last round is freed), and so does
- * whatever runs after this command (the ip baseline).  How long after its
+ * whatever runs after this command (the ip baseline).  Each round's line on
+ * stderr splits its time: making the hosts' directories and root layers,
+ * bringing them up (fl_host_up_batch: inits cloned, mounts, the switch,
+ * veths, addresses), killing and reaping the inits, the switch's end, and
+ * unmounting the hosts' tmpfs.  How long after its
  * teardown the kernel had freed a round's namespaces is shown on stderr (an
  * upper bound: the wait includes two canary namespaces of its own).
  *
@@ -55,7 +59,12 @@ static long mem_available_kib(void)
     return kib;
 }
 
-static int one_round(int n, const char *base, double *secs, long *kib_per_host)
+/* The phases of a round, in seconds, as stderr shows them. */
+enum { PH_DIRS, PH_UP, PH_DOWN, PH_SWITCH, PH_UNMOUNT, NPH };
+static const char *const ph_name[NPH] = {"directories", "up", "killed and reaped", "switch gone",
+                                         "tmpfs unmounted"};
+
+static int one_round(int n, const char *base, double *secs, double ph[NPH], long *kib_per_host)
 {
     long avail0 = mem_available_kib();
     char err[1024];
@@ -65,7 +74,7 @@ static int one_round(int n, const char *base, double *secs, long *kib_per_host)
     char etc[PATH_MAX];
     struct fl_fabric *fab = NULL;
     int rc = 0;
-    double t0 = fl_mono_s();
+    double t0 = fl_mono_s(), t1 = t0, t2 = t0, t3, t4;
     snprintf(etc, sizeof etc, "%s/etc-hosts", base);
     FILE *f = fopen(etc, "w");
     fprintf(f, "127.0.0.1\tlocalhost\n");
@@ -118,7 +127,9 @@ static int one_round(int n, const char *base, double *secs, long *kib_per_host)
         h[i].pidfd = -1;
         hp[i] = &h[i];
     }
+    t1 = fl_mono_s();
     rc = fl_host_up_batch(hp, (size_t)n, fab, err, sizeof err);
+    t2 = fl_mono_s();
     long avail1 = mem_available_kib();
     *kib_per_host = avail0 > 0 && avail1 > 0 ? (avail0 - avail1) / n : -1;
 fail:
@@ -133,12 +144,19 @@ fail:
             ;
         fl_host_note_reaped(h[i].pid);
     }
+    t3 = fl_mono_s();
     fl_fabric_destroy(fab);
+    t4 = fl_mono_s();
     char hosts[PATH_MAX];
     snprintf(hosts, sizeof hosts, "%s/hosts", base);
     umount2(hosts, MNT_DETACH);
     rmdir(hosts);
     *secs = fl_mono_s() - t0;
+    ph[PH_DIRS] = t1 - t0;
+    ph[PH_UP] = t2 - t1;
+    ph[PH_DOWN] = t3 - t2;
+    ph[PH_SWITCH] = t4 - t3;
+    ph[PH_UNMOUNT] = t0 + *secs - t4;
     free(h);
     free(hp);
     free(paths);
@@ -173,20 +191,23 @@ int fl_cli_bench_hosts(int argc, char **argv)
     double best = 1e9;
     int rc = fl_netns_settle_wait(settle, 60, err, sizeof err);
     for (int r = 0; r < rounds && rc == 0; r++) {
-        double s;
+        double s, ph[NPH] = {0};
         long kib = -1;
-        rc = one_round(n, base, &s, &kib);
+        rc = one_round(n, base, &s, ph, &kib);
         if (s < best)
             best = s;
         if (kib >= 0 && (best_kib < 0 || kib < best_kib))
             best_kib = kib;
         double t = fl_mono_s();
-        if (rc == 0 && (rc = fl_netns_settle_wait(settle, 60, err, sizeof err)) == 0)
+        if (rc == 0 && (rc = fl_netns_settle_wait(settle, 60, err, sizeof err)) == 0) {
+            fprintf(stderr, "hosts=%d round %d: up+down %.4f s (", n, r + 1, s);
+            for (int k = 0; k < NPH; k++)
+                fprintf(stderr, "%s%s %.4f", k ? ", " : "", ph_name[k], ph[k]);
             fprintf(stderr,
-                    "hosts=%d round %d: up+down %.4f s; the kernel had freed the "
-                    "namespaces %.4f s later (an upper bound: the wait includes two canary "
-                    "namespaces)\n",
-                    n, r + 1, s, fl_mono_s() - t);
+                    "); the kernel had freed the namespaces %.4f s later (an upper bound: the "
+                    "wait includes two canary namespaces)\n",
+                    fl_mono_s() - t);
+        }
     }
     if (rc < 0 && *err)
         fprintf(stderr, "faultline _bench-hosts: %s\n", err);

@@ -330,7 +330,7 @@ static int load_hosts(struct fl_scn_vctx *c, const ynode *hosts, struct fl_scn_l
     if (hosts->n > FL_SCN_MAX_HOSTS)
         return fl_scn_verr(
             c, hosts->loc,
-            "too many hosts (%zu): a run has at most %d, the ports of its network bridge", hosts->n,
+            "too many hosts (%zu): a run has at most %d (what its network switch takes)", hosts->n,
             FL_SCN_MAX_HOSTS);
     if (!(s->hosts = fl_scn_zalloc(c, hosts->n, sizeof *s->hosts)))
         return -ENOMEM;

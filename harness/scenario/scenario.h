@@ -38,7 +38,8 @@
 #define FL_SCN_DEFAULT_TIMEOUT_MS 120000
 #define FL_SCN_DEFAULT_PORT 2222
 #define FL_SCN_DEFAULT_GRACE_MS 2000
-#define FL_SCN_MAX_HOSTS 1023  /* = FL_FABRIC_MAX_HOSTS: ports of the run's bridge */
+#define FL_SCN_MAX_HOSTS \
+    2048 /* = FL_FABRIC_MAX_HOSTS: what the run's switch takes (netem/fabric.h) */
 #define FL_SCN_HASH_HEX_LEN 16 /* FNV-1a 64 of the file bytes, lower-case hex */
 
 /* A place in the scenario file: 1-based line and column (0:0 = unknown). */

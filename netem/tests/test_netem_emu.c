@@ -28,6 +28,7 @@ struct env {
     struct fl_fabric *f;
     struct fl_links *l;
     pid_t host[2];
+    int idx[2]; /* fabric index of each host (env_up: 0 and 1) */
     int udp[2];
 };
 
@@ -78,17 +79,20 @@ static void drain(int fd)
         ;
 }
 
-static void env_up(struct env *e)
+/* The two hosts at fabric indices i0 and i1. */
+static void env_up_at(struct env *e, int i0, int i1)
 {
     char err[256] = "";
     fl_test_need_root();
     memset(e, 0, sizeof *e);
+    e->idx[0] = i0;
+    e->idx[1] = i1;
     int rc = fl_fabric_create(&e->f, "te", err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "fl_fabric_create: %d %s", rc, err);
     for (int i = 0; i < 2; i++) {
         e->host[i] = host_spawn();
         FL_REQUIRE(e->host[i] > 0);
-        FL_REQUIRE_EQ(fl_fabric_attach(e->f, i, e->host[i], err, sizeof err), 0);
+        FL_REQUIRE_EQ(fl_fabric_attach(e->f, e->idx[i], e->host[i], err, sizeof err), 0);
     }
     rc = fl_fabric_commit(e->f, err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "commit: %d %s", rc, err);
@@ -99,14 +103,14 @@ static void env_up(struct env *e)
         FL_REQUIRE(e->udp[i] >= 0);
         int big = 8 << 20;
         setsockopt(e->udp[i], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-        struct sockaddr_in a = sin_of(i, 7000);
+        struct sockaddr_in a = sin_of(e->idx[i], 7000);
         FL_REQUIRE(bind(e->udp[i], (struct sockaddr *)&a, sizeof a) == 0);
         int on = 1;
         FL_REQUIRE(setsockopt(e->udp[i], SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0);
     }
     /* both ways resolved (ARP) before any fault */
     for (int i = 0; i < 2; i++) {
-        struct sockaddr_in a = sin_of(1 - i, 7000);
+        struct sockaddr_in a = sin_of(e->idx[1 - i], 7000);
         struct pollfd p = {.fd = e->udp[1 - i], .events = POLLIN};
         int ok = 0;
         for (int t = 0; t < 40 && !ok; t++) {
@@ -116,6 +120,11 @@ static void env_up(struct env *e)
         FL_REQUIRE(ok);
         drain(e->udp[1 - i]);
     }
+}
+
+static void env_up(struct env *e)
+{
+    env_up_at(e, 0, 1);
 }
 
 static void env_down(struct env *e)
@@ -131,12 +140,13 @@ static void env_down(struct env *e)
 
 static int apply_emu(struct env *e, enum fl_link_scope scope, const struct fl_emu_params *p)
 {
-    static const int a0[] = {0}, b1[] = {1}, both[] = {0, 1};
     struct fl_link_spec s = {.scope = scope, .emu = p};
     if (scope == FL_LINK_ONEWAY) {
-        s.a = a0, s.na = 1, s.b = b1, s.nb = 1;
+        s.a = &e->idx[0], s.na = 1, s.b = &e->idx[1], s.nb = 1;
+    } else if (scope == FL_LINK_HOST) {
+        s.a = &e->idx[0], s.na = 1;
     } else {
-        s.a = both, s.na = 2;
+        s.a = e->idx, s.na = 2;
     }
     char err[512] = "";
     int id = 0;
@@ -152,7 +162,7 @@ static int send_recv(struct env *e, int from, int n, int gap_us, int quiet_ms, u
                      int64_t *delay_us, int max)
 {
     int to = 1 - from, got = 0;
-    struct sockaddr_in a = sin_of(to, 7000);
+    struct sockaddr_in a = sin_of(e->idx[to], 7000);
     drain(e->udp[to]);
     struct dgram d;
     uint64_t at;
@@ -247,6 +257,46 @@ FL_TEST_ROOT_T(netem_emu, delay_50ms_one_way_only, 60)
            med / 1e3);
     FL_ASSERT_EQ(n, 50);
     FL_ASSERT_MSG(med < 20000, "b->a took %ld us (median)", (long)med);
+    env_down(&e);
+}
+
+/* Host 0 on br0, host 1023 on br1 (fabric.h): the frame crosses both
+ * bridges, and the ip hooks see it at each; it is delayed once. */
+FL_TEST_ROOT_T(netem_emu, delay_50ms_across_bridges_once, 60)
+{
+    struct env e;
+    env_up_at(&e, 0, 1023);
+    struct fl_emu_params p = {.delay_us = 50000, .seed = 1};
+    apply_emu(&e, FL_LINK_ONEWAY, &p);
+    int n = send_recv(&e, 0, 50, 2000, 300, seqs, dly, MAXA);
+    int64_t lo, hi;
+    minmax(dly, n, &lo, &hi);
+    printf("delay 50ms 0 (br0) -> 1023 (br1): %d of 50 arrived, one-way %.1f..%.1f ms\n", n,
+           lo / 1e3, hi / 1e3);
+    FL_ASSERT_EQ(n, 50);
+    FL_ASSERT_MSG(lo >= 50000 && hi <= 65000, "one-way delay %ld..%ld us", (long)lo, (long)hi);
+    n = send_recv(&e, 1, 50, 2000, 300, seqs, dly, MAXA);
+    minmax(dly, n, &lo, &hi);
+    FL_ASSERT_EQ(n, 50);
+    FL_ASSERT_MSG(hi < 20000, "1023->0 (no fault) took up to %ld us", (long)hi);
+    env_down(&e);
+}
+
+/* A whole host's outbound frames are taken where they leave its bridge,
+ * here by the trunk toward br1: the duplicate, sent out of that port,
+ * still reaches its host (the MAC comes from the address). */
+FL_TEST_ROOT_T(netem_emu, duplicate_from_a_host_across_bridges, 60)
+{
+    struct env e;
+    env_up_at(&e, 0, 1023);
+    struct fl_emu_params p = {.duplicate_bp = 5000, .seed = 4};
+    apply_emu(&e, FL_LINK_HOST, &p);
+    int n = send_recv(&e, 0, 400, 200, 300, seqs, dly, MAXA);
+    printf("duplicate 50%% of host 0 (br0) -> 1023 (br1): 400 sent, %d arrived\n", n);
+    FL_ASSERT_MSG(n >= 400 + 140 && n <= 400 + 260, "%d arrivals for 400", n);
+    n = send_recv(&e, 1, 400, 200, 300, seqs, dly, MAXA);
+    printf("1023 -> 0: 400 sent, %d arrived\n", n);
+    FL_ASSERT_MSG(n >= 400 + 140 && n <= 400 + 260, "%d arrivals for 400", n);
     env_down(&e);
 }
 

@@ -231,6 +231,95 @@ FL_TEST_ROOT(netem_fabric, partition_drops_both_ways_until_heal)
     env_down(&e);
 }
 
+/* Hosts on three bridges (fabric.h: 0 and 1 on br0, 1023 on br1, 1600 on
+ * br3): a partition and a one-way block act as on one bridge, also between
+ * two leaf bridges (through br0), and a bridge is made once. */
+FL_TEST_ROOT(netem_fabric, partition_and_block_across_bridges)
+{
+    fl_test_need_root();
+    enum { N = 4 };
+    const int idx[N] = {0, 1, 1023, 1600};
+    pid_t host[N];
+    int lis[N], udp[N];
+    char err[256] = "";
+    struct fl_fabric *f = NULL;
+    FL_REQUIRE_EQ(fl_fabric_create(&f, "tx", err, sizeof err), 0);
+    for (int i = 0; i < N; i++) {
+        host[i] = host_spawn();
+        FL_REQUIRE(host[i] > 0);
+        FL_REQUIRE_EQ(fl_fabric_attach(f, idx[i], host[i], err, sizeof err), 0);
+    }
+    int rc = fl_fabric_commit(f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "commit: %d %s", rc, err);
+    char *out = NULL;
+    fl_test_sh(&out,
+               "nsenter -t %d -n ip -o link show type bridge | cut -d: -f2 | tr -d ' ' | sort",
+               (int)fl_fabric_switch_pid(f));
+    FL_ASSERT_STREQ(out, "br0\nbr1\nbr3\n");
+    free(out);
+    fl_test_sh(&out, "nsenter -t %d -n ip -o link show master br1 | cut -d: -f2 | tr -d ' ' | sort",
+               (int)fl_fabric_switch_pid(f));
+    FL_ASSERT_STREQ(out, "h1023@if2\ntr1-br1@tr1-br0\n");
+    free(out);
+    for (int i = 0; i < N; i++) {
+        lis[i] = listen_in(host[i], idx[i], 7000);
+        udp[i] = udp_in(host[i], idx[i], 9000);
+        FL_REQUIRE(lis[i] >= 0 && udp[i] >= 0);
+    }
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++)
+            if (i != j)
+                FL_ASSERT_EQ(connect_from(host[i], idx[j], 7000, 2000), 0);
+
+    /* {0, 1600} | {1023}; 1 in no group */
+    int ga[] = {0, 1600}, gb[] = {1023};
+    const int *groups[] = {ga, gb};
+    size_t sizes[] = {2, 1};
+    int id = 0;
+    rc = fl_fabric_partition(f, groups, sizes, 2, &id, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "partition: %d %s", rc, err);
+    FL_ASSERT_EQ(connect_from(host[0], 1023, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(connect_from(host[2], 0, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(connect_from(host[3], 1023, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(connect_from(host[2], 1600, 7000, TIMEOUT_MS), -ETIMEDOUT);
+    FL_ASSERT_EQ(connect_from(host[0], 1600, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(host[1], 1023, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(host[2], 1, 7000, 2000), 0);
+    FL_ASSERT(!udp_reaches(udp[3], udp[2], 1023, 9000, TIMEOUT_MS));
+    FL_REQUIRE_EQ(fl_fabric_heal(f, id, err, sizeof err), 0);
+    FL_ASSERT_EQ(connect_from(host[0], 1023, 7000, 2000), 0);
+    FL_ASSERT_EQ(connect_from(host[3], 1023, 7000, 2000), 0);
+
+    /* one way, leaf to leaf: 1600 -> 1023 blocked, 1023 -> 1600 passes */
+    int from[] = {1600}, to[] = {1023};
+    rc = fl_fabric_block(f, from, 1, to, 1, &id, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "block: %d %s", rc, err);
+    FL_ASSERT(udp_reaches(udp[2], udp[3], 1600, 9000, 2000));
+    FL_ASSERT(!udp_reaches(udp[3], udp[2], 1023, 9000, TIMEOUT_MS));
+    FL_ASSERT(udp_reaches(udp[0], udp[2], 1023, 9000, 2000));
+    FL_REQUIRE_EQ(fl_fabric_heal(f, id, err, sizeof err), 0);
+    FL_ASSERT(udp_reaches(udp[3], udp[2], 1023, 9000, 2000));
+
+    /* a restarted host on a leaf bridge plugs into the same bridge again */
+    host_kill(host[2]);
+    host[2] = host_spawn();
+    FL_REQUIRE(host[2] > 0);
+    close(lis[2]);
+    FL_REQUIRE_EQ(fl_fabric_attach(f, 1023, host[2], err, sizeof err), 0);
+    rc = fl_fabric_commit(f, err, sizeof err);
+    FL_REQUIRE_MSG(rc == 0, "commit again: %d %s", rc, err);
+    lis[2] = listen_in(host[2], 1023, 7000);
+    FL_REQUIRE(lis[2] >= 0);
+    FL_ASSERT_EQ(connect_from(host[0], 1023, 7000, 2000), 0);
+    for (int i = 0; i < N; i++) {
+        close(lis[i]);
+        close(udp[i]);
+    }
+    fl_fabric_destroy(f);
+    for (int i = 0; i < N; i++)
+        host_kill(host[i]);
+}
+
 FL_TEST_ROOT(netem_fabric, partition_heal_removes_only_its_rules)
 {
     struct env e = {0};

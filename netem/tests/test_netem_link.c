@@ -33,6 +33,7 @@ struct env {
     struct fl_fabric *f;
     struct fl_links *l;
     pid_t host[4];
+    int idx[4]; /* fabric index of each host (env_up: its slot) */
     int n;
     int udp[4]; /* bound UDP socket of each host, port 7000 */
 };
@@ -48,7 +49,7 @@ static int64_t now_ms(void)
  * receiver's buffer holds them all; it is read until 300 ms pass quietly. */
 static int udp_count(struct env *e, int from, int to, int n)
 {
-    struct sockaddr_in a = sin_of(to, 7000);
+    struct sockaddr_in a = sin_of(e->idx[to], 7000);
     char c;
     while (recv(e->udp[to], &c, 1, MSG_DONTWAIT) >= 0)
         ;
@@ -68,7 +69,7 @@ static int udp_count(struct env *e, int from, int to, int n)
 /* One datagram arrives within ms (sent every 50 ms). */
 static bool udp_reaches(struct env *e, int from, int to, int ms)
 {
-    struct sockaddr_in a = sin_of(to, 7000);
+    struct sockaddr_in a = sin_of(e->idx[to], 7000);
     char c;
     for (int64_t end = now_ms() + ms; now_ms() < end;) {
         sendto(e->udp[from], "x", 1, 0, (struct sockaddr *)&a, sizeof a);
@@ -82,18 +83,21 @@ static bool udp_reaches(struct env *e, int from, int to, int ms)
     return false;
 }
 
-static void env_up(struct env *e, int n)
+/* n hosts at fabric indices idx[] (NULL: 0 .. n-1). */
+static void env_up_at(struct env *e, int n, const int *idx)
 {
     char err[256] = "";
     fl_test_need_root();
     memset(e, 0, sizeof *e);
     e->n = n;
+    for (int i = 0; i < n; i++)
+        e->idx[i] = idx ? idx[i] : i;
     int rc = fl_fabric_create(&e->f, "tl", err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "fl_fabric_create: %d %s", rc, err);
     for (int i = 0; i < n; i++) {
         e->host[i] = host_spawn();
         FL_REQUIRE(e->host[i] > 0);
-        FL_REQUIRE_EQ(fl_fabric_attach(e->f, i, e->host[i], err, sizeof err), 0);
+        FL_REQUIRE_EQ(fl_fabric_attach(e->f, e->idx[i], e->host[i], err, sizeof err), 0);
     }
     rc = fl_fabric_commit(e->f, err, sizeof err);
     FL_REQUIRE_MSG(rc == 0, "commit: %d %s", rc, err);
@@ -104,7 +108,7 @@ static void env_up(struct env *e, int n)
         FL_REQUIRE(e->udp[i] >= 0);
         int big = 4 << 20;
         setsockopt(e->udp[i], SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof big);
-        struct sockaddr_in a = sin_of(i, 7000);
+        struct sockaddr_in a = sin_of(e->idx[i], 7000);
         FL_REQUIRE(bind(e->udp[i], (struct sockaddr *)&a, sizeof a) == 0);
     }
     /* every pair resolved (ARP) before any fault */
@@ -112,6 +116,11 @@ static void env_up(struct env *e, int n)
         for (int j = 0; j < n; j++)
             if (i != j)
                 FL_REQUIRE(udp_reaches(e, i, j, 2000));
+}
+
+static void env_up(struct env *e, int n)
+{
+    env_up_at(e, n, NULL);
 }
 
 static void env_down(struct env *e)
@@ -211,7 +220,7 @@ static double tcp_rate(struct env *e, int from, int to, int port, int ms)
     int l = socket_in(e->host[to], SOCK_STREAM);
     int one = 1;
     setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = sin_of(to, port);
+    struct sockaddr_in a = sin_of(e->idx[to], port);
     if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 4) < 0)
         return -1;
     int c = socket_in(e->host[from], SOCK_STREAM);
@@ -307,7 +316,7 @@ FL_TEST_ROOT_T(netem_link, down_blocks_host_until_heal, 60)
 /* Sends n datagrams "d" from `from` to `to` (while the link is down). */
 static void send_d(struct env *e, int from, int to, int n)
 {
-    struct sockaddr_in a = sin_of(to, 7000);
+    struct sockaddr_in a = sin_of(e->idx[to], 7000);
     for (int i = 0; i < n; i++)
         sendto(e->udp[from], "d", 1, 0, (struct sockaddr *)&a, sizeof a);
 }
@@ -320,7 +329,7 @@ static void send_d(struct env *e, int from, int to, int n)
  * skipped. */
 static int d_before_marker(struct env *e, int from, int to, char m)
 {
-    struct sockaddr_in a = sin_of(to, 7000);
+    struct sockaddr_in a = sin_of(e->idx[to], 7000);
     int old = 0;
     for (int64_t end = now_ms() + 5000; now_ms() < end;) {
         sendto(e->udp[from], &m, 1, 0, (struct sockaddr *)&a, sizeof a);
@@ -436,6 +445,89 @@ FL_TEST_ROOT_T(netem_link, port_remade_gets_class_and_down_back, 60)
     env_down(&e);
 }
 
+/* Hosts on different bridges (fabric.h: 0 on br0, 1023 on br1, 1600 on
+ * br3, so 1023 -> 1600 crosses br1, br0 and br3): a fault between them acts
+ * as between two hosts of one bridge, once per frame however many bridges
+ * it crosses.  50% loss applied at every crossing would let about a quarter
+ * through (and an eighth over three), so the bounds are tighter than
+ * loss_50_percent's: 7 standard deviations around a half, 3.5 above a
+ * quarter. */
+FL_TEST_ROOT_T(netem_link, loss_across_bridges_as_on_one_bridge, 60)
+{
+    struct env e;
+    int at[] = {0, 1023, 1600};
+    env_up_at(&e, 3, at);
+    int ab[] = {0, 1023};
+    int id = apply(&e, FL_LINK_BETWEEN, ab, 2, NULL, 0, 5000, 0, false);
+    int g01 = udp_count(&e, 0, 1, 400), g10 = udp_count(&e, 1, 0, 400);
+    int g21 = udp_count(&e, 2, 1, 100);
+    printf("loss 50%% between 0 (br0) and 1023 (br1): 0->1023 %d/400 delivered, 1023->0 %d/400; "
+           "1600->1023 (not covered) %d/100\n",
+           g01, g10, g21);
+    FL_ASSERT_MSG(g01 >= 130 && g01 <= 270, "0->1023 delivered %d of 400 with 50%% loss", g01);
+    FL_ASSERT_MSG(g10 >= 130 && g10 <= 270, "1023->0 delivered %d of 400 with 50%% loss", g10);
+    FL_ASSERT_EQ(g21, 100);
+    heal(&e, id);
+    /* leaf to leaf, through br0: three crossings */
+    int from[] = {1600}, to[] = {1023};
+    id = apply(&e, FL_LINK_ONEWAY, from, 1, to, 1, 5000, 0, false);
+    int g21h = udp_count(&e, 2, 1, 400);
+    printf("loss 50%% one way 1600 (br3) -> 1023 (br1): %d/400 delivered\n", g21h);
+    FL_ASSERT_MSG(g21h >= 130 && g21h <= 270, "1600->1023 delivered %d of 400 with 50%% loss",
+                  g21h);
+    FL_ASSERT_EQ(udp_count(&e, 1, 2, 100), 100);
+    FL_ASSERT_EQ(udp_count(&e, 0, 1, 100), 100);
+    heal(&e, id);
+    /* a whole host: every peer, on any bridge */
+    int h[] = {1023};
+    id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 10000, 0, false);
+    FL_ASSERT_EQ(udp_count(&e, 0, 1, 50), 0);
+    FL_ASSERT_EQ(udp_count(&e, 1, 2, 50), 0);
+    FL_ASSERT_EQ(udp_count(&e, 0, 2, 50), 50);
+    heal(&e, id);
+    FL_ASSERT_EQ(udp_count(&e, 2, 1, 50), 50);
+    env_down(&e);
+}
+
+FL_TEST_ROOT_T(netem_link, rate_and_down_across_bridges_as_on_one_bridge, 90)
+{
+    struct env e;
+    int at[] = {0, 1023, 1600};
+    env_up_at(&e, 3, at);
+    int ab[] = {0, 1023};
+    int id = apply(&e, FL_LINK_BETWEEN, ab, 2, NULL, 0, 0, 20000000, false);
+    double r01 = tcp_rate(&e, 0, 1, 7101, 2000);
+    double r10 = tcp_rate(&e, 1, 0, 7102, 2000);
+    double r21 = tcp_rate(&e, 2, 1, 7103, 1000);
+    printf("rate 20mbit between 0 (br0) and 1023 (br1): 0->1023 %.1f Mbit/s, 1023->0 %.1f "
+           "Mbit/s; 1600->1023 (not covered) %.0f Mbit/s\n",
+           r01, r10, r21);
+    FL_ASSERT_MSG(r01 > 10 && r01 < 24, "0->1023 at 20mbit: %.1f Mbit/s", r01);
+    FL_ASSERT_MSG(r10 > 10 && r10 < 24, "1023->0 at 20mbit: %.1f Mbit/s", r10);
+    FL_ASSERT_MSG(r21 > 60, "1600->1023 is not covered: %.1f Mbit/s", r21);
+    heal(&e, id);
+    /* down, flapped up and down, healed: pinned neighbours across bridges */
+    int h[] = {1023};
+    drain(&e, 0);
+    drain(&e, 1);
+    id = apply(&e, FL_LINK_HOST, h, 1, NULL, 0, 0, 0, true);
+    FL_ASSERT_EQ(udp_count(&e, 0, 1, 50), 0);
+    FL_ASSERT_EQ(udp_count(&e, 1, 2, 50), 0);
+    FL_ASSERT_EQ(udp_count(&e, 0, 2, 50), 50);
+    send_d(&e, 0, 1, 20);
+    send_d(&e, 1, 0, 20);
+    char err[256];
+    FL_ASSERT_EQ(fl_links_set_down(e.l, id, false, err, sizeof err), 0);
+    FL_ASSERT_EQ(d_before_marker(&e, 0, 1, 'm'), 0);
+    FL_ASSERT_EQ(d_before_marker(&e, 1, 0, 'm'), 0);
+    FL_ASSERT_EQ(fl_links_set_down(e.l, id, true, err, sizeof err), 0);
+    FL_ASSERT_EQ(udp_count(&e, 2, 1, 20), 0);
+    heal(&e, id);
+    FL_ASSERT(udp_reaches(&e, 0, 1, 2000));
+    FL_ASSERT(udp_reaches(&e, 2, 1, 2000));
+    env_down(&e);
+}
+
 FL_TEST_ROOT(netem_link, apply_rejects_bad_specs)
 {
     struct env e;
@@ -455,7 +547,9 @@ FL_TEST_ROOT(netem_link, apply_rejects_bad_specs)
 }
 
 /* Rules name ports, so a fault may cover hosts not attached (yet): a
- * thousand of them make one long rule that nft takes. */
+ * thousand of them make one long rule that nft takes.  They are on two
+ * bridges (fabric.h), so each fault has a second rule for the frames that
+ * come through the trunk, by source MAC. */
 FL_TEST_ROOT(netem_link, loss_rules_for_1000_hosts_apply)
 {
     struct env e;
@@ -469,6 +563,10 @@ FL_TEST_ROOT(netem_link, loss_rules_for_1000_hosts_apply)
     int id2 = apply(&e, FL_LINK_ONEWAY, from, 1, many + 1, 999, 100, 0, false);
     char *out = NULL;
     fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c '\"h999\"'",
+               (int)fl_fabric_switch_pid(e.f));
+    FL_ASSERT_STREQ(out, "4\n");
+    free(out);
+    fl_test_sh(&out, "nsenter -t %d -n nft list ruleset | grep -c 'iifname \"tr\\*\" ether saddr'",
                (int)fl_fabric_switch_pid(e.f));
     FL_ASSERT_STREQ(out, "2\n");
     free(out);
