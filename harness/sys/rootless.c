@@ -43,7 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int write_file(const char *path, const char *text)
+int fl_write_proc(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -187,15 +187,15 @@ int fl_rootless_enter(char *err, size_t errlen)
     char text[64];
     const char *what = "uid_map";
     snprintf(text, sizeof text, "0 %u 1\n", (unsigned)uid);
-    int rc = write_file("/proc/self/uid_map", text);
+    int rc = fl_write_proc("/proc/self/uid_map", text);
     if (rc == 0) {
         what = "setgroups";
-        rc = write_file("/proc/self/setgroups", "deny\n");
+        rc = fl_write_proc("/proc/self/setgroups", "deny\n");
     }
     if (rc == 0) {
         what = "gid_map";
         snprintf(text, sizeof text, "0 %u 1\n", (unsigned)gid);
-        rc = write_file("/proc/self/gid_map", text);
+        rc = fl_write_proc("/proc/self/gid_map", text);
     }
     /* its own network (the fabric returns to it after each setns), PID
      * namespace (the harness returns there after spawning into a host's)

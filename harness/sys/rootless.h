@@ -24,6 +24,9 @@ unsigned fl_rootless_outer_uid(void);
 /* Where a rootless run keeps what runs share: $XDG_CACHE_HOME/faultline,
  * else ~/.cache/faultline (else /var/tmp/faultline-UID). */
 const char *fl_rootless_home(void);
+/* Writes text to an existing file (of /proc: an id map, setgroups) in one
+ * write: 0 or -errno (-EIO when it took less). */
+int fl_write_proc(const char *path, const char *text);
 /* The ids of the caller's user namespace mapped onto themselves, one line
  * "ID ID COUNT" per range of /proc/self/<which> (uid_map, gid_map): the map
  * of a child namespace that keeps every id the caller has.  0 or -errno. */

@@ -52,17 +52,6 @@ FL_INIT_CODE static int holder_main(void *arg)
     return 0;
 }
 
-static int write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = write(fd, text, strlen(text));
-    int e = n < 0 ? errno : n != (ssize_t)strlen(text) ? EIO : 0;
-    close(fd);
-    return -e;
-}
-
 int fl_userns_make(int *out, char *err, size_t errlen)
 {
     int p[2];
@@ -86,7 +75,7 @@ int fl_userns_make(int *out, char *err, size_t errlen)
             if ((e = -fl_userns_identity_map(maps[i], text, sizeof text)) != 0)
                 break;
             snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, maps[i]);
-            e = -write_file(path, text);
+            e = -fl_write_proc(path, text);
         }
         if (!e) {
             snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);

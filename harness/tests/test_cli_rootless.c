@@ -119,6 +119,18 @@ static void rl_make(struct rl_user *u)
     free(out);
 }
 
+/* Writes text to ~/name, the user's. */
+static void rl_write(const struct rl_user *u, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", u->home, name);
+    FILE *f = fopen(path, "w");
+    FL_REQUIRE(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    FL_REQUIRE_EQ(chown(path, u->uid, (gid_t)-1), 0);
+}
+
 /* Runs cmd as the user in its home (su: HOME, USER and a login-less shell). */
 static int rl_sh(const struct rl_user *u, char **out, const char *cmd)
 {
@@ -223,16 +235,10 @@ FL_TEST_ROOT_T(cli_rootless, memory_limit_is_refused_saying_what_to_do, 120)
 {
     struct rl_user u;
     rl_make(&u);
-    char path[256];
-    snprintf(path, sizeof path, "%s/mem.yaml", u.home);
-    FILE *f = fopen(path, "w");
-    FL_REQUIRE(f != NULL);
-    fputs("name: rootless-memory\nhosts: [a]\ncluster:\n  t: [a]\nrun:\n  command: "
-          "\"true\"\nfaults:\n  - {at: 0s, limit: {host: a, memory: 64M}}\n",
-          f);
-    fclose(f);
+    rl_write(&u, "mem.yaml",
+             "name: rootless-memory\nhosts: [a]\ncluster:\n  t: [a]\nrun:\n  command: "
+             "\"true\"\nfaults:\n  - {at: 0s, limit: {host: a, memory: 64M}}\n");
     char *out;
-    fl_test_sh(NULL, "chown %s %s", u.name, path);
     int rc = rl_sh(&u, &out, "fl/build/bin/faultline run --out out mem.yaml");
     FL_ASSERT_EQ(rc, 1);
     FL_ASSERT_CONTAINS(out, "limit fault (mem.yaml:8): a memory limit needs a memory cgroup, and "
@@ -254,15 +260,9 @@ FL_TEST_ROOT_T(cli_rootless, killed_run_then_gc_leaves_nothing, 120)
 {
     struct rl_user u;
     rl_make(&u);
-    char path[256];
-    snprintf(path, sizeof path, "%s/long.yaml", u.home);
-    FILE *f = fopen(path, "w");
-    FL_REQUIRE(f != NULL);
-    fputs("name: rootless-long\nhosts: [a, b]\ncluster:\n  t: [a, b]\nrun:\n  command: "
-          "\"echo up; exec sleep 600\"\ntimeout: 10m\n",
-          f);
-    fclose(f);
-    fl_test_sh(NULL, "chown %s %s", u.name, path);
+    rl_write(&u, "long.yaml",
+             "name: rootless-long\nhosts: [a, b]\ncluster:\n  t: [a, b]\nrun:\n  command: "
+             "\"echo up; exec sleep 600\"\ntimeout: 10m\n");
     char *out;
     /* in the background; its pid (the process the user started) */
     int rc =

@@ -53,6 +53,16 @@ static char *rows_of(const char *const *dbs, size_t ndbs, const char *sql)
     return out;
 }
 
+/* `faultline runs merge T/merged.db` of the four shards' databases. */
+static void merge4(const char *t, char sh[4][4200])
+{
+    char *out;
+    int rc = fl_test_sh(&out, "%s runs merge %s/merged.db %s %s %s %s 2>&1",
+                        fl_test_bin("faultline"), t, sh[0], sh[1], sh[2], sh[3]);
+    FL_ASSERT_MSG(rc == 0, "runs merge exited %d:\n%s", rc, out);
+    free(out);
+}
+
 static size_t lines(const char *s)
 {
     size_t n = 0;
@@ -99,10 +109,7 @@ FL_TEST_ROOT_T(cli_shard, seed_suite_in_4_shards_makes_the_runs_of_one, 300)
     /* merged into one database: the same runs, each once */
     char merged[4200];
     snprintf(merged, sizeof merged, "%s/merged.db", t);
-    rc = fl_test_sh(&out, "%s runs merge %s %s %s %s %s 2>&1", fl_test_bin("faultline"), merged,
-                    sh[0], sh[1], sh[2], sh[3]);
-    FL_ASSERT_MSG(rc == 0, "runs merge exited %d:\n%s", rc, out);
-    free(out);
+    merge4(t, sh);
     const char *m[] = {merged};
     b = rows_of(m, 1, q);
     FL_ASSERT_STREQ(b, a);
@@ -147,10 +154,7 @@ FL_TEST_ROOT_T(cli_shard, soak_in_4_shards_draws_the_schedules_of_one, 300)
                          "ON r.id = f.run";
     char merged[4200];
     snprintf(merged, sizeof merged, "%s/merged.db", t);
-    rc = fl_test_sh(&out, "%s runs merge %s %s %s %s %s 2>&1", fl_test_bin("faultline"), merged,
-                    sh[0], sh[1], sh[2], sh[3]);
-    FL_ASSERT_MSG(rc == 0, "runs merge exited %d:\n%s", rc, out);
-    free(out);
+    merge4(t, sh);
     const char *m[] = {merged};
     char *a = rows_of(one, 1, runs), *b = rows_of(shards, 4, runs), *c = rows_of(m, 1, runs);
     FL_ASSERT_EQ(lines(a), 40);
