@@ -51,25 +51,34 @@ cols() { # every column of table $1 but $2, comma-separated, prefixed by $3
 children=$(sqlite3 "$dir/tmpl.db" "SELECT m.name FROM sqlite_schema m, pragma_foreign_key_list(m.name) f
   WHERE m.type = 'table' AND f.\"table\" = 'runs' AND f.\"from\" = 'run'")
 runcols=$(cols runs id "")
+runsel=$(cols runs id "r.")
+version=$(sqlite3 "$dir/tmpl.db" 'PRAGMA user_version')
+# every column list before the copies: a sqlite3 reading tmpl.db while the
+# pipe's sqlite3 has it attached in a transaction may find it locked
+declare -A ccols csel
+for c in $children; do
+  ccols[$c]=$(cols "$c" run "")
+  csel[$c]=$(cols "$c" run x.)
+done
 sqlite3 "$dir/tmpl.db" ".schema" | grep -v '^CREATE TABLE sqlite_' >"$dir/schema.sql"
 for ((k = 0; k < ndb; k++)); do
   db=$(printf '%s/in%02d.db' "$dir" "$k")
   {
     echo "PRAGMA journal_mode=WAL;"
     cat "$dir/schema.sql"
-    echo "PRAGMA user_version=$(sqlite3 "$dir/tmpl.db" 'PRAGMA user_version');"
+    echo "PRAGMA user_version=$version;"
     echo "ATTACH '$dir/tmpl.db' AS t; BEGIN;"
     echo "CREATE TEMP TABLE n AS WITH RECURSIVE c(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM c WHERE j < $nruns - 1) SELECT j FROM c;"
     echo "CREATE TEMP TABLE tr AS SELECT id AS tid, row_number() OVER (ORDER BY id) - 1 AS ti FROM t.runs;"
     echo "CREATE TEMP TABLE m AS SELECT n.j + 1 AS id, tr.tid FROM n JOIN tr ON tr.ti = n.j % $ntmpl;"
-    sel=$(cols runs id "r.")
+    sel=$runsel
     id="printf('bench-%02d-%04d-', $k, m.id) || r.run_id"
     at="r.started_at + ($k * $nruns + m.id) * 1000"
     sel=${sel/r.run_id/$id}
     sel=${sel/r.started_at/$at}
     echo "INSERT INTO runs(id, $runcols) SELECT m.id, $sel FROM m JOIN t.runs r ON r.id = m.tid ORDER BY m.id;"
     for c in $children; do
-      echo "INSERT INTO $c(run, $(cols "$c" run "")) SELECT m.id, $(cols "$c" run x.) FROM m JOIN t.$c x ON x.run = m.tid ORDER BY m.id, x.rowid;"
+      echo "INSERT INTO $c(run, ${ccols[$c]}) SELECT m.id, ${csel[$c]} FROM m JOIN t.$c x ON x.run = m.tid ORDER BY m.id, x.rowid;"
     done
     echo "INSERT INTO scenario_texts SELECT * FROM t.scenario_texts;"
     echo "COMMIT;"
