@@ -63,6 +63,16 @@ static void merge4(const char *t, char sh[4][4200])
     free(out);
 }
 
+/* T/all/faultline.db (the whole work's) and T/sK/faultline.db (shard K's). */
+static void db_paths(const char *t, char all[4200], char sh[4][4200], const char *shards[4])
+{
+    snprintf(all, 4200, "%s/all/faultline.db", t);
+    for (int k = 0; k < 4; k++) {
+        snprintf(sh[k], sizeof sh[k], "%s/s%d/faultline.db", t, k + 1);
+        shards[k] = sh[k];
+    }
+}
+
 static size_t lines(const char *s)
 {
     size_t n = 0;
@@ -94,12 +104,8 @@ FL_TEST_ROOT_T(cli_shard, seed_suite_in_4_shards_makes_the_runs_of_one, 300)
     FL_ASSERT_CONTAINS(out, "of the 36 runs of the whole work");
     free(out);
     char all[4200], sh[4][4200];
-    snprintf(all, sizeof all, "%s/all/faultline.db", t);
     const char *one[] = {all}, *shards[4];
-    for (int k = 0; k < 4; k++) {
-        snprintf(sh[k], sizeof sh[k], "%s/s%d/faultline.db", t, k + 1);
-        shards[k] = sh[k];
-    }
+    db_paths(t, all, sh, shards);
     const char *q = "SELECT scenario || ' ' || variant || ' seed=' || seed || ' ' || verdict "
                     "FROM runs";
     char *a = rows_of(one, 1, q), *b = rows_of(shards, 4, q);
@@ -142,12 +148,8 @@ FL_TEST_ROOT_T(cli_shard, soak_in_4_shards_draws_the_schedules_of_one, 300)
     FL_ASSERT_CONTAINS(out, "shard 3/4: iterations 3, 7, ... of the whole soak");
     free(out);
     char all[4200], sh[4][4200];
-    snprintf(all, sizeof all, "%s/all/faultline.db", t);
     const char *one[] = {all}, *shards[4];
-    for (int k = 0; k < 4; k++) {
-        snprintf(sh[k], sizeof sh[k], "%s/s%d/faultline.db", t, k + 1);
-        shards[k] = sh[k];
-    }
+    db_paths(t, all, sh, shards);
     const char *runs = "SELECT 'seed=' || seed || ' ' || verdict FROM runs";
     const char *faults = "SELECT 'seed=' || r.seed || ' ' || f.idx || ' ' || f.kind || ' ' || "
                          "f.target || ' ' || coalesce(f.detail, '') FROM faults f JOIN runs r "
