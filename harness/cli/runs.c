@@ -349,6 +349,7 @@ static int runs_merge(int argc, char **argv)
                     prog, argv[i], st.runs_running, st.runs_running == 1 ? "" : "s", st.running_id,
                     st.runs_running > 1 ? ", ..." : "");
     }
+    fl_rec_merge_done(rec);
     fl_rec_close(rec);
     return status;
 }

@@ -28,9 +28,12 @@
  * Schema: an input at an older version is read into memory and migrated
  * there (its file is not touched); one at a newer version is refused.
  *
- * The output's connection is left with its WAL autocheckpoint off: what is
- * merged is copied from the WAL into the file once, when it is closed
- * (fl_rec_close, the last connection to it), not after every input.
+ * The output is written with a rollback journal while no other connection
+ * has it open (each page once, not to the WAL and then the file), and put
+ * back in WAL mode by fl_rec_merge_done; when another connection has it,
+ * WAL stays, with its autocheckpoint off: what is merged is copied from the
+ * WAL into the file once, when it is closed (fl_rec_close, the last
+ * connection to it), not after every input.
  */
 #ifndef FL_REC_MERGE_H
 #define FL_REC_MERGE_H
@@ -67,5 +70,10 @@ int fl_rec_merge_check(const char *out_path, const char *in_path, int *version, 
  */
 int fl_rec_merge(struct fl_rec *out, const char *in_path, struct fl_rec_merge_stats *st, char *err,
                  size_t errlen);
+
+/* After the last fl_rec_merge into out: the output back in WAL mode, as
+ * every results database is (a merge writes with a rollback journal when
+ * it has the output to itself). */
+void fl_rec_merge_done(struct fl_rec *out);
 
 #endif
