@@ -13,6 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void fl_text_set(char *buf, size_t len, const char *fmt, ...)
+{
+    if (!buf || !len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
 void fl_text_add(char *buf, size_t len, const char *fmt, ...)
 {
     size_t n = strlen(buf);

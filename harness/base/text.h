@@ -8,6 +8,9 @@
 
 #include <stddef.h>
 
+/* Writes fmt into buf (len bytes in all, cut to fit); nothing when buf is
+ * NULL or len 0: an error message for a caller that may want none. */
+void fl_text_set(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Appends to buf (NUL-terminated, len bytes in all); "..." once it is full. */
 void fl_text_add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

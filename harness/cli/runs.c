@@ -271,9 +271,8 @@ static int collect_evidence(const char *prog, const char *in_path, struct fl_rec
             bad++;
             continue;
         }
-        snprintf(path, sizeof path, "%s", out_dir);
         sqlite3_reset(u);
-        sqlite3_bind_text(u, 1, path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(u, 1, out_dir, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(u, 2, e->d_name, -1, SQLITE_TRANSIENT);
         sqlite3_step(u);
         runs++;

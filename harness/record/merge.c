@@ -20,6 +20,7 @@
  * on a conflict or a failure -> detached.  Nothing of an input is written
  * unless all of it is.
  */
+#include "harness/base/text.h"
 #include "harness/record/merge.h"
 #include "harness/record/recorder.h"
 
@@ -33,18 +34,6 @@
 #include <sys/stat.h>
 
 #define IN_SCHEMA "fl_merge_in"
-
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-{
-    if (!buf || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- checking an input ---------------------------------------------------------- */
 
@@ -69,16 +58,17 @@ int fl_rec_merge_check(const char *out_path, const char *in_path, int *version, 
     struct stat si, so;
     if (stat(in_path, &si) < 0) {
         int e = errno;
-        seterr(err, errlen, "cannot read database %s: %s", in_path, strerror(e));
+        fl_text_set(err, errlen, "cannot read database %s: %s", in_path, strerror(e));
         return -e;
     }
     if (!S_ISREG(si.st_mode)) {
-        seterr(err, errlen, "%s is not a file (a results database is one)", in_path);
+        fl_text_set(err, errlen, "%s is not a file (a results database is one)", in_path);
         return -EINVAL;
     }
     if (stat(out_path, &so) == 0 && so.st_dev == si.st_dev && so.st_ino == si.st_ino) {
-        seterr(err, errlen, "%s is the database merged into: a database is not merged into itself",
-               in_path);
+        fl_text_set(err, errlen,
+                    "%s is the database merged into: a database is not merged into itself",
+                    in_path);
         return -EINVAL;
     }
     sqlite3 *db = NULL;
@@ -93,21 +83,22 @@ int fl_rec_merge_check(const char *out_path, const char *in_path, int *version, 
                        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs'",
                        &has_runs);
     if (rc != SQLITE_OK) {
-        seterr(err, errlen, "cannot read database %s: %s", in_path,
-               db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        fl_text_set(err, errlen, "cannot read database %s: %s", in_path,
+                    db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         sqlite3_close(db);
         return (rc & 0xff) == SQLITE_NOTADB ? -EINVAL : -EIO;
     }
     sqlite3_close(db);
     if (v > FL_REC_SCHEMA_VERSION) {
-        seterr(err, errlen,
-               "database %s has schema version %d, this faultline knows up to %d; merge with a "
-               "newer faultline",
-               in_path, v, FL_REC_SCHEMA_VERSION);
+        fl_text_set(
+            err, errlen,
+            "database %s has schema version %d, this faultline knows up to %d; merge with a "
+            "newer faultline",
+            in_path, v, FL_REC_SCHEMA_VERSION);
         return -EPROTO;
     }
     if (v < 1 || !has_runs) {
-        seterr(err, errlen, "%s is not a faultline results database (no runs table)", in_path);
+        fl_text_set(err, errlen, "%s is not a faultline results database (no runs table)", in_path);
         return -EINVAL;
     }
     *version = v;
@@ -129,8 +120,8 @@ static int attach_migrated(sqlite3 *db, const char *in_path, char *err, size_t e
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(in, 30000);
     if (rc != SQLITE_OK || !(img = sqlite3_serialize(in, "main", &size, 0))) {
-        seterr(err, errlen, "cannot read database %s: %s", in_path,
-               in ? sqlite3_errmsg(in) : sqlite3_errstr(rc));
+        fl_text_set(err, errlen, "cannot read database %s: %s", in_path,
+                    in ? sqlite3_errmsg(in) : sqlite3_errstr(rc));
         goto out;
     }
     /* A WAL database's header says so (bytes 18, 19 = 2); in memory there
@@ -143,8 +134,8 @@ static int attach_migrated(sqlite3 *db, const char *in_path, char *err, size_t e
                                  SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
     img = NULL; /* mem's now, even on failure */
     if (rc != SQLITE_OK) {
-        seterr(err, errlen, "cannot read database %s into memory: %s", in_path,
-               mem ? sqlite3_errmsg(mem) : sqlite3_errstr(rc));
+        fl_text_set(err, errlen, "cannot read database %s into memory: %s", in_path,
+                    mem ? sqlite3_errmsg(mem) : sqlite3_errstr(rc));
         goto out;
     }
     ret = fl_rec_schema_migrate(mem, in_path, FL_REC_SCHEMA_VERSION, err, errlen);
@@ -152,7 +143,7 @@ static int attach_migrated(sqlite3 *db, const char *in_path, char *err, size_t e
         goto out;
     ret = -EIO;
     if (!(img = sqlite3_serialize(mem, "main", &size, 0))) {
-        seterr(err, errlen, "database %s: out of memory migrating it", in_path);
+        fl_text_set(err, errlen, "database %s: out of memory migrating it", in_path);
         goto out;
     }
     rc = sqlite3_exec(db, "ATTACH ':memory:' AS " IN_SCHEMA, NULL, NULL, NULL);
@@ -164,8 +155,8 @@ static int attach_migrated(sqlite3 *db, const char *in_path, char *err, size_t e
             sqlite3_exec(db, "DETACH " IN_SCHEMA, NULL, NULL, NULL);
     }
     if (rc != SQLITE_OK) {
-        seterr(err, errlen, "cannot attach database %s (migrated in memory): %s", in_path,
-               sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "cannot attach database %s (migrated in memory): %s", in_path,
+                    sqlite3_errmsg(db));
         goto out;
     }
     ret = 0;
@@ -188,7 +179,7 @@ static int attach_file(sqlite3 *db, const char *in_path, char *err, size_t errle
         sqlite3_finalize(st);
     }
     if (rc != SQLITE_DONE && rc != SQLITE_OK) {
-        seterr(err, errlen, "cannot attach database %s: %s", in_path, sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "cannot attach database %s: %s", in_path, sqlite3_errmsg(db));
         return -EIO;
     }
     return 0;
@@ -231,7 +222,7 @@ static void tables_free(struct tables *t)
 
 static int db_err(sqlite3 *db, int rc, char *err, size_t errlen, const char *what)
 {
-    seterr(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    fl_text_set(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
     return (rc & 0xff) == SQLITE_BUSY ? -EBUSY : (rc & 0xff) == SQLITE_FULL ? -ENOSPC : -EIO;
 }
 
@@ -252,7 +243,7 @@ static int read_columns(sqlite3 *db, struct table *t, char *err, size_t errlen)
             t->pk = p;
         if (!c || !p || !(t->cols[t->ncols] = sqlite3_mprintf("%s", sqlite3_column_text(st, 0)))) {
             sqlite3_finalize(st);
-            seterr(err, errlen, "out of memory");
+            fl_text_set(err, errlen, "out of memory");
             return -ENOMEM;
         }
         t->pk[t->ncols++] = sqlite3_column_int(st, 1) > 0;
@@ -307,21 +298,21 @@ static int read_tables(sqlite3 *db, struct tables *t, char *err, size_t errlen)
         else if (keyed)
             tb->kind = T_KEYED;
         else {
-            seterr(err, errlen,
-                   "table %s refers to no run and has no primary key: this faultline does not "
-                   "know how to merge it",
-                   tb->name);
+            fl_text_set(err, errlen,
+                        "table %s refers to no run and has no primary key: this faultline does not "
+                        "know how to merge it",
+                        tb->name);
             ret = -ENOTSUP;
         }
     }
     if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
         ret = db_err(db, rc, err, errlen, "reading the tables");
     if (ret == -ENOMEM)
-        seterr(err, errlen, "out of memory");
+        fl_text_set(err, errlen, "out of memory");
     sqlite3_finalize(st);
     sqlite3_finalize(fk);
     if (!ret && (!t->n || t->v[0].kind != T_RUNS)) {
-        seterr(err, errlen, "no runs table");
+        fl_text_set(err, errlen, "no runs table");
         ret = -EINVAL;
     }
     return ret;
@@ -349,7 +340,7 @@ struct merge {
 static int run_sql(struct merge *m, char *sql, size_t *changes)
 {
     if (!sql) {
-        seterr(m->err, m->errlen, "out of memory");
+        fl_text_set(m->err, m->errlen, "out of memory");
         return -ENOMEM;
     }
     int rc = sqlite3_exec(m->db, sql, NULL, NULL, NULL);
@@ -405,7 +396,7 @@ static int map_runs(struct merge *m)
 static int collect_conflicts(struct merge *m, char *sql, const char *what)
 {
     if (!sql) {
-        seterr(m->err, m->errlen, "out of memory");
+        fl_text_set(m->err, m->errlen, "out of memory");
         return -ENOMEM;
     }
     sqlite3_stmt *st;
@@ -416,11 +407,11 @@ static int collect_conflicts(struct merge *m, char *sql, const char *what)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (!m->st->conflicts++) {
             const char *diff = (const char *)sqlite3_column_text(st, 1);
-            seterr(m->err, m->errlen, "%s %s differs between %s and %s: %s", what,
-                   (const char *)sqlite3_column_text(st, 0), m->out_path, m->in_path,
-                   diff && !strncmp(diff, "; ", 2) ? diff + 2
-                   : diff                          ? diff
-                                                   : "");
+            fl_text_set(m->err, m->errlen, "%s %s differs between %s and %s: %s", what,
+                        (const char *)sqlite3_column_text(st, 0), m->out_path, m->in_path,
+                        diff && !strncmp(diff, "; ", 2) ? diff + 2
+                        : diff                          ? diff
+                                                        : "");
         }
     }
     sqlite3_finalize(st);
@@ -578,7 +569,7 @@ int fl_rec_merge(struct fl_rec *out, const char *in_path, struct fl_rec_merge_st
         return ret;
     ret = fl_rec_flush(out);
     if (ret) {
-        seterr(err, errlen, "%s", fl_rec_errmsg(out));
+        fl_text_set(err, errlen, "%s", fl_rec_errmsg(out));
         return ret;
     }
     /* The output's WAL is copied into it when the output is closed, once

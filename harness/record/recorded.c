@@ -4,6 +4,7 @@
  * scenario_hash) and the set of checks that failed, as "TARGET CHECK"
  * strings sorted so two runs' sets compare line by line.  Only reads.
  */
+#include "harness/base/text.h"
 #include "harness/record/recorded.h"
 #include "harness/record/recorder.h"
 
@@ -13,18 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-{
-    if (!buf || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
 
 static char *dup_col(sqlite3_stmt *st, int i)
 {
@@ -44,8 +33,8 @@ int fl_rec_recorded_failed(struct fl_rec *rec, const char *run_id, char ***faile
                            " FROM checks c JOIN runs r ON r.id = c.run"
                            " WHERE r.run_id = ?1 AND c.passed = 0 ORDER BY 1",
                            -1, &st, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "database %s: reading checks: %s", fl_rec_path(rec),
-               sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "database %s: reading checks: %s", fl_rec_path(rec),
+                    sqlite3_errmsg(db));
         return -EIO;
     }
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
@@ -58,8 +47,8 @@ int fl_rec_recorded_failed(struct fl_rec *rec, const char *run_id, char ***faile
         (*failed)[(*n)++] = dup_col(st, 0);
     }
     if (rc != SQLITE_DONE) {
-        seterr(err, errlen, "database %s: reading checks: %s", fl_rec_path(rec),
-               sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "database %s: reading checks: %s", fl_rec_path(rec),
+                    sqlite3_errmsg(db));
         sqlite3_finalize(st);
         return -EIO;
     }
@@ -79,21 +68,21 @@ int fl_rec_recorded_get(struct fl_rec *rec, const char *run_id, struct fl_rec_re
                            " FROM runs r LEFT JOIN scenario_texts t ON t.hash = r.scenario_hash"
                            " WHERE r.run_id = ?1",
                            -1, &st, NULL) != SQLITE_OK) {
-        seterr(err, errlen, "database %s: reading run %s: %s", fl_rec_path(rec), run_id,
-               sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "database %s: reading run %s: %s", fl_rec_path(rec), run_id,
+                    sqlite3_errmsg(db));
         return -EIO;
     }
     sqlite3_bind_text(st, 1, run_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_DONE) {
-        seterr(err, errlen, "no run '%s' in database %s ('faultline runs --db %s' lists them)",
-               run_id, fl_rec_path(rec), fl_rec_path(rec));
+        fl_text_set(err, errlen, "no run '%s' in database %s ('faultline runs --db %s' lists them)",
+                    run_id, fl_rec_path(rec), fl_rec_path(rec));
         sqlite3_finalize(st);
         return -ENOENT;
     }
     if (rc != SQLITE_ROW) {
-        seterr(err, errlen, "database %s: reading run %s: %s", fl_rec_path(rec), run_id,
-               sqlite3_errmsg(db));
+        fl_text_set(err, errlen, "database %s: reading run %s: %s", fl_rec_path(rec), run_id,
+                    sqlite3_errmsg(db));
         sqlite3_finalize(st);
         return -EIO;
     }

@@ -27,6 +27,7 @@
  * ended (verdict set, queue flushed, handle freed).  A run whose process dies
  * in between stays 'running' until fl_rec_mark_abandoned.
  */
+#include "harness/base/text.h"
 #include "harness/base/monoclock.h"
 #include "harness/record/recorder.h"
 
@@ -295,18 +296,6 @@ static int64_t unix_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *buf, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    if (!buf || !len)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
-
 /* SQLite result code -> negative errno. */
 static int sqlite_errno(int rc)
 {
@@ -329,8 +318,8 @@ static int sqlite_errno(int rc)
 
 static int db_fail(struct fl_rec *rec, int rc, const char *what)
 {
-    seterr(rec->errmsg, sizeof rec->errmsg, "database %s: %s: %s", rec->path, what,
-           sqlite3_errmsg(rec->db));
+    fl_text_set(rec->errmsg, sizeof rec->errmsg, "database %s: %s: %s", rec->path, what,
+                sqlite3_errmsg(rec->db));
     return sqlite_errno(rc);
 }
 
@@ -415,8 +404,8 @@ static int q_end(struct qbuild *b, bool may_flush)
 {
     struct fl_rec *rec = b->rec;
     if (b->err) {
-        seterr(rec->errmsg, sizeof rec->errmsg, "database %s: out of memory queueing a row",
-               rec->path);
+        fl_text_set(rec->errmsg, sizeof rec->errmsg, "database %s: out of memory queueing a row",
+                    rec->path);
         return b->err;
     }
     if (rec->nrows == 0)
@@ -550,7 +539,7 @@ static int mkdir_parents(const char *path, char *err, size_t errlen)
 {
     char buf[PATH_MAX];
     if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        seterr(err, errlen, "database path too long: %s", path);
+        fl_text_set(err, errlen, "database path too long: %s", path);
         return -ENAMETOOLONG;
     }
     char *slash = strrchr(buf, '/');
@@ -563,8 +552,8 @@ static int mkdir_parents(const char *path, char *err, size_t errlen)
             *p = '\0';
             if (mkdir(buf, 0777) < 0 && errno != EEXIST) {
                 int e = errno;
-                seterr(err, errlen, "cannot create directory %s for database %s: %s", buf, path,
-                       strerror(e));
+                fl_text_set(err, errlen, "cannot create directory %s for database %s: %s", buf,
+                            path, strerror(e));
                 return -e;
             }
             if (!c)
@@ -592,10 +581,10 @@ static int user_version(sqlite3 *db, int *v)
 
 static int too_new(const char *path, int v, char *err, size_t errlen)
 {
-    seterr(err, errlen,
-           "database %s has schema version %d, this faultline knows up to %d; "
-           "use a newer faultline or another --db",
-           path, v, FL_REC_SCHEMA_VERSION);
+    fl_text_set(err, errlen,
+                "database %s has schema version %d, this faultline knows up to %d; "
+                "use a newer faultline or another --db",
+                path, v, FL_REC_SCHEMA_VERSION);
     return -EPROTO;
 }
 
@@ -603,8 +592,8 @@ int fl_rec_schema_migrate(sqlite3 *db, const char *path, int target, char *err, 
 {
     int v = 0, rc, ret = 0;
     if (target < 0 || target > FL_REC_SCHEMA_VERSION) {
-        seterr(err, errlen, "no schema version %d (this faultline knows up to %d)", target,
-               FL_REC_SCHEMA_VERSION);
+        fl_text_set(err, errlen, "no schema version %d (this faultline knows up to %d)", target,
+                    FL_REC_SCHEMA_VERSION);
         return -EINVAL;
     }
     rc = user_version(db, &v);
@@ -629,8 +618,8 @@ int fl_rec_schema_migrate(sqlite3 *db, const char *path, int target, char *err, 
         char pragma[64];
         rc = sqlite3_exec(db, migrations[v], NULL, NULL, NULL);
         if (rc != SQLITE_OK) {
-            seterr(err, errlen, "database %s: migrating schema from version %d to %d: %s", path, v,
-                   v + 1, sqlite3_errmsg(db));
+            fl_text_set(err, errlen, "database %s: migrating schema from version %d to %d: %s",
+                        path, v, v + 1, sqlite3_errmsg(db));
             ret = sqlite_errno(rc);
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             return ret;
@@ -645,12 +634,12 @@ int fl_rec_schema_migrate(sqlite3 *db, const char *path, int target, char *err, 
         goto rollback;
     return 0;
 rollback:
-    seterr(err, errlen, "database %s: schema migration: %s", path, sqlite3_errmsg(db));
+    fl_text_set(err, errlen, "database %s: schema migration: %s", path, sqlite3_errmsg(db));
     ret = sqlite_errno(rc);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return ret;
 sqlerr:
-    seterr(err, errlen, "database %s: reading schema version: %s", path, sqlite3_errmsg(db));
+    fl_text_set(err, errlen, "database %s: reading schema version: %s", path, sqlite3_errmsg(db));
     return sqlite_errno(rc);
 }
 
@@ -716,10 +705,10 @@ static int set_wal(sqlite3 *db, int timeout_ms)
 static int check_writable(struct fl_rec *rec, char *err, size_t errlen)
 {
     if (sqlite3_db_readonly(rec->db, "main") == 1) {
-        seterr(err, errlen,
-               "database %s cannot be written (read-only file or directory, or an immutable "
-               "file): record into another with --db NEW, or make it writable",
-               rec->path);
+        fl_text_set(err, errlen,
+                    "database %s cannot be written (read-only file or directory, or an immutable "
+                    "file): record into another with --db NEW, or make it writable",
+                    rec->path);
         return -EROFS;
     }
     sqlite3_stmt *st;
@@ -745,10 +734,11 @@ static int check_writable(struct fl_rec *rec, char *err, size_t errlen)
     sqlite3_finalize(st);
     if (!what)
         return 0;
-    seterr(err, errlen,
-           "database %s is damaged (%s): record into another with --db NEW, or recover what it "
-           "holds with: sqlite3 %s .recover | sqlite3 NEW.db",
-           rec->path, what, rec->path);
+    fl_text_set(
+        err, errlen,
+        "database %s is damaged (%s): record into another with --db NEW, or recover what it "
+        "holds with: sqlite3 %s .recover | sqlite3 NEW.db",
+        rec->path, what, rec->path);
     return -EUCLEAN;
 }
 
@@ -762,7 +752,7 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
     if (err && errlen)
         err[0] = '\0';
     if (!path || !*path) {
-        seterr(err, errlen, "no database path given");
+        fl_text_set(err, errlen, "no database path given");
         return -EINVAL;
     }
     ret = mkdir_parents(path, err, errlen);
@@ -770,7 +760,7 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
         return ret;
     rec = calloc(1, sizeof *rec);
     if (!rec || !(rec->path = strdup(path))) {
-        seterr(err, errlen, "database %s: out of memory", path);
+        fl_text_set(err, errlen, "database %s: out of memory", path);
         ret = -ENOMEM;
         goto cleanup;
     }
@@ -787,9 +777,9 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         int e = rec->db ? sqlite3_system_errno(rec->db) : 0;
-        seterr(err, errlen, "cannot open database %s: %s%s%s", path,
-               rec->db ? sqlite3_errmsg(rec->db) : sqlite3_errstr(rc), e ? ": " : "",
-               e ? strerror(e) : "");
+        fl_text_set(err, errlen, "cannot open database %s: %s%s%s", path,
+                    rec->db ? sqlite3_errmsg(rec->db) : sqlite3_errstr(rc), e ? ": " : "",
+                    e ? strerror(e) : "");
         ret = e ? -e : sqlite_errno(rc);
         goto cleanup;
     }
@@ -800,7 +790,7 @@ int fl_rec_open(struct fl_rec **out, const char *path, const struct fl_rec_opts 
         rc = sqlite3_exec(rec->db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL,
                           NULL);
     if (rc != SQLITE_OK) {
-        seterr(err, errlen, "cannot use database %s: %s", path, sqlite3_errmsg(rec->db));
+        fl_text_set(err, errlen, "cannot use database %s: %s", path, sqlite3_errmsg(rec->db));
         ret = sqlite_errno(rc);
         goto cleanup;
     }
@@ -907,8 +897,8 @@ static int insert_run(struct fl_rec *rec, void *arg)
     if (rc != SQLITE_DONE) {
         int e = db_fail(rec, rc, "recording the start of a run");
         if (rc == SQLITE_CONSTRAINT)
-            seterr(rec->errmsg, sizeof rec->errmsg, "database %s: run %s is already recorded",
-                   rec->path, in->run_id);
+            fl_text_set(rec->errmsg, sizeof rec->errmsg, "database %s: run %s is already recorded",
+                        rec->path, in->run_id);
         sqlite3_finalize(st);
         return e;
     }
@@ -927,7 +917,7 @@ int fl_rec_run_begin(struct fl_rec *rec, const struct fl_rec_run_info *info,
 
     *out = NULL;
     if (!info->run_id || !*info->run_id || !info->scenario) {
-        seterr(rec->errmsg, sizeof rec->errmsg, "run without run id or scenario name");
+        fl_text_set(rec->errmsg, sizeof rec->errmsg, "run without run id or scenario name");
         return -EINVAL;
     }
     if (!c.hostname) {
@@ -987,8 +977,9 @@ int fl_rec_run_end(struct fl_rec_run *run, const char *verdict, const char *reas
 
     if (!verdict ||
         (strcmp(verdict, "pass") && strcmp(verdict, "fail") && strcmp(verdict, "error"))) {
-        seterr(rec->errmsg, sizeof rec->errmsg, "run %s: verdict '%s' is not pass, fail or error",
-               run->run_id, verdict ? verdict : "(null)");
+        fl_text_set(rec->errmsg, sizeof rec->errmsg,
+                    "run %s: verdict '%s' is not pass, fail or error", run->run_id,
+                    verdict ? verdict : "(null)");
         verdict = "error";
         reason = "recorder: invalid verdict";
         err = -EINVAL;

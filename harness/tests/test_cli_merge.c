@@ -179,7 +179,9 @@ FL_TEST_ROOT_T(cli_merge, two_real_databases_merge_with_every_table, 120)
     free(idb);
 }
 
-FL_TEST_ROOT_T(cli_merge, merging_twice_changes_nothing, 120)
+/* a.db and b.db recorded by real runs and merged into m.db: the hash of
+ * m.db's dump then (malloc'd). */
+static char *merged_ab(void)
 {
     record_real("a");
     record_real("b");
@@ -187,7 +189,13 @@ FL_TEST_ROOT_T(cli_merge, merging_twice_changes_nothing, 120)
     int rc = merge(&out, "m.db a.db b.db");
     FL_ASSERT_MSG(rc == 0, "merge: exit %d: %s", rc, out);
     free(out);
-    char *before = dump_hash("m.db");
+    return dump_hash("m.db");
+}
+
+FL_TEST_ROOT_T(cli_merge, merging_twice_changes_nothing, 120)
+{
+    char *before = merged_ab(), *out;
+    int rc;
     /* again, and each input twice in one command */
     rc = merge(&out, "m.db a.db b.db a.db");
     FL_ASSERT_MSG(rc == 0, "merge again: exit %d: %s", rc, out);
@@ -203,13 +211,8 @@ FL_TEST_ROOT_T(cli_merge, merging_twice_changes_nothing, 120)
 
 FL_TEST_ROOT_T(cli_merge, conflicting_run_exits_2_writes_nothing, 120)
 {
-    record_real("a");
-    record_real("b");
-    char *out;
-    int rc = merge(&out, "m.db a.db b.db");
-    FL_ASSERT_MSG(rc == 0, "merge: exit %d: %s", rc, out);
-    free(out);
-    char *before = dump_hash("m.db");
+    char *before = merged_ab(), *out;
+    int rc;
 
     /* c.db: b.db with another verdict for one run, and one more run */
     FL_REQUIRE_EQ(fl_test_sh(NULL, "cp %s %s", tpath("b.db"), tpath("c.db")), 0);
