@@ -65,7 +65,8 @@ PSRT_LIBS := $(LIB_PSRT) $(LIB_CKPT)
 
 BINS := $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-tests $(O)/bin/fl-probe $(O)/bin/ckpt-bench \
         $(O)/bin/fl-disk-probe $(O)/bin/fusedisk-bench $(O)/bin/netem-lat-bench \
-        $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so
+        $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so \
+        $(O)/lib/fl_vdso.so
 
 .PHONY: all deps check check-unit check-stress asan check-layers check-format print-layers format run bench fuzz \
         install clean
@@ -118,6 +119,22 @@ $(O)/lib/fl_fiu_preload.so: harness/tools/fl_fiu_preload.c harness/tools/fl_fiu_
 $(O)/lib/fl_clock_preload.so: harness/tools/fl_clock_preload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PRELOAD_CFLAGS) -fPIC -shared -o $@ $<
+
+# faultline's vDSO (harness/tools/fl_vdso.c, harness/sys/vclock.c): no C
+# library, no relocations, one segment (fl_vdso.lds), the kernel vDSO's
+# names and version.  x86-64 only: elsewhere an empty file marks it absent.
+VDSO_FLAGS := -O2 -fPIC -nostdlib -shared -ffreestanding -fno-builtin -fno-stack-protector \
+              -fcf-protection=none -mno-sse -mno-mmx -mno-80387 -I. -D_GNU_SOURCE -Wall -Wextra \
+              -Wl,-T,harness/tools/fl_vdso.lds -Wl,--version-script,harness/tools/fl_vdso.map \
+              -Wl,--hash-style=both -Wl,-soname,linux-vdso.so.1 -Wl,--no-undefined \
+              -Wl,-z,max-page-size=4096 -Wl,--build-id=none
+$(O)/lib/fl_vdso.so: harness/tools/fl_vdso.c harness/tools/fl_vdso.lds harness/tools/fl_vdso.map harness/sys/vclock_abi.h
+	@mkdir -p $(dir $@)
+	@if [ "$$(uname -m)" = x86_64 ]; then \
+	  echo "$(CC) ... -o $@ harness/tools/fl_vdso.c"; \
+	  $(CC) $(VDSO_FLAGS) -o $@ harness/tools/fl_vdso.c && \
+	  if readelf -r $@ | grep -q 'Relocation section'; then echo "$@ has relocations" >&2; rm -f $@; exit 1; fi; \
+	else : > $@; fi
 
 # Preloaded into the tasks of a host a crash_host fault with unsynced: lose
 # targets (harness/faults/durable.c): records what fsync made durable.  The store
@@ -209,7 +226,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(O)/bin/faultline $(O)/bin/psrt $(O)/bin/fl-probe $(O)/bin/fl-disk-probe $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/faultline
-	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so $(DESTDIR)$(PREFIX)/lib/faultline/
+	install -m 644 $(O)/lib/fl_fiu_preload.so $(O)/lib/fl_clock_preload.so $(O)/lib/fl_sync_preload.so $(O)/lib/fl_vdso.so $(DESTDIR)$(PREFIX)/lib/faultline/
 
 # The call graph: no cycle between files, no harness layer calling up.
 check-layers: all

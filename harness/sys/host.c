@@ -924,9 +924,16 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
         }
         h->has_userns = true;
     }
-    int status_pipe[2];
+    int status_pipe[2], gate[2] = {-1, -1};
     if (pipe2(status_pipe, O_CLOEXEC) < 0) {
         int e = errno;
+        fl_netem_seterr(err, errlen, "host %s: pipe: %s", h->spec.name, strerror(e));
+        return -e;
+    }
+    if (sp->before_exec && pipe2(gate, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(status_pipe[0]);
+        close(status_pipe[1]);
         fl_netem_seterr(err, errlen, "host %s: pipe: %s", h->spec.name, strerror(e));
         return -e;
     }
@@ -934,6 +941,10 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
         int e = errno;
         close(status_pipe[0]);
         close(status_pipe[1]);
+        if (gate[0] >= 0) {
+            close(gate[0]);
+            close(gate[1]);
+        }
         fl_netem_seterr(err, errlen, "host %s: setns(pid namespace of init %d): %s", h->spec.name,
                         (int)h->pid, strerror(e));
         return -e;
@@ -1003,6 +1014,16 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
             rl.rlim_cur = (rlim_t)h->spec.nproc < rl.rlim_max ? (rlim_t)h->spec.nproc : rl.rlim_max;
             setrlimit(RLIMIT_NPROC, &rl);
         }
+        if (gate[0] >= 0) {
+            /* the tracer takes it now (before_exec): one byte, then exec */
+            char c;
+            close(gate[1]);
+            ssize_t g;
+            while ((g = read(gate[0], &c, 1)) < 0 && errno == EINTR)
+                ;
+            if (g != 1)
+                _exit(127);
+        }
         sigset_t all;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
@@ -1023,11 +1044,29 @@ pid_t fl_host_spawn(struct fl_host *h, const struct fl_spawn *sp, char *err, siz
     if (setns(self_pidns, CLONE_NEWPID) < 0)
         abort();
     close(status_pipe[1]);
+    if (gate[0] >= 0)
+        close(gate[0]);
     if (pid < 0) {
         close(status_pipe[0]);
+        if (gate[1] >= 0)
+            close(gate[1]);
         fl_netem_seterr(err, errlen, "host %s: fork into PID namespace of init %d: %s",
                         h->spec.name, (int)h->pid, strerror(fork_errno));
         return -fork_errno;
+    }
+    if (gate[1] >= 0) {
+        int rc = sp->before_exec(sp->before_exec_arg, pid, err, errlen);
+        if (rc >= 0 && write(gate[1], "x", 1) != 1)
+            rc = -errno;
+        close(gate[1]);
+        if (rc < 0) {
+            /* it never execs: gone with the gate closed */
+            close(status_pipe[0]);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            return rc;
+        }
     }
     struct {
         int err;

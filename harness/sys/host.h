@@ -146,6 +146,12 @@ struct fl_spawn {
     bool new_session;                   /* setsid() (default: own process group) */
     const char *cgroup;                 /* a cgroup dir it joins too (after the host's), before
                                          * exec, so its descendants stay in it: or NULL */
+    /* Called in the harness once the process exists, ready to exec, and
+     * waiting for this to return: a tracer takes it (sys/vclock.c) before
+     * its first instruction.  < 0 (err filled): it never execs, and the
+     * spawn fails with that error.  NULL: none. */
+    int (*before_exec)(void *arg, pid_t pid, char *err, size_t errlen);
+    void *before_exec_arg;
 };
 
 /* Starts a process inside the host (all its namespaces, its cgroup and

@@ -1,0 +1,679 @@
+/*
+ * vclock.c: a host's clock moved for every process on it, Go and static
+ * programs included.  Programs read the wall clock through the vDSO, found
+ * through the AT_SYSINFO_EHDR entry of their auxiliary vector (the C
+ * library, dynamic or static, and Go's runtime alike), so that entry is
+ * where faultline steps in: a keeper process traces every process of a
+ * host whose clock moves (PTRACE_SEIZE before its first exec, and the
+ * kernel attaches whatever it forks, clones or vforks), and at each exec,
+ * before the program's first instruction, it maps faultline's vDSO
+ * (fl_vdso.so) into the process, with the kernel vDSO's entry points after
+ * it and the host's clock page (a MAP_SHARED mapping of a file) after
+ * those, and points AT_SYSINFO_EHDR at it.  Between execs nothing stops:
+ * a clock read costs the kernel's own plus a few loads, and the harness
+ * moves a running process's clock by rewriting the page (fl_vclock_set),
+ * under a sequence lock.  The keeper otherwise only passes on what tracing
+ * stops: signals (re-sent), group stops (PTRACE_LISTEN, so SIGSTOP and
+ * SIGCONT work as untraced), forks and exits.
+ *
+ * The mapping is made by the process itself: at the exec stop the keeper
+ * writes a `syscall` instruction at its entry point and runs it, a single
+ * step at a time, for mmap, open, mmap of the page, close and mprotect,
+ * then puts the bytes and registers back.  The keeper is a process, not a
+ * thread of the harness: a tracer waits for its tracees, and waiting from
+ * the harness would take the exit statuses the engine waits for.
+ *
+ * Limits, said in scenarios/README.md: x86-64 only; a 32-bit process, a
+ * raw clock_gettime system call (no vDSO) and a program that ptraces (gdb,
+ * strace: a process has one tracer) are not reached; timers and sleeps
+ * stay on the real clocks.
+ */
+#include "harness/sys/vclock.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_HOSTS 4096
+
+struct fl_vclock {
+    pid_t pid;   /* the keeper */
+    int sock;    /* to it (SOCK_SEQPACKET) */
+    bool dead;   /* it was reaped, or the socket broke */
+    char why[512];
+    struct fl_vclock_page *pages[MAX_HOSTS];
+    char *paths[MAX_HOSTS];
+};
+
+enum { OP_ADOPT = 1, OP_STATUS = 2 };
+struct req {
+    int op, host;
+    pid_t pid;
+    char path[PATH_MAX];
+};
+struct rep {
+    int rc;
+    long installs;
+    char err[512];
+};
+
+bool fl_vclock_supported(char *why, size_t len)
+{
+#if defined(__x86_64__)
+    if (!getauxval(AT_SYSINFO_EHDR)) {
+        snprintf(why, len, "this machine's kernel gives processes no vDSO (vdso=0?)");
+        return false;
+    }
+    return true;
+#else
+    snprintf(why, len,
+             "faultline's vDSO is written for x86-64 only; on this machine use the host's "
+             "`clock_via: libc` (libfaketime: programs that read the clock through the dynamic C "
+             "library)");
+    return false;
+#endif
+}
+
+/* ---- the harness's side ------------------------------------------------- */
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static void keeper_main(int sock, const char *vdso_so) __attribute__((noreturn));
+
+int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size_t errlen)
+{
+    *out = NULL;
+    char why[256];
+    if (!fl_vclock_supported(why, sizeof why)) {
+        seterr(err, errlen, "%s", why);
+        return -ENOTSUP;
+    }
+    if (access(vdso_so, R_OK) < 0) {
+        int e = errno;
+        seterr(err, errlen, "%s: %s (build it: make)", vdso_so, strerror(e));
+        return -e;
+    }
+    struct fl_vclock *v = calloc(1, sizeof *v);
+    int sv[2];
+    if (!v || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        int e = v ? errno : ENOMEM;
+        free(v);
+        seterr(err, errlen, "vclock: socketpair: %s", strerror(e));
+        return -e;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        free(v);
+        seterr(err, errlen, "vclock: fork: %s", strerror(e));
+        return -e;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        keeper_main(sv[1], vdso_so);
+    }
+    close(sv[1]);
+    v->pid = pid;
+    v->sock = sv[0];
+    *out = v;
+    return 0;
+}
+
+int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen)
+{
+    if (host < 0 || host >= MAX_HOSTS) {
+        seterr(err, errlen, "vclock: host %d out of range", host);
+        return -EINVAL;
+    }
+    if (v->pages[host])
+        return 0;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || fchmod(fd, 0644) < 0 || ftruncate(fd, FL_VCLOCK_PAGE) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        seterr(err, errlen, "vclock: %s: %s", path, strerror(e));
+        return -e;
+    }
+    void *p = mmap(NULL, FL_VCLOCK_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        seterr(err, errlen, "vclock: mmap %s: %s", path, strerror(e));
+        return -e;
+    }
+    v->pages[host] = p;
+    v->paths[host] = strdup(path);
+    v->pages[host]->version = FL_VCLOCK_VERSION;
+    return 0;
+}
+
+void fl_vclock_set(struct fl_vclock *v, int host, bool mono, const struct fl_vclock_class *c)
+{
+    struct fl_vclock_page *p = host >= 0 && host < MAX_HOSTS ? v->pages[host] : NULL;
+    if (!p)
+        return;
+    uint32_t s = __atomic_load_n(&p->seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->seq, s + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    struct fl_vclock_class *d = mono ? &p->mono : &p->rt;
+    __atomic_store_n(&d->off_ns, c->off_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->t0_ns, c->t0_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->ppm, c->ppm, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->seq, s + 2, __ATOMIC_RELEASE);
+}
+
+void fl_vclock_get(const struct fl_vclock *v, int host, bool mono, struct fl_vclock_class *c)
+{
+    const struct fl_vclock_page *p = host >= 0 && host < MAX_HOSTS ? v->pages[host] : NULL;
+    memset(c, 0, sizeof *c);
+    if (p)
+        *c = mono ? p->mono : p->rt;
+}
+
+/* One request, one reply; false (v->why filled) when the keeper is gone. */
+static bool ask(struct fl_vclock *v, const struct req *q, struct rep *a)
+{
+    if (v->dead)
+        return false;
+    ssize_t n;
+    while ((n = send(v->sock, q, sizeof *q, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    if (n == (ssize_t)sizeof *q)
+        while ((n = recv(v->sock, a, sizeof *a, 0)) < 0 && errno == EINTR)
+            ;
+    if (n == (ssize_t)sizeof *a)
+        return true;
+    int st = 0;
+    v->dead = true;
+    if (waitpid(v->pid, &st, 0) == v->pid)
+        v->pid = 0;
+    snprintf(v->why, sizeof v->why, "the clock keeper (faultline's tracer of clock-faulted hosts) %s",
+             WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "exited");
+    return false;
+}
+
+int fl_vclock_adopt(struct fl_vclock *v, int host, pid_t pid, char *err, size_t errlen)
+{
+    struct req q = {.op = OP_ADOPT, .host = host, .pid = pid};
+    if (host < 0 || host >= MAX_HOSTS || !v->pages[host]) {
+        seterr(err, errlen, "vclock: host %d has no clock page", host);
+        return -EINVAL;
+    }
+    struct rep a;
+    snprintf(q.path, sizeof q.path, "%s", v->paths[host]);
+    if (!ask(v, &q, &a)) {
+        seterr(err, errlen, "%s", v->why);
+        return -ECHILD;
+    }
+    if (a.rc < 0)
+        seterr(err, errlen, "%s", a.err);
+    return a.rc;
+}
+
+int fl_vclock_status(struct fl_vclock *v, long *n, char *err, size_t errlen)
+{
+    struct req q = {.op = OP_STATUS};
+    struct rep a;
+    if (n)
+        *n = 0;
+    err[0] = 0;
+    if (!ask(v, &q, &a)) {
+        seterr(err, errlen, "%s", v->why);
+        return -ECHILD;
+    }
+    if (n)
+        *n = a.installs;
+    if (a.rc < 0)
+        seterr(err, errlen, "%s", a.err);
+    return a.rc;
+}
+
+void fl_vclock_stop(struct fl_vclock *v)
+{
+    if (!v)
+        return;
+    close(v->sock);
+    if (v->pid > 0)
+        while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    for (int i = 0; i < MAX_HOSTS; i++)
+        if (v->pages[i]) {
+            munmap(v->pages[i], FL_VCLOCK_PAGE);
+            free(v->paths[i]);
+        }
+    free(v);
+}
+
+/* ---- the keeper ---------------------------------------------------------- */
+
+#if defined(__x86_64__)
+
+static struct {
+    char *img; /* fl_vdso.so's bytes: its one PT_LOAD, file layout = memory layout */
+    size_t img_len, img_pages;
+    /* the kernel vDSO's entry points, as offsets from its start (the same
+     * image in every process) */
+    uint64_t off[5];
+    long installs;
+    int rc;
+    char err[512];
+    struct nsmap {
+        ino_t ns;
+        dev_t dev;
+        char *path;
+        int host;
+    } *ns;
+    size_t nns;
+} K;
+
+static void kfail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kfail(int rc, const char *fmt, ...)
+{
+    if (K.rc < 0)
+        return; /* the first one is what the run says */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(K.err, sizeof K.err, fmt, ap);
+    va_end(ap);
+    K.rc = rc;
+}
+
+/* The kernel vDSO's symbols, from this process's own. */
+static int vdso_offsets(void)
+{
+    const char *names[5] = {"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time",
+                            "__vdso_clock_getres", "__vdso_getcpu"};
+    uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+    if (!base)
+        return -ENOENT;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+    uintptr_t bias = 0, dyn = 0;
+    bool have_load = false;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        if (ph[i].p_type == PT_LOAD && !have_load) {
+            bias = base + ph[i].p_offset - ph[i].p_vaddr;
+            have_load = true;
+        } else if (ph[i].p_type == PT_DYNAMIC)
+            dyn = ph[i].p_offset;
+    }
+    if (!have_load || !dyn)
+        return -ENOEXEC;
+    const Elf64_Sym *sym = NULL;
+    const char *str = NULL;
+    const Elf32_Word *hash = NULL;
+    for (const Elf64_Dyn *d = (const Elf64_Dyn *)(base + dyn); d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_SYMTAB)
+            sym = (const Elf64_Sym *)(bias + d->d_un.d_ptr);
+        else if (d->d_tag == DT_STRTAB)
+            str = (const char *)(bias + d->d_un.d_ptr);
+        else if (d->d_tag == DT_HASH)
+            hash = (const Elf32_Word *)(bias + d->d_un.d_ptr);
+    }
+    if (!sym || !str || !hash)
+        return -ENOEXEC;
+    for (Elf32_Word i = 0; i < hash[1]; i++)
+        for (int k = 0; k < 5; k++)
+            if (sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, names[k]))
+                K.off[k] = bias + sym[i].st_value - base;
+    return K.off[0] ? 0 : -ENOENT;
+}
+
+static int load_image(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return -errno;
+    char *b = malloc((size_t)st.st_size);
+    if (!b || read(fd, b, (size_t)st.st_size) != st.st_size) {
+        close(fd);
+        free(b);
+        return -EIO;
+    }
+    close(fd);
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)b;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(b + eh->e_phoff);
+    size_t nload = 0, len = 0;
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD) {
+            nload++;
+            if (ph[i].p_offset != 0 || ph[i].p_vaddr != 0 || ph[i].p_filesz != ph[i].p_memsz)
+                nload = 99;
+            len = ph[i].p_filesz;
+        }
+    if (nload != 1) {
+        free(b);
+        return -ENOEXEC; /* not linked with fl_vdso.lds */
+    }
+    K.img = b;
+    K.img_len = len;
+    K.img_pages = (len + FL_VCLOCK_PAGE - 1) / FL_VCLOCK_PAGE;
+    return 0;
+}
+
+static int ns_of(pid_t pid, struct stat *st)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
+    return stat(p, st) < 0 ? -errno : 0;
+}
+
+static const struct nsmap *host_of(pid_t pid)
+{
+    struct stat st;
+    if (ns_of(pid, &st) < 0)
+        return NULL;
+    for (size_t i = K.nns; i-- > 0;)
+        if (K.ns[i].ns == st.st_ino && K.ns[i].dev == st.st_dev)
+            return &K.ns[i];
+    return NULL;
+}
+
+static const unsigned long TRACE_OPTS = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK |
+                                        PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+
+static void adopt(const struct req *q, struct rep *a)
+{
+    struct stat st;
+    int rc = ns_of(q->pid, &st);
+    if (rc < 0) {
+        a->rc = rc;
+        snprintf(a->err, sizeof a->err, "clock keeper: pid %d: %s", (int)q->pid, strerror(-rc));
+        return;
+    }
+    if (ptrace(PTRACE_SEIZE, q->pid, 0, TRACE_OPTS) < 0) {
+        a->rc = -errno;
+        snprintf(a->err, sizeof a->err, "clock keeper: ptrace(SEIZE) of pid %d: %s%s",
+                 (int)q->pid, strerror(errno),
+                 errno == EPERM ? " (is ptrace restricted here? kernel.yama.ptrace_scope)" : "");
+        return;
+    }
+    for (size_t i = 0; i < K.nns; i++)
+        if (K.ns[i].ns == st.st_ino && K.ns[i].dev == st.st_dev) {
+            a->rc = 0;
+            return;
+        }
+    K.ns = realloc(K.ns, (K.nns + 1) * sizeof *K.ns);
+    K.ns[K.nns++] = (struct nsmap){st.st_ino, st.st_dev, strdup(q->path), q->host};
+    a->rc = 0;
+}
+
+/* Runs one system call in the stopped tracee: regs is its state with rip
+ * at a `syscall` instruction.  Returns the call's result, or -ESRCH when
+ * the process died meanwhile; a signal that came meanwhile is kept in
+ * *pending for the process to get when it goes on. */
+static long inject(pid_t pid, const struct user_regs_struct *at, int *pending, long nr, long a1,
+                   long a2, long a3, long a4, long a5, long a6)
+{
+    struct user_regs_struct r = *at;
+    r.rax = (unsigned long)nr;
+    r.orig_rax = (unsigned long)-1;
+    r.rdi = (unsigned long)a1;
+    r.rsi = (unsigned long)a2;
+    r.rdx = (unsigned long)a3;
+    r.r10 = (unsigned long)a4;
+    r.r8 = (unsigned long)a5;
+    r.r9 = (unsigned long)a6;
+    for (int tries = 0; tries < 64; tries++) {
+        if (ptrace(PTRACE_SETREGS, pid, 0, &r) < 0)
+            return -ESRCH;
+        if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0) < 0)
+            return -ESRCH;
+        int st;
+        pid_t w;
+        while ((w = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
+            ;
+        if (w != pid || !WIFSTOPPED(st))
+            return -ESRCH;
+        struct user_regs_struct o;
+        if (ptrace(PTRACE_GETREGS, pid, 0, &o) < 0)
+            return -ESRCH;
+        if (WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0 && o.rip == at->rip + 2)
+            return (long)o.rax;
+        /* a signal came before the step: keep it for later, step again */
+        if ((st >> 16) == 0 && WSTOPSIG(st) != SIGTRAP)
+            *pending = WSTOPSIG(st);
+    }
+    return -EAGAIN;
+}
+
+static int put(pid_t pid, uint64_t addr, const void *buf, size_t len)
+{
+    struct iovec l = {(void *)buf, len}, rr = {(void *)(uintptr_t)addr, len};
+    return process_vm_writev(pid, &l, 1, &rr, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Gives pid (at its exec stop) faultline's vDSO; the signal to resume it
+ * with in *pending.  0, 1 (not for it: 32-bit) or -errno. */
+static int install(pid_t pid, int *pending)
+{
+    struct user_regs_struct saved;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &saved) < 0)
+        return -ESRCH;
+    if (saved.cs != 0x33)
+        return 1; /* a 32-bit program: its vDSO is another */
+    const struct nsmap *h = host_of(pid);
+    if (!h)
+        return -ENOENT;
+    /* the auxiliary vector, above argc, argv and envp on the new stack */
+    static uint64_t stk[32768];
+    struct iovec l = {stk, sizeof stk}, rr = {(void *)(uintptr_t)saved.rsp, sizeof stk};
+    ssize_t got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
+    if (got <= 0) {
+        /* the stack's top is nearer than sizeof stk: read what there is */
+        size_t room = FL_VCLOCK_PAGE - (saved.rsp % FL_VCLOCK_PAGE);
+        for (size_t want = room; want <= sizeof stk && got <= 0; want += FL_VCLOCK_PAGE) {
+            l.iov_len = rr.iov_len = want;
+            got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
+        }
+    }
+    size_t nw = got > 0 ? (size_t)got / 8 : 0, i = 0;
+    if (nw < 1)
+        return -EFAULT;
+    i = 1 + stk[0] + 1; /* argc, argv..., NULL */
+    while (i < nw && stk[i])
+        i++; /* envp */
+    i++;
+    size_t at_ehdr = 0;
+    uint64_t kbase = 0;
+    for (; i + 1 < nw && stk[i] != AT_NULL; i += 2)
+        if (stk[i] == AT_SYSINFO_EHDR) {
+            at_ehdr = i + 1;
+            kbase = stk[i + 1];
+        }
+    if (!at_ehdr)
+        return -ENODATA;
+
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKTEXT, pid, (void *)saved.rip, 0);
+    if (errno && word == -1)
+        return -ESRCH;
+    long sc = (word & ~0xffffL) | 0x050f; /* syscall */
+    if (ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)sc) < 0)
+        return -ESRCH;
+    size_t img = K.img_pages * FL_VCLOCK_PAGE, total = img + 2 * FL_VCLOCK_PAGE;
+    int rc = 0;
+    long b = inject(pid, &saved, pending, SYS_mmap, 0, (long)total, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b < 0 && b > -4096) {
+        rc = (int)b;
+        goto out;
+    }
+    uint64_t base = (uint64_t)b;
+    struct fl_vclock_proc pr = {.magic = FL_VCLOCK_MAGIC};
+    uint64_t *fn[5] = {&pr.clock_gettime, &pr.gettimeofday, &pr.time, &pr.clock_getres,
+                       &pr.getcpu};
+    for (int k = 0; k < 5; k++)
+        *fn[k] = K.off[k] ? kbase + K.off[k] : 0;
+    uint64_t path_at = base + img + FL_VCLOCK_PAGE;
+    if ((rc = put(pid, base, K.img, K.img_len)) < 0 ||
+        (rc = put(pid, base + img, &pr, sizeof pr)) < 0 ||
+        (rc = put(pid, path_at, h->path, strlen(h->path) + 1)) < 0)
+        goto out;
+    long fd = inject(pid, &saved, pending, SYS_open, (long)path_at, O_RDONLY | O_CLOEXEC, 0, 0, 0,
+                     0);
+    if (fd < 0) {
+        rc = (int)fd;
+        goto out;
+    }
+    long m = inject(pid, &saved, pending, SYS_mmap, (long)path_at, FL_VCLOCK_PAGE, PROT_READ,
+                    MAP_SHARED | MAP_FIXED, fd, 0);
+    inject(pid, &saved, pending, SYS_close, fd, 0, 0, 0, 0, 0);
+    if (m != (long)path_at) {
+        rc = m < 0 ? (int)m : -EFAULT;
+        goto out;
+    }
+    long p1 = inject(pid, &saved, pending, SYS_mprotect, (long)base, (long)img,
+                     PROT_READ | PROT_EXEC, 0, 0, 0);
+    long p2 = inject(pid, &saved, pending, SYS_mprotect, (long)(base + img), FL_VCLOCK_PAGE,
+                     PROT_READ, 0, 0, 0);
+    if (p1 < 0 || p2 < 0) {
+        rc = p1 < 0 ? (int)p1 : (int)p2;
+        goto out;
+    }
+    rc = put(pid, saved.rsp + 8 * at_ehdr, &base, sizeof base);
+out:
+    if (ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)word) < 0 ||
+        ptrace(PTRACE_SETREGS, pid, 0, &saved) < 0)
+        return -ESRCH;
+    return rc;
+}
+
+static void on_exec(pid_t pid)
+{
+    int pending = 0;
+    int rc = install(pid, &pending);
+    if (rc == 0)
+        K.installs++;
+    else if (rc < 0 && rc != -ESRCH) {
+        char exe[PATH_MAX] = "?", link[64];
+        snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+        ssize_t n = readlink(link, exe, sizeof exe - 1);
+        exe[n > 0 ? n : 1] = 0;
+        kfail(rc, "the clock keeper could not give %s (pid %d) faultline's vDSO: %s%s", exe,
+              (int)pid, strerror(-rc),
+              rc == -ENODATA ? " (the process has no vDSO: it would read the real clock)" : "");
+    }
+    ptrace(PTRACE_CONT, pid, 0, (void *)(long)pending);
+}
+
+static void on_wait(pid_t pid, int st)
+{
+    if (!WIFSTOPPED(st))
+        return; /* exited: its parent reaps it */
+    int ev = st >> 16, sig = WSTOPSIG(st);
+    switch (ev) {
+    case PTRACE_EVENT_EXEC:
+        on_exec(pid);
+        return;
+    case PTRACE_EVENT_STOP:
+        if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+            ptrace(PTRACE_LISTEN, pid, 0, 0); /* a group stop: it stays stopped */
+        else
+            ptrace(PTRACE_CONT, pid, 0, 0);
+        return;
+    case 0:
+        ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig); /* a signal: on to the process */
+        return;
+    default:
+        ptrace(PTRACE_CONT, pid, 0, 0); /* fork, vfork, clone */
+        return;
+    }
+}
+
+static void keeper_main(int sock, const char *vdso_so)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_NAME, "fl-clock-keeper");
+    if (getppid() == 1)
+        _exit(1);
+    int rc = load_image(vdso_so);
+    if (rc < 0)
+        kfail(rc, "clock keeper: %s: %s (not built with fl_vdso.lds?)", vdso_so, strerror(-rc));
+    else if ((rc = vdso_offsets()) < 0)
+        kfail(rc, "clock keeper: the kernel's vDSO has no __vdso_clock_gettime");
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &ss, NULL);
+    int sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            _exit(1);
+        if (pf[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) > 0)
+                ;
+        }
+        int st;
+        pid_t w;
+        while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
+            on_wait(w, st);
+        if (pf[0].revents) {
+            struct req q;
+            ssize_t n = recv(sock, &q, sizeof q, 0);
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+                _exit(0); /* the harness is done: the tracees go on untraced */
+            if (n != (ssize_t)sizeof q)
+                continue;
+            struct rep a = {0};
+            if (K.rc < 0 && q.op == OP_ADOPT) {
+                a.rc = K.rc;
+                snprintf(a.err, sizeof a.err, "%s", K.err);
+            } else if (q.op == OP_ADOPT)
+                adopt(&q, &a);
+            else {
+                a.rc = K.rc;
+                snprintf(a.err, sizeof a.err, "%s", K.err);
+            }
+            a.installs = K.installs;
+            if (send(sock, &a, sizeof a, MSG_NOSIGNAL) < 0)
+                _exit(0);
+        }
+    }
+}
+
+#else
+
+static void keeper_main(int sock, const char *vdso_so)
+{
+    (void)sock;
+    (void)vdso_so;
+    _exit(1);
+}
+
+#endif
