@@ -157,6 +157,8 @@ const char *fl_faults_sync_kinds(const struct fl_scenario *s, size_t v, char *bu
 /* The kinds' init (those with a fault in the variant) and hooks; their free. */
 int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen);
 void fl_faults_kinds_free(struct engine *e);
+/* The run is ending, its processes still alive: each kind's stopping. */
+void fl_faults_kinds_stopping(struct engine *e);
 
 /* reach.c: a fault's target as the faults table says it ("ps1", "w:0");
  * "fault 3 (f.yaml:9, disk ps1 call=write errno=EIO)" */

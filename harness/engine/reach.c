@@ -106,7 +106,7 @@ static size_t sources(const struct engine *e, int task, int only, struct src *ou
     const struct fl_run *r = &e->r;
     const struct fl_scn_host *h = &r->s->hosts[r->s->tasks[task].host];
     size_t n = 0;
-    if (only < 0 && (h->clock_offset_ms || h->clock_drift_ppm))
+    if (only < 0 && (h->clock_offset_ms || h->clock_drift_ppm) && h->clock_via == FL_SCN_CLOCK_LIBC)
         out[n++] = (struct src){SRC_CLOCK, -1};
     for (size_t i = 0; i < r->nfaults && n < MAX_SRC; i++) {
         const struct fl_scn_action *a = &r->faults[i].f->action;

@@ -36,6 +36,7 @@ void eng_teardown(struct engine *e)
     const struct fl_scenario *s = e->r.s;
     if (e->o->shell_host >= 0 && isatty(0))
         tcsetpgrp(0, getpgrp());
+    fl_faults_kinds_stopping(e); /* the clock keeper goes before the reaping below */
     for (size_t i = 0; i < s->n_hosts; i++)
         fl_host_kill(&e->r.hosts[i].h);
     /* a frozen process dies only once thawed (and its host's init only

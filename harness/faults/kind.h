@@ -53,8 +53,15 @@ struct fl_fault_kind {
     /* Init runs also when this says so (a host option the kind serves,
      * in a run without a fault of the kind); NULL: never. */
     bool (*needed)(const struct fl_run *r);
+    /* The run is ending, before its processes are killed and reaped: what
+     * the kind must say or stop while they live (a helper process of its
+     * own, which the reaping would wait for); may set the run's error. */
+    void (*stopping)(struct fl_run *r);
     /* At the end of every run, before the fabric goes: undoes init. */
     void (*free)(struct fl_run *r);
+    /* A task's process exists and waits to exec (fl_spawn.before_exec):
+     * a tracer takes it now.  0 or -errno with err filled. */
+    int (*task_spawned)(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen);
     /* Adds to a task's env being built (room for 4 more at *k, for each kind). */
     int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);

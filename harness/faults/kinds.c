@@ -12,7 +12,7 @@
 
 extern const struct fl_fault_kind fl_kind_kill, fl_kind_pause, fl_kind_restart, fl_kind_replace,
     fl_kind_crash_host, fl_kind_partition, fl_kind_limit, fl_kind_disk, fl_kind_link,
-    fl_kind_corrupt, fl_kind_truncate;
+    fl_kind_corrupt, fl_kind_truncate, fl_kind_clock, fl_kind_clock_jump;
 
 const struct fl_fault_kind *const fl_fault_kinds[] = {
     [FL_SCN_ACT_KILL] = &fl_kind_kill,             /* process.c */
@@ -26,6 +26,8 @@ const struct fl_fault_kind *const fl_fault_kinds[] = {
     [FL_SCN_ACT_LINK] = &fl_kind_link,             /* link.c */
     [FL_SCN_ACT_CORRUPT] = &fl_kind_corrupt,       /* at_rest.c */
     [FL_SCN_ACT_TRUNCATE] = &fl_kind_truncate,     /* at_rest.c */
+    [FL_SCN_ACT_CLOCK] = &fl_kind_clock,           /* clock.c */
+    [FL_SCN_ACT_CLOCK_JUMP] = &fl_kind_clock_jump, /* clock.c */
 };
 /* A kind added to the enum without its row here (the last one, say) leaves
  * the table short: this fails the build (and kind.h's declaration too). */

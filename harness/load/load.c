@@ -166,7 +166,8 @@ static int check_disk_paths(struct fl_scn_vctx *c, const struct fl_scn_host *h)
 
 static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const ynode *opt)
 {
-    static const char *const keys[] = {"disk", "clock_offset", "clock_drift", "privileged"};
+    static const char *const keys[] = {"disk", "clock_offset", "clock_drift", "clock_via",
+                                       "privileged"};
     static const char *const disk_keys[] = {"size", "dirs", "files", "fs"};
     char where[128];
     int rc;
@@ -207,6 +208,29 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
                                cd->value);
         h->clock_drift_set = true;
     }
+    const ynode *cv = fl_scn_yaml_get(opt, "clock_via", NULL);
+    if (cv) {
+        if ((rc = fl_scn_want(c, cv, FL_YN_SCALAR, "'clock_via'")) < 0)
+            return rc;
+        if (!strcmp(cv->value, "libc"))
+            h->clock_via = FL_SCN_CLOCK_LIBC;
+        else if (strcmp(cv->value, "vdso"))
+            return fl_scn_verr(c, cv->loc,
+                               "'clock_via' must be vdso (faultline's vDSO: every program, the "
+                               "default) or libc (libfaketime: programs that read the clock "
+                               "through the dynamic C library), not '%s'",
+                               cv->value);
+    }
+#if !defined(__x86_64__)
+    /* faultline's vDSO is x86-64's: elsewhere libfaketime is what there is */
+    if ((h->clock_offset_set || h->clock_drift_set) && h->clock_via != FL_SCN_CLOCK_LIBC)
+        return fl_scn_verr(c, (co ? co : cd)->loc,
+                           "host '%s': clocks moved for every program (faultline's vDSO) work "
+                           "on x86-64 only; on this machine write clock_via: libc (libfaketime: "
+                           "programs that read the clock through the dynamic C library, not Go "
+                           "or static ones)",
+                           h->name);
+#endif
     const ynode *disk = fl_scn_yaml_get(opt, "disk", NULL);
     if (!disk || fl_scn_yaml_is_null(disk))
         return 0;

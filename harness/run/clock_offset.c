@@ -85,11 +85,29 @@ void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since
     snprintf(buf, len, "%+.6f x%.9f", off / 1e3, 1 + (double)ppm / 1e6);
 }
 
+bool fl_clock_by_vdso(const struct fl_run *r, int host)
+{
+    const struct fl_scn_host *h = &r->s->hosts[host];
+    if (h->clock_via == FL_SCN_CLOCK_LIBC)
+        return false;
+    if (h->clock_offset_ms || h->clock_drift_ppm)
+        return true;
+    for (size_t f = 0; f < r->nfaults; f++) {
+        const struct fl_scn_action *a = &r->faults[f].f->action;
+        if ((a->kind == FL_SCN_ACT_CLOCK || a->kind == FL_SCN_ACT_CLOCK_JUMP) &&
+            (a->host == host || a->host == FL_SCN_HOST_EVENT))
+            return true;
+    }
+    return false;
+}
+
 int fl_clock_env(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen)
 {
     const struct fl_scn_host *h = &r->s->hosts[r->s->tasks[task].host];
     if (h->clock_offset_ms == 0 && h->clock_drift_ppm == 0)
         return 0;
+    if (h->clock_via != FL_SCN_CLOCK_LIBC)
+        return 0; /* faultline's vDSO (harness/faults/clock.c) */
     const char *lib = fl_clock_faketime_lib();
     if (!lib) {
         snprintf(err, errlen, "host %s: %s needs libfaketime (%s; Debian package libfaketime)",

@@ -4,6 +4,7 @@
 #ifndef FL_CLOCK_OFFSET_H
 #define FL_CLOCK_OFFSET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,12 @@ void fl_clock_faketime_drift_value(int64_t offset_ms, int64_t ppm, int64_t since
                                    size_t len);
 
 struct fl_run;
+/* Does host's clock move by faultline's vDSO (harness/faults/clock.c,
+ * harness/sys/vclock.c)?  Its clock_offset or clock_drift is set, or a
+ * clock or clock_jump fault of the run may target it, and its clock_via is
+ * not libc. */
+bool fl_clock_by_vdso(const struct fl_run *r, int host);
+
 /* Adds LD_PRELOAD and FAKETIME (and FAKETIME_DONT_FAKE_MONOTONIC) to a
  * task's env being built when its host has a clock_offset or clock_drift
  * (room for 3 more entries at *k); 0 or -errno with err filled. */

@@ -195,6 +195,9 @@ struct fl_run {
     /* task_started: a process of the task was just started with the
      * expanded command cmd (the engine checks that its preloads reach it) */
     void (*task_started)(struct fl_run *r, int task, const char *cmd);
+    /* task_spawned: a process of the task exists and waits to exec (a
+     * tracer takes it: the clock kinds); NULL when no kind needs it */
+    int (*task_spawned)(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen);
 };
 
 /* run.c */

@@ -203,6 +203,17 @@ char *fl_run_task_command(struct fl_run *r, int task, char *err, size_t errlen)
     return rc < 0 ? NULL : cmd;
 }
 
+/* fl_spawn.before_exec: the run's task_spawned hook, for one task */
+struct spawned_arg {
+    struct fl_run *r;
+    int task;
+};
+static int task_spawned(void *arg, pid_t pid, char *err, size_t errlen)
+{
+    struct spawned_arg *a = arg;
+    return a->r->task_spawned(a->r, a->task, pid, err, errlen);
+}
+
 int fl_run_start_task(struct fl_run *r, int task)
 {
     const struct fl_scenario *s = r->s;
@@ -275,6 +286,11 @@ int fl_run_start_task(struct fl_run *r, int task)
                           .stdout_fd = pfd[1],
                           .stderr_fd = pfd[1],
                           .cgroup = tr->has_cgroup ? tr->cgroup : NULL};
+    struct spawned_arg sa = {r, task};
+    if (r->task_spawned) {
+        sp.before_exec = task_spawned;
+        sp.before_exec_arg = &sa;
+    }
     pid_t pid = fl_host_spawn(&r->hosts[t->host].h, &sp, err, sizeof err);
     close(pfd[1]);
     fl_run_free_strv(env);

@@ -76,6 +76,10 @@ struct fl_scn_host {
     int64_t clock_drift_ppm; /* its tasks' wall clock runs this much fast (< 0: slow), in
                                 millionths, from the start of the run; 0 unless set */
     bool clock_drift_set;
+    /* how its clocks move (harness/faults/clock.c): faultline's vDSO for
+     * every program (the default, x86-64), or libfaketime for programs that
+     * read the clock through the dynamic C library (`clock_via: libc`) */
+    enum { FL_SCN_CLOCK_VDSO = 0, FL_SCN_CLOCK_LIBC } clock_via;
     bool privileged; /* its tasks are the machine's root (harness/sys/userns.c) */
     bool disk_fs;    /* disk.fs: its disk served through the faultline filesystem for
                         the whole run (as a disk fault by path does), so that every
@@ -255,6 +259,8 @@ enum fl_scn_action_kind {
     FL_SCN_ACT_LINK,       /* link: loss, rate, down or flap (netem/link.h) */
     FL_SCN_ACT_CORRUPT,    /* host + rest: bytes of files on its disk changed */
     FL_SCN_ACT_TRUNCATE,   /* host + rest: files on its disk cut to a size */
+    FL_SCN_ACT_CLOCK,      /* host: its clocks offset or drifting (params) */
+    FL_SCN_ACT_CLOCK_JUMP, /* host: its clocks step (params) */
     FL_SCN_ACT_COUNT       /* one more than the last: the size of the table of kinds
                               (harness/faults/kinds.c) */
 };

@@ -108,7 +108,7 @@ FL_TEST_ROOT_T(engine_reach, static_program_under_disk_and_clock, 90)
         fl_test_write("d.yaml", "name: it-reach-disk\n"
                                 "hosts:\n"
                                 "  a: {}\n"
-                                "  c: {clock_offset: 1h}\n"
+                                "  c: {clock_offset: 1h, clock_via: libc}\n"
                                 "cluster: {s: [a], d: [a], k: [c]}\n"
                                 "run:\n"
                                 "  s: {command: '{scenario_dir}/writer-static out.bin 256'}\n"
@@ -231,7 +231,7 @@ FL_TEST_ROOT_T(engine_reach, program_on_the_hosts_own_layer_is_found, 90)
     const char *yaml = fl_test_write(
         "l.yaml", "name: it-reach-layer\n"
                   "hosts:\n"
-                  "  c: {clock_offset: 1h}\n"
+                  "  c: {clock_offset: 1h, clock_via: libc}\n"
                   "cluster: {k: [c]}\n"
                   "run:\n"
                   "  k:\n"

@@ -61,15 +61,12 @@ static int class_of(clockid_t c)
     switch (c) {
     case CLOCK_REALTIME:
     case CLOCK_REALTIME_COARSE:
-    case 11: /* CLOCK_TAI */
-        return 1;
+    case 11: /* CLOCK_TAI */ return 1;
     case CLOCK_MONOTONIC:
     case CLOCK_MONOTONIC_RAW:
     case CLOCK_MONOTONIC_COARSE:
-    case CLOCK_BOOTTIME:
-        return 2;
-    default:
-        return 0;
+    case CLOCK_BOOTTIME: return 2;
+    default: return 0;
     }
 }
 
