@@ -97,8 +97,9 @@ static int clock_init(struct fl_run *r, char *err, size_t errlen)
             snprintf(so, sizeof so, "%s", p);
     }
     if (!so[0]) {
-        snprintf(err, errlen, "clock faults need fl_vdso.so next to faultline (%s/../lib/): not "
-                              "found; run make",
+        snprintf(err, errlen,
+                 "clock faults need fl_vdso.so next to faultline (%s/../lib/): not "
+                 "found; run make",
                  bin);
         return -ENOENT;
     }
@@ -130,9 +131,9 @@ static int clock_host_starting(struct fl_run *r, int host, char *err, size_t err
     int rc = fl_vclock_host_page(cr->vc, host, path, err, errlen);
     if (rc < 0)
         return rc;
-    struct fl_vclock_class c = {
-        .off_ns = sh->clock_offset_ms * 1000000LL, .t0_ns = r->t0_unix * 1000000LL,
-        .ppm = sh->clock_drift_ppm};
+    struct fl_vclock_class c = {.off_ns = sh->clock_offset_ms * 1000000LL,
+                                .t0_ns = r->t0_unix * 1000000LL,
+                                .ppm = sh->clock_drift_ppm};
     fl_vclock_set(cr->vc, host, false, &c);
     cr->paged[host] = true;
     return 0;
@@ -251,8 +252,8 @@ static void clock_detail(const struct fl_run *r, const struct fault_rt *fr, char
     if (p->jump_ns)
         n += (size_t)snprintf(buf + n, len - n, "by=%+.3fs", p->jump_ns / 1e9);
     if (p->offset_ns && n < len)
-        n += (size_t)snprintf(buf + n, len - n, "%soffset=%+.3fs", n ? " " : "",
-                              p->offset_ns / 1e9);
+        n +=
+            (size_t)snprintf(buf + n, len - n, "%soffset=%+.3fs", n ? " " : "", p->offset_ns / 1e9);
     if (p->ppm && n < len)
         n += (size_t)snprintf(buf + n, len - n, "%sdrift=%+" PRId64 "ppm", n ? " " : "", p->ppm);
     if (p->mono && n < len)
@@ -328,7 +329,8 @@ static int clock_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
     a->params = p;
     if ((rc = common_keys(c, av, "clock", a, p)) < 0)
         return rc;
-    const ynode *off = fl_scn_yaml_get(av, "offset", NULL), *dr = fl_scn_yaml_get(av, "drift", NULL);
+    const ynode *off = fl_scn_yaml_get(av, "offset", NULL),
+                *dr = fl_scn_yaml_get(av, "drift", NULL);
     const ynode *heal = fl_scn_yaml_get(av, "heal", NULL);
     if (!off && !dr)
         return fl_scn_verr(c, av->loc,
