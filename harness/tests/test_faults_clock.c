@@ -43,7 +43,19 @@ static const char clk_go[] =
     "\t\tt0 := time.Now(); w0 := t0.UnixNano()\n"
     "\t\ttime.Sleep(2 * time.Second)\n"
     "\t\tt1 := time.Now()\n"
-    "\t\tfmt.Printf(\"go rate=%.4f\\n\", float64(t1.UnixNano()-w0)/float64(t1.Sub(t0).Nanoseconds()))\n"
+    "\t\tfmt.Printf(\"go rate=%.4f\\n\", "
+    "float64(t1.UnixNano()-w0)/float64(t1.Sub(t0).Nanoseconds()))\n"
+    "\tcase \"trace\":\n"
+    "\t\tstart := time.Now()\n"
+    "\t\td := func() int64 { t := time.Now(); return (t.UnixNano() - start.UnixNano() - "
+    "int64(t.Sub(start))) / 1e6 }\n"
+    "\t\tfmt.Println(\"ready\")\n"
+    "\t\tvar mx int64\n"
+    "\t\tfor time.Since(start) < 1500*time.Millisecond {\n"
+    "\t\t\tif v := d(); v > mx { mx = v }\n"
+    "\t\t\ttime.Sleep(2 * time.Millisecond)\n"
+    "\t\t}\n"
+    "\t\tfmt.Printf(\"max d=%d\\nfinal d=%d\\n\", mx, d())\n"
     "\tcase \"jump\":\n"
     "\t\tn, _ := strconv.Atoi(os.Args[2])\n"
     "\t\tstart := time.Now()\n"
@@ -278,4 +290,85 @@ FL_TEST_ROOT_T(faults_clock, jump_seen_by_running_go_program, 120)
     printf("clock_jump seen by a running Go program: median %ld us after its line\n", us);
     FL_ASSERT_MSG(us < 10000, "median %ld us from the line to the step seen: %s", us, a);
     free(a);
+}
+
+/* A clock fault with for: is undone at its heal: an offset steps back; a
+ * drift with heal: keep stops and keeps what it gained, which is its rate
+ * times how long it held, as the harness recorded it. */
+FL_TEST_ROOT_T(faults_clock, heal_steps_back_or_keeps_the_gain, 120)
+{
+    fl_test_need_root();
+    build_programs();
+    const char *yaml = fl_test_write(
+        "heal.yaml",
+        "name: it-clock-vdso-heal\n"
+        "hosts:\n"
+        "  a:\n"
+        "cluster: {node: [a]}\n"
+        "run:\n"
+        "  node: {command: '{scenario_dir}/clk-go trace'}\n"
+        "faults:\n"
+        "  - {on_log: {match: '^ready$'}, clock: {host: a, offset: 30s}, for: 300ms}\n"
+        "  - {on_log: {match: '^ready$'}, clock: {host: a, drift: 100%, heal: keep}, for: 500ms}\n"
+        "expect:\n"
+        "  all: {all: {exit: 0}}\n");
+    char *out;
+    int rc = run(&out, yaml);
+    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
+    free(out);
+    char *a = logs_of("a");
+    const char *mx = strstr(a, "max d="), *fin = strstr(a, "final d=");
+    FL_REQUIRE_MSG(mx && fin, "no max/final: %s", a);
+    long vmax = atol(mx + 6), vfin = atol(fin + 8);
+    char db[4200];
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    int held = fl_test_db_int(db, "SELECT healed_ms - applied_ms FROM faults WHERE kind = 'clock' "
+                                  "AND detail LIKE '%drift%'");
+    printf("offset 30s + drift 100%% (held %d ms): max %ld ms, after both heals %ld ms\n", held,
+           vmax, vfin);
+    /* the offset and what the drift gained while both held */
+    FL_ASSERT_MSG(vmax >= 30000 && vmax <= 30000 + held + 50, "max %ld ms", vmax);
+    /* the offset is gone; the drift's gain stays: 100% of the time it held */
+    FL_ASSERT_MSG(labs(vfin - held) <= 25, "after the heals %ld ms, not the %d ms gained", vfin,
+                  held);
+    free(a);
+}
+
+/* Bad values are refused at load, with the file, line and field. */
+FL_TEST(faults_clock, bad_values_name_file_line_and_field)
+{
+    static const struct {
+        const char *fault, *want;
+    } cases[] = {
+        {"{at: 1s, clock: {host: a}}", "f.yaml:6:21: clock needs 'offset'"},
+        {"{at: 1s, clock: {host: a, offset: soon}}",
+         "clock 'offset' must be a duration like 30s or -250ms, not 'soon'"},
+        {"{at: 1s, clock: {host: a, offset: 1s, heal: keep}}",
+         "clock 'heal' is about a drift: this one has none"},
+        {"{at: 1s, clock: {host: a, drift: 10%, clocks: tai}}",
+         "'clocks' must be realtime (the wall clock, the default) or all"},
+        {"{at: 1s, clock_jump: {host: a}}", "f.yaml:6:26: clock_jump needs 'by'"},
+        {"{at: 1s, clock_jump: {host: a, by: 0s}}", "clock_jump 'by' must not be 0"},
+        {"{at: 1s, clock_jump: {host: zz, by: 1s}}", "zz"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char y[512];
+        snprintf(y, sizeof y,
+                 "name: bad\nhosts: {a: }\ncluster: {n: [a]}\nrun: {n: {command: 'true'}}\n"
+                 "faults:\n  - %s\n",
+                 cases[i].fault);
+        const char *path = fl_test_write("f.yaml", y);
+        char *out;
+        int rc = fl_test_sh(&out, "%s validate %s 2>&1", fl_test_bin("faultline"), path);
+        FL_ASSERT_MSG(rc != 0, "%s: validate passed", cases[i].fault);
+        FL_ASSERT_CONTAINS(out, cases[i].want);
+        free(out);
+    }
+    const char *path =
+        fl_test_write("f.yaml", "name: bad\nhosts:\n  a: {clock_offset: 1s, clock_via: ntp}\n"
+                                "cluster: {n: [a]}\nrun: {n: {command: 'true'}}\n");
+    char *out;
+    FL_ASSERT(fl_test_sh(&out, "%s validate %s 2>&1", fl_test_bin("faultline"), path) != 0);
+    FL_ASSERT_CONTAINS(out, "f.yaml:3:36: 'clock_via' must be vdso");
+    free(out);
 }
