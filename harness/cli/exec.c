@@ -4,12 +4,19 @@
  *
  * exec finds the host's init through the run's state file, checks that the
  * pid still belongs to that init (start time), enters its namespaces and
- * forks the command into them; the exit status is the command's.
+ * forks the command into them; the exit status is the command's.  On a host
+ * whose clocks the run moves (its clock page, RUN/fs/lib/clock-HOST, is
+ * there: harness/faults/clock.c), a clock keeper of exec's own traces the
+ * command from before its exec (harness/sys/vclock.c), so it and what it
+ * starts read the host's clock, as the run's own processes do, faults
+ * applied meanwhile included.
  */
 #include "harness/cli/cli.h"
+#include "harness/cli/common.h"
 #include "harness/sys/host.h"
 #include "harness/sys/rootless.h"
 #include "harness/sys/rundir.h"
+#include "harness/sys/vclock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -168,27 +175,75 @@ int fl_cli_exec(int argc, char **argv)
         fl_state_free(&st);
         return 1;
     }
+    /* the host's clock page, seen through its init's root; the keeper
+     * starts here, in the harness's PID namespace, not the host's */
+    struct fl_vclock *vc = NULL;
+    char abs[PATH_MAX], page[PATH_MAX + 64], seen[2 * PATH_MAX + 128];
+    if (realpath(dir, abs)) {
+        snprintf(page, sizeof page, "%s/fs/lib/clock-%s", abs, hostname);
+        snprintf(seen, sizeof seen, "/proc/%d/root%s", (int)h->pid, page);
+        if (access(seen, R_OK) == 0) {
+            char bin[PATH_MAX], so[PATH_MAX + 32];
+            fl_cli_bin_dir(bin, sizeof bin);
+            snprintf(so, sizeof so, "%s/../lib/fl_vdso.so", bin);
+            if (fl_vclock_start(&vc, so, err, sizeof err) < 0 ||
+                fl_vclock_host_join(vc, 0, page, err, sizeof err) < 0) {
+                fprintf(stderr, "faultline exec: host %s: its clocks: %s\n", hostname, err);
+                fl_vclock_stop(vc);
+                fl_state_free(&st);
+                return 1;
+            }
+        }
+    }
     rc = fl_host_enter_pid(h->pid, h->starttime, st.workdir, err, sizeof err);
     fl_state_free(&st);
     if (rc < 0) {
         fprintf(stderr, "faultline exec: host %s: %s\n", hostname, err);
+        fl_vclock_stop(vc);
         return 1;
     }
     char *shell_argv[] = {"/bin/sh", NULL};
     char **av = cmd < argc ? argv + cmd : shell_argv;
+    int gate[2] = {-1, -1};
+    if (vc && pipe2(gate, O_CLOEXEC) < 0) {
+        perror("faultline exec: pipe");
+        fl_vclock_stop(vc);
+        return 1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         perror("faultline exec: fork");
+        fl_vclock_stop(vc);
         return 1;
     }
     if (pid == 0) {
+        if (gate[0] >= 0) {
+            char c;
+            close(gate[1]);
+            if (read(gate[0], &c, 1) != 1)
+                _exit(127); /* the keeper could not take it */
+        }
         execvp(av[0], av);
         fprintf(stderr, "faultline exec: %s: %s\n", av[0], strerror(errno));
         _exit(127);
+    }
+    if (vc) {
+        close(gate[0]);
+        if (fl_vclock_adopt(vc, 0, pid, err, sizeof err) < 0 || write(gate[1], "x", 1) != 1) {
+            fprintf(stderr, "faultline exec: host %s: its clocks: %s\n", hostname, err);
+            close(gate[1]);
+            waitpid(pid, NULL, 0);
+            fl_vclock_stop(vc);
+            return 1;
+        }
+        close(gate[1]);
     }
     signal(SIGINT, SIG_IGN);
     int ws;
     while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
         ;
+    if (vc && fl_vclock_status(vc, NULL, err, sizeof err) < 0)
+        fprintf(stderr, "faultline exec: host %s: %s\n", hostname, err);
+    fl_vclock_stop(vc);
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
 }

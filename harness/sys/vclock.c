@@ -179,6 +179,17 @@ int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *e
     return 0;
 }
 
+int fl_vclock_host_join(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen)
+{
+    if (host < 0 || host >= MAX_HOSTS) {
+        seterr(err, errlen, "vclock: host %d out of range", host);
+        return -EINVAL;
+    }
+    free(v->paths[host]);
+    v->paths[host] = strdup(path);
+    return 0;
+}
+
 void fl_vclock_set(struct fl_vclock *v, int host, bool mono, const struct fl_vclock_class *c)
 {
     struct fl_vclock_page *p = host >= 0 && host < MAX_HOSTS ? v->pages[host] : NULL;
@@ -228,7 +239,7 @@ static bool ask(struct fl_vclock *v, const struct req *q, struct rep *a)
 int fl_vclock_adopt(struct fl_vclock *v, int host, pid_t pid, char *err, size_t errlen)
 {
     struct req q = {.op = OP_ADOPT, .host = host, .pid = pid};
-    if (host < 0 || host >= MAX_HOSTS || !v->pages[host]) {
+    if (host < 0 || host >= MAX_HOSTS || !v->paths[host]) {
         seterr(err, errlen, "vclock: host %d has no clock page", host);
         return -EINVAL;
     }
@@ -269,11 +280,11 @@ void fl_vclock_stop(struct fl_vclock *v)
     if (v->pid > 0)
         while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
             ;
-    for (int i = 0; i < MAX_HOSTS; i++)
-        if (v->pages[i]) {
+    for (int i = 0; i < MAX_HOSTS; i++) {
+        if (v->pages[i])
             munmap(v->pages[i], FL_VCLOCK_PAGE);
-            free(v->paths[i]);
-        }
+        free(v->paths[i]);
+    }
     free(v);
 }
 

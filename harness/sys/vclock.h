@@ -28,6 +28,11 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
  * read real time until fl_vclock_set.  0 or -errno. */
 int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen);
 
+/* Names host's clock page made by another process (a run's, for `faultline
+ * exec`): the path as the host's processes open it; nothing is mapped
+ * here, fl_vclock_set does nothing for it.  0 or -errno. */
+int fl_vclock_host_join(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen);
+
 /* Sets a class of host's clocks (mono false: the realtime class); every
  * process of the host reads the new value at its next read. */
 void fl_vclock_set(struct fl_vclock *v, int host, bool mono, const struct fl_vclock_class *c);

@@ -22,6 +22,8 @@
 #include "harness/tests/fl_test.h"
 
 #include <glob.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,5 +372,52 @@ FL_TEST(faults_clock, bad_values_name_file_line_and_field)
     char *out;
     FL_ASSERT(fl_test_sh(&out, "%s validate %s 2>&1", fl_test_bin("faultline"), path) != 0);
     FL_ASSERT_CONTAINS(out, "f.yaml:3:36: 'clock_via' must be vdso");
+    free(out);
+}
+
+static bool a_is_up(void *arg)
+{
+    (void)arg;
+    char *a = logs_of("a");
+    bool up = strstr(a, "up\n") != NULL;
+    free(a);
+    return up;
+}
+
+/* `faultline exec` onto a host whose clock the run moves: the command, a
+ * static program and a Go one, reads the host's clock too. */
+FL_TEST_ROOT_T(faults_clock, exec_on_the_host_reads_its_clock, 120)
+{
+    fl_test_need_root();
+    build_programs();
+    const char *yaml = fl_test_write("hold.yaml", "name: it-clock-vdso-exec\n"
+                                                  "hosts:\n"
+                                                  "  a: {clock_offset: 1h}\n"
+                                                  "cluster: {node: [a]}\n"
+                                                  "run:\n"
+                                                  "  node: {command: 'echo up; exec sleep 600'}\n"
+                                                  "timeout: 10m\n");
+    char o[4200], db[4200];
+    snprintf(o, sizeof o, "%s/o", fl_test_dir());
+    snprintf(db, sizeof db, "%s/fl.db", fl_test_dir());
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl(fl_test_bin("faultline"), "faultline", "run", "-q", "--out", o, "--db", db, yaml,
+              (char *)NULL);
+        _exit(127);
+    }
+    FL_REQUIRE_MSG(fl_test_wait_until(a_is_up, NULL, 30000), "the run did not come up");
+    char *out;
+    int64_t lo = real_ns() - 1000000000LL;
+    int rc = fl_test_sh(&out,
+                        "%s exec --out %s $(ls %s/runs) a -- sh -c '%s/clk-static now && "
+                        "%s/clk-go now' 2>&1",
+                        fl_test_bin("faultline"), o, o, fl_test_dir(), fl_test_dir());
+    int64_t hi = real_ns();
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    FL_ASSERT_MSG(rc == 0, "exec exited %d: %s", rc, out);
+    FL_ASSERT_EQ(check_walls(out, 3600LL * 1000000000LL, lo, hi, "a (exec)"), 5);
     free(out);
 }
