@@ -13,6 +13,7 @@
 #include "harness/cli/common.h"
 #include "harness/sys/cgroup.h"
 #include "harness/sys/rootless.h"
+#include "harness/sys/vclock.h"
 #include "netem/fabric.h"
 
 #include <dlfcn.h>
@@ -258,8 +259,13 @@ int fl_cli_doctor(int argc, char **argv)
     say(libfiu, "disk (errors, short, delay)", "%s", libfiu ? "libfiu's preload" : "needs libfiu");
     say(fuse, "disk by path, unsynced: torn", "%s",
         fuse ? "the faultline filesystem" : "needs /dev/fuse open to this user (above)");
-    say(ft, "clock_offset, clock_drift", "%s",
-        ft ? "libfaketime and faultline's preload" : "needs libfaketime");
+    char why[256];
+    bool vc = fl_vclock_probe(why, sizeof why);
+    say(vc, "clocks (clock_offset, ...)", "%s",
+        vc ? "faultline's vDSO, for every program (a clock keeper traces the host's processes)"
+           : why);
+    say(ft, "clock_via: libc", "%s",
+        ft ? "libfaketime and faultline's preload (dynamic programs only)" : "needs libfaketime");
     if (!can_run)
         printf("\nruns cannot start here: see the lines marked no above\n");
     return can_run ? 0 : 1;

@@ -94,6 +94,30 @@ bool fl_vclock_supported(char *why, size_t len)
 #endif
 }
 
+bool fl_vclock_probe(char *why, size_t len)
+{
+    if (!fl_vclock_supported(why, len))
+        return false;
+    pid_t c = fork();
+    if (c < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        return false;
+    }
+    if (c == 0) {
+        pause();
+        _exit(0);
+    }
+    bool ok = ptrace(PTRACE_SEIZE, c, 0, 0) == 0;
+    int e = errno;
+    kill(c, SIGKILL);
+    while (waitpid(c, NULL, __WALL) < 0 && errno == EINTR)
+        ;
+    if (!ok)
+        snprintf(why, len, "ptrace(PTRACE_SEIZE) of a child: %s%s", strerror(e),
+                 e == EPERM ? " (kernel.yama.ptrace_scope 3, or a seccomp profile)" : "");
+    return ok;
+}
+
 /* ---- the harness's side ------------------------------------------------- */
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)

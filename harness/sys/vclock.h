@@ -19,6 +19,11 @@ struct fl_vclock;
  * architecture fl_vdso.c is written for), or no vDSO in this process. */
 bool fl_vclock_supported(char *why, size_t len);
 
+/* Tries what the keeper does to a process: traces a child of this one
+ * (PTRACE_SEIZE).  true, or false with why filled (ptrace refused here:
+ * kernel.yama.ptrace_scope, a seccomp profile). */
+bool fl_vclock_probe(char *why, size_t len);
+
 /* Starts the keeper, a child process of the caller's that dies with it.
  * vdso_so: fl_vdso.so's path.  0 or -errno with err filled. */
 int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size_t errlen);
