@@ -513,13 +513,11 @@ static void hook_host_started(struct fl_run *r, int host)
             fl_fault_kinds[i]->host_started(r, host);
 }
 
-static int hook_task_spawned(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen)
+static int hook_spawned(struct fl_run *r, int host, pid_t pid, char *err, size_t errlen)
 {
-    if (r->s->tasks[task].final)
-        return 0; /* no fault reaches a final */
     for (int i = 1; i < FL_SCN_ACT_COUNT; i++) {
         const struct fl_fault_kind *kd = fl_fault_kinds[i];
-        int rc = kd->task_spawned ? kd->task_spawned(r, task, pid, err, errlen) : 0;
+        int rc = kd->spawned ? kd->spawned(r, host, pid, err, errlen) : 0;
         if (rc < 0)
             return rc;
     }
@@ -547,8 +545,8 @@ int fl_faults_kinds_init(struct engine *e, char *err, size_t errlen)
         int rc = any && kd->init ? kd->init(&e->r, err, errlen) : 0;
         if (rc < 0)
             return rc;
-        if (any && kd->task_spawned)
-            e->r.task_spawned = hook_task_spawned; /* only then: each spawn waits for it */
+        if (any && kd->spawned)
+            e->r.spawned = hook_spawned; /* only then: each spawn waits for it */
     }
     return 0;
 }

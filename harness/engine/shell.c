@@ -79,6 +79,8 @@ int eng_shell_start(struct engine *e)
                           .stdout_fd = 1,
                           .stderr_fd = 2,
                           .new_session = false};
+    struct fl_run_spawn_arg sa;
+    fl_run_spawn_hook(&e->r, h, &sp, &sa); /* the host's clock, say */
     pid_t pid = fl_host_spawn(&e->r.hosts[h].h, &sp, err, sizeof err);
     free(env2);
     fl_run_free_strv(env);

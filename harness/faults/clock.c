@@ -164,10 +164,9 @@ static void clock_free(struct fl_run *r)
     r->kind_state[FL_SCN_ACT_CLOCK] = NULL;
 }
 
-static int clock_task_spawned(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen)
+static int clock_spawned(struct fl_run *r, int host, pid_t pid, char *err, size_t errlen)
 {
     struct clock_run *cr = state(r);
-    int host = r->s->tasks[task].host;
     if (!cr || !cr->vc || !fl_clock_by_vdso(r, host))
         return 0;
     return fl_vclock_adopt(cr->vc, host, pid, err, errlen);
@@ -410,7 +409,7 @@ const struct fl_fault_kind fl_kind_clock = {
     .needed = clock_needed,
     .stopping = clock_stopping,
     .free = clock_free,
-    .task_spawned = clock_task_spawned,
+    .spawned = clock_spawned,
     .host_starting = clock_host_starting,
     .detail = clock_detail,
     .apply = clock_apply_common,

@@ -59,9 +59,10 @@ struct fl_fault_kind {
     void (*stopping)(struct fl_run *r);
     /* At the end of every run, before the fabric goes: undoes init. */
     void (*free)(struct fl_run *r);
-    /* A task's process exists and waits to exec (fl_spawn.before_exec):
-     * a tracer takes it now.  0 or -errno with err filled. */
-    int (*task_spawned)(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen);
+    /* A process on host (a task's, `faultline shell`'s) exists and waits
+     * to exec (fl_spawn.before_exec): a tracer takes it now.  0 or -errno
+     * with err filled. */
+    int (*spawned)(struct fl_run *r, int host, pid_t pid, char *err, size_t errlen);
     /* Adds to a task's env being built (room for 4 more at *k, for each kind). */
     int (*task_env)(struct fl_run *r, int task, char **env, size_t *k, char *err, size_t errlen);
     int (*host_starting)(struct fl_run *r, int host, char *err, size_t errlen);

@@ -195,9 +195,10 @@ struct fl_run {
     /* task_started: a process of the task was just started with the
      * expanded command cmd (the engine checks that its preloads reach it) */
     void (*task_started)(struct fl_run *r, int task, const char *cmd);
-    /* task_spawned: a process of the task exists and waits to exec (a
-     * tracer takes it: the clock kinds); NULL when no kind needs it */
-    int (*task_spawned)(struct fl_run *r, int task, pid_t pid, char *err, size_t errlen);
+    /* spawned: a process on the host (a task's, the shell's) exists and
+     * waits to exec (a tracer takes it: the clock kinds); NULL when no kind
+     * needs it.  fl_run_spawn_hook sets it on an fl_spawn. */
+    int (*spawned)(struct fl_run *r, int host, pid_t pid, char *err, size_t errlen);
 };
 
 /* run.c */
@@ -243,6 +244,15 @@ void fl_run_host_down(struct fl_run *r, int host, bool by_fault, bool will_resta
 
 /* tasks.c */
 int fl_run_start_task(struct fl_run *r, int task);
+/* Has sp (a process about to start on host) wait for the run's spawned
+ * hook before its exec, when the run has one; a must live until
+ * fl_host_spawn returns. */
+struct fl_run_spawn_arg {
+    struct fl_run *r;
+    int host;
+};
+struct fl_spawn;
+void fl_run_spawn_hook(struct fl_run *r, int host, struct fl_spawn *sp, struct fl_run_spawn_arg *a);
 void fl_run_signal_proc(struct fl_run *r, struct proc *p, int sig);
 /* Freezes (waiting until it is) or thaws a task's cgroup; 0 when the task
  * has none or is already so; -errno with err filled otherwise. */

@@ -203,15 +203,20 @@ char *fl_run_task_command(struct fl_run *r, int task, char *err, size_t errlen)
     return rc < 0 ? NULL : cmd;
 }
 
-/* fl_spawn.before_exec: the run's task_spawned hook, for one task */
-struct spawned_arg {
-    struct fl_run *r;
-    int task;
-};
-static int task_spawned(void *arg, pid_t pid, char *err, size_t errlen)
+static int spawned(void *arg, pid_t pid, char *err, size_t errlen)
 {
-    struct spawned_arg *a = arg;
-    return a->r->task_spawned(a->r, a->task, pid, err, errlen);
+    struct fl_run_spawn_arg *a = arg;
+    return a->r->spawned(a->r, a->host, pid, err, errlen);
+}
+
+void fl_run_spawn_hook(struct fl_run *r, int host, struct fl_spawn *sp, struct fl_run_spawn_arg *a)
+{
+    if (!r->spawned)
+        return;
+    a->r = r;
+    a->host = host;
+    sp->before_exec = spawned;
+    sp->before_exec_arg = a;
 }
 
 int fl_run_start_task(struct fl_run *r, int task)
@@ -286,11 +291,9 @@ int fl_run_start_task(struct fl_run *r, int task)
                           .stdout_fd = pfd[1],
                           .stderr_fd = pfd[1],
                           .cgroup = tr->has_cgroup ? tr->cgroup : NULL};
-    struct spawned_arg sa = {r, task};
-    if (r->task_spawned) {
-        sp.before_exec = task_spawned;
-        sp.before_exec_arg = &sa;
-    }
+    struct fl_run_spawn_arg sa;
+    if (!t->final) /* no fault reaches a final */
+        fl_run_spawn_hook(r, t->host, &sp, &sa);
     pid_t pid = fl_host_spawn(&r->hosts[t->host].h, &sp, err, sizeof err);
     close(pfd[1]);
     fl_run_free_strv(env);
