@@ -421,3 +421,37 @@ FL_TEST_ROOT_T(faults_clock, exec_on_the_host_reads_its_clock, 120)
     FL_ASSERT_EQ(check_walls(out, 3600LL * 1000000000LL, lo, hi, "a (exec)"), 5);
     free(out);
 }
+
+/* clocks: all moves the monotonic clocks with the wall clock; the default
+ * leaves them alone. */
+FL_TEST_ROOT_T(faults_clock, clocks_all_moves_monotonic_too, 120)
+{
+    fl_test_need_root();
+    build_programs();
+    fl_test_write("mono.py", "import time\n"
+                             "print(time.monotonic_ns() // 10**6, time.time_ns() // 10**6)\n");
+    const char *yaml = fl_test_write(
+        "mono.yaml",
+        "name: it-clock-vdso-mono\n"
+        "hosts: {a: , b: }\n"
+        "cluster: {node: [a, b]}\n"
+        "run:\n"
+        "  node:\n"
+        "    command: |\n"
+        "      set -- $(/usr/bin/python3 {scenario_dir}/mono.py)\n"
+        "      {bin}/faultline emit --sync clock.go\n"
+        "      set -- $(/usr/bin/python3 {scenario_dir}/mono.py) $1 $2\n"
+        "      echo \"monotonic $(( ($1 - $3) / 1000 ))s realtime $(( ($2 - $4) / 1000 ))s\"\n"
+        "faults:\n"
+        "  - {after: {event: clock.go, host: a}, clock_jump: {host: a, by: 5s, clocks: all}}\n"
+        "  - {after: {event: clock.go, host: b}, clock_jump: {host: b, by: 5s}}\n"
+        "expect:\n"
+        "  all:\n"
+        "    all: {exit: 0}\n"
+        "    a: {log_matches: '^monotonic 5s realtime 5s$'}\n"
+        "    b: {log_matches: '^monotonic 0s realtime 5s$'}\n");
+    char *out;
+    int rc = run(&out, yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run: %s", out);
+    free(out);
+}
