@@ -181,11 +181,37 @@ static void fold(struct fl_vclock_class *c, int64_t now)
     c->t0_ns = now;
 }
 
-static int clock_apply_common(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen,
-                              char *err, size_t errlen)
+/* Puts the fault into the host's clocks (heal false: d gets when) or takes
+ * it back out (heal true). */
+static void move(struct clock_run *cr, const struct fl_scn_action *a, struct clock_done *d,
+                 bool heal)
+{
+    const struct clock_params *p = a->params;
+    int sign = heal ? -1 : 1;
+    for (int m = 0; m < 1 + p->mono; m++) {
+        struct fl_vclock_class c;
+        int64_t now = real_ns(m);
+        fl_vclock_get(cr->vc, a->host, m, &c);
+        if (p->ppm) {
+            fold(&c, now);
+            c.ppm += sign * p->ppm;
+            if (heal && !p->heal_keep) {
+                /* what this drift gained since it was applied */
+                struct fl_vclock_class g = {.ppm = p->ppm};
+                c.off_ns -= fl_vclock_adj(&g, now - d->applied_ns[m]);
+            }
+        }
+        c.off_ns += sign * (p->offset_ns + p->jump_ns);
+        fl_vclock_set(cr->vc, a->host, m, &c);
+        if (!heal)
+            d->applied_ns[m] = now;
+    }
+}
+
+static int clock_apply(struct fl_run *r, struct fault_rt *fr, char *detail, size_t dlen, char *err,
+                       size_t errlen)
 {
     const struct fl_scn_action *a = &fr->f->action;
-    const struct clock_params *p = a->params;
     struct clock_run *cr = state(r);
     if (!cr || !cr->vc) {
         snprintf(err, errlen, "host %s: its clock keeper is not running",
@@ -193,18 +219,7 @@ static int clock_apply_common(struct fl_run *r, struct fault_rt *fr, char *detai
         return -ESRCH;
     }
     struct clock_done *d = calloc(1, sizeof *d);
-    for (int m = 0; m < 1 + p->mono; m++) {
-        struct fl_vclock_class c;
-        int64_t now = real_ns(m);
-        fl_vclock_get(cr->vc, a->host, m, &c);
-        if (p->ppm) {
-            fold(&c, now);
-            c.ppm += p->ppm;
-        }
-        c.off_ns += p->offset_ns + p->jump_ns;
-        fl_vclock_set(cr->vc, a->host, m, &c);
-        d->applied_ns[m] = now;
-    }
+    move(cr, a, d, false);
     free(fr->priv);
     fr->priv = d;
     (void)detail;
@@ -212,31 +227,12 @@ static int clock_apply_common(struct fl_run *r, struct fault_rt *fr, char *detai
     return 0;
 }
 
-static int clock_heal_common(struct fl_run *r, struct fault_rt *fr, bool restart, char *err,
-                             size_t errlen)
+static int clock_heal(struct fl_run *r, struct fault_rt *fr, bool restart, char *err, size_t errlen)
 {
-    const struct fl_scn_action *a = &fr->f->action;
-    const struct clock_params *p = a->params;
     struct clock_run *cr = state(r);
-    const struct clock_done *d = fr->priv;
-    if (!cr || !cr->vc || !d)
-        return 0; /* the run is ending: the processes are gone with the keeper */
-    for (int m = 0; m < 1 + p->mono; m++) {
-        struct fl_vclock_class c;
-        int64_t now = real_ns(m);
-        fl_vclock_get(cr->vc, a->host, m, &c);
-        if (p->ppm) {
-            fold(&c, now);
-            c.ppm -= p->ppm;
-            if (!p->heal_keep) {
-                /* what this drift gained since it was applied */
-                struct fl_vclock_class g = {.ppm = p->ppm};
-                c.off_ns -= fl_vclock_adj(&g, now - d->applied_ns[m]);
-            }
-        }
-        c.off_ns -= p->offset_ns + p->jump_ns;
-        fl_vclock_set(cr->vc, a->host, m, &c);
-    }
+    if (cr && cr->vc && fr->priv)
+        move(cr, &fr->f->action, fr->priv, true);
+    /* else the run is ending: the processes are gone with the keeper */
     (void)restart;
     (void)err;
     (void)errlen;
@@ -264,42 +260,33 @@ static void clock_detail(const struct fl_run *r, const struct fault_rt *fr, char
 
 /* ---- loading ------------------------------------------------------------ */
 
-/* A duration that may be negative, in ns. */
-static int signed_duration(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ns)
-{
-    int rc = fl_scn_want(c, n, FL_YN_SCALAR, what);
-    if (rc < 0)
-        return rc;
-    bool neg = n->value[0] == '-';
-    int64_t ms;
-    if (fl_scn_duration_parse(n->value + (neg || n->value[0] == '+'), &ms) < 0)
-        return fl_scn_verr(c, n->loc, "%s must be a duration like 30s or -250ms, not '%s'", what,
-                           n->value);
-    *ns = (neg ? -ms : ms) * 1000000LL;
-    return 0;
-}
-
-static int common_keys(struct fl_scn_vctx *c, const ynode *av, const char *kind,
-                       struct fl_scn_action *a, struct clock_params *p)
+/* What both kinds' values start with: a mapping of the kind's keys, its
+ * params (in a->params), host and clocks. */
+static int begin_parse(struct fl_scn_vctx *c, const ynode *av, const char *kind,
+                       const char *example, const char *const *keys, size_t nkeys,
+                       struct fl_scn_action *a, struct clock_params **pp)
 {
     int rc;
+    char b[64];
+    if (av->type != FL_YN_MAP)
+        return fl_scn_verr(c, av->loc, "'%s' must be a mapping like %s, not %s", kind, example,
+                           fl_scn_describe(av, b, sizeof b));
+    if ((rc = fl_scn_check_keys(c, av, keys, nkeys, kind)) < 0)
+        return rc;
+    struct clock_params *p = calloc(1, sizeof *p);
+    a->params = p;
+    *pp = p;
     const ynode *h = fl_scn_yaml_get(av, "host", NULL), *cl = fl_scn_yaml_get(av, "clocks", NULL);
     if (!h)
         return fl_scn_verr(c, av->loc, "%s needs 'host' (whose clock moves)", kind);
     if ((rc = fl_scn_resolve_target(c, h, kind, &a->target)) < 0)
         return rc;
     a->host = a->target.host;
-    if (cl) {
-        if ((rc = fl_scn_want(c, cl, FL_YN_SCALAR, "'clocks'")) < 0)
-            return rc;
-        if (!strcmp(cl->value, "all"))
-            p->mono = true;
-        else if (strcmp(cl->value, "realtime"))
-            return fl_scn_verr(c, cl->loc,
-                               "'clocks' must be realtime (the wall clock, the default) or all "
-                               "(the monotonic clocks too), not '%s'",
-                               cl->value);
-    }
+    if (cl && (rc = fl_scn_get_either(c, cl, "'clocks'", "realtime", "all",
+                                      "realtime (the wall clock, the default) or all (the "
+                                      "monotonic clocks too)",
+                                      &p->mono)) < 0)
+        return rc;
 #if !defined(__x86_64__)
     return fl_scn_verr(c, av->loc,
                        "%s works on x86-64 only (faultline's vDSO, harness/tools/fl_vdso.c); "
@@ -315,18 +302,10 @@ static int clock_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
                        struct fl_scn_action *a)
 {
     static const char *const keys[] = {"host", "offset", "drift", "clocks", "heal"};
-    int rc;
-    char b[64];
-    if (av->type != FL_YN_MAP)
-        return fl_scn_verr(c, av->loc,
-                           "'clock' must be a mapping like {host: ps1, offset: 30s} or {host: "
-                           "ps1, drift: 10%%}, not %s",
-                           fl_scn_describe(av, b, sizeof b));
-    if ((rc = fl_scn_check_keys(c, av, keys, 5, "clock")) < 0)
-        return rc;
-    struct clock_params *p = calloc(1, sizeof *p);
-    a->params = p;
-    if ((rc = common_keys(c, av, "clock", a, p)) < 0)
+    struct clock_params *p;
+    int rc = begin_parse(c, av, "clock", "{host: ps1, offset: 30s} or {host: ps1, drift: 10%}",
+                         keys, 5, a, &p);
+    if (rc < 0)
         return rc;
     const ynode *off = fl_scn_yaml_get(av, "offset", NULL),
                 *dr = fl_scn_yaml_get(av, "drift", NULL);
@@ -335,31 +314,18 @@ static int clock_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *k
         return fl_scn_verr(c, av->loc,
                            "clock needs 'offset' (a skew: 30s, -250ms) or 'drift' (a rate: 10%%, "
                            "-200ppm), or both");
-    if (off && (rc = signed_duration(c, off, "clock 'offset'", &p->offset_ns)) < 0)
+    int64_t ms;
+    if (off && (rc = fl_scn_get_signed_ms(c, off, "clock 'offset'", &ms)) < 0)
         return rc;
-    if (dr) {
-        if ((rc = fl_scn_want(c, dr, FL_YN_SCALAR, "'drift'")) < 0)
-            return rc;
-        if (fl_scn_drift_parse(dr->value, &p->ppm) < 0)
-            return fl_scn_verr(c, dr->loc,
-                               "clock 'drift' must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
-                               dr->value);
-        if (p->ppm <= -500000 || p->ppm > 10000000)
-            return fl_scn_verr(c, dr->loc,
-                               "clock 'drift' must be above -50%% and at most 1000%%, not '%s'",
-                               dr->value);
-    }
+    p->offset_ns = off ? ms * 1000000LL : 0;
+    if (dr && (rc = fl_scn_get_drift(c, dr, "clock 'drift'", &p->ppm)) < 0)
+        return rc;
     if (heal) {
-        if ((rc = fl_scn_want(c, heal, FL_YN_SCALAR, "'heal'")) < 0)
+        if ((rc = fl_scn_get_either(c, heal, "clock 'heal'", "step", "keep",
+                                    "step (the clock steps back to where it would be without "
+                                    "the fault, the default) or keep (a drift's gain stays)",
+                                    &p->heal_keep)) < 0)
             return rc;
-        if (!strcmp(heal->value, "keep"))
-            p->heal_keep = true;
-        else if (strcmp(heal->value, "step"))
-            return fl_scn_verr(c, heal->loc,
-                               "clock 'heal' must be step (the clock steps back to where it "
-                               "would be without the fault, the default) or keep (a drift's "
-                               "gain stays), not '%s'",
-                               heal->value);
         if (!dr)
             return fl_scn_verr(c, heal->loc, "clock 'heal' is about a drift: this one has none");
     }
@@ -373,25 +339,19 @@ static int jump_parse(struct fl_scn_vctx *c, const ynode *fault, const ynode *ke
                       struct fl_scn_action *a)
 {
     static const char *const keys[] = {"host", "by", "clocks"};
-    int rc;
-    char b[64];
-    if (av->type != FL_YN_MAP)
-        return fl_scn_verr(c, av->loc,
-                           "'clock_jump' must be a mapping like {host: ps1, by: -10s}, not %s",
-                           fl_scn_describe(av, b, sizeof b));
-    if ((rc = fl_scn_check_keys(c, av, keys, 3, "clock_jump")) < 0)
-        return rc;
-    struct clock_params *p = calloc(1, sizeof *p);
-    a->params = p;
-    if ((rc = common_keys(c, av, "clock_jump", a, p)) < 0)
+    struct clock_params *p;
+    int rc = begin_parse(c, av, "clock_jump", "{host: ps1, by: -10s}", keys, 3, a, &p);
+    if (rc < 0)
         return rc;
     const ynode *by = fl_scn_yaml_get(av, "by", NULL);
     if (!by)
         return fl_scn_verr(c, av->loc,
                            "clock_jump needs 'by' (how far the clock steps: 10s forward, -10s "
                            "back)");
-    if ((rc = signed_duration(c, by, "clock_jump 'by'", &p->jump_ns)) < 0)
+    int64_t ms;
+    if ((rc = fl_scn_get_signed_ms(c, by, "clock_jump 'by'", &ms)) < 0)
         return rc;
+    p->jump_ns = ms * 1000000LL;
     if (!p->jump_ns)
         return fl_scn_verr(c, by->loc, "clock_jump 'by' must not be 0");
     (void)fault;
@@ -412,8 +372,8 @@ const struct fl_fault_kind fl_kind_clock = {
     .spawned = clock_spawned,
     .host_starting = clock_host_starting,
     .detail = clock_detail,
-    .apply = clock_apply_common,
-    .heal = clock_heal_common,
+    .apply = clock_apply,
+    .heal = clock_heal,
 };
 
 const struct fl_fault_kind fl_kind_clock_jump = {
@@ -422,6 +382,6 @@ const struct fl_fault_kind fl_kind_clock_jump = {
     .parse = jump_parse,
     .init = clock_init,
     .detail = clock_detail,
-    .apply = clock_apply_common,
-    .heal = clock_heal_common,
+    .apply = clock_apply,
+    .heal = clock_heal,
 };

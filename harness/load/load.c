@@ -183,44 +183,25 @@ static int load_host_options(struct fl_scn_vctx *c, struct fl_scn_host *h, const
         return rc;
     const ynode *co = fl_scn_yaml_get(opt, "clock_offset", NULL);
     if (co) {
-        bool neg = co->type == FL_YN_SCALAR && co->value[0] == '-';
-        int64_t ms;
-        if ((rc = fl_scn_want(c, co, FL_YN_SCALAR, "'clock_offset'")) < 0)
+        if ((rc = fl_scn_get_signed_ms(c, co, "'clock_offset'", &h->clock_offset_ms)) < 0)
             return rc;
-        if (fl_scn_duration_parse(co->value + neg, &ms) < 0)
-            return fl_scn_verr(c, co->loc,
-                               "'clock_offset' must be a duration like 5s or -250ms, not '%s'",
-                               co->value);
-        h->clock_offset_ms = neg ? -ms : ms;
         h->clock_offset_set = true;
     }
     const ynode *cd = fl_scn_yaml_get(opt, "clock_drift", NULL);
     if (cd) {
-        if ((rc = fl_scn_want(c, cd, FL_YN_SCALAR, "'clock_drift'")) < 0)
+        if ((rc = fl_scn_get_drift(c, cd, "'clock_drift'", &h->clock_drift_ppm)) < 0)
             return rc;
-        if (fl_scn_drift_parse(cd->value, &h->clock_drift_ppm) < 0)
-            return fl_scn_verr(c, cd->loc,
-                               "'clock_drift' must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
-                               cd->value);
-        if (h->clock_drift_ppm <= -500000 || h->clock_drift_ppm > 10000000)
-            return fl_scn_verr(c, cd->loc,
-                               "'clock_drift' must be above -50%% and at most 1000%%, not '%s'",
-                               cd->value);
         h->clock_drift_set = true;
     }
     const ynode *cv = fl_scn_yaml_get(opt, "clock_via", NULL);
-    if (cv) {
-        if ((rc = fl_scn_want(c, cv, FL_YN_SCALAR, "'clock_via'")) < 0)
-            return rc;
-        if (!strcmp(cv->value, "libc"))
-            h->clock_via = FL_SCN_CLOCK_LIBC;
-        else if (strcmp(cv->value, "vdso"))
-            return fl_scn_verr(c, cv->loc,
-                               "'clock_via' must be vdso (faultline's vDSO: every program, the "
-                               "default) or libc (libfaketime: programs that read the clock "
-                               "through the dynamic C library), not '%s'",
-                               cv->value);
-    }
+    bool libc = false;
+    if (cv && (rc = fl_scn_get_either(c, cv, "'clock_via'", "vdso", "libc",
+                                      "vdso (faultline's vDSO: every program, the default) or "
+                                      "libc (libfaketime: programs that read the clock through "
+                                      "the dynamic C library)",
+                                      &libc)) < 0)
+        return rc;
+    h->clock_via = libc ? FL_SCN_CLOCK_LIBC : FL_SCN_CLOCK_VDSO;
 #if !defined(__x86_64__)
     /* faultline's vDSO is x86-64's: elsewhere libfaketime is what there is */
     if ((h->clock_offset_set || h->clock_drift_set) && h->clock_via != FL_SCN_CLOCK_LIBC)

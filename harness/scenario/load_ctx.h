@@ -56,6 +56,15 @@ void *fl_scn_zalloc(struct fl_scn_vctx *c, size_t n, size_t size);
 int fl_scn_get_str(struct fl_scn_vctx *c, const ynode *n, const char *what, char **out);
 int fl_scn_get_duration(struct fl_scn_vctx *c, const ynode *n, const char *what, bool allow_zero,
                         int64_t *ms);
+/* One of two words: *second is whether it is the second; else an error
+ * "WHAT must be CHOICES, not 'V'" (choices says both, for people). */
+int fl_scn_get_either(struct fl_scn_vctx *c, const ynode *n, const char *what, const char *first,
+                      const char *second, const char *choices, bool *is_second);
+/* A duration that may be signed ("-250ms", "+5s", "1h"), in ms. */
+int fl_scn_get_signed_ms(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ms);
+/* A clock's drift, a rate ("10%", "-0.5%", "+200ppm") above -50% and at
+ * most 1000%, in millionths. */
+int fl_scn_get_drift(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ppm);
 int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, long min, long max,
                     long *out);
 int fl_scn_get_bool(struct fl_scn_vctx *c, const ynode *n, const char *what, bool *out);

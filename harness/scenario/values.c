@@ -163,6 +163,46 @@ int fl_scn_get_duration(struct fl_scn_vctx *c, const ynode *n, const char *what,
     return 0;
 }
 
+int fl_scn_get_either(struct fl_scn_vctx *c, const ynode *n, const char *what, const char *first,
+                      const char *second, const char *choices, bool *is_second)
+{
+    int rc = fl_scn_want(c, n, FL_YN_SCALAR, what);
+    if (rc < 0)
+        return rc;
+    if (strcmp(n->value, first) && strcmp(n->value, second))
+        return fl_scn_verr(c, n->loc, "%s must be %s, not '%s'", what, choices, n->value);
+    *is_second = !strcmp(n->value, second);
+    return 0;
+}
+
+int fl_scn_get_signed_ms(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ms)
+{
+    int rc = fl_scn_want(c, n, FL_YN_SCALAR, what);
+    if (rc < 0)
+        return rc;
+    bool neg = n->value[0] == '-';
+    int64_t v;
+    if (fl_scn_duration_parse(n->value + (neg || n->value[0] == '+'), &v) < 0)
+        return fl_scn_verr(c, n->loc, "%s must be a duration like 5s or -250ms, not '%s'", what,
+                           n->value);
+    *ms = neg ? -v : v;
+    return 0;
+}
+
+int fl_scn_get_drift(struct fl_scn_vctx *c, const ynode *n, const char *what, int64_t *ppm)
+{
+    int rc = fl_scn_want(c, n, FL_YN_SCALAR, what);
+    if (rc < 0)
+        return rc;
+    if (fl_scn_drift_parse(n->value, ppm) < 0)
+        return fl_scn_verr(c, n->loc, "%s must be a rate like 10%%, -0.5%% or 200ppm, not '%s'",
+                           what, n->value);
+    if (*ppm <= -500000 || *ppm > 10000000)
+        return fl_scn_verr(c, n->loc, "%s must be above -50%% and at most 1000%%, not '%s'", what,
+                           n->value);
+    return 0;
+}
+
 int fl_scn_get_long(struct fl_scn_vctx *c, const ynode *n, const char *what, long min, long max,
                     long *out)
 {

@@ -168,6 +168,16 @@ static char *logs_of(const char *host)
     return all;
 }
 
+/* Runs the scenario, which must pass; the logs of host a's tasks. */
+static char *run_logs_of_a(const char *yaml)
+{
+    char *out;
+    int rc = run(&out, yaml);
+    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
+    free(out);
+    return logs_of("a");
+}
+
 /* Each "WHO wall=NS" line of text: NS - off within [lo, hi]; how many. */
 static int check_walls(const char *text, int64_t off, int64_t lo, int64_t hi, const char *host)
 {
@@ -206,13 +216,9 @@ FL_TEST_ROOT_T(faults_clock, offset_reaches_go_static_python_children_relaunch, 
         "  - {on_log: {match: '^gen0 done', host: a}, kill: a, for: 10ms}\n"
         "expect:\n"
         "  all: {all: {exit: 0}}\n");
-    char *out;
     int64_t lo = real_ns() - 1000000000LL; /* time() has whole seconds */
-    int rc = run(&out, yaml);
+    char *a = run_logs_of_a(yaml), *b = logs_of("b");
     int64_t hi = real_ns();
-    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
-    free(out);
-    char *a = logs_of("a"), *b = logs_of("b");
     /* a: two generations of go, go's child, static x3, python, sh */
     FL_ASSERT_EQ(check_walls(a, 3600LL * 1000000000LL, lo, hi, "a"), 2 * 7);
     FL_ASSERT_EQ(check_walls(b, 0, lo, hi, "b"), 7);
@@ -237,11 +243,7 @@ FL_TEST_ROOT_T(faults_clock, drift_measured_by_each_program, 120)
                       "      /usr/bin/python3 {scenario_dir}/clk.py drift & wait\n"
                       "expect:\n"
                       "  all: {all: {exit: 0}}\n");
-    char *out;
-    int rc = run(&out, yaml);
-    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
-    free(out);
-    char *a = logs_of("a");
+    char *a = run_logs_of_a(yaml);
     int n = 0;
     for (const char *p = a; (p = strstr(p, " rate=")); p++, n++) {
         double v = strtod(p + 6, NULL);
@@ -275,11 +277,7 @@ FL_TEST_ROOT_T(faults_clock, jump_seen_by_running_go_program, 120)
              "  all: {all: {exit: 0}}\n",
              faults);
     const char *yaml = fl_test_write("jump.yaml", y);
-    char *out;
-    int rc = run(&out, yaml);
-    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
-    free(out);
-    char *a = logs_of("a");
+    char *a = run_logs_of_a(yaml);
     int n = 0;
     for (const char *p = a; (p = strstr(p, " by ")); p++, n++) {
         double by = strtod(p + 4, NULL);
@@ -314,11 +312,7 @@ FL_TEST_ROOT_T(faults_clock, heal_steps_back_or_keeps_the_gain, 120)
         "  - {on_log: {match: '^ready$'}, clock: {host: a, drift: 100%, heal: keep}, for: 500ms}\n"
         "expect:\n"
         "  all: {all: {exit: 0}}\n");
-    char *out;
-    int rc = run(&out, yaml);
-    FL_REQUIRE_MSG(rc == 0, "faultline run: %s", out);
-    free(out);
-    char *a = logs_of("a");
+    char *a = run_logs_of_a(yaml);
     const char *mx = strstr(a, "max d="), *fin = strstr(a, "final d=");
     FL_REQUIRE_MSG(mx && fin, "no max/final: %s", a);
     long vmax = atol(mx + 6), vfin = atol(fin + 8);
@@ -344,7 +338,7 @@ FL_TEST(faults_clock, bad_values_name_file_line_and_field)
     } cases[] = {
         {"{at: 1s, clock: {host: a}}", "f.yaml:6:21: clock needs 'offset'"},
         {"{at: 1s, clock: {host: a, offset: soon}}",
-         "clock 'offset' must be a duration like 30s or -250ms, not 'soon'"},
+         "clock 'offset' must be a duration like 5s or -250ms, not 'soon'"},
         {"{at: 1s, clock: {host: a, offset: 1s, heal: keep}}",
          "clock 'heal' is about a drift: this one has none"},
         {"{at: 1s, clock: {host: a, drift: 10%, clocks: tai}}",
