@@ -30,6 +30,8 @@
 #                                   and monotonic)
 #   clock_libc_gettime_ns           clock_gettime on l (libfaketime) vs p:
 #   clock_libc_gettimeofday_ns        the older mechanism, for comparison
+#                                   (only the dynamic program: libfaketime
+#                                   reaches neither the static nor the Go one)
 #   clock_fault_exec_us             microseconds per fork + exec + wait of
 #                                   /bin/true on f, baseline the same on p
 #   clock_libc_exec_us              the same on l
@@ -168,7 +170,7 @@ cc -O2 -o "$W/clk-dyn" "$W/clk.c" ||
   { echo "bench/clock.sh: cc failed" >&2; exit 1; }
 cc -O2 -static -o "$W/clk-static" "$W/clk.c" ||
   { echo "bench/clock.sh: cc -static failed (needs libc6-dev's libc.a)" >&2; exit 1; }
-(cd "$W/go" && HOME=$W GOCACHE=$W/gocache GO111MODULE=off GOFLAGS= CGO_ENABLED=0 \
+(cd "$W/go" && HOME=$W GOCACHE=$W/gocache GO111MODULE=off GOFLAGS='' CGO_ENABLED=0 \
   go build -o ../clk-go main.go) >&2 || { echo "bench/clock.sh: go build failed" >&2; exit 1; }
 : >"$W/lock"
 
