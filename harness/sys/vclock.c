@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -322,6 +323,7 @@ static struct {
     /* the kernel vDSO's entry points, as offsets from its start (the same
      * image in every process) */
     uint64_t off[5];
+    uint64_t setup; /* __fl_vdso_setup's offset in the image */
     long installs;
     int rc;
     char err[512];
@@ -346,14 +348,11 @@ static void kfail(int rc, const char *fmt, ...)
     K.rc = rc;
 }
 
-/* The kernel vDSO's symbols, from this process's own. */
-static int vdso_offsets(void)
+/* The offsets from base of the symbols names[0..n) of the ELF image at
+ * base (as it lies in memory: the kernel's vDSO, or fl_vdso.so's file,
+ * whose layout is its memory layout); 0 for one it lacks.  0 or -errno. */
+static int sym_offsets(uintptr_t base, const char *const *names, int n, uint64_t *off)
 {
-    const char *names[5] = {"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time",
-                            "__vdso_clock_getres", "__vdso_getcpu"};
-    uintptr_t base = getauxval(AT_SYSINFO_EHDR);
-    if (!base)
-        return -ENOENT;
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
     const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
     uintptr_t bias = 0, dyn = 0;
@@ -381,10 +380,22 @@ static int vdso_offsets(void)
     if (!sym || !str || !hash)
         return -ENOEXEC;
     for (Elf32_Word i = 0; i < hash[1]; i++)
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < n; k++)
             if (sym[i].st_shndx != SHN_UNDEF && !strcmp(str + sym[i].st_name, names[k]))
-                K.off[k] = bias + sym[i].st_value - base;
-    return K.off[0] ? 0 : -ENOENT;
+                off[k] = bias + sym[i].st_value - base;
+    return 0;
+}
+
+/* The kernel vDSO's entry points, from this process's own. */
+static int vdso_offsets(void)
+{
+    static const char *const names[5] = {"__vdso_clock_gettime", "__vdso_gettimeofday",
+                                         "__vdso_time", "__vdso_clock_getres", "__vdso_getcpu"};
+    uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+    if (!base)
+        return -ENOENT;
+    int rc = sym_offsets(base, names, 5, K.off);
+    return rc < 0 ? rc : K.off[0] ? 0 : -ENOENT;
 }
 
 static int load_image(const char *path)
@@ -413,6 +424,11 @@ static int load_image(const char *path)
     if (nload != 1) {
         free(b);
         return -ENOEXEC; /* not linked with fl_vdso.lds */
+    }
+    static const char *const setup[1] = {"__fl_vdso_setup"};
+    if (sym_offsets((uintptr_t)b, setup, 1, &K.setup) < 0 || !K.setup) {
+        free(b);
+        return -ENOEXEC;
     }
     /* the section headers lie past the segment, where the process's own
      * page goes: none, as far as a reader of the image can tell */
@@ -518,8 +534,65 @@ static int put(pid_t pid, uint64_t addr, const void *buf, size_t len)
     return process_vm_writev(pid, &l, 1, &rr, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
+/* Runs the tracee from regs until it stops at a breakpoint (int3: SIGTRAP
+ * that is no event); its rax then, or -ESRCH when it died meanwhile.  A
+ * signal that came meanwhile is kept in *pending. */
+static long run_to_trap(pid_t pid, const struct user_regs_struct *regs, int *pending)
+{
+    if (ptrace(PTRACE_SETREGS, pid, 0, regs) < 0 || ptrace(PTRACE_CONT, pid, 0, 0) < 0)
+        return -ESRCH;
+    for (;;) {
+        int st;
+        pid_t w;
+        while ((w = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
+            ;
+        if (w != pid || !WIFSTOPPED(st))
+            return -ESRCH;
+        if (WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0) {
+            struct user_regs_struct o;
+            if (ptrace(PTRACE_GETREGS, pid, 0, &o) < 0)
+                return -ESRCH;
+            return (long)o.rax;
+        }
+        if ((st >> 16) == 0)
+            *pending = WSTOPSIG(st); /* for the program, once it runs */
+        if (ptrace(PTRACE_CONT, pid, 0, 0) < 0)
+            return -ESRCH;
+    }
+}
+
+/* The auxiliary vector of a process at its exec stop (rsp at argc, then
+ * argv, envp, auxv): the stack word index of AT_SYSINFO_EHDR's value, its
+ * value in *kbase; 0 when there is none. */
+static size_t find_ehdr(pid_t pid, uint64_t rsp, uint64_t *kbase)
+{
+    static uint64_t stk[32768];
+    /* most stacks hold it in the first 16 KiB; the whole 256 KiB if not */
+    for (size_t want = 2048; want <= 32768; want *= 16) {
+        struct iovec l = {stk, want * 8}, rr = {(void *)(uintptr_t)rsp, want * 8};
+        ssize_t got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
+        size_t nw = got > 0 ? (size_t)got / 8 : 0;
+        if (nw < 1)
+            return 0;
+        size_t i = 1 + stk[0] + 1; /* argc, argv..., NULL */
+        while (i < nw && stk[i])
+            i++; /* envp */
+        for (i++; i + 1 < nw && stk[i] != AT_NULL; i += 2)
+            if (stk[i] == AT_SYSINFO_EHDR) {
+                *kbase = stk[i + 1];
+                return i + 1;
+            }
+        if (i + 1 < nw || (size_t)got < want * 8)
+            return 0; /* the vector ended, or the stack did: none */
+    }
+    return 0;
+}
+
 /* Gives pid (at its exec stop) faultline's vDSO; the signal to resume it
- * with in *pending.  0, 1 (not for it: 32-bit) or -errno. */
+ * with in *pending.  Two stops: an mmap run at the entry point (a `syscall`
+ * written there for the while), and __fl_vdso_setup (fl_vdso.c), which
+ * maps the host's page and seals the image.  0, 1 (not for it: 32-bit) or
+ * -errno. */
 static int install(pid_t pid, int *pending)
 {
     struct user_regs_struct saved;
@@ -530,46 +603,34 @@ static int install(pid_t pid, int *pending)
     const struct nsmap *h = host_of(pid);
     if (!h)
         return -ENOENT;
-    /* the auxiliary vector, above argc, argv and envp on the new stack */
-    static uint64_t stk[32768];
-    struct iovec l = {stk, sizeof stk}, rr = {(void *)(uintptr_t)saved.rsp, sizeof stk};
-    ssize_t got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
-    if (got <= 0) {
-        /* the stack's top is nearer than sizeof stk: read what there is */
-        size_t room = FL_VCLOCK_PAGE - (saved.rsp % FL_VCLOCK_PAGE);
-        for (size_t want = room; want <= sizeof stk && got <= 0; want += FL_VCLOCK_PAGE) {
-            l.iov_len = rr.iov_len = want;
-            got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
-        }
-    }
-    size_t nw = got > 0 ? (size_t)got / 8 : 0, i = 0;
-    if (nw < 1)
-        return -EFAULT;
-    i = 1 + stk[0] + 1; /* argc, argv..., NULL */
-    while (i < nw && stk[i])
-        i++; /* envp */
-    i++;
-    size_t at_ehdr = 0;
     uint64_t kbase = 0;
-    for (; i + 1 < nw && stk[i] != AT_NULL; i += 2)
-        if (stk[i] == AT_SYSINFO_EHDR) {
-            at_ehdr = i + 1;
-            kbase = stk[i + 1];
-        }
+    size_t at_ehdr = find_ehdr(pid, saved.rsp, &kbase);
     if (!at_ehdr)
         return -ENODATA;
 
+    /* the process runs its two stops on this CPU, beside the keeper: a
+     * round trip between two CPUs waits for the other one to wake (on a
+     * virtual machine, from halt), four times as long */
+    cpu_set_t mask, here;
+    bool pinned = false;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && sched_getaffinity(pid, sizeof mask, &mask) == 0 && CPU_ISSET(cpu, &mask)) {
+        CPU_ZERO(&here);
+        CPU_SET(cpu, &here);
+        pinned = sched_setaffinity(pid, sizeof here, &here) == 0;
+    }
     errno = 0;
     long word = ptrace(PTRACE_PEEKTEXT, pid, (void *)saved.rip, 0);
-    if (errno && word == -1)
-        return -ESRCH;
     long sc = (word & ~0xffffL) | 0x050f; /* syscall */
-    if (ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)sc) < 0)
+    if ((errno && word == -1) || ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)sc) < 0) {
+        if (pinned)
+            sched_setaffinity(pid, sizeof mask, &mask);
         return -ESRCH;
+    }
     size_t img = K.img_pages * FL_VCLOCK_PAGE, total = img + 2 * FL_VCLOCK_PAGE;
     int rc = 0;
-    long b = inject(pid, &saved, pending, SYS_mmap, 0, (long)total, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long b = inject(pid, &saved, pending, SYS_mmap, 0, (long)total,
+                    PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (b < 0 && b > -4096) {
         rc = (int)b;
         goto out;
@@ -579,34 +640,23 @@ static int install(pid_t pid, int *pending)
     uint64_t *fn[5] = {&pr.clock_gettime, &pr.gettimeofday, &pr.time, &pr.clock_getres, &pr.getcpu};
     for (int k = 0; k < 5; k++)
         *fn[k] = K.off[k] ? kbase + K.off[k] : 0;
-    uint64_t path_at = base + img + FL_VCLOCK_PAGE;
     if ((rc = put(pid, base, K.img, K.img_len)) < 0 ||
         (rc = put(pid, base + img, &pr, sizeof pr)) < 0 ||
-        (rc = put(pid, path_at, h->path, strlen(h->path) + 1)) < 0)
+        (rc = put(pid, base + img + FL_VCLOCK_PAGE, h->path, strlen(h->path) + 1)) < 0)
         goto out;
-    long fd =
-        inject(pid, &saved, pending, SYS_open, (long)path_at, O_RDONLY | O_CLOEXEC, 0, 0, 0, 0);
-    if (fd < 0) {
-        rc = (int)fd;
-        goto out;
-    }
-    long m = inject(pid, &saved, pending, SYS_mmap, (long)path_at, FL_VCLOCK_PAGE, PROT_READ,
-                    MAP_SHARED | MAP_FIXED, fd, 0);
-    inject(pid, &saved, pending, SYS_close, fd, 0, 0, 0, 0, 0);
-    if (m != (long)path_at) {
-        rc = m < 0 ? (int)m : -EFAULT;
-        goto out;
-    }
-    long p1 = inject(pid, &saved, pending, SYS_mprotect, (long)base, (long)img,
-                     PROT_READ | PROT_EXEC, 0, 0, 0);
-    long p2 = inject(pid, &saved, pending, SYS_mprotect, (long)(base + img), FL_VCLOCK_PAGE,
-                     PROT_READ, 0, 0, 0);
-    if (p1 < 0 || p2 < 0) {
-        rc = p1 < 0 ? (int)p1 : (int)p2;
+    struct user_regs_struct r = saved;
+    r.rip = base + K.setup;
+    r.rsp = ((saved.rsp - 4096) & ~15ULL) - 8; /* as after a call, below the program's */
+    r.orig_rax = (unsigned long)-1;
+    long x = run_to_trap(pid, &r, pending);
+    if (x != 0) {
+        rc = x < 0 && x > -4096 ? (int)x : -EFAULT;
         goto out;
     }
     rc = put(pid, saved.rsp + 8 * at_ehdr, &base, sizeof base);
 out:
+    if (pinned)
+        sched_setaffinity(pid, sizeof mask, &mask);
     if (ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)word) < 0 ||
         ptrace(PTRACE_SETREGS, pid, 0, &saved) < 0)
         return -ESRCH;
