@@ -16,10 +16,14 @@
  * stops: signals (re-sent), group stops (PTRACE_LISTEN, so SIGSTOP and
  * SIGCONT work as untraced), forks and exits.
  *
- * The mapping is made by the process itself: at the exec stop the keeper
- * writes a `syscall` instruction at its entry point and runs it, a single
- * step at a time, for mmap, open, mmap of the page, close and mprotect,
- * then puts the bytes and registers back.  The keeper is a process, not a
+ * The mapping is made by the process itself, in two stops: at the exec
+ * stop the keeper writes a `syscall` instruction at its entry point and
+ * single-steps it for an mmap, writes the image and the process's page
+ * into what it got, then runs the image's __fl_vdso_setup (fl_vdso.c),
+ * which maps the host's page and seals the image and stops at a
+ * breakpoint; then the bytes and registers go back.  Meanwhile the process
+ * is pinned to the keeper's CPU: a round trip between two CPUs waits for
+ * the other to wake, on a virtual machine from halt.  The keeper is a process, not a
  * thread of the harness: a tracer waits for its tracees, and waiting from
  * the harness would take the exit statuses the engine waits for.
  *
