@@ -27,10 +27,16 @@
  * thread of the harness: a tracer waits for its tracees, and waiting from
  * the harness would take the exit statuses the engine waits for.
  *
+ * The keeper never waits for one process: an install goes in steps, each
+ * ended by a stop its main loop waits for like any other (a process frozen
+ * mid-install holds only itself).  A process's host is the one it was
+ * adopted for, passed on at every fork, vfork and clone event (a PID
+ * namespace of its own changes nothing).
+ *
  * Limits, said in scenarios/README.md: x86-64 only; a 32-bit process, a
  * raw clock_gettime system call (no vDSO) and a program that ptraces (gdb,
- * strace: a process has one tracer) are not reached; timers and sleeps
- * stay on the real clocks.
+ * strace: a process has one tracer) are not reached; relative timers and
+ * sleeps stay on the real clocks.
  */
 #include "harness/sys/vclock.h"
 
@@ -63,6 +69,7 @@
 
 struct fl_vclock {
     pid_t pid; /* the keeper */
+    int pidfd; /* of the keeper, -1 if none */
     int sock;  /* to it (SOCK_SEQPACKET) */
     bool dead; /* it was reaped, or the socket broke */
     char why[512];
@@ -174,6 +181,9 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
     }
     close(sv[1]);
     v->pid = pid;
+    /* waited for through it: the engine's reaping may take the keeper's
+     * exit first, and the pid then be another process's */
+    v->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     v->sock = sv[0];
     *out = v;
     return 0;
@@ -257,11 +267,19 @@ static bool ask(struct fl_vclock *v, const struct req *q, struct rep *a)
         return true;
     int st = 0;
     v->dead = true;
-    if (waitpid(v->pid, &st, 0) == v->pid)
-        v->pid = 0;
+    /* it died: reaped now, or by the engine's reaping already (its pid may
+     * be another child's since): never waited for again */
+    siginfo_t si = {0};
+    bool reaped = v->pidfd >= 0 && waitid(P_PIDFD, (id_t)v->pidfd, &si, WEXITED | WNOHANG) == 0 &&
+                  si.si_pid == v->pid;
+    st = si.si_code == CLD_EXITED ? W_EXITCODE(si.si_status, 0) : si.si_status;
+    v->pid = 0;
     snprintf(v->why, sizeof v->why,
-             "the clock keeper (faultline's tracer of clock-faulted hosts) %s",
-             WIFSIGNALED(st) ? strsignal(WTERMSIG(st)) : "exited");
+             "the clock keeper (faultline's tracer of the processes of clock-moved hosts) %s: "
+             "processes started since read the real clock",
+             !reaped           ? "is gone"
+             : WIFSIGNALED(st) ? strsignal(WTERMSIG(st))
+                               : "exited");
     return false;
 }
 
@@ -306,9 +324,13 @@ void fl_vclock_stop(struct fl_vclock *v)
     if (!v)
         return;
     close(v->sock);
-    if (v->pid > 0)
-        while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
+    if (v->pid > 0 && v->pidfd >= 0) {
+        siginfo_t si;
+        while (waitid(P_PIDFD, (id_t)v->pidfd, &si, WEXITED) < 0 && errno == EINTR)
             ;
+    }
+    if (v->pidfd >= 0)
+        close(v->pidfd);
     for (int i = 0; i < MAX_HOSTS; i++) {
         if (v->pages[i])
             munmap(v->pages[i], FL_VCLOCK_PAGE);
@@ -321,6 +343,26 @@ void fl_vclock_stop(struct fl_vclock *v)
 
 #if defined(__x86_64__)
 
+/* A process the keeper traces.  An install goes in steps, each ended by
+ * a stop that the main loop waits for like any other, so the keeper never
+ * waits for one process (a frozen one, say) while others or the harness
+ * wait for it. */
+enum { T_IDLE, T_MMAP, T_SETUP };
+struct tracee {
+    pid_t pid;
+    int host;  /* index into K.paths; -1 unknown */
+    int state; /* T_*: where its install is */
+    struct user_regs_struct saved;
+    long word; /* the bytes the `syscall` replaced at saved.rip */
+    uint64_t base, kbase;
+    size_t at_ehdr; /* AT_SYSINFO_EHDR's value, in stack words above saved.rsp */
+    cpu_set_t mask;
+    bool pinned;
+    int tries;
+    int pend[8]; /* signals that came during the install, for after it */
+    int npend;
+};
+
 static struct {
     char *img; /* fl_vdso.so's bytes: its one PT_LOAD, file layout = memory layout */
     size_t img_len, img_pages;
@@ -331,13 +373,9 @@ static struct {
     long installs;
     int rc;
     char err[512];
-    struct nsmap {
-        ino_t ns;
-        dev_t dev;
-        char *path;
-        int host;
-    } * ns;
-    size_t nns;
+    char *paths[MAX_HOSTS]; /* each host's clock page, as the processes open it */
+    struct tracee *t;
+    size_t nt;
 } K;
 
 static void kfail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -406,8 +444,13 @@ static int load_image(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0)
+    if (fd < 0)
         return -errno;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
     char *b = malloc((size_t)st.st_size);
     if (!b || read(fd, b, (size_t)st.st_size) != st.st_size) {
         close(fd);
@@ -446,22 +489,55 @@ static int load_image(const char *path)
     return 0;
 }
 
-static int ns_of(pid_t pid, struct stat *st)
+static struct tracee *tracee(pid_t pid)
 {
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
-    return stat(p, st) < 0 ? -errno : 0;
+    for (size_t i = 0; i < K.nt; i++)
+        if (K.t[i].pid == pid)
+            return &K.t[i];
+    return NULL;
 }
 
-static const struct nsmap *host_of(pid_t pid)
+static struct tracee *add_tracee(pid_t pid, int host)
 {
-    struct stat st;
-    if (ns_of(pid, &st) < 0)
-        return NULL;
-    for (size_t i = K.nns; i-- > 0;)
-        if (K.ns[i].ns == st.st_ino && K.ns[i].dev == st.st_dev)
-            return &K.ns[i];
-    return NULL;
+    struct tracee *t = tracee(pid);
+    if (!t) {
+        K.t = realloc(K.t, (K.nt + 1) * sizeof *K.t);
+        t = &K.t[K.nt++];
+        memset(t, 0, sizeof *t);
+        t->pid = pid;
+    }
+    t->host = host;
+    return t;
+}
+
+static void drop_tracee(pid_t pid)
+{
+    struct tracee *t = tracee(pid);
+    if (t)
+        *t = K.t[--K.nt];
+}
+
+/* The host of a process the keeper meets before its parent's fork event:
+ * its thread group's, else its parent's (/proc/PID/status); -1 if neither
+ * is traced. */
+static int inherited_host(pid_t pid)
+{
+    char p[64], line[128];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");
+    pid_t tgid = 0, ppid = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "Tgid:", 5))
+            tgid = atoi(line + 5);
+        else if (!strncmp(line, "PPid:", 5))
+            ppid = atoi(line + 5);
+    }
+    if (f)
+        fclose(f);
+    struct tracee *t = tgid && tgid != pid ? tracee(tgid) : NULL;
+    if (!t && ppid)
+        t = tracee(ppid);
+    return t ? t->host : -1;
 }
 
 static const unsigned long TRACE_OPTS =
@@ -469,11 +545,9 @@ static const unsigned long TRACE_OPTS =
 
 static void adopt(const struct req *q, struct rep *a)
 {
-    struct stat st;
-    int rc = ns_of(q->pid, &st);
-    if (rc < 0) {
-        a->rc = rc;
-        snprintf(a->err, sizeof a->err, "clock keeper: pid %d: %s", (int)q->pid, strerror(-rc));
+    if (q->host < 0 || q->host >= MAX_HOSTS) {
+        a->rc = -EINVAL;
+        snprintf(a->err, sizeof a->err, "clock keeper: host %d out of range", q->host);
         return;
     }
     if (ptrace(PTRACE_SEIZE, q->pid, 0, TRACE_OPTS) < 0) {
@@ -483,53 +557,12 @@ static void adopt(const struct req *q, struct rep *a)
                  errno == EPERM ? " (is ptrace restricted here? kernel.yama.ptrace_scope)" : "");
         return;
     }
-    for (size_t i = 0; i < K.nns; i++)
-        if (K.ns[i].ns == st.st_ino && K.ns[i].dev == st.st_dev) {
-            a->rc = 0;
-            return;
-        }
-    K.ns = realloc(K.ns, (K.nns + 1) * sizeof *K.ns);
-    K.ns[K.nns++] = (struct nsmap){st.st_ino, st.st_dev, strdup(q->path), q->host};
-    a->rc = 0;
-}
-
-/* Runs one system call in the stopped tracee: regs is its state with rip
- * at a `syscall` instruction.  Returns the call's result, or -ESRCH when
- * the process died meanwhile; a signal that came meanwhile is kept in
- * *pending for the process to get when it goes on. */
-static long inject(pid_t pid, const struct user_regs_struct *at, int *pending, long nr, long a1,
-                   long a2, long a3, long a4, long a5, long a6)
-{
-    struct user_regs_struct r = *at;
-    r.rax = (unsigned long)nr;
-    r.orig_rax = (unsigned long)-1;
-    r.rdi = (unsigned long)a1;
-    r.rsi = (unsigned long)a2;
-    r.rdx = (unsigned long)a3;
-    r.r10 = (unsigned long)a4;
-    r.r8 = (unsigned long)a5;
-    r.r9 = (unsigned long)a6;
-    for (int tries = 0; tries < 64; tries++) {
-        if (ptrace(PTRACE_SETREGS, pid, 0, &r) < 0)
-            return -ESRCH;
-        if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0) < 0)
-            return -ESRCH;
-        int st;
-        pid_t w;
-        while ((w = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
-            ;
-        if (w != pid || !WIFSTOPPED(st))
-            return -ESRCH;
-        struct user_regs_struct o;
-        if (ptrace(PTRACE_GETREGS, pid, 0, &o) < 0)
-            return -ESRCH;
-        if (WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0 && o.rip == at->rip + 2)
-            return (long)o.rax;
-        /* a signal came before the step: keep it for later, step again */
-        if ((st >> 16) == 0 && WSTOPSIG(st) != SIGTRAP)
-            *pending = WSTOPSIG(st);
+    if (!K.paths[q->host] || strcmp(K.paths[q->host], q->path)) {
+        free(K.paths[q->host]);
+        K.paths[q->host] = strdup(q->path);
     }
-    return -EAGAIN;
+    add_tracee(q->pid, q->host);
+    a->rc = 0;
 }
 
 static int put(pid_t pid, uint64_t addr, const void *buf, size_t len)
@@ -538,161 +571,258 @@ static int put(pid_t pid, uint64_t addr, const void *buf, size_t len)
     return process_vm_writev(pid, &l, 1, &rr, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
-/* Runs the tracee from regs until it stops at a breakpoint (int3: SIGTRAP
- * that is no event); its rax then, or -ESRCH when it died meanwhile.  A
- * signal that came meanwhile is kept in *pending. */
-static long run_to_trap(pid_t pid, const struct user_regs_struct *regs, int *pending)
-{
-    if (ptrace(PTRACE_SETREGS, pid, 0, regs) < 0 || ptrace(PTRACE_CONT, pid, 0, 0) < 0)
-        return -ESRCH;
-    for (;;) {
-        int st;
-        pid_t w;
-        while ((w = waitpid(pid, &st, __WALL)) < 0 && errno == EINTR)
-            ;
-        if (w != pid || !WIFSTOPPED(st))
-            return -ESRCH;
-        if (WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0) {
-            struct user_regs_struct o;
-            if (ptrace(PTRACE_GETREGS, pid, 0, &o) < 0)
-                return -ESRCH;
-            return (long)o.rax;
-        }
-        if ((st >> 16) == 0)
-            *pending = WSTOPSIG(st); /* for the program, once it runs */
-        if (ptrace(PTRACE_CONT, pid, 0, 0) < 0)
-            return -ESRCH;
-    }
-}
-
 /* The auxiliary vector of a process at its exec stop (rsp at argc, then
  * argv, envp, auxv): the stack word index of AT_SYSINFO_EHDR's value, its
- * value in *kbase; 0 when there is none. */
+ * value in *kbase; 0 when there is none.  Reads as far as the vector
+ * goes (argv and envp may take megabytes). */
 static size_t find_ehdr(pid_t pid, uint64_t rsp, uint64_t *kbase)
 {
-    static uint64_t stk[32768];
-    /* most stacks hold it in the first 16 KiB; the whole 256 KiB if not */
-    for (size_t want = 2048; want <= 32768; want *= 16) {
-        struct iovec l = {stk, want * 8}, rr = {(void *)(uintptr_t)rsp, want * 8};
-        ssize_t got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
-        size_t nw = got > 0 ? (size_t)got / 8 : 0;
-        if (nw < 1)
-            return 0;
-        size_t i = 1 + stk[0] + 1; /* argc, argv..., NULL */
-        while (i < nw && stk[i])
-            i++; /* envp */
-        for (i++; i + 1 < nw && stk[i] != AT_NULL; i += 2)
+    static uint64_t *stk;
+    static size_t cap;
+    size_t nw = 0, i = 0;
+    enum { ARGV, ENVP, AUXV } part = ARGV;
+    for (;;) {
+        if (i + 2 > nw) {
+            /* the next 16 KiB (more each time) of the stack */
+            size_t want = nw ? nw : 2048;
+            if (nw + want > cap) {
+                cap = nw + want;
+                stk = realloc(stk, cap * 8);
+            }
+            struct iovec l = {stk + nw, want * 8},
+                         rr = {(void *)(uintptr_t)(rsp + nw * 8), want * 8};
+            ssize_t got = process_vm_readv(pid, &l, 1, &rr, 1, 0);
+            if (got < 16)
+                return 0; /* the end of the stack: no vector */
+            nw += (size_t)got / 8;
+            if (i == 0)
+                i = 1 + stk[0] + 1; /* argc, argv..., NULL */
+            continue;
+        }
+        if (part == ARGV) {
+            part = ENVP;
+        } else if (part == ENVP) {
+            if (!stk[i++])
+                part = AUXV;
+        } else {
+            if (stk[i] == AT_NULL)
+                return 0;
             if (stk[i] == AT_SYSINFO_EHDR) {
                 *kbase = stk[i + 1];
                 return i + 1;
             }
-        if (i + 1 < nw || (size_t)got < want * 8)
-            return 0; /* the vector ended, or the stack did: none */
+            i += 2;
+        }
     }
-    return 0;
 }
 
-/* Gives pid (at its exec stop) faultline's vDSO; the signal to resume it
- * with in *pending.  Two stops: an mmap run at the entry point (a `syscall`
- * written there for the while), and __fl_vdso_setup (fl_vdso.c), which
- * maps the host's page and seals the image.  0, 1 (not for it: 32-bit) or
- * -errno. */
-static int install(pid_t pid, int *pending)
+static const char *exe_of(pid_t pid, char *buf, size_t len)
 {
-    struct user_regs_struct saved;
-    if (ptrace(PTRACE_GETREGS, pid, 0, &saved) < 0)
-        return -ESRCH;
-    if (saved.cs != 0x33)
-        return 1; /* a 32-bit program: its vDSO is another */
-    const struct nsmap *h = host_of(pid);
-    if (!h)
-        return -ENOENT;
-    uint64_t kbase = 0;
-    size_t at_ehdr = find_ehdr(pid, saved.rsp, &kbase);
-    if (!at_ehdr)
-        return -ENODATA;
-
-    /* the process runs its two stops on this CPU, beside the keeper: a
-     * round trip between two CPUs waits for the other one to wake (on a
-     * virtual machine, from halt), four times as long */
-    cpu_set_t mask, here;
-    bool pinned = false;
-    int cpu = sched_getcpu();
-    if (cpu >= 0 && sched_getaffinity(pid, sizeof mask, &mask) == 0 && CPU_ISSET(cpu, &mask)) {
-        CPU_ZERO(&here);
-        CPU_SET(cpu, &here);
-        pinned = sched_setaffinity(pid, sizeof here, &here) == 0;
-    }
-    errno = 0;
-    long word = ptrace(PTRACE_PEEKTEXT, pid, (void *)saved.rip, 0);
-    long sc = (word & ~0xffffL) | 0x050f; /* syscall */
-    if ((errno && word == -1) || ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)sc) < 0) {
-        if (pinned)
-            sched_setaffinity(pid, sizeof mask, &mask);
-        return -ESRCH;
-    }
-    size_t img = K.img_pages * FL_VCLOCK_PAGE, total = img + 2 * FL_VCLOCK_PAGE;
-    int rc = 0;
-    long b = inject(pid, &saved, pending, SYS_mmap, 0, (long)total,
-                    PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b < 0 && b > -4096) {
-        rc = (int)b;
-        goto out;
-    }
-    uint64_t base = (uint64_t)b;
-    struct fl_vclock_proc pr = {.magic = FL_VCLOCK_MAGIC};
-    uint64_t *fn[5] = {&pr.clock_gettime, &pr.gettimeofday, &pr.time, &pr.clock_getres, &pr.getcpu};
-    for (int k = 0; k < 5; k++)
-        *fn[k] = K.off[k] ? kbase + K.off[k] : 0;
-    if ((rc = put(pid, base, K.img, K.img_len)) < 0 ||
-        (rc = put(pid, base + img, &pr, sizeof pr)) < 0 ||
-        (rc = put(pid, base + img + FL_VCLOCK_PAGE, h->path, strlen(h->path) + 1)) < 0)
-        goto out;
-    struct user_regs_struct r = saved;
-    r.rip = base + K.setup;
-    r.rsp = ((saved.rsp - 4096) & ~15ULL) - 8; /* as after a call, below the program's */
-    r.orig_rax = (unsigned long)-1;
-    long x = run_to_trap(pid, &r, pending);
-    if (x != 0) {
-        rc = x < 0 && x > -4096 ? (int)x : -EFAULT;
-        goto out;
-    }
-    rc = put(pid, saved.rsp + 8 * at_ehdr, &base, sizeof base);
-out:
-    if (pinned)
-        sched_setaffinity(pid, sizeof mask, &mask);
-    if (ptrace(PTRACE_POKETEXT, pid, (void *)saved.rip, (void *)word) < 0 ||
-        ptrace(PTRACE_SETREGS, pid, 0, &saved) < 0)
-        return -ESRCH;
-    return rc;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, buf, len - 1);
+    if (n <= 0)
+        snprintf(buf, len, "pid %d", (int)pid);
+    else
+        buf[n] = 0;
+    return buf;
 }
 
-static void on_exec(pid_t pid)
+/* The install is over (rc: 0 done, 1 not for it, -errno failed): the
+ * program's bytes, registers and CPUs back, and it goes on with the
+ * signals that came meanwhile. */
+static void finish(struct tracee *t, int rc)
 {
-    int pending = 0;
-    int rc = install(pid, &pending);
+    pid_t pid = t->pid;
+    if (t->state != T_IDLE) {
+        ptrace(PTRACE_POKETEXT, pid, (void *)t->saved.rip, (void *)t->word);
+        ptrace(PTRACE_SETREGS, pid, 0, &t->saved);
+    }
+    if (t->pinned)
+        sched_setaffinity(pid, sizeof t->mask, &t->mask);
+    t->pinned = false;
+    t->state = T_IDLE;
     if (rc == 0)
         K.installs++;
     else if (rc < 0 && rc != -ESRCH) {
-        char exe[PATH_MAX] = "?", link[64];
-        snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
-        ssize_t n = readlink(link, exe, sizeof exe - 1);
-        exe[n > 0 ? n : 1] = 0;
+        char exe[PATH_MAX];
+        exe_of(pid, exe, sizeof exe);
         kfail(rc, "the clock keeper could not give %s (pid %d) faultline's vDSO: %s%s", exe,
               (int)pid, strerror(-rc),
-              rc == -ENODATA ? " (the process has no vDSO: it would read the real clock)" : "");
+              rc == -ENODATA  ? " (the process has no vDSO: it would read the real clock)"
+              : rc == -EACCES ? " (the host's clock page must be reachable by every user the "
+                                "host's programs run as: a directory above the run directory "
+                                "is closed to this one; --out in a directory others may enter)"
+              : rc == -ENOENT && t->host < 0 ? " (a process of no host the keeper knows)"
+                                             : "");
     }
-    ptrace(PTRACE_CONT, pid, 0, (void *)(long)pending);
+    ptrace(PTRACE_CONT, pid, 0, (void *)(long)(t->npend ? t->pend[0] : 0));
+    for (int i = 1; i < t->npend; i++)
+        syscall(SYS_tgkill, pid, pid, t->pend[i]); /* the others again, after */
+    t->npend = 0;
+}
+
+/* A signal that came while the install ran: for the program, after it. */
+static void keep_signal(struct tracee *t, int sig)
+{
+    for (int i = 0; i < t->npend; i++)
+        if (t->pend[i] == sig && sig < SIGRTMIN)
+            return; /* a standard signal is pending once anyway */
+    if (t->npend < (int)(sizeof t->pend / sizeof *t->pend))
+        t->pend[t->npend++] = sig;
+}
+
+/* Single-steps the mmap of [image][its page][the host's page][a stack
+ * for the setup] at the `syscall` written at the entry point. */
+static int step_mmap(struct tracee *t)
+{
+    struct user_regs_struct r = t->saved;
+    r.rax = SYS_mmap;
+    r.orig_rax = (unsigned long)-1;
+    r.rdi = 0;
+    r.rsi = K.img_pages * FL_VCLOCK_PAGE + 3 * FL_VCLOCK_PAGE;
+    r.rdx = PROT_READ | PROT_WRITE | PROT_EXEC;
+    r.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
+    r.r8 = (unsigned long)-1;
+    r.r9 = 0;
+    return ptrace(PTRACE_SETREGS, t->pid, 0, &r) < 0 || ptrace(PTRACE_SINGLESTEP, t->pid, 0, 0) < 0
+               ? -ESRCH
+               : 0;
+}
+
+/* The exec stop: the first step of an install, an mmap run at the entry
+ * point (a `syscall` written there for the while), single-stepped. */
+static void begin_install(struct tracee *t)
+{
+    pid_t pid = t->pid;
+    t->npend = 0;
+    t->tries = 0;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &t->saved) < 0)
+        return finish(t, -ESRCH);
+    if (t->saved.cs != 0x33)
+        return finish(t, 1); /* a 32-bit program: its vDSO is another */
+    if (t->host < 0 || !K.paths[t->host])
+        return finish(t, -ENOENT);
+    if (!(t->at_ehdr = find_ehdr(pid, t->saved.rsp, &t->kbase)))
+        return finish(t, -ENODATA);
+    /* the process runs its two steps on this CPU, beside the keeper: a
+     * round trip between two CPUs waits for the other one to wake (on a
+     * virtual machine, from halt), four times as long */
+    cpu_set_t here;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && sched_getaffinity(pid, sizeof t->mask, &t->mask) == 0 &&
+        CPU_ISSET(cpu, &t->mask)) {
+        CPU_ZERO(&here);
+        CPU_SET(cpu, &here);
+        t->pinned = sched_setaffinity(pid, sizeof here, &here) == 0;
+    }
+    errno = 0;
+    t->word = ptrace(PTRACE_PEEKTEXT, pid, (void *)t->saved.rip, 0);
+    long sc = (t->word & ~0xffffL) | 0x050f; /* syscall */
+    if ((errno && t->word == -1) ||
+        ptrace(PTRACE_POKETEXT, pid, (void *)t->saved.rip, (void *)sc) < 0)
+        return finish(t, -ESRCH);
+    t->state = T_MMAP;
+    if (step_mmap(t) < 0)
+        return finish(t, -ESRCH);
+}
+
+/* The second step: the image and the process's page written, then the
+ * image's __fl_vdso_setup (fl_vdso.c) run to its breakpoint. */
+static void setup_step(struct tracee *t, uint64_t base)
+{
+    pid_t pid = t->pid;
+    size_t img = K.img_pages * FL_VCLOCK_PAGE;
+    t->base = base;
+    struct fl_vclock_proc pr = {.magic = FL_VCLOCK_MAGIC};
+    uint64_t *fn[5] = {&pr.clock_gettime, &pr.gettimeofday, &pr.time, &pr.clock_getres, &pr.getcpu};
+    for (int k = 0; k < 5; k++)
+        *fn[k] = K.off[k] ? t->kbase + K.off[k] : 0;
+    const char *path = K.paths[t->host];
+    int rc;
+    if ((rc = put(pid, base, K.img, K.img_len)) < 0 ||
+        (rc = put(pid, base + img, &pr, sizeof pr)) < 0 ||
+        (rc = put(pid, base + img + FL_VCLOCK_PAGE, path, strlen(path) + 1)) < 0)
+        return finish(t, rc);
+    struct user_regs_struct r = t->saved;
+    r.rip = base + K.setup;
+    r.rsp = base + img + 3 * FL_VCLOCK_PAGE - 8; /* its own page, as after a call */
+    r.orig_rax = (unsigned long)-1;
+    t->state = T_SETUP;
+    t->tries = 0;
+    if (ptrace(PTRACE_SETREGS, pid, 0, &r) < 0 || ptrace(PTRACE_CONT, pid, 0, 0) < 0)
+        return finish(t, -ESRCH);
+}
+
+/* A stop of a process in the middle of its install. */
+static void install_stop(struct tracee *t, int st)
+{
+    pid_t pid = t->pid;
+    int ev = st >> 16, sig = WSTOPSIG(st);
+    struct user_regs_struct o;
+    siginfo_t si;
+    if (ptrace(PTRACE_GETREGS, pid, 0, &o) < 0)
+        return finish(t, -ESRCH);
+    bool trap = ev == 0 && sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, pid, 0, &si) == 0 &&
+                si.si_code > 0 && si.si_code != SI_USER && si.si_code != SI_TKILL;
+    if (t->state == T_MMAP && trap && o.rip == t->saved.rip + 2) {
+        long b = (long)o.rax;
+        if (b < 0 && b > -4096)
+            return finish(t, (int)b);
+        return setup_step(t, (uint64_t)b);
+    }
+    size_t img = K.img_pages * FL_VCLOCK_PAGE;
+    if (t->state == T_SETUP && trap && o.rip > t->base && o.rip <= t->base + img) {
+        /* __fl_vdso_setup's int3: its result in rbx */
+        long x = (long)o.rbx;
+        if (x != 0)
+            return finish(t, x < 0 && x > -4096 ? (int)x : -EFAULT);
+        int rc = put(pid, t->saved.rsp + 8 * t->at_ehdr, &t->base, sizeof t->base);
+        return finish(t, rc);
+    }
+    if (++t->tries > 64)
+        return finish(t, -EAGAIN);
+    if (t->state == T_MMAP && trap && o.rip == t->saved.rip) {
+        /* a step from the exec stop, in the execve's return, is reported
+         * there before the instruction, the registers as the return left
+         * them: set them and step again */
+        if (step_mmap(t) < 0)
+            return finish(t, -ESRCH);
+        return;
+    }
+    if (ev == 0 &&
+        (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGTRAP) &&
+        ptrace(PTRACE_GETSIGINFO, pid, 0, &si) == 0 && si.si_code > 0 && si.si_code != SI_USER &&
+        si.si_code != SI_TKILL)
+        return finish(t, -EFAULT); /* a fault of the install's own: give up */
+    if (ev == 0)
+        keep_signal(t, sig); /* for the program, once it runs */
+    else if (ev == PTRACE_EVENT_STOP && sig != SIGTRAP)
+        keep_signal(t, sig); /* a group stop: sent again after */
+    /* on with the step it was in: the mmap again if it had not run */
+    if (t->state == T_MMAP && o.rip == t->saved.rip ? step_mmap(t) < 0
+                                                    : ptrace(PTRACE_CONT, pid, 0, 0) < 0)
+        return finish(t, -ESRCH);
 }
 
 static void on_wait(pid_t pid, int st)
 {
-    if (!WIFSTOPPED(st))
-        return; /* exited: its parent reaps it */
+    struct tracee *t = tracee(pid);
+    if (!WIFSTOPPED(st)) {
+        drop_tracee(pid); /* exited: its parent reaps it */
+        return;
+    }
+    if (t && t->state != T_IDLE)
+        return install_stop(t, st);
     int ev = st >> 16, sig = WSTOPSIG(st);
     switch (ev) {
-    case PTRACE_EVENT_EXEC: on_exec(pid); return;
+    case PTRACE_EVENT_EXEC:
+        if (!t)
+            t = add_tracee(pid, inherited_host(pid));
+        return begin_install(t);
     case PTRACE_EVENT_STOP:
+        if (!t)
+            add_tracee(pid, inherited_host(pid)); /* a new child, before its parent's event */
         if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
             ptrace(PTRACE_LISTEN, pid, 0, 0); /* a group stop: it stays stopped */
         else
@@ -701,9 +831,13 @@ static void on_wait(pid_t pid, int st)
     case 0:
         ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig); /* a signal: on to the process */
         return;
-    default:
-        ptrace(PTRACE_CONT, pid, 0, 0); /* fork, vfork, clone */
+    default: { /* fork, vfork, clone: the child is of the parent's host */
+        unsigned long child = 0;
+        if (t && ptrace(PTRACE_GETEVENTMSG, pid, 0, &child) == 0 && child)
+            add_tracee((pid_t)child, t->host);
+        ptrace(PTRACE_CONT, pid, 0, 0);
         return;
+    }
     }
 }
 
@@ -718,7 +852,11 @@ static void keeper_main(int sock, const char *vdso_so)
         sock = 3;
     }
     syscall(SYS_close_range, 4U, ~0U, 0);
+    /* out of the terminal's process group: a ^C, ^\ or ^Z for the program
+     * (`faultline exec`) is not for the keeper; the parent's death is */
+    setpgid(0, 0);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     int rc = load_image(vdso_so);
     if (rc < 0)
         kfail(rc, "clock keeper: %s: %s (not built with fl_vdso.lds?)", vdso_so, strerror(-rc));
@@ -750,15 +888,11 @@ static void keeper_main(int sock, const char *vdso_so)
             if (n != (ssize_t)sizeof q)
                 continue;
             struct rep a = {0};
-            if (K.rc < 0 && q.op == OP_ADOPT) {
+            if (K.rc < 0 || q.op != OP_ADOPT) {
                 a.rc = K.rc;
                 snprintf(a.err, sizeof a.err, "%s", K.err);
-            } else if (q.op == OP_ADOPT)
+            } else
                 adopt(&q, &a);
-            else {
-                a.rc = K.rc;
-                snprintf(a.err, sizeof a.err, "%s", K.err);
-            }
             a.installs = K.installs;
             if (send(sock, &a, sizeof a, MSG_NOSIGNAL) < 0)
                 _exit(0);

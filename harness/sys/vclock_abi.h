@@ -40,8 +40,10 @@ struct fl_vclock_page {
 
 /* What a clock of the class is moved by at real reading t (ns): integer
  * arithmetic only (the vDSO is called from code that keeps no floating
- * point state for it, Go's runtime among them), exact for |t - t0| up to
- * 10^13 s and |ppm| up to 10^9. */
+ * point state for it, Go's runtime among them).  Exact while
+ * |t - t0| / 1e6 * |ppm| fits in 63 bits: with ppm at most 1e7 (1000%,
+ * the most a scenario may write, composed with a few more), 250 hours
+ * from t0. */
 static inline int64_t fl_vclock_adj(const struct fl_vclock_class *c, int64_t t)
 {
     int64_t d = t - c->t0_ns;

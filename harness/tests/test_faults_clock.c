@@ -449,3 +449,45 @@ FL_TEST_ROOT_T(faults_clock, clocks_all_moves_monotonic_too, 120)
     FL_ASSERT_MSG(rc == 0, "faultline run: %s", out);
     free(out);
 }
+
+/* What the keeper met in review: a program in a PID namespace of its own
+ * (unshare -p), one with 40000 arguments (its auxiliary vector
+ * far up the stack), and processes paused by the freezer in the middle of
+ * their exec (the keeper serves everyone else meanwhile; the run ends). */
+FL_TEST_ROOT_T(faults_clock, nested_pid_namespace_huge_argv_and_pauses, 120)
+{
+    fl_test_need_root();
+    const char *yaml = fl_test_write(
+        "odd.yaml",
+        "name: it-clock-vdso-odd\n"
+        "hosts:\n"
+        "  a: {clock_offset: 1h}\n"
+        "cluster: {node: [a]}\n"
+        "run:\n"
+        "  node:\n"
+        "    command: |\n"
+        "      touch now\n"
+        "      echo \"unshared $(( $(unshare -p -f date +%s) - $(stat -c %Y now) ))\"\n"
+        "      t=$(/usr/bin/python3 -c 'import time; print(int(time.time()))' $(seq 40000))\n"
+        "      echo \"big argv $(( t - $(stat -c %Y now) ))\"\n"
+        "      end=$(( $(date +%s) + 2 ))\n"
+        "      n=0; while [ $(date +%s) -lt $end ]; do /bin/true; n=$((n + 1)); done\n"
+        "      echo \"looped $n\"\n"
+        "faults:\n"
+        "  - {on_log: {match: '^big argv'}, pause: a, for: 50ms}\n"
+        "  - {on_log: {match: '^big argv'}, pause: a, for: 200ms}\n"
+        "  - {on_log: {match: '^big argv'}, pause: a, for: 450ms}\n"
+        "timeout: 60s\n"
+        "expect:\n"
+        "  all:\n"
+        "    all: {exit: 0}\n"
+        "    a: {log_matches: '^unshared (3599|3600|3601)$'}\n");
+    char *out;
+    int rc = run(&out, yaml);
+    FL_ASSERT_MSG(rc == 0, "faultline run: %s", out);
+    free(out);
+    char *a = logs_of("a");
+    FL_ASSERT_CONTAINS(a, "big argv 3");
+    FL_ASSERT_CONTAINS(a, "looped ");
+    free(a);
+}

@@ -95,6 +95,7 @@ static int64_t adj(int cls, int64_t t)
 {
     struct fl_vclock_class c;
     uint32_t s;
+    int tries = 0;
     do {
         s = PAGE->seq;
         __asm__ volatile("" ::: "memory"); /* x86-64 keeps loads in order */
@@ -103,7 +104,9 @@ static int64_t adj(int cls, int64_t t)
         c.t0_ns = v->t0_ns;
         c.ppm = v->ppm;
         __asm__ volatile("" ::: "memory");
-    } while ((s & 1) || s != PAGE->seq);
+        /* a writer that died mid-write (odd for good) is not waited for
+         * for ever: after a million tries, what was read */
+    } while (((s & 1) || s != PAGE->seq) && ++tries < 1000000);
     return fl_vclock_adj(&c, t);
 }
 
@@ -171,11 +174,12 @@ int fl_getcpu(unsigned *cpu, unsigned *node, void *cache)
 }
 
 /* Run once in each process by the clock keeper (harness/sys/vclock.c),
- * which has mapped the image (readable, writable, executable), written the
- * process's page and, in the host page's place, the host page's path, and
- * set the stack: opens the path and maps the host's page over it, makes the
- * image read-only and executable and the process's page read-only, then
- * stops at a breakpoint with 0 or -errno in rax for the keeper.  One stop
+ * which has mapped the image and three pages after it (readable, writable,
+ * executable), written the process's page and, in the host page's place,
+ * the host page's path, and set the stack in the third page: opens the
+ * path and maps the host's page over it, makes the image read-only and
+ * executable and the process's page read-only, unmaps its own stack and
+ * stops at a breakpoint, 0 or -errno in rbx for the keeper.  One stop
  * instead of one per system call. */
 extern const char __ehdr_start[] HIDDEN;
 __attribute__((noreturn, used)) void __fl_vdso_setup(void)
@@ -192,8 +196,14 @@ __attribute__((noreturn, used)) void __fl_vdso_setup(void)
         if (r == 0)
             r = sys3(SYS_mprotect, (long)fl_vdso_end, FL_VCLOCK_PAGE, 1 /* PROT_READ */);
     }
+    /* the stack goes, and nothing touches it after: the breakpoint stops
+     * the process for its tracer before any signal frame would be pushed */
     for (;;)
-        __asm__ volatile("int3" : : "a"(r));
+        __asm__ volatile("syscall\n\tint3"
+                         :
+                         : "a"(SYS_munmap), "D"(fl_vdso_end + 2 * FL_VCLOCK_PAGE),
+                           "S"(FL_VCLOCK_PAGE), "b"(r)
+                         : "rcx", "r11", "memory");
 }
 
 /* The names programs look up (the kernel's x86-64 vDSO's, version
