@@ -920,6 +920,36 @@ static void host_open_ns(struct commit_ctx *c, struct qentry *q)
     }
 }
 
+/* RTM_GETLINK of each ifindex[i] in the switch's netns, tag[i] its entry
+ * (-1 none), SYNC_BATCH at a time: runs its pending linkwatch event now
+ * (step 3b of the commit below).  A failure is the entry's (or the
+ * commit's); 0, or -ENOMEM. */
+static int sync_links(struct fl_fabric *f, struct commit_ctx *c, const int *ifindex, const int *tag,
+                      size_t n, const char *what)
+{
+    struct nlbatch b;
+    for (size_t at = 0; at < n;) {
+        nb_init(&b, f->seq);
+        for (; at < n && b.nops < SYNC_BATCH; at++) {
+            struct nlmsghdr *nlh =
+                nb_put_link(&b, RTM_GETLINK, 0, ifindex[at], 0, OP_PORT_SYNC, tag[at]);
+            if (!nlh) {
+                nb_free(&b);
+                return -ENOMEM;
+            }
+            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
+            nb_close(&b, nlh);
+        }
+        f->seq += (uint32_t)b.nops + 1;
+        int rc = nb_run(f->sw_sock, &b, commit_err, c);
+        nb_free(&b);
+        if (rc < 0)
+            entry_fail(c, NULL, rc, "fabric: RTM_GETLINK of %s in the switch netns (pid %d): %s",
+                       what, f->holder, strerror(-rc));
+    }
+    return 0;
+}
+
 static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, struct commit_ctx *c)
 {
     struct nlbatch b;
@@ -1102,51 +1132,26 @@ static int commit_chunk(struct fl_fabric *f, struct qentry *ents, size_t n, stru
      * synchronously (rtnl_getlink -> linkwatch_sync_dev).  Replies are
      * ignored; at most SYNC_BATCH of them are queued on the socket at once.
      * A new trunk's ends first (both in the switch: up since step 2). */
-    nb_init(&b, f->seq);
-    for (int br = 1; br < FL_FABRIC_MAX_BRIDGES; br++) {
-        if (!leaf_new[br] || !f->bridge_made[br])
-            continue;
-        for (int end = 0; end < 2; end++) {
-            struct nlmsghdr *nlh =
-                nb_put_link(&b, RTM_GETLINK, 0, end ? trunkb_ifindex(br) : trunk0_ifindex(br), 0,
-                            OP_PORT_SYNC, -1);
-            if (!nlh)
-                goto nomem;
-            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
-            nb_close(&b, nlh);
-        }
-    }
-    f->seq += (uint32_t)b.nops + 1;
-    rc = nb_run(f->sw_sock, &b, commit_err, c);
-    nb_free(&b);
-    if (rc < 0) {
-        entry_fail(c, NULL, rc,
-                   "fabric: RTM_GETLINK of new trunks in the switch netns (pid %d): %s", f->holder,
-                   strerror(-rc));
-        rc = 0;
-    }
-    for (size_t at = 0; at < n;) {
-        nb_init(&b, f->seq);
-        for (; at < n && b.nops < SYNC_BATCH; at++) {
-            struct qentry *q = &ents[at];
-            if (!q->created || q->err)
-                continue;
-            struct nlmsghdr *nlh = nb_put_link(
-                &b, RTM_GETLINK, 0, FL_FABRIC_PORT_IFINDEX_BASE + q->idx, 0, OP_PORT_SYNC, (int)at);
-            if (!nlh)
-                goto nomem;
-            mnl_attr_put_u32(nlh, IFLA_EXT_MASK, RTEXT_FILTER_SKIP_STATS);
-            nb_close(&b, nlh);
-        }
-        f->seq += (uint32_t)b.nops + 1;
-        rc = nb_run(f->sw_sock, &b, commit_err, c);
-        nb_free(&b);
-        if (rc < 0) {
-            entry_fail(c, NULL, rc,
-                       "fabric: RTM_GETLINK of new ports in the switch netns (pid %d): %s",
-                       f->holder, strerror(-rc));
-            rc = 0;
-        }
+    {
+        int tx[2 * FL_FABRIC_MAX_BRIDGES], ttag[2 * FL_FABRIC_MAX_BRIDGES];
+        size_t nt = 0;
+        for (int br = 1; br < FL_FABRIC_MAX_BRIDGES; br++)
+            if (leaf_new[br] && f->bridge_made[br]) {
+                tx[nt] = trunk0_ifindex(br), ttag[nt++] = -1;
+                tx[nt] = trunkb_ifindex(br), ttag[nt++] = -1;
+            }
+        int *px = malloc((n ? n : 1) * sizeof *px), *ptag = malloc((n ? n : 1) * sizeof *ptag);
+        size_t np = 0;
+        for (size_t at = 0; px && ptag && at < n; at++)
+            if (ents[at].created && !ents[at].err)
+                px[np] = FL_FABRIC_PORT_IFINDEX_BASE + ents[at].idx, ptag[np++] = (int)at;
+        int x = !px || !ptag ? -ENOMEM : sync_links(f, c, tx, ttag, nt, "new trunks");
+        if (x == 0)
+            x = sync_links(f, c, px, ptag, np, "new ports");
+        free(px);
+        free(ptag);
+        if (x < 0)
+            goto nomem;
     }
     memset(&b, 0, sizeof b);
 

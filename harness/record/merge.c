@@ -37,21 +37,6 @@
 
 /* ---- checking an input ---------------------------------------------------------- */
 
-static int int_query(sqlite3 *db, const char *sql, int *v)
-{
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK)
-        return rc;
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *v = sqlite3_column_int(st, 0);
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
 int fl_rec_merge_check(const char *out_path, const char *in_path, int *version, char *err,
                        size_t errlen)
 {
@@ -77,11 +62,11 @@ int fl_rec_merge_check(const char *out_path, const char *in_path, int *version, 
     if (rc == SQLITE_OK)
         rc = sqlite3_busy_timeout(db, 30000);
     if (rc == SQLITE_OK)
-        rc = int_query(db, "PRAGMA user_version", &v);
+        rc = fl_rec_int_query(db, "PRAGMA user_version", &v);
     if (rc == SQLITE_OK)
-        rc = int_query(db,
-                       "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs'",
-                       &has_runs);
+        rc = fl_rec_int_query(
+            db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'runs'",
+            &has_runs);
     if (rc != SQLITE_OK) {
         fl_text_set(err, errlen, "cannot read database %s: %s", in_path,
                     db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));

@@ -564,10 +564,10 @@ static int mkdir_parents(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int user_version(sqlite3 *db, int *v)
+int fl_rec_int_query(sqlite3 *db, const char *sql, int *v)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return rc;
     rc = sqlite3_step(st);
@@ -577,6 +577,11 @@ static int user_version(sqlite3 *db, int *v)
     }
     sqlite3_finalize(st);
     return rc;
+}
+
+static int user_version(sqlite3 *db, int *v)
+{
+    return fl_rec_int_query(db, "PRAGMA user_version", v);
 }
 
 static int too_new(const char *path, int v, char *err, size_t errlen)

@@ -92,6 +92,9 @@ int fl_rec_close(struct fl_rec *rec);
 
 /* The SQLite handle, for queries (reports/report.h takes it). */
 struct sqlite3 *fl_rec_db(struct fl_rec *rec);
+/* The first column of sql's first row, an int, in *v: SQLITE_OK, or
+ * SQLite's code (SQLITE_DONE: no row). */
+int fl_rec_int_query(struct sqlite3 *db, const char *sql, int *v);
 
 /* Path the database was opened with. */
 const char *fl_rec_path(const struct fl_rec *rec);

@@ -40,6 +40,8 @@
  */
 #include "harness/sys/vclock.h"
 
+#include "harness/base/text.h"
+
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -132,16 +134,6 @@ bool fl_vclock_probe(char *why, size_t len)
 
 /* ---- the harness's side ------------------------------------------------- */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static void keeper_main(int sock, const char *vdso_so) __attribute__((noreturn));
 
 int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size_t errlen)
@@ -149,12 +141,12 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
     *out = NULL;
     char why[256];
     if (!fl_vclock_supported(why, sizeof why)) {
-        seterr(err, errlen, "%s", why);
+        fl_text_set(err, errlen, "%s", why);
         return -ENOTSUP;
     }
     if (access(vdso_so, R_OK) < 0) {
         int e = errno;
-        seterr(err, errlen, "%s: %s (build it: make)", vdso_so, strerror(e));
+        fl_text_set(err, errlen, "%s: %s (build it: make)", vdso_so, strerror(e));
         return -e;
     }
     struct fl_vclock *v = calloc(1, sizeof *v);
@@ -162,7 +154,7 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
     if (!v || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         int e = v ? errno : ENOMEM;
         free(v);
-        seterr(err, errlen, "vclock: socketpair: %s", strerror(e));
+        fl_text_set(err, errlen, "vclock: socketpair: %s", strerror(e));
         return -e;
     }
     fflush(NULL);
@@ -172,7 +164,7 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
         close(sv[0]);
         close(sv[1]);
         free(v);
-        seterr(err, errlen, "vclock: fork: %s", strerror(e));
+        fl_text_set(err, errlen, "vclock: fork: %s", strerror(e));
         return -e;
     }
     if (pid == 0) {
@@ -192,7 +184,7 @@ int fl_vclock_start(struct fl_vclock **out, const char *vdso_so, char *err, size
 int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen)
 {
     if (host < 0 || host >= MAX_HOSTS) {
-        seterr(err, errlen, "vclock: host %d out of range", host);
+        fl_text_set(err, errlen, "vclock: host %d out of range", host);
         return -EINVAL;
     }
     if (v->pages[host])
@@ -202,14 +194,14 @@ int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *e
         int e = errno;
         if (fd >= 0)
             close(fd);
-        seterr(err, errlen, "vclock: %s: %s", path, strerror(e));
+        fl_text_set(err, errlen, "vclock: %s: %s", path, strerror(e));
         return -e;
     }
     void *p = mmap(NULL, FL_VCLOCK_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     int e = errno;
     close(fd);
     if (p == MAP_FAILED) {
-        seterr(err, errlen, "vclock: mmap %s: %s", path, strerror(e));
+        fl_text_set(err, errlen, "vclock: mmap %s: %s", path, strerror(e));
         return -e;
     }
     v->pages[host] = p;
@@ -221,7 +213,7 @@ int fl_vclock_host_page(struct fl_vclock *v, int host, const char *path, char *e
 int fl_vclock_host_join(struct fl_vclock *v, int host, const char *path, char *err, size_t errlen)
 {
     if (host < 0 || host >= MAX_HOSTS) {
-        seterr(err, errlen, "vclock: host %d out of range", host);
+        fl_text_set(err, errlen, "vclock: host %d out of range", host);
         return -EINVAL;
     }
     free(v->paths[host]);
@@ -287,17 +279,17 @@ int fl_vclock_adopt(struct fl_vclock *v, int host, pid_t pid, char *err, size_t 
 {
     struct req q = {.op = OP_ADOPT, .host = host, .pid = pid};
     if (host < 0 || host >= MAX_HOSTS || !v->paths[host]) {
-        seterr(err, errlen, "vclock: host %d has no clock page", host);
+        fl_text_set(err, errlen, "vclock: host %d has no clock page", host);
         return -EINVAL;
     }
     struct rep a;
     snprintf(q.path, sizeof q.path, "%s", v->paths[host]);
     if (!ask(v, &q, &a)) {
-        seterr(err, errlen, "%s", v->why);
+        fl_text_set(err, errlen, "%s", v->why);
         return -ECHILD;
     }
     if (a.rc < 0)
-        seterr(err, errlen, "%s", a.err);
+        fl_text_set(err, errlen, "%s", a.err);
     return a.rc;
 }
 
@@ -309,13 +301,13 @@ int fl_vclock_status(struct fl_vclock *v, long *n, char *err, size_t errlen)
         *n = 0;
     err[0] = 0;
     if (!ask(v, &q, &a)) {
-        seterr(err, errlen, "%s", v->why);
+        fl_text_set(err, errlen, "%s", v->why);
         return -ECHILD;
     }
     if (n)
         *n = a.installs;
     if (a.rc < 0)
-        seterr(err, errlen, "%s", a.err);
+        fl_text_set(err, errlen, "%s", a.err);
     return a.rc;
 }
 

@@ -242,30 +242,37 @@ static int out_of_order(const uint32_t *seq, int n)
 static uint32_t seqs[MAXA];
 static int64_t dly[MAXA];
 
+/* A 50 ms one-way delay from e's host 0 to its host 1 (what names them):
+ * 50 datagrams each way; never early, in order, once (a doubled delay puts
+ * the median past 100 ms), and nothing the other way. */
+static void delay_50ms_one_way(struct env *e, const char *what)
+{
+    struct fl_emu_params p = {.delay_us = 50000, .seed = 1};
+    apply_emu(e, FL_LINK_ONEWAY, &p);
+    int n = send_recv(e, 0, 50, 2000, 300, seqs, dly, MAXA);
+    int64_t lo, hi;
+    minmax(dly, n, &lo, &hi);
+    int64_t med = median(dly, n);
+    printf("delay 50ms %s: %d of 50 arrived, one-way %.1f..%.1f ms, median %.1f ms\n", what, n,
+           lo / 1e3, hi / 1e3, med / 1e3);
+    FL_ASSERT_EQ(n, 50);
+    FL_ASSERT_MSG(lo >= 50000 && med <= 65000, "one-way delay %ld..%ld us, median %ld us", (long)lo,
+                  (long)hi, (long)med);
+    FL_ASSERT_EQ(out_of_order(seqs, n), 0);
+    n = send_recv(e, 1, 50, 2000, 300, seqs, dly, MAXA);
+    minmax(dly, n, &lo, &hi);
+    med = median(dly, n);
+    printf("the other way (no fault): one-way %.2f..%.2f ms, median %.2f ms\n", lo / 1e3, hi / 1e3,
+           med / 1e3);
+    FL_ASSERT_EQ(n, 50);
+    FL_ASSERT_MSG(med < 20000, "the other way took %ld us (median)", (long)med);
+}
+
 FL_TEST_ROOT_T(netem_emu, delay_50ms_one_way_only, 60)
 {
     struct env e;
     env_up(&e);
-    struct fl_emu_params p = {.delay_us = 50000, .seed = 1};
-    apply_emu(&e, FL_LINK_ONEWAY, &p);
-    int n = send_recv(&e, 0, 50, 2000, 300, seqs, dly, MAXA);
-    int64_t lo, hi;
-    minmax(dly, n, &lo, &hi);
-    int64_t med = median(dly, n);
-    printf("delay 50ms a->b: %d of 50 arrived, one-way %.1f..%.1f ms, median %.1f ms\n", n,
-           lo / 1e3, hi / 1e3, med / 1e3);
-    FL_ASSERT_EQ(n, 50);
-    /* never early; not twice (a doubled delay puts the median past 100 ms) */
-    FL_ASSERT_MSG(lo >= 50000 && med <= 65000, "one-way delay %ld..%ld us, median %ld us", (long)lo,
-                  (long)hi, (long)med);
-    FL_ASSERT_EQ(out_of_order(seqs, n), 0);
-    n = send_recv(&e, 1, 50, 2000, 300, seqs, dly, MAXA);
-    minmax(dly, n, &lo, &hi);
-    med = median(dly, n);
-    printf("b->a (no fault): one-way %.2f..%.2f ms, median %.2f ms\n", lo / 1e3, hi / 1e3,
-           med / 1e3);
-    FL_ASSERT_EQ(n, 50);
-    FL_ASSERT_MSG(med < 20000, "b->a took %ld us (median)", (long)med);
+    delay_50ms_one_way(&e, "a->b");
     env_down(&e);
 }
 
@@ -275,23 +282,7 @@ FL_TEST_ROOT_T(netem_emu, delay_50ms_across_bridges_once, 60)
 {
     struct env e;
     env_up_at(&e, 0, 1023);
-    struct fl_emu_params p = {.delay_us = 50000, .seed = 1};
-    apply_emu(&e, FL_LINK_ONEWAY, &p);
-    int n = send_recv(&e, 0, 50, 2000, 300, seqs, dly, MAXA);
-    int64_t lo, hi;
-    minmax(dly, n, &lo, &hi);
-    int64_t med = median(dly, n);
-    printf("delay 50ms 0 (br0) -> 1023 (br1): %d of 50 arrived, one-way %.1f..%.1f ms, median "
-           "%.1f ms\n",
-           n, lo / 1e3, hi / 1e3, med / 1e3);
-    FL_ASSERT_EQ(n, 50);
-    /* never early; once, not at each bridge (twice puts the median past 100 ms) */
-    FL_ASSERT_MSG(lo >= 50000 && med <= 65000, "one-way delay %ld..%ld us, median %ld us", (long)lo,
-                  (long)hi, (long)med);
-    n = send_recv(&e, 1, 50, 2000, 300, seqs, dly, MAXA);
-    minmax(dly, n, &lo, &hi);
-    FL_ASSERT_EQ(n, 50);
-    FL_ASSERT_MSG(hi < 20000, "1023->0 (no fault) took up to %ld us", (long)hi);
+    delay_50ms_one_way(&e, "0 (br0) -> 1023 (br1)");
     env_down(&e);
 }
 
